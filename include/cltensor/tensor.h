@@ -1,0 +1,151 @@
+/* Tensors: n-dimensional arrays of one dtype on one device, reference counted, created from
+ * host data or by fill and random functions, and cast explicitly between devices and dtypes with
+ * clt_tensor_to. Conversion rules between dtypes are written out at clt_tensor_to_dtype. */
+#ifndef CLTENSOR_TENSOR_H
+#define CLTENSOR_TENSOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "device.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CLT_MAX_DIMS 8
+
+/* Expands to the two arguments `ndim, shape` from a list of sizes: CLT_SHAPE(1, 10). */
+#define CLT_SHAPE(...) \
+    (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (const int64_t[]){__VA_ARGS__}
+
+typedef enum clt_dtype {
+    CLT_DTYPE_NONE = 0, /* "no dtype": keeps the dtype where an option takes one */
+    CLT_F32,
+    CLT_F64, /* only where the device has fp64 (clt_device_info.fp64); always on cpu */
+    CLT_F16, /* IEEE binary16 storage; arithmetic in f32 */
+    CLT_BF16, /* bfloat16 storage; arithmetic in f32 */
+    CLT_I32,
+    CLT_I64,
+    CLT_U8,
+    CLT_BOOL, /* one byte, 0 or 1 */
+    CLT_DTYPE_COUNT
+} clt_dtype;
+
+/* "f32", "f64", "f16", "bf16", "i32", "i64", "u8", "bool"; "invalid" for anything else. */
+CLT_API const char *clt_dtype_name(clt_dtype dtype);
+/* Bytes per element; 0 for an invalid dtype. */
+CLT_API size_t clt_dtype_size(clt_dtype dtype);
+
+typedef struct clt_tensor clt_tensor;
+
+/* --- creation: every function returns a new reference, or NULL with the last error set ------ */
+
+/* A tensor of the given shape on `dev` holding a copy of `data` (numel * dtype size bytes,
+ * row-major). ndim may be 0 (a scalar); sizes may be 0. */
+CLT_API clt_tensor *clt_tensor_from_data(const void *data, clt_dtype dtype, int ndim,
+                                         const int64_t *shape, clt_device *dev);
+/* Uninitialised contents. */
+CLT_API clt_tensor *clt_tensor_empty(int ndim, const int64_t *shape, clt_dtype dtype,
+                                     clt_device *dev);
+CLT_API clt_tensor *clt_tensor_zeros(int ndim, const int64_t *shape, clt_dtype dtype,
+                                     clt_device *dev);
+CLT_API clt_tensor *clt_tensor_ones(int ndim, const int64_t *shape, clt_dtype dtype,
+                                    clt_device *dev);
+/* Every element `value` converted to dtype by the rules of clt_tensor_to_dtype. */
+CLT_API clt_tensor *clt_tensor_full(int ndim, const int64_t *shape, double value, clt_dtype dtype,
+                                    clt_device *dev);
+/* 1-D: start, start+step, ... while below `end` (above, for a negative step), as PyTorch's
+ * arange: ceil((end - start) / step) elements, element i = start + i * step computed in f64
+ * and converted to dtype. */
+CLT_API clt_tensor *clt_tensor_arange(double start, double end, double step, clt_dtype dtype,
+                                      clt_device *dev);
+
+/* Uniform on [0, 1) and standard normal values for a floating dtype, from the default
+ * generator (Philox4x32-10, counter based): after the same clt_manual_seed, the same calls give
+ * bit-identical values on every device. */
+CLT_API clt_tensor *clt_tensor_rand(int ndim, const int64_t *shape, clt_dtype dtype,
+                                    clt_device *dev);
+CLT_API clt_tensor *clt_tensor_randn(int ndim, const int64_t *shape, clt_dtype dtype,
+                                     clt_device *dev);
+/* Seeds the default generator and restarts its counter (torch.manual_seed). The seed at
+ * start-up is 0. Thread-safe. */
+CLT_API void clt_manual_seed(uint64_t seed);
+
+/* --- references and properties --------------------------------------------------------------- */
+
+/* Returns t with one more reference (NULL for NULL). */
+CLT_API clt_tensor *clt_tensor_retain(clt_tensor *t);
+/* Drops one reference; the last one frees the tensor. Accepts NULL. */
+CLT_API void clt_tensor_release(clt_tensor *t);
+
+CLT_API int clt_tensor_ndim(const clt_tensor *t);
+/* The sizes, ndim of them; owned by the tensor. */
+CLT_API const int64_t *clt_tensor_shape(const clt_tensor *t);
+/* The size of dimension `dim` (negative counts from the end); -1 when out of range. */
+CLT_API int64_t clt_tensor_size(const clt_tensor *t, int dim);
+CLT_API int64_t clt_tensor_numel(const clt_tensor *t);
+CLT_API clt_dtype clt_tensor_dtype(const clt_tensor *t);
+/* The device the tensor lives on (owned by the library). */
+CLT_API clt_device *clt_tensor_device(const clt_tensor *t);
+
+/* --- host access ------------------------------------------------------------------------------ */
+
+/* Copies the elements, row-major, into `dst` of `nbytes` (at least numel * dtype size), from any
+ * device; waits for pending work on the tensor first. */
+CLT_API clt_status clt_tensor_copy_to_host(const clt_tensor *t, void *dst, size_t nbytes);
+/* The element storage of a cpu tensor, after pending copies into it have finished. Valid while
+ * the tensor lives. NULL with the last error set for a tensor on another device. */
+CLT_API void *clt_tensor_data(clt_tensor *t);
+
+/* A PyTorch-style rendering: "tensor([[ 0.1234, -1.5000]], device='gpu:0')". Returns a string
+ * the caller frees with clt_free, or NULL with the last error set. */
+CLT_API char *clt_tensor_format(const clt_tensor *t);
+/* Writes clt_tensor_format(t) and a newline to stdout. */
+CLT_API clt_status clt_tensor_print(const clt_tensor *t);
+
+/* --- explicit casting ------------------------------------------------------------------------- */
+
+typedef struct clt_event clt_event;
+
+/* Waits until the work behind the event has finished; its status. */
+CLT_API clt_status clt_event_wait(clt_event *event);
+/* Frees the event (without waiting). Accepts NULL. */
+CLT_API void clt_event_release(clt_event *event);
+
+/* `x` itself, retained, when it is already on `dev` (x.to(device) "has no effect"); otherwise a
+ * new tensor on `dev` with the same values. Works between any two devices, across platforms. */
+CLT_API clt_tensor *clt_tensor_to(clt_tensor *x, clt_device *dev);
+
+/* `x` itself, retained, when it already has `dtype`; otherwise a new tensor on the same device
+ * with every element converted, giving exactly the same bits on every device:
+ * - float -> f16/bf16 rounds to nearest even (f64 goes through f32, as PyTorch does); values
+ *   beyond the range become +-inf; NaN stays NaN (f16 0x7e00, bf16 0x7fc0, sign kept).
+ * - float -> integer truncates toward zero and saturates at the integer type's limits (u8:
+ *   0..255); NaN becomes 0. (C and PyTorch leave these undefined; here they are defined.)
+ * - integer -> narrower integer wraps modulo 2^bits; integer -> float rounds to nearest even.
+ * - anything -> bool is (x != 0), so NaN -> true; bool -> anything is 0 or 1.
+ * - f64 -> f32 rounds to nearest even, overflowing to +-inf. */
+CLT_API clt_tensor *clt_tensor_to_dtype(clt_tensor *x, clt_dtype dtype);
+
+typedef struct clt_to_options {
+    clt_device *device;  /* NULL keeps the device */
+    clt_dtype dtype;     /* CLT_DTYPE_NONE keeps the dtype */
+    bool copy;           /* true: always a new tensor, even when nothing changes */
+    bool non_blocking;   /* true: return once the copy is queued, see `event` */
+    clt_event **event;   /* with non_blocking, if not NULL: receives an event to wait on (the
+                          * caller releases it). Without one, clt_device_synchronize on the
+                          * destination waits. Reading the result through the library always
+                          * waits by itself. */
+} clt_to_options;
+
+/* The general form of clt_tensor_to / clt_tensor_to_dtype (x.to(device, dtype, non_blocking,
+ * copy)). A new reference, or NULL with the last error set; x is never changed. */
+CLT_API clt_tensor *clt_tensor_to_ex(clt_tensor *x, const clt_to_options *options);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,45 @@
+/* Private services every part of the library uses: setting the last error, logging, host
+ * allocation through one hook, and the allocation counters and fault injection tests use. */
+#ifndef CLT_CORE_H
+#define CLT_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cltensor/status.h"
+
+#if defined(__GNUC__)
+#define CLT__PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define CLT__PRINTF(a, b)
+#endif
+
+/* Records "fn: message" as this thread's last error and returns `status`. */
+clt_status clt__error(clt_status status, const char *fn, const char *fmt, ...) CLT__PRINTF(3, 4);
+/* Appends text to this thread's last error message (for build logs). */
+void clt__error_append(const char *text);
+
+void clt__log(clt_log_level level, const char *fmt, ...) CLT__PRINTF(2, 3);
+
+/* Host memory. Every allocation of the library goes through these, so that tests can count
+ * live allocations and make the Nth one fail. clt__alloc sets the last error on failure. */
+void *clt__alloc(const char *fn, size_t nbytes);
+void *clt__alloc_zeroed(const char *fn, size_t nbytes);
+void *clt__alloc_aligned(const char *fn, size_t nbytes, size_t alignment);
+void clt__free(void *ptr); /* for all three; accepts NULL */
+char *clt__strdup(const char *fn, const char *s);
+
+/* Fault injection and accounting, for tests. Kinds of allocation: */
+typedef enum clt__alloc_kind { CLT__HOST = 0, CLT__DEVICE = 1 } clt__alloc_kind;
+/* The `n`th allocation of `kind` from now fails (1 = the next); 0 disables. */
+void clt__fault_inject(clt__alloc_kind kind, long n);
+/* Counts an allocation attempt of `kind`; true when it must fail. */
+bool clt__fault_check(clt__alloc_kind kind);
+/* Allocations of `kind` made and not yet freed. */
+long clt__live_allocations(clt__alloc_kind kind);
+void clt__live_add(clt__alloc_kind kind, long delta);
+
+/* Overflow-checked size arithmetic: false when a * b or a + b does not fit. */
+bool clt__mul_size(size_t a, size_t b, size_t *out);
+
+#endif

@@ -1,0 +1,164 @@
+/* Status codes and their names, the thread-local last error, logging and the version. */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core.h"
+
+#define CLT__ERROR_CAPACITY 8192
+
+static _Thread_local char last_message[CLT__ERROR_CAPACITY];
+static _Thread_local clt_status last_status;
+
+int clt_version_number(void)
+{
+    return CLT_VERSION_NUMBER;
+}
+
+const char *clt_version_string(void)
+{
+    return CLT_VERSION_STRING;
+}
+
+/* OpenCL's own codes, by value, so that a passed-through code has a readable name. */
+#define CLT__CL_CODES(X)                                                                       \
+    X(-1, DEVICE_NOT_FOUND) X(-2, DEVICE_NOT_AVAILABLE) X(-3, COMPILER_NOT_AVAILABLE)         \
+    X(-4, MEM_OBJECT_ALLOCATION_FAILURE) X(-5, OUT_OF_RESOURCES) X(-6, OUT_OF_HOST_MEMORY)    \
+    X(-7, PROFILING_INFO_NOT_AVAILABLE) X(-8, MEM_COPY_OVERLAP) X(-11, BUILD_PROGRAM_FAILURE) \
+    X(-12, MAP_FAILURE) X(-14, EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)                      \
+    X(-30, INVALID_VALUE) X(-32, INVALID_PLATFORM) X(-33, INVALID_DEVICE)                     \
+    X(-34, INVALID_CONTEXT) X(-36, INVALID_COMMAND_QUEUE) X(-38, INVALID_MEM_OBJECT)          \
+    X(-42, INVALID_BINARY) X(-43, INVALID_BUILD_OPTIONS) X(-44, INVALID_PROGRAM)              \
+    X(-45, INVALID_PROGRAM_EXECUTABLE) X(-46, INVALID_KERNEL_NAME) X(-48, INVALID_KERNEL)     \
+    X(-49, INVALID_ARG_INDEX) X(-50, INVALID_ARG_VALUE) X(-51, INVALID_ARG_SIZE)              \
+    X(-52, INVALID_KERNEL_ARGS) X(-53, INVALID_WORK_DIMENSION)                                \
+    X(-54, INVALID_WORK_GROUP_SIZE) X(-55, INVALID_WORK_ITEM_SIZE)                            \
+    X(-56, INVALID_GLOBAL_OFFSET) X(-57, INVALID_EVENT_WAIT_LIST) X(-58, INVALID_EVENT)       \
+    X(-59, INVALID_OPERATION) X(-61, INVALID_BUFFER_SIZE) X(-63, INVALID_GLOBAL_WORK_SIZE)
+
+const char *clt_status_name(clt_status status)
+{
+    switch (status) {
+#define CLT__NAME(name, value, text)                                                           \
+    case value: return "CLT_" #name;
+        CLT_STATUS_MAP(CLT__NAME)
+#undef CLT__NAME
+#define CLT__CL_NAME(value, name)                                                              \
+    case value: return "CL_" #name;
+        CLT__CL_CODES(CLT__CL_NAME)
+#undef CLT__CL_NAME
+    default: return "UNKNOWN";
+    }
+}
+
+const char *clt_status_str(clt_status status)
+{
+    switch (status) {
+#define CLT__TEXT(name, value, text)                                                           \
+    case value: return text;
+        CLT_STATUS_MAP(CLT__TEXT)
+#undef CLT__TEXT
+    default: return status < 0 && status > -1000 ? "OpenCL error" : "unknown status";
+    }
+}
+
+const char *clt_last_error(void)
+{
+    return last_message;
+}
+
+clt_status clt_last_status(void)
+{
+    return last_status;
+}
+
+void clt_clear_error(void)
+{
+    last_message[0] = '\0';
+    last_status = CLT_OK;
+}
+
+clt_status clt__error(clt_status status, const char *fn, const char *fmt, ...)
+{
+    va_list ap;
+    int n = snprintf(last_message, sizeof last_message, "%s: ", fn);
+    if (n < 0 || (size_t)n >= sizeof last_message)
+        n = 0;
+    va_start(ap, fmt);
+    vsnprintf(last_message + n, sizeof last_message - (size_t)n, fmt, ap);
+    va_end(ap);
+    last_status = status;
+    clt__log(CLT_LOG_DEBUG, "%s", last_message);
+    return status;
+}
+
+void clt__error_append(const char *text)
+{
+    size_t used = strlen(last_message);
+    snprintf(last_message + used, sizeof last_message - used, "%s", text);
+}
+
+/* ---- logging --------------------------------------------------------------------------------- */
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static clt_log_fn log_fn;
+static void *log_user;
+static clt_log_level log_min = CLT_LOG_ERROR;
+static int log_env_read;
+
+static void log_to_stderr(clt_log_level level, const char *message, void *user)
+{
+    static const char *const names[] = {"debug", "info", "warn", "error"};
+    (void)user;
+    fprintf(stderr, "cltensor %s: %s\n", names[level], message);
+}
+
+/* CLT_LOG=debug|info|warn|error logs to stderr until a callback is set. */
+static void log_read_env(void)
+{
+    static const char *const names[] = {"debug", "info", "warn", "error"};
+    const char *v = getenv("CLT_LOG");
+    log_env_read = 1;
+    if (!v)
+        return;
+    for (int i = 0; i < 4; i++) {
+        if (strcasecmp(v, names[i]) == 0) {
+            log_fn = log_to_stderr;
+            log_min = (clt_log_level)i;
+        }
+    }
+}
+
+void clt_set_log_callback(clt_log_fn fn, void *user, clt_log_level min_level)
+{
+    pthread_mutex_lock(&log_lock);
+    log_env_read = 1;
+    log_fn = fn;
+    log_user = user;
+    log_min = min_level;
+    pthread_mutex_unlock(&log_lock);
+}
+
+void clt__log(clt_log_level level, const char *fmt, ...)
+{
+    char message[CLT__ERROR_CAPACITY];
+    clt_log_fn fn;
+    void *user;
+    va_list ap;
+
+    pthread_mutex_lock(&log_lock);
+    if (!log_env_read)
+        log_read_env();
+    fn = level >= log_min ? log_fn : NULL;
+    user = log_user;
+    pthread_mutex_unlock(&log_lock);
+    if (!fn)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    fn(level, message, user);
+}

@@ -1,0 +1,271 @@
+/* The device registry: builds the list `cpu`, `gpu:0` ... once, applies CLT_VISIBLE_DEVICES,
+ * resolves device names and keeps each thread's current GPU. */
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/core.h"
+#include "registry.h"
+
+static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
+static clt_status registry_status;
+static char registry_error[2048];
+static clt_device cpu_device;
+static clt_device **all_devices; /* every OpenCL device found, in enumeration order */
+static int all_count;
+static clt_device **gpus; /* the visible ones: gpus[N] is gpu:N */
+static int gpu_count;
+static _Thread_local clt_device *current_gpu;
+
+/* Appends "I (name), ..." for the devices to buf. */
+static void list_devices(char *buf, size_t size, clt_device **devs, int n, bool gpu_names)
+{
+    size_t used = strlen(buf);
+    for (int i = 0; i < n && used < size; i++) {
+        snprintf(buf + used, size - used, "%s%s%d (%s)", i ? ", " : "", gpu_names ? "gpu:" : "",
+                 i, devs[i]->info.name);
+        used = strlen(buf);
+    }
+}
+
+static bool contains_ci(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *hay; hay++)
+        if (strncasecmp(hay, needle, n) == 0)
+            return true;
+    return false;
+}
+
+static clt_status visible_error(const char *value, const char *fmt, const char *token)
+{
+    int n = snprintf(registry_error, sizeof registry_error, "CLT_VISIBLE_DEVICES=\"%s\": ", value);
+    n += snprintf(registry_error + n, sizeof registry_error - (size_t)n, fmt, token);
+    snprintf(registry_error + n, sizeof registry_error - (size_t)n, "; the OpenCL devices are %s",
+             all_count ? "" : "none");
+    list_devices(registry_error, sizeof registry_error, all_devices, all_count, false);
+    return CLT_ERR_ENVIRONMENT;
+}
+
+/* CLT_VISIBLE_DEVICES: a comma list of indices into the enumerated OpenCL devices or
+ * case-insensitive substrings of their names; selects and orders the gpu:N list. */
+static clt_status apply_visible(const char *value)
+{
+    char token[256];
+    bool *taken = calloc((size_t)all_count + 1, sizeof *taken);
+    const char *p = value;
+    clt_status st = CLT_OK;
+
+    if (!taken)
+        return CLT_ERR_OUT_OF_MEMORY;
+    gpu_count = 0;
+    while (*value && st == CLT_OK) {
+        size_t len = strcspn(p, ",");
+        const char *start = p;
+        while (len && isspace((unsigned char)*start)) {
+            start++;
+            len--;
+        }
+        while (len && isspace((unsigned char)start[len - 1]))
+            len--;
+        if (len == 0 || len >= sizeof token) {
+            st = visible_error(value, "%san entry is empty or too long", "");
+            break;
+        }
+        memcpy(token, start, len);
+        token[len] = '\0';
+        if (strspn(token, "0123456789") == len) {
+            errno = 0;
+            long idx = strtol(token, NULL, 10);
+            if (errno || idx >= all_count)
+                st = visible_error(value, "index %s is out of range", token);
+            else if (taken[idx])
+                st = visible_error(value, "device %s is named twice", token);
+            else {
+                taken[idx] = true;
+                gpus[gpu_count++] = all_devices[idx];
+            }
+        } else {
+            bool found = false;
+            for (int i = 0; i < all_count; i++) {
+                if (!taken[i] && contains_ci(all_devices[i]->info.name, token)) {
+                    taken[i] = found = true;
+                    gpus[gpu_count++] = all_devices[i];
+                }
+            }
+            if (!found)
+                st = visible_error(value, "no other device's name contains \"%s\"", token);
+        }
+        p += strcspn(p, ",");
+        if (*p == ',')
+            p++;
+        else
+            break;
+    }
+    free(taken);
+    return st;
+}
+
+static void registry_init(void)
+{
+    const char *visible = getenv("CLT_VISIBLE_DEVICES");
+
+    cpu_device.index = -1;
+    snprintf(cpu_device.name, sizeof cpu_device.name, "cpu");
+    cpu_device.backend = &clt__host_backend;
+    registry_status = clt__host_describe(&cpu_device);
+    if (registry_status == CLT_OK)
+        registry_status = clt__cl_enumerate("clt_device", &all_devices, &all_count);
+    if (registry_status != CLT_OK) {
+        snprintf(registry_error, sizeof registry_error, "%s", clt_last_error());
+        return;
+    }
+    gpus = calloc((size_t)all_count + 1, sizeof *gpus);
+    if (!gpus) {
+        registry_status = CLT_ERR_OUT_OF_MEMORY;
+        snprintf(registry_error, sizeof registry_error, "out of host memory listing devices");
+        return;
+    }
+    if (visible) {
+        registry_status = apply_visible(visible);
+    } else {
+        memcpy(gpus, all_devices, (size_t)all_count * sizeof *gpus);
+        gpu_count = all_count;
+    }
+    for (int i = 0; i < gpu_count; i++) {
+        gpus[i]->index = i;
+        snprintf(gpus[i]->name, sizeof gpus[i]->name, "gpu:%d", i);
+    }
+    if (registry_status != CLT_OK)
+        gpu_count = 0;
+}
+
+/* CLT_OK once the list exists; otherwise the error of building it, re-raised under fn. */
+static clt_status registry_ready(const char *fn)
+{
+    pthread_once(&registry_once, registry_init);
+    if (registry_status != CLT_OK)
+        return clt__error(registry_status, fn, "%s", registry_error);
+    return CLT_OK;
+}
+
+int clt_device_count(void)
+{
+    clt_status st = registry_ready("clt_device_count");
+    return st != CLT_OK ? st : gpu_count;
+}
+
+clt_device *clt_device_cpu(void)
+{
+    return registry_ready("clt_device_cpu") == CLT_OK ? &cpu_device : NULL;
+}
+
+clt_device *clt_device_default(void)
+{
+    if (registry_ready("clt_device_default") != CLT_OK)
+        return NULL;
+    return gpu_count ? gpus[0] : &cpu_device;
+}
+
+clt_device *clt_device_current(void)
+{
+    if (registry_ready("clt_device_current") != CLT_OK)
+        return NULL;
+    if (current_gpu)
+        return current_gpu;
+    if (gpu_count == 0) {
+        clt__error(CLT_ERR_NO_DEVICE, "clt_device_current",
+                   "no GPU: this machine has only cpu (no OpenCL device)");
+        return NULL;
+    }
+    return gpus[0];
+}
+
+clt_status clt_device_set_current(clt_device *dev)
+{
+    clt_status st = clt__device_check("clt_device_set_current", dev);
+    if (st != CLT_OK)
+        return st;
+    if (dev->index < 0)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_device_set_current",
+                          "cpu is not a GPU; the current GPU is one of gpu:0 ... gpu:N-1");
+    current_gpu = dev;
+    return CLT_OK;
+}
+
+static clt_device *unknown_name(const char *fn, const char *name, const char *why)
+{
+    char valid[1024] = "";
+    list_devices(valid, sizeof valid, gpus, gpu_count, true);
+    clt__error(CLT_ERR_NO_DEVICE, fn, "%s: %s; the valid names are cpu%s%s", name, why,
+               gpu_count ? ", gpu, " : " (this machine has no OpenCL device)", valid);
+    return NULL;
+}
+
+clt_device *clt_device_get(const char *name)
+{
+    static const char *const fn = "clt_device_get";
+    if (!name) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "name is NULL");
+        return NULL;
+    }
+    if (registry_ready(fn) != CLT_OK)
+        return NULL;
+    if (strcmp(name, "cpu") == 0)
+        return &cpu_device;
+    if (strcmp(name, "gpu") == 0)
+        return gpu_count ? (current_gpu ? current_gpu : gpus[0])
+                         : unknown_name(fn, name, "no such device");
+    if (strncmp(name, "gpu:", 4) == 0) {
+        const char *digits = name + 4;
+        size_t n = strlen(digits);
+        if (n == 0 || n > 6 || strspn(digits, "0123456789") != n || (digits[0] == '0' && n > 1))
+            return unknown_name(fn, name, "not a device name");
+        long idx = strtol(digits, NULL, 10);
+        if (idx >= gpu_count)
+            return unknown_name(fn, name, "no such device");
+        return gpus[idx];
+    }
+    return unknown_name(fn, name, "not a device name");
+}
+
+const char *clt_device_name(const clt_device *dev)
+{
+    return dev ? dev->name : "(null)";
+}
+
+const clt_device_info *clt_device_get_info(const clt_device *dev)
+{
+    return dev ? &dev->info : NULL;
+}
+
+clt_status clt_device_synchronize(clt_device *dev)
+{
+    clt_status st = clt__device_check("clt_device_synchronize", dev);
+    return st != CLT_OK ? st : dev->backend->synchronize("clt_device_synchronize", dev);
+}
+
+clt_status clt__device_check(const char *fn, const clt_device *dev)
+{
+    if (!dev)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "device is NULL");
+    return CLT_OK;
+}
+
+clt_status clt__device_dtype_check(const char *fn, const clt_device *dev, clt_dtype dtype)
+{
+    clt_status st = clt__device_check(fn, dev);
+    if (st != CLT_OK)
+        return st;
+    if (dtype <= CLT_DTYPE_NONE || dtype >= CLT_DTYPE_COUNT)
+        return clt__error(CLT_ERR_DTYPE, fn, "invalid dtype %d", (int)dtype);
+    if (dtype == CLT_F64 && !dev->info.fp64)
+        return clt__error(CLT_ERR_UNSUPPORTED, fn,
+                          "f64 is not supported on %s (%s): the device has no fp64", dev->name,
+                          dev->info.name);
+    return CLT_OK;
+}

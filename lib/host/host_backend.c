@@ -1,0 +1,211 @@
+/* The host backend: `cpu` runs every operation as plain C loops over host memory, using the
+ * same scalar functions (cl/scalar.cl) as the OpenCL kernels. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "core/core.h"
+#include "scalar_host.h"
+
+#define CLT__HOST_ALIGNMENT 64
+
+static clt_status host_alloc(const char *fn, clt_device *dev, size_t nbytes, void **buf)
+{
+    (void)dev;
+    *buf = clt__alloc_aligned(fn, nbytes, CLT__HOST_ALIGNMENT);
+    return *buf ? CLT_OK : CLT_ERR_OUT_OF_MEMORY;
+}
+
+static void host_free(clt_device *dev, void *buf)
+{
+    (void)dev;
+    clt__free(buf);
+}
+
+static clt_status host_write(const char *fn, clt_device *dev, void *buf, size_t offset,
+                             const void *src, size_t nbytes, const clt__async *async)
+{
+    (void)fn;
+    (void)dev;
+    memcpy((char *)buf + offset, src, nbytes);
+    if (async && async->event)
+        *async->event = NULL;
+    return CLT_OK;
+}
+
+static clt_status host_read(const char *fn, clt_device *dev, void *buf, size_t offset, void *dst,
+                            size_t nbytes, const clt__async *async)
+{
+    (void)fn;
+    (void)dev;
+    memcpy(dst, (const char *)buf + offset, nbytes);
+    if (async && async->event)
+        *async->event = NULL;
+    return CLT_OK;
+}
+
+static clt_status host_fill(const char *fn, clt_device *dev, void *buf, size_t offset,
+                            const void *pattern, size_t pattern_size, size_t nbytes)
+{
+    char *p = (char *)buf + offset;
+    (void)fn;
+    (void)dev;
+    for (size_t i = 0; i < nbytes; i += pattern_size)
+        memcpy(p + i, pattern, pattern_size);
+    return CLT_OK;
+}
+
+typedef void (*cast_loop)(const void *src, void *dst, size_t n);
+
+#define CLT__HOST_CAST(S, ST, SK, D, DT, DK)                                                   \
+    static void cast_##S##_##D(const void *src, void *dst, size_t n)                           \
+    {                                                                                          \
+        const ST *s = src;                                                                     \
+        DT *d = dst;                                                                           \
+        for (size_t i = 0; i < n; i++)                                                         \
+            d[i] = clt_cvt_##S##_##D(s[i]);                                                    \
+    }
+CLT_DTYPE_PAIRS(CLT__HOST_CAST)
+
+/* The dtype tokens of scalar.cl as clt_dtype values. */
+#define CLT__DT_f32 CLT_F32
+#define CLT__DT_f64 CLT_F64
+#define CLT__DT_f16 CLT_F16
+#define CLT__DT_bf16 CLT_BF16
+#define CLT__DT_i32 CLT_I32
+#define CLT__DT_i64 CLT_I64
+#define CLT__DT_u8 CLT_U8
+#define CLT__DT_b8 CLT_BOOL
+#define CLT__CAST_ENTRY(S, ST, SK, D, DT, DK) [CLT__DT_##S][CLT__DT_##D] = cast_##S##_##D,
+
+static const cast_loop cast_table[CLT_DTYPE_COUNT][CLT_DTYPE_COUNT] = {
+    CLT_DTYPE_PAIRS(CLT__CAST_ENTRY)};
+
+static clt_status host_cast(const char *fn, clt_device *dev, void *src, size_t src_off,
+                            clt_dtype src_dtype, void *dst, size_t dst_off, clt_dtype dst_dtype,
+                            size_t n)
+{
+    (void)fn;
+    (void)dev;
+    cast_table[src_dtype][dst_dtype]((const char *)src + src_off * clt_dtype_size(src_dtype),
+                                     (char *)dst + dst_off * clt_dtype_size(dst_dtype), n);
+    return CLT_OK;
+}
+
+static clt_status host_random(const char *fn, clt_device *dev, void *buf, size_t off,
+                              clt_dtype dtype, size_t n, bool normal, uint64_t seed,
+                              uint64_t counter)
+{
+    clt_u32 k0 = (clt_u32)seed, k1 = (clt_u32)(seed >> 32);
+    size_t per = clt__random_per_counter(dtype);
+    (void)fn;
+    (void)dev;
+    for (size_t g = 0; g * per < n; g++) {
+        float v[4];
+        double w[2];
+        size_t base = off + g * per, m = n - g * per < per ? n - g * per : per;
+        if (dtype == CLT_F64)
+            clt_random_block_f64(normal, counter + g, k0, k1, w);
+        else
+            clt_random_block_f32(normal, counter + g, k0, k1, v);
+        for (size_t j = 0; j < m; j++) {
+            switch (dtype) {
+            case CLT_F64: ((double *)buf)[base + j] = w[j]; break;
+            case CLT_F16: ((clt_u16 *)buf)[base + j] = clt_f32_to_f16(v[j]); break;
+            case CLT_BF16: ((clt_u16 *)buf)[base + j] = clt_f32_to_bf16(v[j]); break;
+            default: ((float *)buf)[base + j] = v[j]; break;
+            }
+        }
+    }
+    return CLT_OK;
+}
+
+static clt_status host_synchronize(const char *fn, clt_device *dev)
+{
+    (void)fn;
+    (void)dev;
+    return CLT_OK;
+}
+
+static clt_status host_marker(const char *fn, clt_device *dev, void **event)
+{
+    (void)fn;
+    (void)dev;
+    *event = NULL;
+    return CLT_OK;
+}
+
+static clt_status host_event_wait(const char *fn, void *event)
+{
+    (void)fn;
+    (void)event;
+    return CLT_OK;
+}
+
+static void host_event_release(void *event)
+{
+    (void)event;
+}
+
+const clt__backend clt__host_backend = {
+    .name = "host",
+    .alloc = host_alloc,
+    .free = host_free,
+    .write = host_write,
+    .read = host_read,
+    .fill = host_fill,
+    .cast = host_cast,
+    .random = host_random,
+    .synchronize = host_synchronize,
+    .marker = host_marker,
+    .event_wait = host_event_wait,
+    .event_release = host_event_release,
+};
+
+/* The processor's model name from /proc/cpuinfo where there is one. */
+static void read_cpu_model(char *model, size_t size, char *vendor, size_t vsize)
+{
+    char line[512];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    snprintf(model, size, "host processor");
+    snprintf(vendor, vsize, "unknown");
+    if (!f)
+        return;
+    while (fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (!colon)
+            continue;
+        char *value = colon + 1 + strspn(colon + 1, " \t");
+        value[strcspn(value, "\n")] = '\0';
+        if (strncmp(line, "model name", 10) == 0)
+            snprintf(model, size, "%s", value);
+        else if (strncmp(line, "vendor_id", 9) == 0)
+            snprintf(vendor, vsize, "%s", value);
+    }
+    fclose(f);
+}
+
+clt_status clt__host_describe(clt_device *dev)
+{
+    static char model[256], vendor[128];
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+    read_cpu_model(model, sizeof model, vendor, sizeof vendor);
+    dev->info = (clt_device_info){
+        .type = CLT_DEVICE_HOST,
+        .name = model,
+        .vendor = vendor,
+        .platform = "host",
+        .opencl_version = "",
+        .driver_version = "",
+        .global_mem_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0,
+        .max_alloc_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0,
+        .compute_units = cpus > 0 ? (unsigned)cpus : 1,
+        .max_work_group_size = 1,
+        .fp64 = true,
+        .fp16 = false,
+    };
+    return CLT_OK;
+}

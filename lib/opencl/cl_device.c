@@ -1,0 +1,383 @@
+/* The OpenCL backend's devices: enumeration over every platform, the context and queue made on
+ * first use, buffers, transfers, fills, events and synchronisation. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cl_internal.h"
+#include "core/core.h"
+
+#ifndef CL_PLATFORM_NOT_FOUND_KHR
+#define CL_PLATFORM_NOT_FOUND_KHR -1001
+#endif
+
+clt_status clt__cl_error(const char *fn, clt_device *dev, cl_int err, const char *what)
+{
+    return clt__error(err, fn, "%s on %s failed: %s (%d)", what, dev->name, clt_status_name(err),
+                      (int)err);
+}
+
+/* ---- enumeration ----------------------------------------------------------------------------- */
+
+static void info_string(cl_device_id id, cl_device_info what, char *out, size_t size)
+{
+    out[0] = '\0';
+    if (clGetDeviceInfo(id, what, size - 1, out, NULL) != CL_SUCCESS)
+        out[0] = '\0';
+    out[size - 1] = '\0';
+}
+
+static bool has_extension(cl_device_id id, const char *ext)
+{
+    size_t size = 0;
+    bool found = false;
+    if (clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, 0, NULL, &size) != CL_SUCCESS || size == 0)
+        return false;
+    char *all = malloc(size + 1);
+    if (!all)
+        return false;
+    if (clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, size, all, NULL) == CL_SUCCESS) {
+        all[size] = '\0';
+        for (char *tok = strtok(all, " "); tok; tok = strtok(NULL, " "))
+            found = found || strcmp(tok, ext) == 0;
+    }
+    free(all);
+    return found;
+}
+
+static clt_device_type classify(cl_device_type t)
+{
+    if (t & CL_DEVICE_TYPE_GPU)
+        return CLT_DEVICE_GPU;
+    if (t & CL_DEVICE_TYPE_CPU)
+        return CLT_DEVICE_OPENCL_CPU;
+    return CLT_DEVICE_ACCELERATOR;
+}
+
+/* A device record for one OpenCL device, with its description filled in. */
+static clt_device *describe(cl_platform_id platform, cl_device_id id, clt_device_type type)
+{
+    clt_device *dev = calloc(1, sizeof *dev);
+    clt__cl_device *cd = calloc(1, sizeof *cd);
+    cl_ulong mem = 0, max_alloc = 0;
+    cl_uint units = 0;
+    size_t wg = 0;
+    cl_device_fp_config fp64 = 0;
+
+    if (!dev || !cd) {
+        free(dev);
+        free(cd);
+        return NULL;
+    }
+    cd->platform = platform;
+    cd->id = id;
+    pthread_mutex_init(&cd->lock, NULL);
+    info_string(id, CL_DEVICE_NAME, cd->strings[0], sizeof cd->strings[0]);
+    info_string(id, CL_DEVICE_VENDOR, cd->strings[1], sizeof cd->strings[1]);
+    if (clGetPlatformInfo(platform, CL_PLATFORM_NAME, sizeof cd->strings[2] - 1, cd->strings[2],
+                          NULL) != CL_SUCCESS)
+        cd->strings[2][0] = '\0';
+    info_string(id, CL_DEVICE_VERSION, cd->strings[3], sizeof cd->strings[3]);
+    info_string(id, CL_DRIVER_VERSION, cd->strings[4], sizeof cd->strings[4]);
+    clGetDeviceInfo(id, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL);
+    clGetDeviceInfo(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
+    clGetDeviceInfo(id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
+    clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+    clGetDeviceInfo(id, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof fp64, &fp64, NULL);
+    dev->index = -1;
+    dev->backend = &clt__cl_backend;
+    dev->impl = cd;
+    dev->info = (clt_device_info){
+        .type = type,
+        .name = cd->strings[0],
+        .vendor = cd->strings[1],
+        .platform = cd->strings[2],
+        .opencl_version = cd->strings[3],
+        .driver_version = cd->strings[4],
+        .global_mem_bytes = mem,
+        .max_alloc_bytes = max_alloc,
+        .compute_units = units,
+        .max_work_group_size = wg ? wg : 1,
+        .fp64 = fp64 != 0 || has_extension(id, "cl_khr_fp64"),
+        .fp16 = has_extension(id, "cl_khr_fp16"),
+    };
+    return dev;
+}
+
+/* Appends the devices of one platform that belong to this pass (GPU/accelerator or CPU). */
+static clt_status add_platform(cl_platform_id platform, bool cpu_pass, clt_device ***devices,
+                               int *count)
+{
+    cl_uint n = 0;
+    cl_device_id *ids;
+    clt_status st = CLT_OK;
+
+    if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, NULL, &n) != CL_SUCCESS || n == 0)
+        return CLT_OK; /* a platform without devices is skipped */
+    ids = calloc(n, sizeof *ids);
+    if (!ids || clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, n, ids, NULL) != CL_SUCCESS) {
+        free(ids);
+        return CLT_OK;
+    }
+    for (cl_uint i = 0; i < n && st == CLT_OK; i++) {
+        cl_device_type t = 0;
+        cl_bool available = CL_FALSE, compiler = CL_FALSE;
+        clGetDeviceInfo(ids[i], CL_DEVICE_TYPE, sizeof t, &t, NULL);
+        clGetDeviceInfo(ids[i], CL_DEVICE_AVAILABLE, sizeof available, &available, NULL);
+        clGetDeviceInfo(ids[i], CL_DEVICE_COMPILER_AVAILABLE, sizeof compiler, &compiler, NULL);
+        clt_device_type type = classify(t);
+        if ((type == CLT_DEVICE_OPENCL_CPU) != cpu_pass)
+            continue;
+        if (!available || !compiler) {
+            clt__log(CLT_LOG_WARN, "skipping an OpenCL device that is %s",
+                     available ? "without a compiler" : "unavailable");
+            continue;
+        }
+        clt_device **grown = realloc(*devices, (size_t)(*count + 1) * sizeof *grown);
+        clt_device *dev = grown ? describe(platform, ids[i], type) : NULL;
+        if (grown)
+            *devices = grown;
+        if (!dev) {
+            st = CLT_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        (*devices)[(*count)++] = dev;
+    }
+    free(ids);
+    return st;
+}
+
+/* The registry's device list lives as long as the process, so it is allocated outside the
+ * counted allocator (and outside fault injection). */
+clt_status clt__cl_enumerate(const char *fn, clt_device ***devices, int *count)
+{
+    cl_uint np = 0;
+    cl_platform_id *platforms;
+    cl_int err = clGetPlatformIDs(0, NULL, &np);
+    clt_status st = CLT_OK;
+
+    if (err == CL_PLATFORM_NOT_FOUND_KHR || (err == CL_SUCCESS && np == 0))
+        return CLT_OK; /* no OpenCL at all: only cpu */
+    if (err != CL_SUCCESS) {
+        clt__log(CLT_LOG_WARN, "clGetPlatformIDs failed (%d): using cpu only", (int)err);
+        return CLT_OK;
+    }
+    platforms = calloc(np, sizeof *platforms);
+    if (!platforms)
+        return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory listing platforms");
+    if (clGetPlatformIDs(np, platforms, NULL) != CL_SUCCESS)
+        np = 0;
+    for (int pass = 0; pass < 2 && st == CLT_OK; pass++)
+        for (cl_uint p = 0; p < np && st == CLT_OK; p++)
+            st = add_platform(platforms[p], pass == 1, devices, count);
+    free(platforms);
+    if (st != CLT_OK)
+        return clt__error(st, fn, "out of host memory listing OpenCL devices");
+    return CLT_OK;
+}
+
+/* ---- context and queue ------------------------------------------------------------------------ */
+
+clt_status clt__cl_start(const char *fn, clt_device *dev)
+{
+    clt__cl_device *cd = clt__cl(dev);
+    cl_int err = CL_SUCCESS;
+    clt_status st = CLT_OK;
+
+    pthread_mutex_lock(&cd->lock);
+    if (!cd->started) {
+        cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)cd->platform,
+                                         0};
+        cd->context = clCreateContext(props, 1, &cd->id, NULL, NULL, &err);
+        if (err == CL_SUCCESS) {
+            cd->queue = clCreateCommandQueue(cd->context, cd->id, 0, &err);
+            if (err != CL_SUCCESS)
+                clReleaseContext(cd->context);
+        }
+        if (err == CL_SUCCESS)
+            cd->started = true;
+        else
+            st = clt__cl_error(fn, dev, err, "creating the OpenCL context and queue");
+    }
+    pthread_mutex_unlock(&cd->lock);
+    return st;
+}
+
+/* ---- buffers and transfers ---------------------------------------------------------------------- */
+
+static clt_status cl_alloc(const char *fn, clt_device *dev, size_t nbytes, void **buf)
+{
+    cl_int err = CL_SUCCESS;
+    clt_status st = clt__cl_start(fn, dev);
+    *buf = NULL;
+    if (st != CLT_OK)
+        return st;
+    if (nbytes > dev->info.max_alloc_bytes)
+        return clt__error(CLT_ERR_DEVICE_OUT_OF_MEMORY, fn,
+                          "%zu bytes exceed the largest allocation of %s (%llu bytes)", nbytes,
+                          dev->name, (unsigned long long)dev->info.max_alloc_bytes);
+    if (clt__fault_check(CLT__DEVICE))
+        err = CL_MEM_OBJECT_ALLOCATION_FAILURE;
+    else
+        *buf = clCreateBuffer(clt__cl(dev)->context, CL_MEM_READ_WRITE, nbytes, NULL, &err);
+    if (err != CL_SUCCESS) {
+        *buf = NULL;
+        return clt__error(CLT_ERR_DEVICE_OUT_OF_MEMORY, fn,
+                          "out of device memory allocating %zu bytes on %s (%s)", nbytes,
+                          dev->name, clt_status_name(err));
+    }
+    clt__live_add(CLT__DEVICE, 1);
+    return CLT_OK;
+}
+
+static void cl_free(clt_device *dev, void *buf)
+{
+    (void)dev;
+    if (!buf)
+        return;
+    clReleaseMemObject((cl_mem)buf);
+    clt__live_add(CLT__DEVICE, -1);
+}
+
+typedef struct done_call {
+    clt__done_fn done;
+    void *ctx;
+    cl_event event; /* the callback's own reference */
+} done_call;
+
+static void CL_CALLBACK on_complete(cl_event event, cl_int status, void *user)
+{
+    done_call *call = user;
+    (void)event;
+    (void)status;
+    call->done(call->ctx);
+    clReleaseEvent(call->event);
+    clt__free(call);
+}
+
+/* Finishes an enqueued asynchronous transfer: the caller gets the event and, when done is
+ * set, a callback runs it on completion (or now, if no callback can be registered). */
+static clt_status finish_async(const char *fn, clt_device *dev, cl_event ev,
+                               const clt__async *async)
+{
+    done_call *call = NULL;
+    clFlush(clt__cl(dev)->queue);
+    if (async->done) {
+        call = clt__alloc(fn, sizeof *call);
+        if (call) {
+            *call = (done_call){async->done, async->ctx, ev};
+            clRetainEvent(ev);
+            if (clSetEventCallback(ev, CL_COMPLETE, on_complete, call) != CL_SUCCESS) {
+                clReleaseEvent(ev);
+                clt__free(call);
+                call = NULL;
+            }
+        }
+        if (!call) {
+            clWaitForEvents(1, &ev);
+            async->done(async->ctx);
+        }
+    }
+    *async->event = ev;
+    return CLT_OK;
+}
+
+static clt_status cl_write(const char *fn, clt_device *dev, void *buf, size_t offset,
+                           const void *src, size_t nbytes, const clt__async *async)
+{
+    bool blocking = !async || !async->event;
+    cl_event ev = NULL;
+    cl_int err = clEnqueueWriteBuffer(clt__cl(dev)->queue, (cl_mem)buf,
+                                      blocking ? CL_TRUE : CL_FALSE, offset, nbytes, src, 0, NULL,
+                                      blocking ? NULL : &ev);
+    if (err != CL_SUCCESS)
+        return clt__cl_error(fn, dev, err, "writing to the device");
+    return blocking ? CLT_OK : finish_async(fn, dev, ev, async);
+}
+
+static clt_status cl_read(const char *fn, clt_device *dev, void *buf, size_t offset, void *dst,
+                          size_t nbytes, const clt__async *async)
+{
+    bool blocking = !async || !async->event;
+    cl_event ev = NULL;
+    cl_int err = clEnqueueReadBuffer(clt__cl(dev)->queue, (cl_mem)buf,
+                                     blocking ? CL_TRUE : CL_FALSE, offset, nbytes, dst, 0, NULL,
+                                     blocking ? NULL : &ev);
+    if (err != CL_SUCCESS)
+        return clt__cl_error(fn, dev, err, "reading from the device");
+    return blocking ? CLT_OK : finish_async(fn, dev, ev, async);
+}
+
+static clt_status cl_fill(const char *fn, clt_device *dev, void *buf, size_t offset,
+                          const void *pattern, size_t pattern_size, size_t nbytes)
+{
+    cl_int err = clEnqueueFillBuffer(clt__cl(dev)->queue, (cl_mem)buf, pattern, pattern_size,
+                                     offset, nbytes, 0, NULL, NULL);
+    return err == CL_SUCCESS ? CLT_OK : clt__cl_error(fn, dev, err, "filling a buffer");
+}
+
+static clt_status cl_synchronize(const char *fn, clt_device *dev)
+{
+    cl_int err;
+    if (!clt__cl(dev)->started)
+        return CLT_OK; /* nothing was ever queued */
+    err = clFinish(clt__cl(dev)->queue);
+    return err == CL_SUCCESS ? CLT_OK : clt__cl_error(fn, dev, err, "waiting for the queue");
+}
+
+static clt_status cl_marker(const char *fn, clt_device *dev, void **event)
+{
+    cl_event ev = NULL;
+    cl_int err;
+    *event = NULL;
+    if (!clt__cl(dev)->started)
+        return CLT_OK;
+    err = clEnqueueMarkerWithWaitList(clt__cl(dev)->queue, 0, NULL, &ev);
+    if (err != CL_SUCCESS)
+        return clt__cl_error(fn, dev, err, "queueing a marker");
+    clFlush(clt__cl(dev)->queue);
+    *event = ev;
+    return CLT_OK;
+}
+
+static clt_status cl_event_wait(const char *fn, void *event)
+{
+    cl_event ev = event;
+    cl_int status = CL_COMPLETE;
+    cl_int err = clWaitForEvents(1, &ev);
+    if (err == CL_SUCCESS || err == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
+        clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+    if (err == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST && status < 0)
+        err = status;
+    if (err != CL_SUCCESS)
+        return clt__error(err, fn, "the queued work failed: %s (%d)", clt_status_name(err),
+                          (int)err);
+    return CLT_OK;
+}
+
+static void cl_event_release(void *event)
+{
+    if (event)
+        clReleaseEvent((cl_event)event);
+}
+
+clt_status clt__cl_cast(const char *fn, clt_device *dev, void *src, size_t src_off,
+                        clt_dtype src_dtype, void *dst, size_t dst_off, clt_dtype dst_dtype,
+                        size_t n);
+clt_status clt__cl_random(const char *fn, clt_device *dev, void *buf, size_t off, clt_dtype dtype,
+                          size_t n, bool normal, uint64_t seed, uint64_t counter);
+
+const clt__backend clt__cl_backend = {
+    .name = "opencl",
+    .alloc = cl_alloc,
+    .free = cl_free,
+    .write = cl_write,
+    .read = cl_read,
+    .fill = cl_fill,
+    .cast = clt__cl_cast,
+    .random = clt__cl_random,
+    .synchronize = cl_synchronize,
+    .marker = cl_marker,
+    .event_wait = cl_event_wait,
+    .event_release = cl_event_release,
+};

@@ -1,0 +1,64 @@
+/* The OpenCL backend's private state: one context and one in-order queue per device, the
+ * programs built for it, and the launch helper the kernels go through. */
+#ifndef CLT_CL_INTERNAL_H
+#define CLT_CL_INTERNAL_H
+
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <pthread.h>
+
+#include "backend.h"
+
+/* A built program and the kernels taken from it so far. */
+typedef struct clt__cl_program {
+    struct clt__cl_program *next;
+    char *key; /* "name options" */
+    cl_program program;
+    struct clt__cl_kernel *kernels;
+} clt__cl_program;
+
+typedef struct clt__cl_kernel {
+    struct clt__cl_kernel *next;
+    char *name;
+    cl_kernel kernel;
+    size_t local_size; /* work-group size used for 1-D launches */
+} clt__cl_kernel;
+
+typedef struct clt__cl_device {
+    cl_platform_id platform;
+    cl_device_id id;
+    pthread_mutex_t lock; /* guards everything below and every launch */
+    bool started;         /* context and queue exist */
+    cl_context context;
+    cl_command_queue queue;
+    clt__cl_program *programs;
+    char strings[5][256]; /* backing store of info.name, vendor, platform, versions */
+} clt__cl_device;
+
+static inline clt__cl_device *clt__cl(clt_device *dev)
+{
+    return (clt__cl_device *)dev->impl;
+}
+
+extern const clt__backend clt__cl_backend;
+
+/* Creates the device's context and queue on first use (under the device lock). */
+clt_status clt__cl_start(const char *fn, clt_device *dev);
+
+/* One kernel argument: its size and a pointer to its value (a cl_mem, a cl_ulong, ...). */
+typedef struct clt__cl_arg {
+    size_t size;
+    const void *value;
+} clt__cl_arg;
+
+/* Runs kernel `kernel` of program `program` (built with `options`) over n work-items in 1-D,
+ * rounded up to the work-group size; the kernel checks the bound. *event, if event is not NULL,
+ * receives the launch's event. */
+clt_status clt__cl_launch(const char *fn, clt_device *dev, const char *program,
+                          const char *options, const char *kernel, const clt__cl_arg *args,
+                          int nargs, size_t n, cl_event *event);
+
+/* A readable failure from an OpenCL call: "what on gpu:0 failed: CL_... (-5)". */
+clt_status clt__cl_error(const char *fn, clt_device *dev, cl_int err, const char *what);
+
+#endif

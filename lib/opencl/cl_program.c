@@ -1,0 +1,216 @@
+/* Kernels compiled at load time: the sources in cl/ (embedded in the library, or read from
+ * CLT_KERNEL_DIR), built per (device, program, options) the first time a device needs them and
+ * kept in memory with the kernels taken from them; and the launch helper. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cl_internal.h"
+#include "cl_sources.h"
+#include "core/core.h"
+
+#define CLT__PRELUDE_COUNT 2 /* common.cl and scalar.cl come before every program */
+
+/* The text of cl/<name>.cl: embedded, or from CLT_KERNEL_DIR. *owned receives memory to free. */
+static clt_status load_source(const char *fn, const char *name, const char **text, size_t *len,
+                              char **owned)
+{
+    const char *dir = getenv("CLT_KERNEL_DIR");
+    *owned = NULL;
+    if (!dir || !*dir) {
+        for (size_t i = 0; i < clt__cl_source_count; i++) {
+            if (strcmp(clt__cl_sources[i].name, name) == 0) {
+                *text = clt__cl_sources[i].text;
+                *len = clt__cl_sources[i].length;
+                return CLT_OK;
+            }
+        }
+        return clt__error(CLT_ERR_INTERNAL, fn, "no kernel source named %s.cl", name);
+    }
+
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.cl", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return clt__error(CLT_ERR_IO, fn, "cannot open %s (CLT_KERNEL_DIR)", path);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = size >= 0 ? clt__alloc(fn, (size_t)size + 1) : NULL;
+    if (!buf || fread(buf, 1, (size_t)size, f) != (size_t)size) {
+        fclose(f);
+        clt__free(buf);
+        return size < 0 || buf ? clt__error(CLT_ERR_IO, fn, "cannot read %s", path)
+                               : CLT_ERR_OUT_OF_MEMORY;
+    }
+    fclose(f);
+    buf[size] = '\0';
+    *text = *owned = buf;
+    *len = (size_t)size;
+    return CLT_OK;
+}
+
+/* Appends the compiler's log for a failed build to the last error. */
+static void append_build_log(cl_program program, cl_device_id id)
+{
+    char log[6144];
+    size_t size = 0;
+    log[0] = '\0';
+    if (clGetProgramBuildInfo(program, id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, &size) !=
+        CL_SUCCESS) {
+        /* a log longer than the buffer: take its start */
+        char *all = NULL;
+        if (clGetProgramBuildInfo(program, id, CL_PROGRAM_BUILD_LOG, 0, NULL, &size) ==
+                CL_SUCCESS &&
+            (all = malloc(size + 1)) &&
+            clGetProgramBuildInfo(program, id, CL_PROGRAM_BUILD_LOG, size, all, NULL) ==
+                CL_SUCCESS) {
+            all[size] = '\0';
+            snprintf(log, sizeof log, "%s", all);
+        }
+        free(all);
+    }
+    log[sizeof log - 1] = '\0';
+    clt__error_append("\nbuild log:\n");
+    clt__error_append(log);
+}
+
+/* Builds cl/<name>.cl for the device. Called with the device lock held. */
+static clt_status build(const char *fn, clt_device *dev, const char *name, const char *options,
+                        cl_program *out)
+{
+    const char *names[CLT__PRELUDE_COUNT + 1] = {"common", "scalar", name};
+    const char *texts[CLT__PRELUDE_COUNT + 1];
+    size_t lens[CLT__PRELUDE_COUNT + 1];
+    char *owned[CLT__PRELUDE_COUNT + 1] = {NULL};
+    clt__cl_device *cd = clt__cl(dev);
+    clt_status st = CLT_OK;
+    cl_int err;
+
+    for (int i = 0; i <= CLT__PRELUDE_COUNT && st == CLT_OK; i++)
+        st = load_source(fn, names[i], &texts[i], &lens[i], &owned[i]);
+    if (st == CLT_OK) {
+        *out = clCreateProgramWithSource(cd->context, CLT__PRELUDE_COUNT + 1, texts, lens, &err);
+        if (err != CL_SUCCESS)
+            st = clt__cl_error(fn, dev, err, "creating an OpenCL program");
+    }
+    if (st == CLT_OK) {
+        err = clBuildProgram(*out, 1, &cd->id, options, NULL, NULL);
+        if (err != CL_SUCCESS) {
+            st = clt__error(CLT_ERR_KERNEL_BUILD, fn,
+                            "building OpenCL program '%s' (%s) for %s (%s) failed: %s (%d)", name,
+                            options, dev->name, dev->info.name, clt_status_name(err), (int)err);
+            append_build_log(*out, cd->id);
+            clReleaseProgram(*out);
+        }
+    }
+    for (int i = 0; i <= CLT__PRELUDE_COUNT; i++)
+        clt__free(owned[i]);
+    return st;
+}
+
+/* The program `name` with `extra` options for the device, built on first use. Lock held. */
+static clt_status get_program(const char *fn, clt_device *dev, const char *name,
+                              const char *extra, clt__cl_program **out)
+{
+    clt__cl_device *cd = clt__cl(dev);
+    char options[512], key[640];
+    clt__cl_program *p;
+    clt_status st;
+
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DCLT_HAS_FP64=%d%s%s",
+             dev->info.fp64 ? 1 : 0, extra && *extra ? " " : "", extra ? extra : "");
+    snprintf(key, sizeof key, "%s %s", name, options);
+    for (p = cd->programs; p; p = p->next) {
+        if (strcmp(p->key, key) == 0) {
+            *out = p;
+            return CLT_OK;
+        }
+    }
+    p = clt__alloc_zeroed(fn, sizeof *p);
+    if (!p || !(p->key = clt__strdup(fn, key))) {
+        clt__free(p);
+        return CLT_ERR_OUT_OF_MEMORY;
+    }
+    st = build(fn, dev, name, options, &p->program);
+    if (st != CLT_OK) {
+        clt__free(p->key);
+        clt__free(p);
+        return st;
+    }
+    clt__log(CLT_LOG_INFO, "built OpenCL program '%s' for %s", name, dev->name);
+    p->next = cd->programs;
+    cd->programs = p;
+    *out = p;
+    return CLT_OK;
+}
+
+/* A kernel of a built program, created on first use. Lock held. */
+static clt_status get_kernel(const char *fn, clt_device *dev, clt__cl_program *p,
+                             const char *name, clt__cl_kernel **out)
+{
+    clt__cl_kernel *k;
+    cl_int err;
+    size_t wg = 0;
+
+    for (k = p->kernels; k; k = k->next) {
+        if (strcmp(k->name, name) == 0) {
+            *out = k;
+            return CLT_OK;
+        }
+    }
+    k = clt__alloc_zeroed(fn, sizeof *k);
+    if (!k || !(k->name = clt__strdup(fn, name))) {
+        clt__free(k);
+        return CLT_ERR_OUT_OF_MEMORY;
+    }
+    k->kernel = clCreateKernel(p->program, name, &err);
+    if (err != CL_SUCCESS) {
+        clt__free(k->name);
+        clt__free(k);
+        return clt__error(err, fn, "kernel %s not found in a program built for %s: %s", name,
+                          dev->name, clt_status_name(err));
+    }
+    clGetKernelWorkGroupInfo(k->kernel, clt__cl(dev)->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg,
+                             &wg, NULL);
+    k->local_size = 64;
+    while (k->local_size > 1 && wg && k->local_size > wg)
+        k->local_size /= 2;
+    k->next = p->kernels;
+    p->kernels = k;
+    *out = k;
+    return CLT_OK;
+}
+
+clt_status clt__cl_launch(const char *fn, clt_device *dev, const char *program,
+                          const char *options, const char *kernel, const clt__cl_arg *args,
+                          int nargs, size_t n, cl_event *event)
+{
+    clt__cl_device *cd = clt__cl(dev);
+    clt__cl_program *p = NULL;
+    clt__cl_kernel *k = NULL;
+    clt_status st = clt__cl_start(fn, dev);
+    cl_int err = CL_SUCCESS;
+
+    if (st != CLT_OK || n == 0)
+        return st;
+    pthread_mutex_lock(&cd->lock);
+    st = get_program(fn, dev, program, options, &p);
+    if (st == CLT_OK)
+        st = get_kernel(fn, dev, p, kernel, &k);
+    for (int i = 0; st == CLT_OK && i < nargs && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(k->kernel, (cl_uint)i, args[i].size, args[i].value);
+    if (st == CLT_OK && err == CL_SUCCESS) {
+        size_t local = k->local_size;
+        size_t global = (n + local - 1) / local * local;
+        err = clEnqueueNDRangeKernel(cd->queue, k->kernel, 1, NULL, &global, &local, 0, NULL,
+                                     event);
+    }
+    pthread_mutex_unlock(&cd->lock);
+    if (st == CLT_OK && err != CL_SUCCESS) {
+        char what[160];
+        snprintf(what, sizeof what, "launching kernel %s", kernel);
+        st = clt__cl_error(fn, dev, err, what);
+    }
+    return st;
+}

@@ -1,0 +1,383 @@
+/* Tensor objects: creation with shape checks, reference counting, properties, host access,
+ * fills and the default random generator. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "device/registry.h"
+#include "tensor_internal.h"
+
+void clt__format_shape(char *buf, size_t size, int ndim, const int64_t *shape)
+{
+    size_t used = (size_t)snprintf(buf, size, "(");
+    for (int i = 0; i < ndim && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "",
+                                 (long long)shape[i]);
+    if (used < size)
+        snprintf(buf + used, size - used, ndim == 1 ? ",)" : ")");
+}
+
+/* The element count of a valid shape, or an error for a bad one. */
+static clt_status check_shape(const char *fn, int ndim, const int64_t *shape, clt_dtype dtype,
+                              size_t *numel)
+{
+    char text[256];
+    size_t n = 1, bytes;
+
+    if (ndim < 0 || ndim > CLT_MAX_DIMS)
+        return clt__error(CLT_ERR_SHAPE, fn, "ndim %d is outside 0..%d", ndim, CLT_MAX_DIMS);
+    if (ndim > 0 && !shape)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "shape is NULL with ndim %d", ndim);
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0) {
+            clt__format_shape(text, sizeof text, ndim, shape);
+            return clt__error(CLT_ERR_SHAPE, fn, "shape %s: size %lld of dimension %d is negative",
+                              text, (long long)shape[i], i);
+        }
+    }
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] == 0) {
+            *numel = 0;
+            return CLT_OK;
+        }
+    }
+    for (int i = 0; i < ndim; i++) {
+        if (!clt__mul_size(n, (size_t)shape[i], &n) || n > (size_t)INT64_MAX) {
+            clt__format_shape(text, sizeof text, ndim, shape);
+            return clt__error(CLT_ERR_SHAPE, fn, "shape %s has more elements than memory can hold",
+                              text);
+        }
+    }
+    if (!clt__mul_size(n, clt_dtype_size(dtype), &bytes)) {
+        clt__format_shape(text, sizeof text, ndim, shape);
+        return clt__error(CLT_ERR_SHAPE, fn, "shape %s of %s needs more bytes than memory can hold",
+                          text, clt_dtype_name(dtype));
+    }
+    *numel = n;
+    return CLT_OK;
+}
+
+clt_tensor *clt__tensor_new(const char *fn, clt_device *dev, clt_dtype dtype, int ndim,
+                            const int64_t *shape)
+{
+    size_t numel;
+    clt_tensor *t = NULL;
+    clt__storage *s = NULL;
+
+    if (clt__device_dtype_check(fn, dev, dtype) != CLT_OK ||
+        check_shape(fn, ndim, shape, dtype, &numel) != CLT_OK)
+        return NULL;
+    t = clt__alloc_zeroed(fn, sizeof *t);
+    s = t ? clt__alloc_zeroed(fn, sizeof *s) : NULL;
+    if (!s)
+        goto fail;
+    s->nbytes = numel * clt_dtype_size(dtype);
+    s->device = dev;
+    if (s->nbytes && dev->backend->alloc(fn, dev, s->nbytes, &s->buf) != CLT_OK)
+        goto fail;
+    pthread_mutex_init(&s->lock, NULL);
+    atomic_init(&s->refs, 1);
+    atomic_init(&t->refs, 1);
+    t->storage = s;
+    t->ndim = ndim;
+    t->numel = numel;
+    t->dtype = dtype;
+    for (int i = ndim - 1; i >= 0; i--) {
+        t->shape[i] = shape[i];
+        t->strides[i] = i == ndim - 1 ? 1 : t->strides[i + 1] * (shape[i + 1] ? shape[i + 1] : 1);
+    }
+    return t;
+fail:
+    clt__free(s);
+    clt__free(t);
+    return NULL;
+}
+
+clt_status clt__tensor_check(const char *fn, const clt_tensor *t)
+{
+    return t ? CLT_OK : clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "tensor is NULL");
+}
+
+clt_status clt__storage_sync(const char *fn, clt__storage *s)
+{
+    clt_status st = CLT_OK;
+    pthread_mutex_lock(&s->lock);
+    if (s->pending_event) {
+        st = s->pending_backend->event_wait(fn, s->pending_event);
+        s->pending_backend->event_release(s->pending_event);
+        s->pending_event = NULL;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
+void clt__storage_release(clt__storage *s)
+{
+    if (!s || atomic_fetch_sub(&s->refs, 1) != 1)
+        return;
+    clt__storage_sync("clt_tensor_release", s);
+    if (s->buf)
+        s->device->backend->free(s->device, s->buf);
+    pthread_mutex_destroy(&s->lock);
+    clt__free(s);
+}
+
+clt_tensor *clt_tensor_retain(clt_tensor *t)
+{
+    if (t)
+        atomic_fetch_add(&t->refs, 1);
+    return t;
+}
+
+void clt_tensor_release(clt_tensor *t)
+{
+    if (!t || atomic_fetch_sub(&t->refs, 1) != 1)
+        return;
+    clt__storage_release(t->storage);
+    clt__free(t);
+}
+
+/* ---- properties --------------------------------------------------------------------------------- */
+
+int clt_tensor_ndim(const clt_tensor *t)
+{
+    return t ? t->ndim : 0;
+}
+
+const int64_t *clt_tensor_shape(const clt_tensor *t)
+{
+    return t ? t->shape : NULL;
+}
+
+int64_t clt_tensor_size(const clt_tensor *t, int dim)
+{
+    if (!t)
+        return -1;
+    if (dim < 0)
+        dim += t->ndim;
+    return dim >= 0 && dim < t->ndim ? t->shape[dim] : -1;
+}
+
+int64_t clt_tensor_numel(const clt_tensor *t)
+{
+    return t ? (int64_t)t->numel : 0;
+}
+
+clt_dtype clt_tensor_dtype(const clt_tensor *t)
+{
+    return t ? t->dtype : CLT_DTYPE_NONE;
+}
+
+clt_device *clt_tensor_device(const clt_tensor *t)
+{
+    return t ? t->storage->device : NULL;
+}
+
+/* ---- host access ---------------------------------------------------------------------------------- */
+
+clt_status clt_tensor_copy_to_host(const clt_tensor *t, void *dst, size_t nbytes)
+{
+    static const char *const fn = "clt_tensor_copy_to_host";
+    clt_status st = clt__tensor_check(fn, t);
+    size_t need;
+
+    if (st != CLT_OK)
+        return st;
+    need = t->numel * clt_dtype_size(t->dtype);
+    if (!dst && need)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "dst is NULL");
+    if (nbytes < need)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "dst holds %zu bytes; the tensor needs %zu", nbytes, need);
+    if (need == 0)
+        return CLT_OK;
+    st = clt__storage_sync(fn, t->storage);
+    if (st == CLT_OK)
+        st = t->storage->device->backend->read(fn, t->storage->device, t->storage->buf,
+                                               t->offset * clt_dtype_size(t->dtype), dst, need,
+                                               NULL);
+    return st;
+}
+
+void *clt_tensor_data(clt_tensor *t)
+{
+    static const char *const fn = "clt_tensor_data";
+    if (clt__tensor_check(fn, t) != CLT_OK)
+        return NULL;
+    if (t->storage->device->index >= 0) {
+        clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
+                   "the tensor is on %s; only cpu tensors have host data (use clt_tensor_to)",
+                   t->storage->device->name);
+        return NULL;
+    }
+    if (clt__storage_sync(fn, t->storage) != CLT_OK)
+        return NULL;
+    return clt__host_ptr(t);
+}
+
+/* ---- creation ---------------------------------------------------------------------------------------- */
+
+clt_tensor *clt_tensor_empty(int ndim, const int64_t *shape, clt_dtype dtype, clt_device *dev)
+{
+    return clt__tensor_new("clt_tensor_empty", dev, dtype, ndim, shape);
+}
+
+clt_tensor *clt_tensor_from_data(const void *data, clt_dtype dtype, int ndim,
+                                 const int64_t *shape, clt_device *dev)
+{
+    static const char *const fn = "clt_tensor_from_data";
+    clt_tensor *t = clt__tensor_new(fn, dev, dtype, ndim, shape);
+    if (!t || t->storage->nbytes == 0)
+        return t;
+    if (!data) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "data is NULL");
+    } else if (dev->backend->write(fn, dev, t->storage->buf, 0, data, t->storage->nbytes, NULL) ==
+               CLT_OK) {
+        return t;
+    }
+    clt_tensor_release(t);
+    return NULL;
+}
+
+/* Fills a new tensor with `value` converted to its dtype by the host's conversion rules. */
+static clt_tensor *filled(const char *fn, int ndim, const int64_t *shape, double value,
+                          clt_dtype dtype, clt_device *dev)
+{
+    unsigned char pattern[8];
+    clt_tensor *t = clt__tensor_new(fn, dev, dtype, ndim, shape);
+    if (!t || t->storage->nbytes == 0)
+        return t;
+    clt__host_backend.cast(fn, NULL, &value, 0, CLT_F64, pattern, 0, dtype, 1);
+    if (dev->backend->fill(fn, dev, t->storage->buf, 0, pattern, clt_dtype_size(dtype),
+                           t->storage->nbytes) != CLT_OK) {
+        clt_tensor_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+clt_tensor *clt_tensor_zeros(int ndim, const int64_t *shape, clt_dtype dtype, clt_device *dev)
+{
+    return filled("clt_tensor_zeros", ndim, shape, 0.0, dtype, dev);
+}
+
+clt_tensor *clt_tensor_ones(int ndim, const int64_t *shape, clt_dtype dtype, clt_device *dev)
+{
+    return filled("clt_tensor_ones", ndim, shape, 1.0, dtype, dev);
+}
+
+clt_tensor *clt_tensor_full(int ndim, const int64_t *shape, double value, clt_dtype dtype,
+                            clt_device *dev)
+{
+    return filled("clt_tensor_full", ndim, shape, value, dtype, dev);
+}
+
+/* The values are computed in f64 on the host, converted and written in one transfer, so every
+ * device holds the same bits. */
+clt_tensor *clt_tensor_arange(double start, double end, double step, clt_dtype dtype,
+                              clt_device *dev)
+{
+    static const char *const fn = "clt_tensor_arange";
+    double count;
+    int64_t n;
+    clt_tensor *t;
+    void *host = NULL;
+    double *values = NULL;
+
+    if (!isfinite(start) || !isfinite(end) || !isfinite(step) || step == 0.0) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                   "start %g, end %g, step %g: all must be finite and step nonzero", start, end,
+                   step);
+        return NULL;
+    }
+    if ((end - start) / step < 0) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                   "step %g goes away from end: start %g, end %g", step, start, end);
+        return NULL;
+    }
+    count = ceil((end - start) / step);
+    if (count > 9.0e15) {
+        clt__error(CLT_ERR_SHAPE, fn, "start %g, end %g, step %g give too many elements", start,
+                   end, step);
+        return NULL;
+    }
+    n = (int64_t)count;
+    t = clt__tensor_new(fn, dev, dtype, 1, &n);
+    if (!t || n == 0)
+        return t;
+    values = clt__alloc(fn, (size_t)n * sizeof *values);
+    host = values ? clt__alloc(fn, t->storage->nbytes) : NULL;
+    if (!host)
+        goto fail;
+    for (int64_t i = 0; i < n; i++)
+        values[i] = start + (double)i * step;
+    clt__host_backend.cast(fn, NULL, values, 0, CLT_F64, host, 0, dtype, (size_t)n);
+    if (dev->backend->write(fn, dev, t->storage->buf, 0, host, t->storage->nbytes, NULL) != CLT_OK)
+        goto fail;
+    clt__free(values);
+    clt__free(host);
+    return t;
+fail:
+    clt__free(values);
+    clt__free(host);
+    clt_tensor_release(t);
+    return NULL;
+}
+
+/* ---- random ---------------------------------------------------------------------------------------------- */
+
+static pthread_mutex_t generator_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t generator_seed;
+static uint64_t generator_counter;
+
+void clt_manual_seed(uint64_t seed)
+{
+    pthread_mutex_lock(&generator_lock);
+    generator_seed = seed;
+    generator_counter = 0;
+    pthread_mutex_unlock(&generator_lock);
+}
+
+static clt_tensor *random_tensor(const char *fn, int ndim, const int64_t *shape, clt_dtype dtype,
+                                 clt_device *dev, bool normal)
+{
+    clt_tensor *t;
+    uint64_t seed, counter;
+    size_t per;
+
+    if (dtype != CLT_F32 && dtype != CLT_F64 && dtype != CLT_F16 && dtype != CLT_BF16) {
+        clt__error(CLT_ERR_DTYPE, fn, "dtype %s is not a floating dtype", clt_dtype_name(dtype));
+        return NULL;
+    }
+    t = clt__tensor_new(fn, dev, dtype, ndim, shape);
+    if (!t || t->numel == 0)
+        return t;
+    per = clt__random_per_counter(dtype);
+    pthread_mutex_lock(&generator_lock);
+    seed = generator_seed;
+    counter = generator_counter;
+    generator_counter += (t->numel + per - 1) / per;
+    pthread_mutex_unlock(&generator_lock);
+    if (dev->backend->random(fn, dev, t->storage->buf, 0, dtype, t->numel, normal, seed,
+                             counter) != CLT_OK) {
+        /* give the counters back unless another call took some since */
+        pthread_mutex_lock(&generator_lock);
+        if (generator_seed == seed && generator_counter == counter + (t->numel + per - 1) / per)
+            generator_counter = counter;
+        pthread_mutex_unlock(&generator_lock);
+        clt_tensor_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+clt_tensor *clt_tensor_rand(int ndim, const int64_t *shape, clt_dtype dtype, clt_device *dev)
+{
+    return random_tensor("clt_tensor_rand", ndim, shape, dtype, dev, false);
+}
+
+clt_tensor *clt_tensor_randn(int ndim, const int64_t *shape, clt_dtype dtype, clt_device *dev)
+{
+    return random_tensor("clt_tensor_randn", ndim, shape, dtype, dev, true);
+}

@@ -1,0 +1,54 @@
+/* Tensor and storage objects, shared by the files of lib/tensor and, later, the op front ends. */
+#ifndef CLT_TENSOR_INTERNAL_H
+#define CLT_TENSOR_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "backend.h"
+
+/* The memory behind one or more tensors, on one device. */
+typedef struct clt__storage {
+    atomic_int refs;
+    clt_device *device;
+    void *buf;     /* the backend's buffer; NULL when nbytes is 0 */
+    size_t nbytes;
+    pthread_mutex_t lock;                 /* guards the two fields below */
+    const clt__backend *pending_backend;  /* another device still writing into this (host) */
+    void *pending_event;                  /* storage: wait for this before touching it */
+} clt__storage;
+
+struct clt_tensor {
+    atomic_int refs;
+    clt__storage *storage;
+    size_t offset;                    /* into the storage, in elements */
+    int ndim;
+    int64_t shape[CLT_MAX_DIMS];
+    int64_t strides[CLT_MAX_DIMS];    /* in elements */
+    size_t numel;
+    clt_dtype dtype;
+};
+
+struct clt_event {
+    const clt__backend *backend;
+    void *handle; /* NULL: already complete */
+};
+
+/* A new contiguous tensor with uninitialised contents: validates the shape (ndim, negative
+ * sizes, overflow) and that the device holds the dtype. NULL with the error set. */
+clt_tensor *clt__tensor_new(const char *fn, clt_device *dev, clt_dtype dtype, int ndim,
+                            const int64_t *shape);
+/* CLT_OK when t is not NULL; otherwise the error naming fn. */
+clt_status clt__tensor_check(const char *fn, const clt_tensor *t);
+/* Waits until no other device is still writing into the storage. */
+clt_status clt__storage_sync(const char *fn, clt__storage *s);
+void clt__storage_release(clt__storage *s);
+/* The host address of element 0 of a cpu tensor (after clt__storage_sync). */
+static inline void *clt__host_ptr(const clt_tensor *t)
+{
+    return (char *)t->storage->buf + t->offset * clt_dtype_size(t->dtype);
+}
+/* Writes "(2, 3)" into buf. */
+void clt__format_shape(char *buf, size_t size, int ndim, const int64_t *shape);
+
+#endif
