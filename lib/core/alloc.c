@@ -9,6 +9,7 @@
 
 static atomic_long fault_countdown[2];
 static atomic_long live[2];
+static atomic_long attempts[2];
 
 void clt__fault_inject(clt__alloc_kind kind, long n)
 {
@@ -17,12 +18,19 @@ void clt__fault_inject(clt__alloc_kind kind, long n)
 
 bool clt__fault_check(clt__alloc_kind kind)
 {
-    long n = atomic_load(&fault_countdown[kind]);
+    long n;
+    atomic_fetch_add(&attempts[kind], 1);
+    n = atomic_load(&fault_countdown[kind]);
     while (n > 0) {
         if (atomic_compare_exchange_weak(&fault_countdown[kind], &n, n - 1))
             return n == 1;
     }
     return false;
+}
+
+long clt__allocation_attempts(clt__alloc_kind kind)
+{
+    return atomic_load(&attempts[kind]);
 }
 
 long clt__live_allocations(clt__alloc_kind kind)

@@ -35,6 +35,8 @@ typedef enum clt__alloc_kind { CLT__HOST = 0, CLT__DEVICE = 1 } clt__alloc_kind;
 void clt__fault_inject(clt__alloc_kind kind, long n);
 /* Counts an allocation attempt of `kind`; true when it must fail. */
 bool clt__fault_check(clt__alloc_kind kind);
+/* Allocations of `kind` tried so far, failed ones included. */
+long clt__allocation_attempts(clt__alloc_kind kind);
 /* Allocations of `kind` made and not yet freed. */
 long clt__live_allocations(clt__alloc_kind kind);
 void clt__live_add(clt__alloc_kind kind, long delta);

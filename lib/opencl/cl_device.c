@@ -239,73 +239,117 @@ static void cl_free(clt_device *dev, void *buf)
     clt__live_add(CLT__DEVICE, -1);
 }
 
-typedef struct done_call {
+/* Work to run once an asynchronous transfer has finished (free its staging memory, release
+ * its source). Kept on the device and run when the device is synchronised or a later transfer
+ * finds the event complete, rather than from an event callback, which some drivers never call. */
+typedef struct clt__cl_deferred {
+    struct clt__cl_deferred *next;
+    cl_event event;
     clt__done_fn done;
     void *ctx;
-    cl_event event; /* the callback's own reference */
-} done_call;
+} clt__cl_deferred;
 
-static void CL_CALLBACK on_complete(cl_event event, cl_int status, void *user)
+/* Runs the deferred work whose transfer has finished; with wait, all of it. */
+static void reap(clt_device *dev, bool wait)
 {
-    done_call *call = user;
-    (void)event;
-    (void)status;
-    call->done(call->ctx);
-    clReleaseEvent(call->event);
-    clt__free(call);
+    clt__cl_device *cd = clt__cl(dev);
+    clt__cl_deferred *ready = NULL, **link;
+
+    pthread_mutex_lock(&cd->lock);
+    link = &cd->deferred;
+    while (*link) {
+        clt__cl_deferred *d = *link;
+        cl_int status = CL_COMPLETE;
+        if (wait)
+            clWaitForEvents(1, &d->event);
+        else
+            clGetEventInfo(d->event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                           NULL);
+        if (status <= CL_COMPLETE) { /* complete, or failed: either way it is over */
+            *link = d->next;
+            d->next = ready;
+            ready = d;
+        } else {
+            link = &d->next;
+        }
+    }
+    pthread_mutex_unlock(&cd->lock);
+    while (ready) {
+        clt__cl_deferred *d = ready;
+        ready = d->next;
+        d->done(d->ctx);
+        clReleaseEvent(d->event);
+        clt__free(d);
+    }
 }
 
-/* Finishes an enqueued asynchronous transfer: the caller gets the event and, when done is
- * set, a callback runs it on completion (or now, if no callback can be registered). */
-static clt_status finish_async(const char *fn, clt_device *dev, cl_event ev,
-                               const clt__async *async)
+/* Prepares an asynchronous transfer before anything is queued, so that running out of memory
+ * changes nothing: the record for its deferred work, when it has some. */
+static clt_status begin_async(const char *fn, const clt__async *async, clt__cl_deferred **d)
 {
-    done_call *call = NULL;
-    clFlush(clt__cl(dev)->queue);
-    if (async->done) {
-        call = clt__alloc(fn, sizeof *call);
-        if (call) {
-            *call = (done_call){async->done, async->ctx, ev};
-            clRetainEvent(ev);
-            if (clSetEventCallback(ev, CL_COMPLETE, on_complete, call) != CL_SUCCESS) {
-                clReleaseEvent(ev);
-                clt__free(call);
-                call = NULL;
-            }
-        }
-        if (!call) {
-            clWaitForEvents(1, &ev);
-            async->done(async->ctx);
-        }
+    *d = NULL;
+    if (!async || !async->event || !async->done)
+        return CLT_OK;
+    *d = clt__alloc(fn, sizeof **d);
+    return *d ? CLT_OK : CLT_ERR_OUT_OF_MEMORY;
+}
+
+/* Finishes an enqueued asynchronous transfer: the caller gets the event; the deferred work is
+ * queued on the device. */
+static clt_status finish_async(clt_device *dev, cl_event ev, const clt__async *async,
+                               clt__cl_deferred *d)
+{
+    clt__cl_device *cd = clt__cl(dev);
+    clFlush(cd->queue);
+    if (d) {
+        *d = (clt__cl_deferred){NULL, ev, async->done, async->ctx};
+        clRetainEvent(ev);
+        pthread_mutex_lock(&cd->lock);
+        d->next = cd->deferred;
+        cd->deferred = d;
+        pthread_mutex_unlock(&cd->lock);
     }
     *async->event = ev;
     return CLT_OK;
 }
 
+/* A host <-> device copy, blocking unless async asks otherwise. */
+static clt_status transfer(const char *fn, clt_device *dev, bool write, void *buf, size_t offset,
+                           void *host, size_t nbytes, const clt__async *async)
+{
+    bool blocking = !async || !async->event;
+    cl_bool flag = blocking ? CL_TRUE : CL_FALSE;
+    cl_command_queue q = clt__cl(dev)->queue;
+    cl_event ev = NULL;
+    clt__cl_deferred *call;
+    cl_int err;
+
+    reap(dev, false);
+    if (begin_async(fn, async, &call) != CLT_OK)
+        return CLT_ERR_OUT_OF_MEMORY;
+    if (write)
+        err = clEnqueueWriteBuffer(q, (cl_mem)buf, flag, offset, nbytes, host, 0, NULL,
+                                   blocking ? NULL : &ev);
+    else
+        err = clEnqueueReadBuffer(q, (cl_mem)buf, flag, offset, nbytes, host, 0, NULL,
+                                  blocking ? NULL : &ev);
+    if (err != CL_SUCCESS) {
+        clt__free(call);
+        return clt__cl_error(fn, dev, err, write ? "writing to the device" : "reading from the device");
+    }
+    return blocking ? CLT_OK : finish_async(dev, ev, async, call);
+}
+
 static clt_status cl_write(const char *fn, clt_device *dev, void *buf, size_t offset,
                            const void *src, size_t nbytes, const clt__async *async)
 {
-    bool blocking = !async || !async->event;
-    cl_event ev = NULL;
-    cl_int err = clEnqueueWriteBuffer(clt__cl(dev)->queue, (cl_mem)buf,
-                                      blocking ? CL_TRUE : CL_FALSE, offset, nbytes, src, 0, NULL,
-                                      blocking ? NULL : &ev);
-    if (err != CL_SUCCESS)
-        return clt__cl_error(fn, dev, err, "writing to the device");
-    return blocking ? CLT_OK : finish_async(fn, dev, ev, async);
+    return transfer(fn, dev, true, buf, offset, (void *)src, nbytes, async);
 }
 
 static clt_status cl_read(const char *fn, clt_device *dev, void *buf, size_t offset, void *dst,
                           size_t nbytes, const clt__async *async)
 {
-    bool blocking = !async || !async->event;
-    cl_event ev = NULL;
-    cl_int err = clEnqueueReadBuffer(clt__cl(dev)->queue, (cl_mem)buf,
-                                     blocking ? CL_TRUE : CL_FALSE, offset, nbytes, dst, 0, NULL,
-                                     blocking ? NULL : &ev);
-    if (err != CL_SUCCESS)
-        return clt__cl_error(fn, dev, err, "reading from the device");
-    return blocking ? CLT_OK : finish_async(fn, dev, ev, async);
+    return transfer(fn, dev, false, buf, offset, dst, nbytes, async);
 }
 
 static clt_status cl_fill(const char *fn, clt_device *dev, void *buf, size_t offset,
@@ -322,6 +366,7 @@ static clt_status cl_synchronize(const char *fn, clt_device *dev)
     if (!clt__cl(dev)->started)
         return CLT_OK; /* nothing was ever queued */
     err = clFinish(clt__cl(dev)->queue);
+    reap(dev, true);
     return err == CL_SUCCESS ? CLT_OK : clt__cl_error(fn, dev, err, "waiting for the queue");
 }
 

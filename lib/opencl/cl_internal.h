@@ -32,6 +32,7 @@ typedef struct clt__cl_device {
     cl_context context;
     cl_command_queue queue;
     clt__cl_program *programs;
+    struct clt__cl_deferred *deferred; /* work waiting for asynchronous transfers */
     char strings[5][256]; /* backing store of info.name, vendor, platform, versions */
 } clt__cl_device;
 

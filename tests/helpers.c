@@ -1,0 +1,74 @@
+/* Test helpers: see helpers.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+int test_device_total = 1;
+
+clt_device *test_device(int i)
+{
+    char name[16];
+    if (i == 0)
+        return clt_device_cpu();
+    snprintf(name, sizeof name, "gpu:%d", i - 1);
+    clt_device *dev = clt_device_get(name);
+    ck_assert_msg(dev != NULL, "%s", clt_last_error());
+    return dev;
+}
+
+test_live test_live_now(void)
+{
+    return (test_live){clt__live_allocations(CLT__HOST), clt__live_allocations(CLT__DEVICE)};
+}
+
+const char *test_temp_dir(void)
+{
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/clt_test_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(path));
+    return path;
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+void test_use_vendors(bool pocl, bool oclgrind)
+{
+    const char *dir = test_temp_dir();
+    if (pocl) {
+        ck_assert_msg(CLT_TEST_POCL_ICD[0] != '\0', "PoCL's ICD file was not found at build time");
+        FILE *f = fopen(CLT_TEST_POCL_ICD, "r");
+        char line[512] = "";
+        ck_assert_ptr_nonnull(f);
+        ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+        fclose(f);
+        write_file(dir, "pocl.icd", line);
+    }
+    if (oclgrind) {
+        ck_assert_msg(CLT_TEST_OCLGRIND_ICD[0] != '\0',
+                      "oclgrind was not found at build time (apt-get install oclgrind)");
+        char line[512];
+        snprintf(line, sizeof line, "%s\n", CLT_TEST_OCLGRIND_ICD);
+        write_file(dir, "oclgrind.icd", line);
+    }
+    setenv("OCL_ICD_VENDORS", dir, 1);
+}
+
+void *test_bytes(const clt_tensor *t)
+{
+    size_t n = (size_t)clt_tensor_numel(t) * clt_dtype_size(clt_tensor_dtype(t));
+    void *p = malloc(n ? n : 1);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_int_eq(clt_tensor_copy_to_host(t, p, n), CLT_OK);
+    return p;
+}

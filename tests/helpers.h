@@ -1,0 +1,54 @@
+/* Shared by the test suites: the device loop, leak accounting, environment set-up for
+ * multi-platform tests and small assertions. Every test runs in its own forked process (Check's
+ * fork mode), so a test may set environment variables before its first library call. */
+#ifndef CLT_TEST_HELPERS_H
+#define CLT_TEST_HELPERS_H
+
+#include <check.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cltensor.h>
+
+#include "core/core.h"
+
+/* Devices a loop test runs on: index 0 is cpu, index i is gpu:(i-1). */
+extern int test_device_total;
+clt_device *test_device(int i);
+
+/* Adds fn as a loop test over every device. */
+#define ADD_DEVICE_TEST(tc, fn) tcase_add_loop_test(tc, fn, 0, test_device_total)
+
+/* Live host and device allocations, to prove a scenario leaked nothing. */
+typedef struct test_live {
+    long host, device;
+} test_live;
+test_live test_live_now(void);
+#define ck_assert_live_eq(a, b)                                                                \
+    do {                                                                                       \
+        test_live a_ = (a), b_ = (b);                                                          \
+        ck_assert_int_eq(a_.host, b_.host);                                                    \
+        ck_assert_int_eq(a_.device, b_.device);                                                \
+    } while (0)
+
+/* Makes OCL_ICD_VENDORS a fresh folder registering PoCL and, with oclgrind, the Oclgrind
+ * simulator (a second platform, listed first because it reports itself as a GPU). */
+void test_use_vendors(bool pocl, bool oclgrind);
+
+/* A fresh temporary folder (created); the string lives until the process ends. */
+const char *test_temp_dir(void);
+
+/* Asserts that the last error's message contains `text`. */
+#define ck_assert_error_has(text) ck_assert_msg(strstr(clt_last_error(), text) != NULL,          \
+                                                "last error \"%s\" lacks \"%s\"",             \
+                                                clt_last_error(), text)
+
+/* The tensor's bytes, copied to a buffer the test frees with free(). */
+void *test_bytes(const clt_tensor *t);
+
+Suite *suite_core(void);
+Suite *suite_device(void);
+Suite *suite_tensor(void);
+Suite *suite_cast(void);
+
+#endif

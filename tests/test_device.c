@@ -1,0 +1,328 @@
+/* Device suite: enumeration, names, the default and current device, platforms (none, one,
+ * two), CLT_VISIBLE_DEVICES, synchronisation and kernel builds from CLT_KERNEL_DIR. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "helpers.h"
+
+START_TEST(test_device_list)
+{
+    int n = clt_device_count();
+    const char *require = getenv("CLT_TEST_REQUIRE_GPU");
+    ck_assert_int_ge(n, 0);
+    if (require && strcmp(require, "1") == 0)
+        ck_assert_msg(n >= 1, "CLT_TEST_REQUIRE_GPU=1 but no OpenCL device was found");
+
+    const clt_device_info *cpu = clt_device_get_info(clt_device_cpu());
+    ck_assert_str_eq(clt_device_name(clt_device_cpu()), "cpu");
+    ck_assert_int_eq(cpu->type, CLT_DEVICE_HOST);
+    ck_assert(cpu->fp64);
+    ck_assert_uint_ge(cpu->compute_units, 1);
+    ck_assert_uint_gt(cpu->global_mem_bytes, 0);
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "gpu:%d", i);
+        clt_device *dev = clt_device_get(name);
+        ck_assert_ptr_nonnull(dev);
+        ck_assert_str_eq(clt_device_name(dev), name);
+        const clt_device_info *info = clt_device_get_info(dev);
+        ck_assert_int_ne(info->type, CLT_DEVICE_HOST);
+        ck_assert_int_gt(strlen(info->name), 0);
+        ck_assert_int_gt(strlen(info->platform), 0);
+        ck_assert_int_gt(strlen(info->opencl_version), 0);
+        ck_assert_uint_ge(info->compute_units, 1);
+        ck_assert_uint_ge(info->max_work_group_size, 1);
+        ck_assert_uint_gt(info->max_alloc_bytes, 0);
+        ck_assert_uint_le(info->max_alloc_bytes, info->global_mem_bytes);
+    }
+    ck_assert_ptr_null(clt_device_get_info(NULL));
+    ck_assert_str_eq(clt_device_name(NULL), "(null)");
+}
+END_TEST
+
+START_TEST(test_device_default_and_gpu)
+{
+    int n = clt_device_count();
+    clt_device *def = clt_device_default();
+    if (n == 0) {
+        ck_assert_ptr_eq(def, clt_device_cpu());
+        return;
+    }
+    ck_assert_ptr_eq(def, clt_device_get("gpu:0"));
+    ck_assert_ptr_eq(clt_device_get("gpu"), def);
+    ck_assert_ptr_eq(clt_device_current(), def);
+    ck_assert_ptr_eq(clt_device_get("cpu"), clt_device_cpu());
+}
+END_TEST
+
+static void *current_in_thread(void *arg)
+{
+    (void)arg;
+    return clt_device_current();
+}
+
+START_TEST(test_device_set_current)
+{
+    int n = clt_device_count();
+    char name[16];
+    pthread_t thread;
+    void *seen = NULL;
+    if (n == 0)
+        return;
+    snprintf(name, sizeof name, "gpu:%d", n - 1);
+    clt_device *last = clt_device_get(name);
+    ck_assert_int_eq(clt_device_set_current(last), CLT_OK);
+    ck_assert_ptr_eq(clt_device_current(), last);
+    ck_assert_ptr_eq(clt_device_get("gpu"), last);
+    /* thread-local: another thread still has the default */
+    ck_assert_int_eq(pthread_create(&thread, NULL, current_in_thread, NULL), 0);
+    pthread_join(thread, &seen);
+    ck_assert_ptr_eq(seen, clt_device_get("gpu:0"));
+
+    ck_assert_int_eq(clt_device_set_current(clt_device_cpu()), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_device_set_current: cpu is not a GPU");
+    ck_assert_int_eq(clt_device_set_current(NULL), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_eq(clt_device_current(), last);
+}
+END_TEST
+
+START_TEST(test_device_bad_names)
+{
+    static const char *const bad[] = {"gpu:7", "GPU", "gpu:", "gpu:-1", "gpu:01", "gpu:1x",
+                                      "cuda:0", "", " cpu", "gpu:99999999999"};
+    int n = clt_device_count();
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char expect[64];
+        clt_clear_error();
+        ck_assert_ptr_null(clt_device_get(bad[i]));
+        ck_assert_int_eq(clt_last_status(), CLT_ERR_NO_DEVICE);
+        snprintf(expect, sizeof expect, "clt_device_get: %s: ", bad[i]);
+        ck_assert_error_has(expect);
+        ck_assert_error_has("the valid names are cpu");
+        if (n > 0)
+            ck_assert_error_has("gpu:0 (");
+    }
+    ck_assert_ptr_null(clt_device_get("gpu:7"));
+    ck_assert_error_has("gpu:7: no such device");
+    ck_assert_ptr_null(clt_device_get(NULL));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+START_TEST(test_device_no_platform)
+{
+    test_use_vendors(false, false);
+    ck_assert_int_eq(clt_device_count(), 0);
+    ck_assert_ptr_eq(clt_device_default(), clt_device_cpu());
+    ck_assert_ptr_null(clt_device_get("gpu"));
+    ck_assert_error_has("this machine has no OpenCL device");
+    ck_assert_ptr_null(clt_device_get("gpu:0"));
+    ck_assert_error_has("gpu:0: no such device");
+    ck_assert_ptr_null(clt_device_current());
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_NO_DEVICE);
+
+    /* the host works as usual */
+    clt_tensor *x = clt_tensor_arange(0, 4, 1, CLT_F32, clt_device_cpu());
+    clt_tensor *y = clt_tensor_to(x, clt_device_default());
+    ck_assert_ptr_eq(x, y);
+    ck_assert_float_eq(((float *)clt_tensor_data(y))[3], 3.0f);
+    clt_tensor_release(y);
+    clt_tensor_release(x);
+}
+END_TEST
+
+START_TEST(test_device_two_platforms)
+{
+    test_use_vendors(true, true);
+    ck_assert_int_eq(clt_device_count(), 2);
+    const clt_device_info *g0 = clt_device_get_info(clt_device_get("gpu:0"));
+    const clt_device_info *g1 = clt_device_get_info(clt_device_get("gpu:1"));
+    /* GPU types first: Oclgrind reports itself as a GPU, PoCL's device is a CPU */
+    ck_assert_ptr_nonnull(strstr(g0->name, "Oclgrind"));
+    ck_assert_int_eq(g0->type, CLT_DEVICE_GPU);
+    ck_assert_int_eq(g1->type, CLT_DEVICE_OPENCL_CPU);
+    ck_assert_str_eq(g1->platform, "Portable Computing Language");
+    ck_assert_ptr_eq(clt_device_default(), clt_device_get("gpu:0"));
+}
+END_TEST
+
+START_TEST(test_device_visible_reorder)
+{
+    test_use_vendors(true, true);
+    setenv("CLT_VISIBLE_DEVICES", "1,0", 1);
+    ck_assert_int_eq(clt_device_count(), 2);
+    ck_assert_int_eq(clt_device_get_info(clt_device_get("gpu:0"))->type, CLT_DEVICE_OPENCL_CPU);
+    ck_assert_ptr_nonnull(strstr(clt_device_get_info(clt_device_get("gpu:1"))->name, "Oclgrind"));
+}
+END_TEST
+
+START_TEST(test_device_visible_substring)
+{
+    test_use_vendors(true, true);
+    setenv("CLT_VISIBLE_DEVICES", " oclGRIND ", 1);
+    ck_assert_int_eq(clt_device_count(), 1);
+    ck_assert_ptr_nonnull(strstr(clt_device_get_info(clt_device_get("gpu:0"))->name, "Oclgrind"));
+    ck_assert_ptr_null(clt_device_get("gpu:1"));
+}
+END_TEST
+
+START_TEST(test_device_visible_empty)
+{
+    test_use_vendors(true, false);
+    setenv("CLT_VISIBLE_DEVICES", "", 1);
+    ck_assert_int_eq(clt_device_count(), 0);
+    ck_assert_ptr_eq(clt_device_default(), clt_device_cpu());
+}
+END_TEST
+
+/* Each bad value is an error at first use, for every device function, cpu included. */
+START_TEST(test_device_visible_bad)
+{
+    static const struct {
+        const char *value, *message;
+    } cases[] = {
+        {"5", "index 5 is out of range"},
+        {"0,0", "device 0 is named twice"},
+        {"nosuch", "no other device's name contains \"nosuch\""},
+        {"0,,0", "an entry is empty"},
+    };
+    test_use_vendors(true, false);
+    setenv("CLT_VISIBLE_DEVICES", cases[_i].value, 1);
+    ck_assert_int_eq(clt_device_count(), CLT_ERR_ENVIRONMENT);
+    ck_assert_error_has("clt_device_count: CLT_VISIBLE_DEVICES=\"");
+    ck_assert_error_has(cases[_i].message);
+    ck_assert_error_has("the OpenCL devices are 0 (pthread");
+    ck_assert_ptr_null(clt_device_get("cpu"));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_ENVIRONMENT);
+    ck_assert_ptr_null(clt_device_default());
+    ck_assert_ptr_null(clt_device_cpu());
+}
+END_TEST
+
+START_TEST(test_device_synchronize)
+{
+    clt_device *dev = test_device(_i);
+    clt_tensor *x = clt_tensor_rand(CLT_SHAPE(1000), CLT_F32, dev);
+    ck_assert_ptr_nonnull(x);
+    ck_assert_int_eq(clt_device_synchronize(dev), CLT_OK);
+    clt_tensor_release(x);
+    ck_assert_int_eq(clt_device_synchronize(NULL), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_device_synchronize: device is NULL");
+}
+END_TEST
+
+static void copy_kernel(const char *dir, const char *name)
+{
+    char from[512], to[512], buf[4096];
+    size_t n;
+    snprintf(from, sizeof from, "%s/%s", CLT_TEST_CL_DIR, name);
+    snprintf(to, sizeof to, "%s/%s", dir, name);
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    ck_assert_ptr_nonnull(in);
+    ck_assert_ptr_nonnull(out);
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    fclose(out);
+}
+
+/* A broken kernel file: the build fails with the program's name and the compiler's log, every
+ * time it is needed; other programs and other devices keep working. */
+START_TEST(test_device_kernel_build_failure)
+{
+    const char *dir = test_temp_dir();
+    char path[512];
+    if (clt_device_count() == 0)
+        return;
+    copy_kernel(dir, "common.cl");
+    copy_kernel(dir, "scalar.cl");
+    copy_kernel(dir, "random.cl");
+    snprintf(path, sizeof path, "%s/cast.cl", dir);
+    FILE *f = fopen(path, "w");
+    fputs("__kernel void cast_f32_f16(__global float *x) { this is not OpenCL C; }\n", f);
+    fclose(f);
+    setenv("CLT_KERNEL_DIR", dir, 1);
+
+    clt_device *gpu = clt_device_get("gpu:0");
+    clt_tensor *x = clt_tensor_ones(CLT_SHAPE(4), CLT_F32, gpu);
+    ck_assert_ptr_nonnull(x);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        ck_assert_ptr_null(clt_tensor_to_dtype(x, CLT_F16));
+        ck_assert_int_eq(clt_last_status(), CLT_ERR_KERNEL_BUILD);
+        ck_assert_error_has("clt_tensor_to_dtype: building OpenCL program 'cast'");
+        ck_assert_error_has("for gpu:0");
+        ck_assert_error_has("build log:");
+        ck_assert_error_has("error");
+    }
+    /* the random program builds from the same folder; cpu is untouched */
+    clt_tensor *r = clt_tensor_rand(CLT_SHAPE(4), CLT_F32, gpu);
+    ck_assert_ptr_nonnull(r);
+    clt_tensor *c = clt_tensor_ones(CLT_SHAPE(4), CLT_F32, clt_device_cpu());
+    clt_tensor *h = clt_tensor_to_dtype(c, CLT_F16);
+    ck_assert_ptr_nonnull(h);
+    ck_assert_uint_eq(((uint16_t *)clt_tensor_data(h))[0], 0x3c00);
+    clt_tensor_release(h);
+    clt_tensor_release(c);
+    clt_tensor_release(r);
+    clt_tensor_release(x);
+}
+END_TEST
+
+START_TEST(test_device_kernel_dir_missing_file)
+{
+    const char *dir = test_temp_dir();
+    if (clt_device_count() == 0)
+        return;
+    copy_kernel(dir, "common.cl");
+    setenv("CLT_KERNEL_DIR", dir, 1);
+    clt_tensor *x = clt_tensor_rand(CLT_SHAPE(4), CLT_F32, clt_device_get("gpu:0"));
+    ck_assert_ptr_null(x);
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_IO);
+    ck_assert_error_has("scalar.cl (CLT_KERNEL_DIR)");
+}
+END_TEST
+
+/* Sources read from CLT_KERNEL_DIR give the same results as the embedded ones. */
+START_TEST(test_device_kernel_dir_sources)
+{
+    if (clt_device_count() == 0)
+        return;
+    setenv("CLT_KERNEL_DIR", CLT_TEST_CL_DIR, 1);
+    clt_manual_seed(3);
+    clt_tensor *g = clt_tensor_randn(CLT_SHAPE(33), CLT_F32, clt_device_get("gpu:0"));
+    clt_manual_seed(3);
+    clt_tensor *c = clt_tensor_randn(CLT_SHAPE(33), CLT_F32, clt_device_cpu());
+    ck_assert_ptr_nonnull(g);
+    ck_assert_ptr_nonnull(c);
+    void *gb = test_bytes(g), *cb = test_bytes(c);
+    ck_assert_mem_eq(gb, cb, 33 * sizeof(float));
+    free(gb);
+    free(cb);
+    clt_tensor_release(g);
+    clt_tensor_release(c);
+}
+END_TEST
+
+Suite *suite_device(void)
+{
+    Suite *s = suite_create("device");
+    TCase *tc = tcase_create("device");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_device_list);
+    tcase_add_test(tc, test_device_default_and_gpu);
+    tcase_add_test(tc, test_device_set_current);
+    tcase_add_test(tc, test_device_bad_names);
+    tcase_add_test(tc, test_device_no_platform);
+    tcase_add_test(tc, test_device_two_platforms);
+    tcase_add_test(tc, test_device_visible_reorder);
+    tcase_add_test(tc, test_device_visible_substring);
+    tcase_add_test(tc, test_device_visible_empty);
+    tcase_add_loop_test(tc, test_device_visible_bad, 0, 4);
+    ADD_DEVICE_TEST(tc, test_device_synchronize);
+    tcase_add_test(tc, test_device_kernel_build_failure);
+    tcase_add_test(tc, test_device_kernel_dir_missing_file);
+    tcase_add_test(tc, test_device_kernel_dir_sources);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,7 @@
+#include "helpers.h"
+
+Suite *suite_tensor(void)
+{
+    Suite *s = suite_create("tensor");
+    return s;
+}
