@@ -2,7 +2,7 @@
  * Work-item g evaluates Philox counter `counter + g` and writes values g*per .. g*per+per-1,
  * per = 4 (from f32) or 2 (f64): the same layout as the host backend. */
 
-#define CLT__RANDOM_KERNEL(KIND, NORMAL, D, DT)                                                \
+#define CLT__RANDOM_KERNEL(KIND, NORMAL, D, DT, DIGITS)                                        \
     __kernel void KIND##_##D(__global DT *out, ulong off, ulong n, uint k0, uint k1,            \
                              ulong counter)                                                    \
     {                                                                                          \
@@ -10,16 +10,17 @@
         float v[4];                                                                            \
         if (g * 4 >= n)                                                                        \
             return;                                                                            \
-        clt_random_block_f32(NORMAL, counter + g, k0, k1, v);                                  \
+        clt_random_block_f32(NORMAL, DIGITS, counter + g, k0, k1, v);                          \
         for (ulong j = 0; j < 4 && g * 4 + j < n; j++)                                         \
             out[off + g * 4 + j] = clt_flt_to_##D(v[j]);                                       \
     }
-CLT__RANDOM_KERNEL(uniform, 0, f32, float)
-CLT__RANDOM_KERNEL(normal, 1, f32, float)
-CLT__RANDOM_KERNEL(uniform, 0, f16, clt_u16)
-CLT__RANDOM_KERNEL(normal, 1, f16, clt_u16)
-CLT__RANDOM_KERNEL(uniform, 0, bf16, clt_u16)
-CLT__RANDOM_KERNEL(normal, 1, bf16, clt_u16)
+/* uniform values carry as many bits as the dtype's significand: 24, 11, 8 */
+CLT__RANDOM_KERNEL(uniform, 0, f32, float, 24)
+CLT__RANDOM_KERNEL(normal, 1, f32, float, 24)
+CLT__RANDOM_KERNEL(uniform, 0, f16, clt_u16, 11)
+CLT__RANDOM_KERNEL(normal, 1, f16, clt_u16, 11)
+CLT__RANDOM_KERNEL(uniform, 0, bf16, clt_u16, 8)
+CLT__RANDOM_KERNEL(normal, 1, bf16, clt_u16, 8)
 
 #if CLT_HAS_FP64
 #define CLT__RANDOM_KERNEL_F64(KIND, NORMAL)                                                   \

@@ -186,10 +186,11 @@ CLT_FN void clt_philox(clt_u32 c0, clt_u32 c1, clt_u32 k0, clt_u32 k1, clt_u32 *
     out[3] = x3;
 }
 
-/* [0, 1) from the top 24 bits: exact. */
-CLT_FN float clt_uniform_f32(clt_u32 x)
+/* [0, 1) from the top `digits` bits (24 for f32, 11 for f16, 8 for bf16): exact in the target
+ * dtype, so rounding to it can never reach 1. */
+CLT_FN float clt_uniform_f32(clt_u32 x, int digits)
 {
-    return (float)(x >> 8) * 5.9604644775390625e-08f; /* 2^-24 */
+    return (float)(x >> (32 - digits)) * clt_bits_f32((clt_u32)(127 - digits) << 23);
 }
 
 /* ln(u) for u in (0, 1]: u = 2^e * m with m in [sqrt(1/2), sqrt(2)); ln(1 + f), f = m - 1, from
@@ -439,7 +440,9 @@ CLT_DTYPE_PAIRS(CLT__DEFINE_CVT)
 
 /* ---- random blocks: one Philox counter gives 4 f32 values or 2 f64 values -------------------- */
 
-CLT_FN void clt_random_block_f32(int normal, clt_u64 counter, clt_u32 k0, clt_u32 k1, float *out)
+/* Four values from one counter: normal, or uniform with `digits` bits of precision. */
+CLT_FN void clt_random_block_f32(int normal, int digits, clt_u64 counter, clt_u32 k0, clt_u32 k1,
+                                 float *out)
 {
     clt_u32 r[4];
     clt_philox((clt_u32)counter, (clt_u32)(counter >> 32), k0, k1, r);
@@ -448,7 +451,7 @@ CLT_FN void clt_random_block_f32(int normal, clt_u64 counter, clt_u32 k0, clt_u3
         clt_normal2_f32(r[2], r[3], &out[2], &out[3]);
     } else {
         for (int j = 0; j < 4; j++)
-            out[j] = clt_uniform_f32(r[j]);
+            out[j] = clt_uniform_f32(r[j], digits);
     }
 }
 

@@ -42,8 +42,16 @@ static void write_file(const char *dir, const char *name, const char *text)
     fclose(f);
 }
 
-void test_use_vendors(bool pocl, bool oclgrind)
+bool test_host_only(void)
 {
+    const char *v = getenv("CLT_TEST_HOST_ONLY");
+    return v && strcmp(v, "1") == 0;
+}
+
+bool test_use_vendors(bool pocl, bool oclgrind)
+{
+    if (test_host_only() && (pocl || oclgrind))
+        return false;
     const char *dir = test_temp_dir();
     if (pocl) {
         ck_assert_msg(CLT_TEST_POCL_ICD[0] != '\0', "PoCL's ICD file was not found at build time");
@@ -62,6 +70,7 @@ void test_use_vendors(bool pocl, bool oclgrind)
         write_file(dir, "oclgrind.icd", line);
     }
     setenv("OCL_ICD_VENDORS", dir, 1);
+    return true;
 }
 
 void *test_bytes(const clt_tensor *t)

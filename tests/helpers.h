@@ -32,8 +32,11 @@ test_live test_live_now(void);
     } while (0)
 
 /* Makes OCL_ICD_VENDORS a fresh folder registering PoCL and, with oclgrind, the Oclgrind
- * simulator (a second platform, listed first because it reports itself as a GPU). */
-void test_use_vendors(bool pocl, bool oclgrind);
+ * simulator (a second platform, listed first because it reports itself as a GPU). Returns
+ * false, and the test returns at once, when CLT_TEST_HOST_ONLY=1 asks for a run that loads no
+ * OpenCL platform (for valgrind). */
+bool test_use_vendors(bool pocl, bool oclgrind);
+bool test_host_only(void);
 
 /* A fresh temporary folder (created); the string lives until the process ends. */
 const char *test_temp_dir(void);

@@ -295,7 +295,8 @@ static void check_equal_to_host_cast(clt_tensor *y, clt_tensor *host_src, clt_dt
 /* Two platforms at once (Oclgrind as gpu:0, PoCL as gpu:1): copies and casts between them. */
 START_TEST(test_to_across_platforms)
 {
-    test_use_vendors(true, true);
+    if (!test_use_vendors(true, true))
+        return;
     ck_assert_int_eq(clt_device_count(), 2);
     clt_device *g0 = clt_device_get("gpu:0"), *g1 = clt_device_get("gpu:1");
     clt_manual_seed(11);

@@ -133,7 +133,8 @@ static void registry_init(void)
     if (visible) {
         registry_status = apply_visible(visible);
     } else {
-        memcpy(gpus, all_devices, (size_t)all_count * sizeof *gpus);
+        for (int i = 0; i < all_count; i++)
+            gpus[i] = all_devices[i];
         gpu_count = all_count;
     }
     for (int i = 0; i < gpu_count; i++) {

@@ -99,6 +99,7 @@ static clt_status host_random(const char *fn, clt_device *dev, void *buf, size_t
 {
     clt_u32 k0 = (clt_u32)seed, k1 = (clt_u32)(seed >> 32);
     size_t per = clt__random_per_counter(dtype);
+    int digits = dtype == CLT_F16 ? 11 : dtype == CLT_BF16 ? 8 : 24;
     (void)fn;
     (void)dev;
     for (size_t g = 0; g * per < n; g++) {
@@ -108,7 +109,7 @@ static clt_status host_random(const char *fn, clt_device *dev, void *buf, size_t
         if (dtype == CLT_F64)
             clt_random_block_f64(normal, counter + g, k0, k1, w);
         else
-            clt_random_block_f32(normal, counter + g, k0, k1, v);
+            clt_random_block_f32(normal, digits, counter + g, k0, k1, v);
         for (size_t j = 0; j < m; j++) {
             switch (dtype) {
             case CLT_F64: ((double *)buf)[base + j] = w[j]; break;

@@ -91,32 +91,38 @@ static bool shown(const clt_tensor *t, size_t flat, bool summarize)
     return true;
 }
 
+/* PyTorch's _Formatter: for floating dtypes the nonzero finite values decide between integral,
+ * fixed and scientific formats and set the column width; zeros, NaN and inf do not. */
 static formatter choose_format(const clt_tensor *t, const double *v, bool summarize)
 {
     formatter f = {FMT_FIXED, 1};
     bool floating = t->dtype == CLT_F32 || t->dtype == CLT_F64 || t->dtype == CLT_F16 ||
                     t->dtype == CLT_BF16;
     double lo = INFINITY, hi = 0;
-    bool integral = true;
     char tmp[64];
 
-    f.kind = t->dtype == CLT_BOOL ? FMT_BOOL : floating ? FMT_FIXED : FMT_INT;
-    if (floating) { /* PyTorch's _Formatter */
-        for (size_t i = 0; i < t->numel; i++) {
-            if (!shown(t, i, summarize) || !isfinite(v[i]))
-                continue;
-            integral = integral && v[i] == floor(v[i]);
-            if (v[i] != 0) {
-                lo = fmin(lo, fabs(v[i]));
-                hi = fmax(hi, fabs(v[i]));
+    if (!floating) {
+        f.kind = t->dtype == CLT_BOOL ? FMT_BOOL : FMT_INT;
+        for (size_t i = 0; i < t->numel; i++)
+            if (shown(t, i, summarize)) {
+                int n = format_value(&f, v, i, tmp, sizeof tmp);
+                f.width = n > f.width ? n : f.width;
             }
-        }
-        f.kind = integral ? FMT_INTEGRAL : FMT_FIXED;
-        if (hi > 0 && (hi / lo > 1000.0 || hi > 1.0e8 || (!integral && lo < 1.0e-4)))
-            f.kind = FMT_SCI;
+        return f;
     }
+    f.kind = FMT_INTEGRAL;
+    for (size_t i = 0; i < t->numel; i++) {
+        if (!shown(t, i, summarize) || !isfinite(v[i]) || v[i] == 0)
+            continue;
+        if (v[i] != ceil(v[i]))
+            f.kind = FMT_FIXED;
+        lo = fmin(lo, fabs(v[i]));
+        hi = fmax(hi, fabs(v[i]));
+    }
+    if (hi > 0 && (hi / lo > 1000.0 || hi > 1.0e8 || (f.kind == FMT_FIXED && lo < 1.0e-4)))
+        f.kind = FMT_SCI;
     for (size_t i = 0; i < t->numel; i++)
-        if (shown(t, i, summarize)) {
+        if (shown(t, i, summarize) && isfinite(v[i]) && v[i] != 0) {
             int n = format_value(&f, v, i, tmp, sizeof tmp);
             f.width = n > f.width ? n : f.width;
         }
@@ -174,15 +180,19 @@ static void write_block(strbuf *b, const clt_tensor *t, const double *v, const f
     sb_add(b, "]");
 }
 
-/* ", device='gpu:0'" and ", dtype=f64", on a new line when the last one would pass 80. */
-static void add_suffix(strbuf *b, const char *suffix)
+/* ", device='gpu:0'" and ", dtype=f64" as PyTorch's _add_suffixes adds them. `last` is its
+ * measure of the last line, which starts two above the real length: a suffix goes on a new line
+ * when last + 2 + its length would pass 80. */
+static void add_suffix(strbuf *b, const char *suffix, size_t *last)
 {
-    const char *nl = b->data ? strrchr(b->data, '\n') : NULL;
-    size_t last = nl ? b->len - (size_t)(nl - b->data) - 1 : b->len;
-    if (last + strlen(suffix) + 2 > LINE_WIDTH)
+    size_t n = strlen(suffix);
+    if (*last + n + 2 > LINE_WIDTH) {
         sb_add(b, ",\n       %s", suffix);
-    else
+        *last = 7 + n;
+    } else {
         sb_add(b, ", %s", suffix);
+        *last += n + 2;
+    }
 }
 
 char *clt_tensor_format(const clt_tensor *t)
@@ -225,15 +235,17 @@ char *clt_tensor_format(const clt_tensor *t)
         formatter f = choose_format(t, v, summarize);
         write_block(&b, t, v, &f, 0, 0, 7, summarize);
     }
+    const char *nl = b.data ? strrchr(b.data, '\n') : NULL;
+    size_t last = nl ? b.len - (size_t)(nl - b.data) + 1 : b.len + 2;
     if (t->storage->device->index >= 0) {
         char dev[64];
         snprintf(dev, sizeof dev, "device='%s'", t->storage->device->name);
-        add_suffix(&b, dev);
+        add_suffix(&b, dev, &last);
     }
     if (t->dtype != CLT_F32 && t->dtype != CLT_I64 && t->dtype != CLT_BOOL) {
         char dt[32];
         snprintf(dt, sizeof dt, "dtype=%s", clt_dtype_name(t->dtype));
-        add_suffix(&b, dt);
+        add_suffix(&b, dt, &last);
     }
     sb_add(&b, ")");
     if (b.failed)
