@@ -24,6 +24,50 @@ test_live test_live_now(void)
     return (test_live){clt__live_allocations(CLT__HOST), clt__live_allocations(CLT__DEVICE)};
 }
 
+void test_sync_all(void)
+{
+    int n = clt_device_count();
+    for (int i = 0; i <= n; i++)
+        ck_assert_int_eq(clt_device_synchronize(test_device(i)), CLT_OK);
+}
+
+long test_fault_sweep(test_op op, void *ctx, const char *fn, clt__alloc_kind kind)
+{
+    clt_status oom = kind == CLT__HOST ? CLT_ERR_OUT_OF_MEMORY : CLT_ERR_DEVICE_OUT_OF_MEMORY;
+    char prefix[128];
+    long made;
+    test_live base;
+
+    snprintf(prefix, sizeof prefix, "%s: ", fn);
+    ck_assert_msg(op(ctx), "warm-up failed: %s", clt_last_error());
+    test_sync_all();
+    base = test_live_now();
+    made = clt__allocation_attempts(kind);
+    ck_assert_msg(op(ctx), "%s", clt_last_error());
+    made = clt__allocation_attempts(kind) - made;
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), base);
+    for (long n = 1; n <= made + 1; n++) {
+        clt__fault_inject(kind, n);
+        clt_clear_error();
+        bool ok = op(ctx);
+        clt__fault_inject(kind, 0);
+        test_sync_all();
+        ck_assert_live_eq(test_live_now(), base);
+        if (n == made + 1) {
+            ck_assert_msg(ok, "%s", clt_last_error());
+            break;
+        }
+        ck_assert_msg(!ok, "%s: allocation %ld of %ld was made to fail, yet the call succeeded",
+                      fn, n, made);
+        ck_assert_msg(clt_last_status() == oom, "%s, allocation %ld: %s (%s)", fn, n,
+                      clt_status_name(clt_last_status()), clt_last_error());
+        ck_assert_msg(strncmp(clt_last_error(), prefix, strlen(prefix)) == 0,
+                      "last error \"%s\" does not start with \"%s\"", clt_last_error(), prefix);
+    }
+    return made;
+}
+
 const char *test_temp_dir(void)
 {
     static char path[64];

@@ -31,6 +31,19 @@ test_live test_live_now(void);
         ck_assert_int_eq(a_.device, b_.device);                                                \
     } while (0)
 
+/* Synchronises cpu and every gpu:N: finished asynchronous copies then release what they held. */
+void test_sync_all(void);
+
+/* One run of an operation under test: true when it succeeded (it releases what it made). */
+typedef bool (*test_op)(void *ctx);
+
+/* Fault-injection sweep: runs op once to warm up (kernels build, caches fill), counts the
+ * allocations of `kind` a run makes, then makes each of them fail in turn. Every such run must
+ * fail with the out-of-memory status of `kind` and an error starting with "fn: ", and leave
+ * the live allocations as they were; the run after the last must succeed. Returns the number
+ * of allocations swept. */
+long test_fault_sweep(test_op op, void *ctx, const char *fn, clt__alloc_kind kind);
+
 /* Makes OCL_ICD_VENDORS a fresh folder registering PoCL and, with oclgrind, the Oclgrind
  * simulator (a second platform, listed first because it reports itself as a GPU). Returns
  * false, and the test returns at once, when CLT_TEST_HOST_ONLY=1 asks for a run that loads no

@@ -1172,76 +1172,65 @@ END_TEST
 
 /* ---- allocation failures --------------------------------------------------------------------- */
 
-START_TEST(test_fault_from_data)
+/* Every way of making a tensor, under fault injection: each host allocation and, on OpenCL
+ * devices, each device allocation fails in turn with a clear error and changes nothing. */
+typedef struct creation {
+    int which;
+    clt_device *dev;
+    clt_tensor *src; /* for the conversion and the formatting */
+} creation;
+
+static const char *const creation_fn[] = {
+    "clt_tensor_from_data", "clt_tensor_empty", "clt_tensor_zeros", "clt_tensor_ones",
+    "clt_tensor_full",      "clt_tensor_arange", "clt_tensor_rand", "clt_tensor_randn",
+    "clt_tensor_to_dtype",  "clt_tensor_format",
+};
+#define N_CREATIONS (int)(sizeof creation_fn / sizeof *creation_fn)
+
+static bool run_creation(void *ctx)
 {
-    clt_device *dev = test_device(_i);
-    const float data[6] = {1, 2, 3, 4, 5, 6};
-    clt_tensor *t = clt_tensor_from_data(data, CLT_F32, CLT_SHAPE(2, 3), dev); /* warm-up */
-    test_live base;
-
-    ck_assert_msg(t != NULL, "%s", clt_last_error());
-    clt_tensor_release(t);
-    base = test_live_now();
-
-    for (int kind = CLT__HOST; kind <= (_i > 0 ? CLT__DEVICE : CLT__HOST); kind++) {
-        clt_status expected = kind == CLT__HOST ? CLT_ERR_OUT_OF_MEMORY
-                                                : CLT_ERR_DEVICE_OUT_OF_MEMORY;
-        long n;
-        float back[6];
-        t = NULL;
-        for (n = 1; n <= 50; n++) {
-            clt__fault_inject((clt__alloc_kind)kind, n);
-            clt_clear_error();
-            t = clt_tensor_from_data(data, CLT_F32, CLT_SHAPE(2, 3), dev);
-            if (t)
-                break;
-            ck_assert_msg(clt_last_status() == expected, "kind %d, n %ld: %s (%s)", kind, n,
-                          clt_status_name(clt_last_status()), clt_last_error());
-            ck_assert_error_starts("clt_tensor_from_data: ");
-            ck_assert_live_eq(test_live_now(), base);
-        }
-        clt__fault_inject((clt__alloc_kind)kind, 0);
-        ck_assert_msg(t != NULL, "kind %d: still failing after 50 injections", kind);
-        ck_assert_int_gt(n, 1); /* at least one allocation failed */
-        ck_assert_int_eq(clt_tensor_copy_to_host(t, back, sizeof back), CLT_OK);
-        ck_assert_int_eq(memcmp(back, data, sizeof data), 0);
-        clt_tensor_release(t);
-        ck_assert_live_eq(test_live_now(), base);
-    }
-}
-END_TEST
-
-START_TEST(test_fault_format)
-{
-    clt_device *dev = test_device(_i);
-    const float data[12] = {1.5f, -2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12.25f};
-    test_live start = test_live_now(), base;
-    clt_tensor *t = make(dev, CLT_F32, CLT_SHAPE(3, 4), data);
-    char *reference = clt_tensor_format(t), *s = NULL; /* warm-up */
-    long n;
-
-    ck_assert_msg(reference != NULL, "%s", clt_last_error());
-    base = test_live_now();
-    for (n = 1; n <= 50; n++) {
-        clt__fault_inject(CLT__HOST, n);
-        clt_clear_error();
-        s = clt_tensor_format(t);
+    static const float data[6] = {1, 2, 3, 4, 5, 6};
+    creation *c = ctx;
+    clt_tensor *t = NULL;
+    switch (c->which) {
+    case 0: t = clt_tensor_from_data(data, CLT_F32, CLT_SHAPE(2, 3), c->dev); break;
+    case 1: t = clt_tensor_empty(CLT_SHAPE(5, 7), CLT_I64, c->dev); break;
+    case 2: t = clt_tensor_zeros(CLT_SHAPE(33), CLT_I32, c->dev); break;
+    case 3: t = clt_tensor_ones(CLT_SHAPE(3, 3), CLT_BF16, c->dev); break;
+    case 4: t = clt_tensor_full(CLT_SHAPE(9), -2.5, CLT_F16, c->dev); break;
+    case 5: t = clt_tensor_arange(0, 10, 0.5, CLT_F32, c->dev); break;
+    case 6: t = clt_tensor_rand(CLT_SHAPE(17), CLT_F32, c->dev); break;
+    case 7: t = clt_tensor_randn(CLT_SHAPE(2, 9), CLT_F16, c->dev); break;
+    case 8: t = clt_tensor_to_dtype(c->src, CLT_F16); break;
+    default: {
+        char *s = clt_tensor_format(c->src);
         if (s)
-            break;
-        ck_assert_msg(clt_last_status() == CLT_ERR_OUT_OF_MEMORY, "n %ld: %s (%s)", n,
-                      clt_status_name(clt_last_status()), clt_last_error());
-        ck_assert_error_starts("clt_tensor_format: ");
-        ck_assert_live_eq(test_live_now(), base);
+            ck_assert_ptr_nonnull(strstr(s, "tensor([[1., 2., 3.],"));
+        clt_free(s);
+        return s != NULL;
     }
-    clt__fault_inject(CLT__HOST, 0);
-    ck_assert_msg(s != NULL, "still failing after 50 injections");
-    ck_assert_int_gt(n, 2); /* the copies and at least one string buffer */
-    ck_assert_str_eq(s, reference);
-    clt_free(s);
-    ck_assert_live_eq(test_live_now(), base);
-    clt_free(reference);
+    }
+    if (!t)
+        return false;
+    ck_assert_ptr_eq(clt_tensor_device(t), c->dev);
     clt_tensor_release(t);
-    ck_assert_live_eq(test_live_now(), start);
+    return true;
+}
+
+START_TEST(test_fault_creation)
+{
+    static const float data[6] = {1, 2, 3, 4, 5, 6};
+    clt_device *dev = test_device(_i);
+    creation c = {0, dev, clt_tensor_from_data(data, CLT_F32, CLT_SHAPE(2, 3), dev)};
+    ck_assert_ptr_nonnull(c.src);
+    for (c.which = 0; c.which < N_CREATIONS; c.which++) {
+        long host = test_fault_sweep(run_creation, &c, creation_fn[c.which], CLT__HOST);
+        long device = test_fault_sweep(run_creation, &c, creation_fn[c.which], CLT__DEVICE);
+        ck_assert_int_ge(host, 2); /* at least the tensor and its storage */
+        /* one device buffer for each new tensor on an OpenCL device, none on cpu */
+        ck_assert_int_eq(device, _i > 0 && c.which != N_CREATIONS - 1 ? 1 : 0);
+    }
+    clt_tensor_release(c.src);
 }
 END_TEST
 
@@ -1294,8 +1283,7 @@ Suite *suite_tensor(void)
 
     tc = tcase_create("faults");
     tcase_set_timeout(tc, 120);
-    ADD_DEVICE_TEST(tc, test_fault_from_data);
-    ADD_DEVICE_TEST(tc, test_fault_format);
+    ADD_DEVICE_TEST(tc, test_fault_creation);
     suite_add_tcase(s, tc);
     return s;
 }
