@@ -20,6 +20,12 @@ struct clt_device {
     void *impl;                  /* the backend's own state */
 };
 
+/* True for `cpu`, the host device. */
+static inline bool clt__is_host(const clt_device *dev)
+{
+    return dev->info.type == CLT_DEVICE_HOST;
+}
+
 /* Called once, from any thread, when an asynchronous transfer no longer needs its source. */
 typedef void (*clt__done_fn)(void *ctx);
 

@@ -191,7 +191,7 @@ clt_status clt_device_set_current(clt_device *dev)
     clt_status st = clt__device_check("clt_device_set_current", dev);
     if (st != CLT_OK)
         return st;
-    if (dev->index < 0)
+    if (clt__is_host(dev))
         return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_device_set_current",
                           "cpu is not a GPU; the current GPU is one of gpu:0 ... gpu:N-1");
     current_gpu = dev;

@@ -103,9 +103,9 @@ static clt_tensor *move(const char *fn, clt_tensor *x, clt_device *dev, bool non
     clt_status st;
     if (!y || y->storage->nbytes == 0)
         return y;
-    if (src->index < 0)
+    if (clt__is_host(src))
         st = upload(fn, x, y, non_blocking);
-    else if (dev->index < 0)
+    else if (clt__is_host(dev))
         st = download(fn, x, y, non_blocking);
     else
         st = through_host(fn, x, y, non_blocking);
@@ -167,7 +167,7 @@ static clt_tensor *to_impl(const char *fn, clt_tensor *x, const clt_to_options *
     }
     /* The event marks the queue that ran the last step: the destination's, or the source's when
      * the destination is the host. */
-    queue = dst->index >= 0 ? dst : src;
+    queue = clt__is_host(dst) ? src : dst;
     event->backend = queue->backend;
     if (queue->backend->marker(fn, queue, &event->handle) != CLT_OK) {
         clt__free(event);

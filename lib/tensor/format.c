@@ -237,7 +237,7 @@ char *clt_tensor_format(const clt_tensor *t)
     }
     const char *nl = b.data ? strrchr(b.data, '\n') : NULL;
     size_t last = nl ? b.len - (size_t)(nl - b.data) + 1 : b.len + 2;
-    if (t->storage->device->index >= 0) {
+    if (!clt__is_host(t->storage->device)) {
         char dev[64];
         snprintf(dev, sizeof dev, "device='%s'", t->storage->device->name);
         add_suffix(&b, dev, &last);

@@ -205,7 +205,7 @@ void *clt_tensor_data(clt_tensor *t)
     static const char *const fn = "clt_tensor_data";
     if (clt__tensor_check(fn, t) != CLT_OK)
         return NULL;
-    if (t->storage->device->index >= 0) {
+    if (!clt__is_host(t->storage->device)) {
         clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
                    "the tensor is on %s; only cpu tensors have host data (use clt_tensor_to)",
                    t->storage->device->name);
