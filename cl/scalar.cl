@@ -75,6 +75,64 @@ CLT_FN clt_u16 clt_f32_to_bf16(float f)
     return (clt_u16)(x >> 16);
 }
 
+#if CLT_HAS_FP64
+/* ---- f32 <-> f64 by integer operations: the same bits on devices that flush subnormals or
+ * return their own NaN --------------------------------------------------------------------- */
+
+/* Exact; NaN is quieted with its payload and sign kept. */
+CLT_FN double clt_f32_to_f64(float f)
+{
+    clt_u32 x = clt_f32_bits(f);
+    clt_u64 sign = (clt_u64)(x >> 31) << 63;
+    clt_u32 exp = (x >> 23) & 0xffu;
+    clt_u64 man = x & 0x7fffffu;
+    if (exp == 0xffu)
+        return clt_bits_f64(sign | CLT_U64C(0x7ff0000000000000) | (man << 29) |
+                            (man ? CLT_U64C(0x0008000000000000) : 0));
+    if (exp == 0) {
+        clt_u64 e = 897; /* 1023 - 126: the exponent of 2^-126 */
+        if (man == 0)
+            return clt_bits_f64(sign);
+        while ((man & 0x800000u) == 0) { /* normalise the subnormal */
+            man <<= 1;
+            e -= 1;
+        }
+        return clt_bits_f64(sign | (e << 52) | ((man & 0x7fffffu) << 29));
+    }
+    return clt_bits_f64(sign | ((clt_u64)(exp + 896u) << 52) | (man << 29));
+}
+
+/* Round to nearest even, overflowing to inf; NaN is quieted with the top of its payload and its
+ * sign kept. */
+CLT_FN float clt_f64_to_f32(double d)
+{
+    clt_u64 x = clt_f64_bits(d);
+    clt_u32 sign = (clt_u32)(x >> 32) & 0x80000000u;
+    clt_u64 mag = x & CLT_U64C(0x7fffffffffffffff);
+    if (mag > CLT_U64C(0x7ff0000000000000))
+        return clt_bits_f32(sign | 0x7fc00000u | (clt_u32)((mag >> 29) & 0x3fffffu));
+    if (mag >= CLT_U64C(0x47effffff0000000)) /* FLT_MAX + half an ulp and above */
+        return clt_bits_f32(sign | 0x7f800000u);
+    if (mag >= CLT_U64C(0x3810000000000000)) { /* >= 2^-126: normal f32 */
+        mag += CLT_U64C(0xfffffff) + ((mag >> 29) & 1u);
+        mag -= CLT_U64C(896) << 52;
+        return clt_bits_f32(sign | (clt_u32)(mag >> 29));
+    }
+    if (mag < CLT_U64C(0x3690000000000000)) /* below 2^-150: zero */
+        return clt_bits_f32(sign);
+    { /* subnormal f32: value = q * 2^-149 */
+        clt_u32 shift = 926u - (clt_u32)(mag >> 52); /* 30 .. 53 */
+        clt_u64 m = (mag & CLT_U64C(0xfffffffffffff)) | CLT_U64C(0x10000000000000);
+        clt_u64 q = m >> shift;
+        clt_u64 rem = m & ((CLT_U64C(1) << shift) - 1u);
+        clt_u64 halfway = CLT_U64C(1) << (shift - 1u);
+        if (rem > halfway || (rem == halfway && (q & 1u)))
+            q += 1u;
+        return clt_bits_f32(sign | (clt_u32)q);
+    }
+}
+#endif
+
 /* ---- float -> integer: truncate toward zero, saturate, NaN -> 0 ------------------------------ */
 
 CLT_FN clt_i32 clt_f32_to_i32(float f)
@@ -410,7 +468,7 @@ CLT_FN void clt_normal2_f64(clt_u32 a, clt_u32 b, clt_u32 c, clt_u32 d, double *
 #define clt_flt_to_i64(v) clt_f32_to_i64(v)
 #define clt_flt_to_u8(v) clt_f32_to_u8(v)
 #define clt_flt_to_b8(v) clt_f32_to_bool(v)
-#define clt_flt_to_f64(v) ((double)(v))
+#define clt_flt_to_f64(v) clt_f32_to_f64(v)
 
 #define clt_int_to_f32(v) ((float)(v))
 #define clt_int_to_f16(v) clt_f32_to_f16((float)(v))
@@ -421,10 +479,10 @@ CLT_FN void clt_normal2_f64(clt_u32 a, clt_u32 b, clt_u32 c, clt_u32 d, double *
 #define clt_int_to_b8(v) ((clt_u8)((v) != 0))
 #define clt_int_to_f64(v) ((double)(v))
 
-#define clt_dbl_to_f32(v) ((float)(v))
+#define clt_dbl_to_f32(v) clt_f64_to_f32(v)
 #define clt_dbl_to_f64(v) (v)
-#define clt_dbl_to_f16(v) clt_f32_to_f16((float)(v))
-#define clt_dbl_to_bf16(v) clt_f32_to_bf16((float)(v))
+#define clt_dbl_to_f16(v) clt_f32_to_f16(clt_f64_to_f32(v))
+#define clt_dbl_to_bf16(v) clt_f32_to_bf16(clt_f64_to_f32(v))
 #define clt_dbl_to_i32(v) clt_f64_to_i32(v)
 #define clt_dbl_to_i64(v) clt_f64_to_i64(v)
 #define clt_dbl_to_u8(v) clt_f64_to_u8(v)

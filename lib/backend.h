@@ -50,6 +50,9 @@ struct clt__backend {
                         const void *src, size_t nbytes, const clt__async *async);
     clt_status (*read)(const char *fn, clt_device *dev, void *buf, size_t offset, void *dst,
                        size_t nbytes, const clt__async *async);
+    /* Copies nbytes within the device, byte offsets (a same-dtype copy keeps every bit). */
+    clt_status (*copy)(const char *fn, clt_device *dev, void *src, size_t src_offset, void *dst,
+                       size_t dst_offset, size_t nbytes);
     /* Repeats a pattern of pattern_size bytes over nbytes (a multiple of it) from offset. */
     clt_status (*fill)(const char *fn, clt_device *dev, void *buf, size_t offset,
                        const void *pattern, size_t pattern_size, size_t nbytes);

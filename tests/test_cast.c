@@ -202,6 +202,22 @@ static const struct {
     {CLT_BF16, 0x4f80, CLT_I32, 0x7fffffff},        /* 2^32 */
     {CLT_BF16, 0x4f80, CLT_I64, 0x100000000},
     {CLT_BF16, 0x4380, CLT_F16, 0x5c00},            /* 256 */
+    /* f32 <-> f64: subnormals kept, NaN quieted with sign and payload */
+    {CLT_BF16, 0x0001, CLT_F64, 0x37a0000000000000},  /* 2^-133, an f32 subnormal */
+    {CLT_F64, 0x37a16c262777579c, CLT_F32, 0x000116c2}, /* 1e-40 */
+    {CLT_F64, 0x36a8000000000000, CLT_F32, 0x00000002}, /* 1.5 * 2^-149: tie to even */
+    {CLT_F64, 0x3690000000000000, CLT_F32, 0x00000000}, /* 2^-150: tie to even */
+    {CLT_F64, 0x3690000000000001, CLT_F32, 0x00000001},
+    {CLT_F64, 0x380fffffffffffff, CLT_F32, 0x00800000}, /* rounds up to 2^-126 */
+    {CLT_F64, 0x47efffffe0000000, CLT_F32, 0x7f7fffff}, /* FLT_MAX */
+    {CLT_F64, 0x47effffff0000000, CLT_F32, 0x7f800000}, /* FLT_MAX + half an ulp */
+    {CLT_F64, 0x7ff0000000000001, CLT_F32, 0x7fc00000}, /* the low payload goes */
+    {CLT_F64, 0x7ff4000020000000, CLT_F32, 0x7fe00001}, /* the top of the payload stays */
+    {CLT_F64, 0xfff8000000000000, CLT_F16, 0xfe00},     /* -NaN keeps its sign */
+    {CLT_F32, 0x7f800001, CLT_F64, 0x7ff8000020000000}, /* signalling NaN: quieted */
+    {CLT_F32, 0xff800000, CLT_F64, 0xfff0000000000000},
+    {CLT_F32, 0x00400000, CLT_F64, 0x3800000000000000}, /* 2^-127 */
+    {CLT_F32, 0x80000001, CLT_F64, 0xb6a0000000000000}, /* -2^-149 */
 };
 
 START_TEST(test_cast_expected_bits)
@@ -224,6 +240,60 @@ START_TEST(test_cast_expected_bits)
         clt_tensor_release(x);
         clt_tensor_release(h);
     }
+}
+END_TEST
+
+/* A copy to the same dtype keeps every bit (NaN payloads too), on every device. */
+START_TEST(test_to_copy_keeps_bits)
+{
+    static const struct {
+        clt_dtype dtype;
+        uint64_t bits;
+    } cases[] = {{CLT_F16, 0x7d00}, {CLT_BF16, 0x7f81}, {CLT_F32, 0x7f800001},
+                 {CLT_F64, 0x7ff0000000000001}, {CLT_F16, 0x8001}};
+    clt_device *dev = test_device(_i);
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        clt_tensor *x = from_bits(cases[k].dtype, &cases[k].bits, 1, dev);
+        clt_tensor *y = clt_tensor_to_ex(x, &(clt_to_options){.copy = true});
+        ck_assert_ptr_nonnull(y);
+        ck_assert_ptr_ne(y, x);
+        void *b = test_bytes(y);
+        ck_assert_uint_eq(bits_at(b, cases[k].dtype, 0), cases[k].bits);
+        free(b);
+        clt_tensor_release(y);
+        clt_tensor_release(x);
+    }
+}
+END_TEST
+
+/* The source of a non-blocking upload, released at once, is freed by the next kernel launch
+ * once the copy has finished: no synchronize needed. */
+START_TEST(test_to_non_blocking_source_freed)
+{
+    clt_device *dev = test_device(_i);
+    if (_i == 0)
+        return; /* cpu has no asynchronous copies */
+    clt_tensor *warm = clt_tensor_ones(CLT_SHAPE(2), CLT_F32, dev);
+    clt_tensor *warm16 = clt_tensor_to_dtype(warm, CLT_F16); /* builds the cast program */
+    clt_tensor_release(warm16);
+    clt_tensor_release(warm);
+    test_live base = test_live_now();
+    clt_tensor *h = clt_tensor_ones(CLT_SHAPE(1000), CLT_F32, clt_device_cpu());
+    clt_event *ev = NULL;
+    clt_tensor *up = clt_tensor_to_ex(h, &(clt_to_options){.device = dev, .non_blocking = true,
+                                                           .event = &ev});
+    ck_assert_ptr_nonnull(up);
+    clt_tensor_release(h);
+    ck_assert_int_eq(clt_event_wait(ev), CLT_OK);
+    clt_event_release(ev);
+    clt_tensor *y = clt_tensor_to_dtype(up, CLT_F16);
+    ck_assert_ptr_nonnull(y);
+    test_live now = test_live_now();
+    ck_assert_int_eq(now.host, base.host + 4); /* up and y: a tensor and a storage each */
+    ck_assert_int_eq(now.device, base.device + 2);
+    clt_tensor_release(y);
+    clt_tensor_release(up);
+    ck_assert_live_eq(test_live_now(), base);
 }
 END_TEST
 
@@ -536,6 +606,8 @@ Suite *suite_cast(void)
     ADD_DEVICE_TEST(tc, test_cast_all_pairs_match_host);
     ADD_DEVICE_TEST(tc, test_cast_expected_bits);
     ADD_DEVICE_TEST(tc, test_to_identity);
+    ADD_DEVICE_TEST(tc, test_to_copy_keeps_bits);
+    ADD_DEVICE_TEST(tc, test_to_non_blocking_source_freed);
     tcase_add_loop_test(tc, test_to_every_direction, 0, test_device_total * test_device_total);
     tcase_add_test(tc, test_to_across_platforms);
     ADD_DEVICE_TEST(tc, test_to_non_blocking);

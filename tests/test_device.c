@@ -6,6 +6,8 @@
 
 #include "helpers.h"
 
+bool clt__cl_usable(const char *c_version, const char *profile, const char **why);
+
 START_TEST(test_device_list)
 {
     int n = clt_device_count();
@@ -205,6 +207,46 @@ START_TEST(test_device_visible_bad)
 }
 END_TEST
 
+/* A value far longer than any message: the error quotes its start. */
+START_TEST(test_device_visible_long_value)
+{
+    char value[3001];
+    memset(value, 'x', sizeof value - 1);
+    value[sizeof value - 1] = '\0';
+    if (!test_use_vendors(true, false))
+        return;
+    setenv("CLT_VISIBLE_DEVICES", value, 1);
+    ck_assert_int_eq(clt_device_count(), CLT_ERR_ENVIRONMENT);
+    ck_assert_error_has("an entry is empty or too long");
+    ck_assert_error_has("xxx...\"");
+    ck_assert_int_lt(strlen(clt_last_error()), 1000);
+}
+END_TEST
+
+/* Devices the kernels cannot run on are left out of the list. */
+START_TEST(test_device_usable_versions)
+{
+    static const struct {
+        const char *c_version, *profile, *why;
+    } cases[] = {
+        {"OpenCL C 1.2 PoCL", "FULL_PROFILE", NULL},
+        {"OpenCL C 3.0 ", "FULL_PROFILE", NULL},
+        {"OpenCL C 2.0", "FULL_PROFILE", NULL},
+        {"OpenCL C 1.1", "FULL_PROFILE", "older than 1.2"},
+        {"OpenCL C 1.0 ", "FULL_PROFILE", "older than 1.2"},
+        {"", "FULL_PROFILE", "older than 1.2"},
+        {"OpenCL C 3.0", "EMBEDDED_PROFILE", "embedded profile"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *why = NULL;
+        bool ok = clt__cl_usable(cases[i].c_version, cases[i].profile, &why);
+        ck_assert_msg(ok == (cases[i].why == NULL), "case %zu", i);
+        if (!ok)
+            ck_assert_ptr_nonnull(strstr(why, cases[i].why));
+    }
+}
+END_TEST
+
 START_TEST(test_device_synchronize)
 {
     clt_device *dev = test_device(_i);
@@ -324,6 +366,8 @@ Suite *suite_device(void)
     tcase_add_test(tc, test_device_visible_substring);
     tcase_add_test(tc, test_device_visible_empty);
     tcase_add_loop_test(tc, test_device_visible_bad, 0, 4);
+    tcase_add_test(tc, test_device_visible_long_value);
+    tcase_add_test(tc, test_device_usable_versions);
     ADD_DEVICE_TEST(tc, test_device_synchronize);
     tcase_add_test(tc, test_device_kernel_build_failure);
     tcase_add_test(tc, test_device_kernel_dir_missing_file);

@@ -860,9 +860,36 @@ START_TEST(test_tensor_data)
     }
     clt_tensor_release(t);
 
+    /* a cpu tensor without elements still has a (valid, unreadable) address */
+    t = clt_tensor_empty(CLT_SHAPE(0, 4), CLT_F32, clt_device_cpu());
+    ck_assert_ptr_nonnull(clt_tensor_data(t));
+    clt_tensor_release(t);
+
     ck_assert_ptr_null(clt_tensor_data(NULL));
     ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
     ck_assert_live_eq(test_live_now(), before);
+}
+END_TEST
+
+/* Bool data: any nonzero byte is stored as 1, so bool converts to 0 or 1 everywhere. */
+START_TEST(test_from_data_bool_bytes)
+{
+    static const uint8_t bytes[5] = {0, 2, 255, 1, 0x80};
+    static const uint8_t want[5] = {0, 1, 1, 1, 1};
+    static const int32_t want32[5] = {0, 1, 1, 1, 1};
+    clt_device *dev = test_device(_i);
+    clt_tensor *t = clt_tensor_from_data(bytes, CLT_BOOL, CLT_SHAPE(5), dev);
+    ck_assert_msg(t != NULL, "%s", clt_last_error());
+    uint8_t back[5];
+    int32_t back32[5];
+    ck_assert_int_eq(clt_tensor_copy_to_host(t, back, sizeof back), CLT_OK);
+    ck_assert_mem_eq(back, want, sizeof want);
+    clt_tensor *i = clt_tensor_to_dtype(t, CLT_I32);
+    ck_assert_ptr_nonnull(i);
+    ck_assert_int_eq(clt_tensor_copy_to_host(i, back32, sizeof back32), CLT_OK);
+    ck_assert_mem_eq(back32, want32, sizeof want32);
+    clt_tensor_release(i);
+    clt_tensor_release(t);
 }
 END_TEST
 
@@ -1267,6 +1294,7 @@ Suite *suite_tensor(void)
     ADD_DEVICE_TEST(tc, test_retain_release);
     ADD_DEVICE_TEST(tc, test_copy_to_host_errors);
     ADD_DEVICE_TEST(tc, test_tensor_data);
+    ADD_DEVICE_TEST(tc, test_from_data_bool_bytes);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("format");

@@ -43,7 +43,8 @@ typedef struct clt_tensor clt_tensor;
 /* --- creation: every function returns a new reference, or NULL with the last error set ------ */
 
 /* A tensor of the given shape on `dev` holding a copy of `data` (numel * dtype size bytes,
- * row-major). ndim may be 0 (a scalar); sizes may be 0. */
+ * row-major). ndim may be 0 (a scalar); sizes may be 0. For CLT_BOOL any nonzero byte is
+ * stored as 1. */
 CLT_API clt_tensor *clt_tensor_from_data(const void *data, clt_dtype dtype, int ndim,
                                          const int64_t *shape, clt_device *dev);
 /* Uninitialised contents. */
@@ -96,7 +97,8 @@ CLT_API clt_device *clt_tensor_device(const clt_tensor *t);
  * device; waits for pending work on the tensor first. */
 CLT_API clt_status clt_tensor_copy_to_host(const clt_tensor *t, void *dst, size_t nbytes);
 /* The element storage of a cpu tensor, after pending copies into it have finished. Valid while
- * the tensor lives. NULL with the last error set for a tensor on another device. */
+ * the tensor lives; a valid address that must not be read for a tensor without elements. NULL
+ * with the last error set for a tensor on another device. */
 CLT_API void *clt_tensor_data(clt_tensor *t);
 
 /* A PyTorch-style rendering: "tensor([[ 0.1234, -1.5000]], device='gpu:0')". Returns a string
@@ -120,13 +122,16 @@ CLT_API clt_tensor *clt_tensor_to(clt_tensor *x, clt_device *dev);
 
 /* `x` itself, retained, when it already has `dtype`; otherwise a new tensor on the same device
  * with every element converted, giving exactly the same bits on every device:
- * - float -> f16/bf16 rounds to nearest even (f64 goes through f32, as PyTorch does); values
- *   beyond the range become +-inf; NaN stays NaN (f16 0x7e00, bf16 0x7fc0, sign kept).
+ * - float -> f16/bf16 rounds to nearest even; f64 and integers go through f32 first, as PyTorch
+ *   does; values beyond the range become +-inf; NaN stays NaN (f16 0x7e00, bf16 0x7fc0, sign
+ *   kept).
  * - float -> integer truncates toward zero and saturates at the integer type's limits (u8:
  *   0..255); NaN becomes 0. (C and PyTorch leave these undefined; here they are defined.)
  * - integer -> narrower integer wraps modulo 2^bits; integer -> float rounds to nearest even.
  * - anything -> bool is (x != 0), so NaN -> true; bool -> anything is 0 or 1.
- * - f64 -> f32 rounds to nearest even, overflowing to +-inf. */
+ * - f64 -> f32 rounds to nearest even, overflowing to +-inf, subnormals kept; f32 -> f64 is
+ *   exact. NaN keeps its sign and the top of its payload and becomes quiet.
+ * A copy to the same dtype (clt_to_options.copy) keeps every bit. */
 CLT_API clt_tensor *clt_tensor_to_dtype(clt_tensor *x, clt_dtype dtype);
 
 typedef struct clt_to_options {
@@ -136,8 +141,9 @@ typedef struct clt_to_options {
     bool non_blocking;   /* true: return once the copy is queued, see `event` */
     clt_event **event;   /* with non_blocking, if not NULL: receives an event to wait on (the
                           * caller releases it). Without one, clt_device_synchronize on the
-                          * destination waits. Reading the result through the library always
-                          * waits by itself. */
+                          * OpenCL device involved (the source when the destination is cpu)
+                          * waits. Reading the result through the library always waits by
+                          * itself. */
 } clt_to_options;
 
 /* The general form of clt_tensor_to / clt_tensor_to_dtype (x.to(device, dtype, non_blocking,

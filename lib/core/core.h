@@ -37,7 +37,8 @@ void clt__fault_inject(clt__alloc_kind kind, long n);
 bool clt__fault_check(clt__alloc_kind kind);
 /* Allocations of `kind` tried so far, failed ones included. */
 long clt__allocation_attempts(clt__alloc_kind kind);
-/* Allocations of `kind` made and not yet freed. */
+/* Allocations of `kind` made and not yet freed, less those kept in caches for the life of the
+ * process (their owners subtract them with clt__live_add once they are cached). */
 long clt__live_allocations(clt__alloc_kind kind);
 void clt__live_add(clt__alloc_kind kind, long delta);
 

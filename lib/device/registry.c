@@ -25,7 +25,7 @@ static _Thread_local clt_device *current_gpu;
 static void list_devices(char *buf, size_t size, clt_device **devs, int n, bool gpu_names)
 {
     size_t used = strlen(buf);
-    for (int i = 0; i < n && used < size; i++) {
+    for (int i = 0; i < n && used + 1 < size; i++) {
         snprintf(buf + used, size - used, "%s%s%d (%s)", i ? ", " : "", gpu_names ? "gpu:" : "",
                  i, devs[i]->info.name);
         used = strlen(buf);
@@ -41,12 +41,14 @@ static bool contains_ci(const char *hay, const char *needle)
     return false;
 }
 
+/* The message names the value and the token, each cut to 200 characters. */
 static clt_status visible_error(const char *value, const char *fmt, const char *token)
 {
-    int n = snprintf(registry_error, sizeof registry_error, "CLT_VISIBLE_DEVICES=\"%s\": ", value);
-    n += snprintf(registry_error + n, sizeof registry_error - (size_t)n, fmt, token);
-    snprintf(registry_error + n, sizeof registry_error - (size_t)n, "; the OpenCL devices are %s",
-             all_count ? "" : "none");
+    char what[256];
+    snprintf(what, sizeof what, fmt, token);
+    snprintf(registry_error, sizeof registry_error,
+             "CLT_VISIBLE_DEVICES=\"%.200s%s\": %.200s; the OpenCL devices are %s", value,
+             strlen(value) > 200 ? "..." : "", what, all_count ? "" : "none");
     list_devices(registry_error, sizeof registry_error, all_devices, all_count, false);
     return CLT_ERR_ENVIRONMENT;
 }

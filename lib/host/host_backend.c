@@ -45,6 +45,15 @@ static clt_status host_read(const char *fn, clt_device *dev, void *buf, size_t o
     return CLT_OK;
 }
 
+static clt_status host_copy(const char *fn, clt_device *dev, void *src, size_t src_offset,
+                            void *dst, size_t dst_offset, size_t nbytes)
+{
+    (void)fn;
+    (void)dev;
+    memcpy((char *)dst + dst_offset, (const char *)src + src_offset, nbytes);
+    return CLT_OK;
+}
+
 static clt_status host_fill(const char *fn, clt_device *dev, void *buf, size_t offset,
                             const void *pattern, size_t pattern_size, size_t nbytes)
 {
@@ -155,6 +164,7 @@ const clt__backend clt__host_backend = {
     .free = host_free,
     .write = host_write,
     .read = host_read,
+    .copy = host_copy,
     .fill = host_fill,
     .cast = host_cast,
     .random = host_random,

@@ -38,11 +38,26 @@ static bool has_extension(cl_device_id id, const char *ext)
         return false;
     if (clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, size, all, NULL) == CL_SUCCESS) {
         all[size] = '\0';
-        for (char *tok = strtok(all, " "); tok; tok = strtok(NULL, " "))
+        char *save = NULL;
+        for (char *tok = strtok_r(all, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
             found = found || strcmp(tok, ext) == 0;
     }
     free(all);
     return found;
+}
+
+bool clt__cl_usable(const char *c_version, const char *profile, const char **why)
+{
+    int major = 0, minor = 0;
+    if (sscanf(c_version, "OpenCL C %d.%d", &major, &minor) != 2 || major * 10 + minor < 12) {
+        *why = "its OpenCL C is older than 1.2";
+        return false;
+    }
+    if (strcmp(profile, "FULL_PROFILE") != 0) {
+        *why = "it has only the embedded profile (no 64-bit integers)";
+        return false;
+    }
+    return true;
 }
 
 static clt_device_type classify(cl_device_type t)
@@ -126,11 +141,15 @@ static clt_status add_platform(cl_platform_id platform, bool cpu_pass, clt_devic
         clGetDeviceInfo(ids[i], CL_DEVICE_AVAILABLE, sizeof available, &available, NULL);
         clGetDeviceInfo(ids[i], CL_DEVICE_COMPILER_AVAILABLE, sizeof compiler, &compiler, NULL);
         clt_device_type type = classify(t);
+        char c_version[128], profile[64], name[256];
+        const char *why = available ? "it has no compiler" : "it is unavailable";
         if ((type == CLT_DEVICE_OPENCL_CPU) != cpu_pass)
             continue;
-        if (!available || !compiler) {
-            clt__log(CLT_LOG_WARN, "skipping an OpenCL device that is %s",
-                     available ? "without a compiler" : "unavailable");
+        info_string(ids[i], CL_DEVICE_OPENCL_C_VERSION, c_version, sizeof c_version);
+        info_string(ids[i], CL_DEVICE_PROFILE, profile, sizeof profile);
+        if (!available || !compiler || !clt__cl_usable(c_version, profile, &why)) {
+            info_string(ids[i], CL_DEVICE_NAME, name, sizeof name);
+            clt__log(CLT_LOG_WARN, "skipping OpenCL device %s: %s", name, why);
             continue;
         }
         clt_device **grown = realloc(*devices, (size_t)(*count + 1) * sizeof *grown);
@@ -249,8 +268,7 @@ typedef struct clt__cl_deferred {
     void *ctx;
 } clt__cl_deferred;
 
-/* Runs the deferred work whose transfer has finished; with wait, all of it. */
-static void reap(clt_device *dev, bool wait)
+void clt__cl_reap(clt_device *dev, bool wait)
 {
     clt__cl_device *cd = clt__cl(dev);
     clt__cl_deferred *ready = NULL, **link;
@@ -324,7 +342,7 @@ static clt_status transfer(const char *fn, clt_device *dev, bool write, void *bu
     clt__cl_deferred *call;
     cl_int err;
 
-    reap(dev, false);
+    clt__cl_reap(dev, false);
     if (begin_async(fn, async, &call) != CLT_OK)
         return CLT_ERR_OUT_OF_MEMORY;
     if (write)
@@ -352,6 +370,14 @@ static clt_status cl_read(const char *fn, clt_device *dev, void *buf, size_t off
     return transfer(fn, dev, false, buf, offset, dst, nbytes, async);
 }
 
+static clt_status cl_copy(const char *fn, clt_device *dev, void *src, size_t src_offset,
+                          void *dst, size_t dst_offset, size_t nbytes)
+{
+    cl_int err = clEnqueueCopyBuffer(clt__cl(dev)->queue, (cl_mem)src, (cl_mem)dst, src_offset,
+                                     dst_offset, nbytes, 0, NULL, NULL);
+    return err == CL_SUCCESS ? CLT_OK : clt__cl_error(fn, dev, err, "copying a buffer");
+}
+
 static clt_status cl_fill(const char *fn, clt_device *dev, void *buf, size_t offset,
                           const void *pattern, size_t pattern_size, size_t nbytes)
 {
@@ -360,27 +386,40 @@ static clt_status cl_fill(const char *fn, clt_device *dev, void *buf, size_t off
     return err == CL_SUCCESS ? CLT_OK : clt__cl_error(fn, dev, err, "filling a buffer");
 }
 
+/* The device's queue, or NULL when nothing was ever queued on it. */
+static cl_command_queue started_queue(clt_device *dev)
+{
+    clt__cl_device *cd = clt__cl(dev);
+    cl_command_queue q;
+    pthread_mutex_lock(&cd->lock);
+    q = cd->started ? cd->queue : NULL;
+    pthread_mutex_unlock(&cd->lock);
+    return q;
+}
+
 static clt_status cl_synchronize(const char *fn, clt_device *dev)
 {
+    cl_command_queue q = started_queue(dev);
     cl_int err;
-    if (!clt__cl(dev)->started)
-        return CLT_OK; /* nothing was ever queued */
-    err = clFinish(clt__cl(dev)->queue);
-    reap(dev, true);
+    if (!q)
+        return CLT_OK;
+    err = clFinish(q);
+    clt__cl_reap(dev, true);
     return err == CL_SUCCESS ? CLT_OK : clt__cl_error(fn, dev, err, "waiting for the queue");
 }
 
 static clt_status cl_marker(const char *fn, clt_device *dev, void **event)
 {
+    cl_command_queue q = started_queue(dev);
     cl_event ev = NULL;
     cl_int err;
     *event = NULL;
-    if (!clt__cl(dev)->started)
+    if (!q)
         return CLT_OK;
-    err = clEnqueueMarkerWithWaitList(clt__cl(dev)->queue, 0, NULL, &ev);
+    err = clEnqueueMarkerWithWaitList(q, 0, NULL, &ev);
     if (err != CL_SUCCESS)
         return clt__cl_error(fn, dev, err, "queueing a marker");
-    clFlush(clt__cl(dev)->queue);
+    clFlush(q);
     *event = ev;
     return CLT_OK;
 }
@@ -418,6 +457,7 @@ const clt__backend clt__cl_backend = {
     .free = cl_free,
     .write = cl_write,
     .read = cl_read,
+    .copy = cl_copy,
     .fill = cl_fill,
     .cast = clt__cl_cast,
     .random = clt__cl_random,

@@ -4,7 +4,11 @@
 #define CLT_CL_INTERNAL_H
 
 #define CL_TARGET_OPENCL_VERSION 120
+#ifdef __APPLE__
+#include <OpenCL/opencl.h>
+#else
 #include <CL/cl.h>
+#endif
 #include <pthread.h>
 
 #include "backend.h"
@@ -42,6 +46,14 @@ static inline clt__cl_device *clt__cl(clt_device *dev)
 }
 
 extern const clt__backend clt__cl_backend;
+
+/* Runs the work deferred until asynchronous transfers finish: what has finished, or with wait
+ * everything (after the queue was finished). */
+void clt__cl_reap(clt_device *dev, bool wait);
+
+/* Whether a device can run the library's kernels: OpenCL C 1.2 or later ("OpenCL C 1.2 ...")
+ * and the full profile (64-bit integers). On false, *why says what is missing. */
+bool clt__cl_usable(const char *c_version, const char *profile, const char **why);
 
 /* Creates the device's context and queue on first use (under the device lock). */
 clt_status clt__cl_start(const char *fn, clt_device *dev);

@@ -139,6 +139,7 @@ static clt_status get_program(const char *fn, clt_device *dev, const char *name,
         return st;
     }
     clt__log(CLT_LOG_INFO, "built OpenCL program '%s' for %s", name, dev->name);
+    clt__live_add(CLT__HOST, -2); /* cached for the life of the process: not counted as live */
     p->next = cd->programs;
     cd->programs = p;
     *out = p;
@@ -176,6 +177,7 @@ static clt_status get_kernel(const char *fn, clt_device *dev, clt__cl_program *p
     k->local_size = 64;
     while (k->local_size > 1 && wg && k->local_size > wg)
         k->local_size /= 2;
+    clt__live_add(CLT__HOST, -2); /* cached for the life of the process: not counted as live */
     k->next = p->kernels;
     p->kernels = k;
     *out = k;
@@ -194,6 +196,7 @@ clt_status clt__cl_launch(const char *fn, clt_device *dev, const char *program,
 
     if (st != CLT_OK || n == 0)
         return st;
+    clt__cl_reap(dev, false);
     pthread_mutex_lock(&cd->lock);
     st = get_program(fn, dev, program, options, &p);
     if (st == CLT_OK)

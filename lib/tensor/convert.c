@@ -4,16 +4,24 @@
 #include "device/registry.h"
 #include "tensor_internal.h"
 
-/* A new tensor on x's device holding x converted to dtype. */
+/* A new tensor on x's device holding x converted to dtype (a plain copy for the same dtype,
+ * so that every bit, NaN payloads included, is kept). */
 static clt_tensor *cast_here(const char *fn, clt_tensor *x, clt_dtype dtype)
 {
     clt_device *dev = x->storage->device;
     clt_tensor *y = clt__tensor_new(fn, dev, dtype, x->ndim, x->shape);
+    size_t size = clt_dtype_size(x->dtype);
+    clt_status st;
     if (!y || y->numel == 0)
         return y;
-    if (clt__storage_sync(fn, x->storage) == CLT_OK &&
-        dev->backend->cast(fn, dev, x->storage->buf, x->offset, x->dtype, y->storage->buf, 0,
-                           dtype, x->numel) == CLT_OK)
+    st = clt__storage_sync(fn, x->storage);
+    if (st == CLT_OK && dtype == x->dtype)
+        st = dev->backend->copy(fn, dev, x->storage->buf, x->offset * size, y->storage->buf, 0,
+                                y->storage->nbytes);
+    else if (st == CLT_OK)
+        st = dev->backend->cast(fn, dev, x->storage->buf, x->offset, x->dtype, y->storage->buf,
+                                0, dtype, x->numel);
+    if (st == CLT_OK)
         return y;
     clt_tensor_release(y);
     return NULL;

@@ -1,6 +1,7 @@
 /* Tensor objects: creation with shape checks, reference counting, properties, host access,
  * fills and the default random generator. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -213,6 +214,10 @@ void *clt_tensor_data(clt_tensor *t)
     }
     if (clt__storage_sync(fn, t->storage) != CLT_OK)
         return NULL;
+    if (!t->storage->buf) {
+        static max_align_t no_elements; /* a valid address for a tensor without elements */
+        return &no_elements;
+    }
     return clt__host_ptr(t);
 }
 
@@ -233,7 +238,10 @@ clt_tensor *clt_tensor_from_data(const void *data, clt_dtype dtype, int ndim,
     if (!data) {
         clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "data is NULL");
     } else if (dev->backend->write(fn, dev, t->storage->buf, 0, data, t->storage->nbytes, NULL) ==
-               CLT_OK) {
+                   CLT_OK &&
+               (dtype != CLT_BOOL || /* any nonzero byte is true: store it as 1 */
+                dev->backend->cast(fn, dev, t->storage->buf, 0, CLT_U8, t->storage->buf, 0,
+                                   CLT_BOOL, t->numel) == CLT_OK)) {
         return t;
     }
     clt_tensor_release(t);
