@@ -18,6 +18,7 @@ typedef long clt_i64;
 #define clt_f32_bits(f) as_uint(f)
 #define clt_bits_f32(u) as_float(u)
 #define clt_bits_i32(u) as_int(u)
+#define clt_bits_i64(u) as_long(u)
 #define clt_mulhi32(a, b) mul_hi((uint)(a), (uint)(b))
 #if CLT_HAS_FP64
 #define clt_f64_bits(d) as_ulong(d)

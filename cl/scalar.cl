@@ -216,6 +216,22 @@ CLT_FN clt_u8 clt_f64_to_bool(double d)
 }
 #endif
 
+/* x^n for integers by squaring, wrapping; a negative n gives 1/x^|n| truncated, as integer
+ * division would (0 unless |x| is 1). */
+CLT_FN clt_i64 clt_ipow(clt_i64 x, clt_i64 n)
+{
+    clt_u64 r = 1, b = (clt_u64)x;
+    if (n < 0)
+        return x == 1 ? 1 : x == -1 ? ((n & 1) ? -1 : 1) : 0;
+    while (n > 0) {
+        if (n & 1)
+            r *= b;
+        b *= b;
+        n >>= 1;
+    }
+    return clt_bits_i64(r);
+}
+
 /* ---- Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3") ---------- */
 
 #define CLT_PHILOX_M0 0xD2511F53u

@@ -6,5 +6,6 @@
 #include "cltensor/status.h"
 #include "cltensor/device.h"
 #include "cltensor/tensor.h"
+#include "cltensor/ops.h"
 
 #endif

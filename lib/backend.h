@@ -9,6 +9,7 @@
 
 #include "cltensor/device.h"
 #include "cltensor/tensor.h"
+#include "elementwise_ops.cl"
 
 typedef struct clt__backend clt__backend;
 
@@ -38,6 +39,30 @@ typedef struct clt__async {
     void *ctx;
 } clt__async;
 
+/* The elementwise operations: those of cl/elementwise_ops.cl, then copy and where. */
+#define CLT__EW_ENUM(name, ...) CLT_EW_##name,
+typedef enum clt__ew_op { CLT_EW_OPS(CLT__EW_ENUM) CLT_EW_copy, CLT_EW_where, CLT_EW_COUNT } clt__ew_op;
+#undef CLT__EW_ENUM
+
+/* One operand as a kernel sees it: a buffer, an offset and strides, in elements. */
+typedef struct clt__operand {
+    void *buf;
+    size_t offset;
+    int64_t strides[CLT_MAX_DIMS];
+} clt__operand;
+
+/* One elementwise operation over n output elements. The inputs have `dtype` (where's condition
+ * is bool); the output too, or bool for comparisons. */
+typedef struct clt__ew_call {
+    clt__ew_op op;
+    clt_dtype dtype;
+    int ndim;                     /* 0: every operand is contiguous over n elements */
+    int64_t shape[CLT_MAX_DIMS];  /* the output's, when ndim > 0 */
+    size_t n;
+    clt__operand out, in[3];      /* unused inputs: buf NULL */
+    double s0, s1;                /* scalar parameters, converted to the compute type */
+} clt__ew_call;
+
 /* Buffers are opaque handles (`void *`); offsets are in bytes for transfers and fills and in
  * elements for kernels. Every function sets the last error, naming `fn`, when it fails.
  * Work on one device runs in the order it was queued. */
@@ -60,6 +85,7 @@ struct clt__backend {
     clt_status (*cast)(const char *fn, clt_device *dev, void *src, size_t src_off,
                        clt_dtype src_dtype, void *dst, size_t dst_off, clt_dtype dst_dtype,
                        size_t n);
+    clt_status (*elementwise)(const char *fn, clt_device *dev, const clt__ew_call *call);
     /* n uniform [0, 1) or standard normal values of a floating dtype from Philox counters
      * counter, counter + 1, ... under key `seed` (4 values a counter, 2 for f64). */
     clt_status (*random)(const char *fn, clt_device *dev, void *buf, size_t off, clt_dtype dtype,
@@ -79,6 +105,11 @@ static inline size_t clt__random_per_counter(clt_dtype dtype)
 
 /* The token a dtype has in kernel names and in scalar.cl ("f32", ..., "b8" for bool). */
 const char *clt__dtype_token(clt_dtype dtype);
+/* The name of an elementwise operation ("add"), as its kernel is named ew_<name>. */
+const char *clt__ew_name(clt__ew_op op);
+/* How many tensor inputs it takes, and whether it gives bool. */
+int clt__ew_inputs(clt__ew_op op);
+bool clt__ew_gives_bool(clt__ew_op op);
 
 /* The host backend (lib/host) and the OpenCL backend's device enumeration (lib/opencl). */
 extern const clt__backend clt__host_backend;

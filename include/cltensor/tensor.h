@@ -96,9 +96,10 @@ CLT_API clt_device *clt_tensor_device(const clt_tensor *t);
 /* Copies the elements, row-major, into `dst` of `nbytes` (at least numel * dtype size), from any
  * device; waits for pending work on the tensor first. */
 CLT_API clt_status clt_tensor_copy_to_host(const clt_tensor *t, void *dst, size_t nbytes);
-/* The element storage of a cpu tensor, after pending copies into it have finished. Valid while
- * the tensor lives; a valid address that must not be read for a tensor without elements. NULL
- * with the last error set for a tensor on another device. */
+/* The address of element 0 of a cpu tensor, after pending copies into it have finished; the
+ * elements lie at the tensor's strides from it (clt_tensor_strides; row-major when contiguous).
+ * Valid while the tensor lives; an address that must not be read for a tensor without
+ * elements. NULL with the last error set for a tensor on another device. */
 CLT_API void *clt_tensor_data(clt_tensor *t);
 
 /* A PyTorch-style rendering: "tensor([[ 0.1234, -1.5000]], device='gpu:0')". Returns a string

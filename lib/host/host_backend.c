@@ -158,6 +158,8 @@ static void host_event_release(void *event)
     (void)event;
 }
 
+clt_status clt__host_elementwise(const char *fn, clt_device *dev, const clt__ew_call *call);
+
 const clt__backend clt__host_backend = {
     .name = "host",
     .alloc = host_alloc,
@@ -168,6 +170,7 @@ const clt__backend clt__host_backend = {
     .fill = host_fill,
     .cast = host_cast,
     .random = host_random,
+    .elementwise = clt__host_elementwise,
     .synchronize = host_synchronize,
     .marker = host_marker,
     .event_wait = host_event_wait,

@@ -59,6 +59,13 @@ static inline clt_i32 clt_bits_i32(clt_u32 u)
     return i;
 }
 
+static inline clt_i64 clt_bits_i64(clt_u64 u)
+{
+    clt_i64 i;
+    memcpy(&i, &u, sizeof i);
+    return i;
+}
+
 static inline clt_u32 clt_mulhi32(clt_u32 a, clt_u32 b)
 {
     return (clt_u32)(((clt_u64)a * b) >> 32);

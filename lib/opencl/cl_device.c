@@ -450,6 +450,7 @@ clt_status clt__cl_cast(const char *fn, clt_device *dev, void *src, size_t src_o
                         size_t n);
 clt_status clt__cl_random(const char *fn, clt_device *dev, void *buf, size_t off, clt_dtype dtype,
                           size_t n, bool normal, uint64_t seed, uint64_t counter);
+clt_status clt__cl_elementwise(const char *fn, clt_device *dev, const clt__ew_call *call);
 
 const clt__backend clt__cl_backend = {
     .name = "opencl",
@@ -461,6 +462,7 @@ const clt__backend clt__cl_backend = {
     .fill = cl_fill,
     .cast = clt__cl_cast,
     .random = clt__cl_random,
+    .elementwise = clt__cl_elementwise,
     .synchronize = cl_synchronize,
     .marker = cl_marker,
     .event_wait = cl_event_wait,

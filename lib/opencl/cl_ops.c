@@ -1,6 +1,7 @@
 /* The OpenCL backend's kernels for tensors: dtype conversion (cl/cast.cl) and random fills
  * (cl/random.cl). */
 #include <stdio.h>
+#include <string.h>
 
 #include "cl_internal.h"
 #include "core/core.h"
@@ -18,6 +19,73 @@ clt_status clt__cl_cast(const char *fn, clt_device *dev, void *src, size_t src_o
     snprintf(kernel, sizeof kernel, "cast_%s_%s", clt__dtype_token(src_dtype),
              clt__dtype_token(dst_dtype));
     return clt__cl_launch(fn, dev, "cast", NULL, kernel, args, 5, n, NULL);
+}
+
+/* Build options that specialise elementwise.cl for a dtype. */
+static const char *ew_options(clt_dtype dtype)
+{
+    switch (dtype) {
+    case CLT_F32: return "-DDT=f32 -DST=float -DCT=float -DKIND=flt -DCLT_KIND_INT=0";
+    case CLT_F64: return "-DDT=f64 -DST=double -DCT=double -DKIND=dbl -DCLT_KIND_INT=0";
+    case CLT_F16: return "-DDT=f16 -DST=clt_u16 -DCT=float -DKIND=flt -DCLT_KIND_INT=0";
+    case CLT_BF16: return "-DDT=bf16 -DST=clt_u16 -DCT=float -DKIND=flt -DCLT_KIND_INT=0";
+    case CLT_I32: return "-DDT=i32 -DST=clt_i32 -DCT=clt_i64 -DKIND=int -DCLT_KIND_INT=1";
+    case CLT_I64: return "-DDT=i64 -DST=clt_i64 -DCT=clt_i64 -DKIND=int -DCLT_KIND_INT=1";
+    case CLT_U8: return "-DDT=u8 -DST=clt_u8 -DCT=clt_i64 -DKIND=int -DCLT_KIND_INT=1";
+    default: return "-DDT=b8 -DST=clt_u8 -DCT=clt_i64 -DKIND=int -DCLT_KIND_INT=1";
+    }
+}
+
+clt_status clt__cl_elementwise(const char *fn, clt_device *dev, const clt__ew_call *c)
+{
+    char kernel[48];
+    cl_mem bufs[4];
+    cl_ulong offs[4];
+    cl_long8 strides[4], shape;
+    cl_int ndim = c->ndim;
+    cl_ulong n = c->n;
+    union {
+        cl_float f;
+        cl_double d;
+        cl_long l;
+    } s[2];
+    size_t ssize;
+    const clt__operand *ops[4] = {&c->out, &c->in[0], &c->in[1], &c->in[2]};
+
+    for (int k = 0; k < 4; k++) {
+        bufs[k] = ops[k]->buf ? (cl_mem)ops[k]->buf : (cl_mem)c->out.buf;
+        offs[k] = ops[k]->buf ? ops[k]->offset : 0;
+        for (int d = 0; d < 8; d++)
+            strides[k].s[d] = d < c->ndim && ops[k]->buf ? ops[k]->strides[d] : 0;
+    }
+    for (int d = 0; d < 8; d++)
+        shape.s[d] = d < c->ndim ? c->shape[d] : 1;
+    for (int k = 0; k < 2; k++) {
+        double v = k ? c->s1 : c->s0;
+        unsigned char tmp[8];
+        if (c->dtype == CLT_F64)
+            s[k].d = v;
+        else if (c->dtype == CLT_F32 || c->dtype == CLT_F16 || c->dtype == CLT_BF16)
+            clt__host_backend.cast(fn, NULL, &v, 0, CLT_F64, tmp, 0, CLT_F32, 1),
+                memcpy(&s[k].f, tmp, sizeof s[k].f);
+        else
+            clt__host_backend.cast(fn, NULL, &v, 0, CLT_F64, tmp, 0, CLT_I64, 1),
+                memcpy(&s[k].l, tmp, sizeof s[k].l);
+    }
+    ssize = c->dtype == CLT_F64 ? sizeof(cl_double)
+            : (c->dtype == CLT_F32 || c->dtype == CLT_F16 || c->dtype == CLT_BF16) ? sizeof(cl_float)
+                                                                                  : sizeof(cl_long);
+    const clt__cl_arg args[] = {
+        {sizeof bufs[0], &bufs[0]}, {sizeof offs[0], &offs[0]}, {sizeof strides[0], &strides[0]},
+        {sizeof bufs[1], &bufs[1]}, {sizeof offs[1], &offs[1]}, {sizeof strides[1], &strides[1]},
+        {sizeof bufs[2], &bufs[2]}, {sizeof offs[2], &offs[2]}, {sizeof strides[2], &strides[2]},
+        {sizeof bufs[3], &bufs[3]}, {sizeof offs[3], &offs[3]}, {sizeof strides[3], &strides[3]},
+        {sizeof shape, &shape},     {sizeof ndim, &ndim},       {sizeof n, &n},
+        {ssize, &s[0]},             {ssize, &s[1]},
+    };
+    snprintf(kernel, sizeof kernel, "ew_%s", clt__ew_name(c->op));
+    return clt__cl_launch(fn, dev, "elementwise", ew_options(c->dtype), kernel, args, 17, c->n,
+                          NULL);
 }
 
 clt_status clt__cl_random(const char *fn, clt_device *dev, void *buf, size_t off, clt_dtype dtype,

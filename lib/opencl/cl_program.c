@@ -75,22 +75,35 @@ static void append_build_log(cl_program program, cl_device_id id)
     clt__error_append(log);
 }
 
+/* The sources of a program: the prelude, then what the program's own file needs first. */
+static int program_sources(const char *name, const char **names)
+{
+    int n = 0;
+    names[n++] = "common";
+    names[n++] = "scalar";
+    if (strcmp(name, "elementwise") == 0)
+        names[n++] = "elementwise_ops";
+    names[n++] = name;
+    return n;
+}
+
 /* Builds cl/<name>.cl for the device. Called with the device lock held. */
 static clt_status build(const char *fn, clt_device *dev, const char *name, const char *options,
                         cl_program *out)
 {
-    const char *names[CLT__PRELUDE_COUNT + 1] = {"common", "scalar", name};
-    const char *texts[CLT__PRELUDE_COUNT + 1];
-    size_t lens[CLT__PRELUDE_COUNT + 1];
-    char *owned[CLT__PRELUDE_COUNT + 1] = {NULL};
+    const char *names[CLT__PRELUDE_COUNT + 2];
+    const char *texts[CLT__PRELUDE_COUNT + 2];
+    size_t lens[CLT__PRELUDE_COUNT + 2];
+    char *owned[CLT__PRELUDE_COUNT + 2] = {NULL};
     clt__cl_device *cd = clt__cl(dev);
     clt_status st = CLT_OK;
     cl_int err;
+    int count = program_sources(name, names);
 
-    for (int i = 0; i <= CLT__PRELUDE_COUNT && st == CLT_OK; i++)
+    for (int i = 0; i < count && st == CLT_OK; i++)
         st = load_source(fn, names[i], &texts[i], &lens[i], &owned[i]);
     if (st == CLT_OK) {
-        *out = clCreateProgramWithSource(cd->context, CLT__PRELUDE_COUNT + 1, texts, lens, &err);
+        *out = clCreateProgramWithSource(cd->context, (cl_uint)count, texts, lens, &err);
         if (err != CL_SUCCESS)
             st = clt__cl_error(fn, dev, err, "creating an OpenCL program");
     }
@@ -104,7 +117,7 @@ static clt_status build(const char *fn, clt_device *dev, const char *name, const
             clReleaseProgram(*out);
         }
     }
-    for (int i = 0; i <= CLT__PRELUDE_COUNT; i++)
+    for (int i = 0; i < count; i++)
         clt__free(owned[i]);
     return st;
 }

@@ -140,7 +140,7 @@ static clt_tensor *to_impl(const char *fn, clt_tensor *x, const clt_to_options *
     clt_device *src, *dst, *queue;
     clt_dtype dtype;
     clt_event *event = NULL;
-    clt_tensor *y, *tmp;
+    clt_tensor *y, *tmp, *c = NULL;
 
     if (clt__tensor_check(fn, x) != CLT_OK)
         return NULL;
@@ -156,19 +156,22 @@ static clt_tensor *to_impl(const char *fn, clt_tensor *x, const clt_to_options *
 
     if (src == dst && dtype == x->dtype && !o->copy) {
         y = clt_tensor_retain(x);
+    } else if (!(c = clt__contiguous(fn, x))) { /* the copies below read in row-major order */
+        y = NULL;
     } else if (src == dst) {
-        y = cast_here(fn, x, dtype);
-    } else if (dtype == x->dtype) {
-        y = move(fn, x, dst, o->non_blocking);
-    } else if (convert_at_source(src, dst, x->dtype, dtype)) {
-        tmp = cast_here(fn, x, dtype);
+        y = cast_here(fn, c, dtype);
+    } else if (dtype == c->dtype) {
+        y = move(fn, c, dst, o->non_blocking);
+    } else if (convert_at_source(src, dst, c->dtype, dtype)) {
+        tmp = cast_here(fn, c, dtype);
         y = tmp ? move(fn, tmp, dst, o->non_blocking) : NULL;
         clt_tensor_release(tmp);
     } else {
-        tmp = move(fn, x, dst, o->non_blocking);
+        tmp = move(fn, c, dst, o->non_blocking);
         y = tmp ? cast_here(fn, tmp, dtype) : NULL;
         clt_tensor_release(tmp);
     }
+    clt_tensor_release(c);
     if (!y || !event) {
         clt__free(event);
         return y;

@@ -193,11 +193,15 @@ clt_status clt_tensor_copy_to_host(const clt_tensor *t, void *dst, size_t nbytes
                           "dst holds %zu bytes; the tensor needs %zu", nbytes, need);
     if (need == 0)
         return CLT_OK;
-    st = clt__storage_sync(fn, t->storage);
+    clt_tensor *c = clt__contiguous(fn, (clt_tensor *)t); /* reads t only */
+    if (!c)
+        return clt_last_status();
+    st = clt__storage_sync(fn, c->storage);
     if (st == CLT_OK)
-        st = t->storage->device->backend->read(fn, t->storage->device, t->storage->buf,
-                                               t->offset * clt_dtype_size(t->dtype), dst, need,
+        st = c->storage->device->backend->read(fn, c->storage->device, c->storage->buf,
+                                               c->offset * clt_dtype_size(c->dtype), dst, need,
                                                NULL);
+    clt_tensor_release(c);
     return st;
 }
 

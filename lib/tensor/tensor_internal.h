@@ -48,6 +48,10 @@ static inline void *clt__host_ptr(const clt_tensor *t)
 {
     return (char *)t->storage->buf + t->offset * clt_dtype_size(t->dtype);
 }
+/* x itself (retained) when contiguous, else a contiguous copy on its device. */
+clt_tensor *clt__contiguous(const char *fn, clt_tensor *x);
+/* Normalises dim (negative counts from the end) or sets the error naming the valid range. */
+clt_status clt__dim_check(const char *fn, int *dim, int ndim);
 /* Writes "(2, 3)" into buf. */
 void clt__format_shape(char *buf, size_t size, int ndim, const int64_t *shape);
 

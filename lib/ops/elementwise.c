@@ -1,0 +1,453 @@
+/* Elementwise front ends: device and dtype checks, PyTorch's type promotion and broadcasting,
+ * conversion of the inputs to the computing dtype, and dispatch to the device's backend. Also
+ * the in-place forms, fill_, copy_, cat and stack, which are copies into views. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cltensor/ops.h"
+#include "core/core.h"
+#include "device/registry.h"
+#include "tensor/tensor_internal.h"
+
+/* bool 0 < integer 1 < floating 2 */
+static int kind(clt_dtype t)
+{
+    return t == CLT_BOOL ? 0 : (t == CLT_F32 || t == CLT_F64 || t == CLT_F16 || t == CLT_BF16) ? 2 : 1;
+}
+
+static clt_dtype promote(clt_dtype a, clt_dtype b)
+{
+    if (a == b)
+        return a;
+    if (kind(a) != kind(b))
+        return kind(a) > kind(b) ? a : b;
+    if (kind(a) == 2) {
+        if ((a == CLT_F16 && b == CLT_BF16) || (a == CLT_BF16 && b == CLT_F16))
+            return CLT_F32;
+        return clt_dtype_size(a) >= clt_dtype_size(b) ? a : b;
+    }
+    return clt_dtype_size(a) >= clt_dtype_size(b) ? a : b; /* u8 < i32 < i64 */
+}
+
+static clt_status check_same_device(const char *fn, clt_tensor *const *ts, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (clt__tensor_check(fn, ts[i]) != CLT_OK)
+            return CLT_ERR_INVALID_ARGUMENT;
+    for (int i = 1; i < n; i++) {
+        clt_device *a = ts[0]->storage->device, *b = ts[i]->storage->device;
+        if (a != b)
+            return clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
+                              "expected all tensors on the same device, got %s and %s", a->name,
+                              b->name);
+    }
+    return CLT_OK;
+}
+
+/* The broadcast shape of the tensors, or an error naming the two shapes that do not fit. */
+static clt_status broadcast(const char *fn, clt_tensor *const *ts, int n, int *ndim, int64_t *shape)
+{
+    *ndim = 0;
+    for (int i = 0; i < n; i++)
+        *ndim = ts[i]->ndim > *ndim ? ts[i]->ndim : *ndim;
+    for (int d = 0; d < *ndim; d++)
+        shape[d] = 1;
+    for (int i = 0; i < n; i++) {
+        for (int d = 0; d < ts[i]->ndim; d++) {
+            int64_t *out = &shape[*ndim - ts[i]->ndim + d], s = ts[i]->shape[d];
+            if (*out == 1)
+                *out = s;
+            else if (s != 1 && s != *out) {
+                char a[256], b[256];
+                clt__format_shape(a, sizeof a, ts[0]->ndim, ts[0]->shape);
+                clt__format_shape(b, sizeof b, ts[i]->ndim, ts[i]->shape);
+                return clt__error(CLT_ERR_SHAPE, fn,
+                                  "shapes %s and %s cannot be broadcast together (dimension %d: "
+                                  "%lld and %lld)",
+                                  a, b, *ndim - ts[i]->ndim + d, (long long)*out, (long long)s);
+            }
+        }
+    }
+    return CLT_OK;
+}
+
+/* An operand for the kernel: x's strides aligned to the output's ndim, 0 where broadcast. */
+static clt__operand operand(const clt_tensor *x, int ndim, const int64_t *shape)
+{
+    clt__operand op = {x->storage->buf, x->offset, {0}};
+    for (int d = 0; d < x->ndim; d++) {
+        int od = ndim - x->ndim + d;
+        op.strides[od] = x->shape[d] == shape[od] ? x->strides[d] : 0;
+    }
+    return op;
+}
+
+static bool same_shape(const clt_tensor *x, int ndim, const int64_t *shape)
+{
+    if (x->ndim != ndim)
+        return false;
+    for (int d = 0; d < ndim; d++)
+        if (x->shape[d] != shape[d])
+            return false;
+    return true;
+}
+
+/* Runs op into `out` (already the broadcast shape) from inputs already in `dtype` (where's
+ * condition in bool). */
+static clt_status dispatch(const char *fn, clt__ew_op op, clt_dtype dtype, clt_tensor *out,
+                           clt_tensor *const *in, int nin, double s0, double s1)
+{
+    clt_device *dev = out->storage->device;
+    clt__ew_call c = {.op = op, .dtype = dtype, .ndim = out->ndim, .n = out->numel, .s0 = s0, .s1 = s1};
+    bool flat = clt_tensor_is_contiguous(out);
+    if (out->numel == 0)
+        return CLT_OK;
+    memcpy(c.shape, out->shape, sizeof c.shape);
+    c.out = operand(out, out->ndim, out->shape);
+    for (int i = 0; i < nin; i++) {
+        c.in[i] = operand(in[i], out->ndim, out->shape);
+        flat = flat && same_shape(in[i], out->ndim, out->shape) && clt_tensor_is_contiguous(in[i]);
+        if (clt__storage_sync(fn, in[i]->storage) != CLT_OK)
+            return clt_last_status();
+    }
+    if (flat)
+        c.ndim = 0;
+    if (clt__storage_sync(fn, out->storage) != CLT_OK)
+        return clt_last_status();
+    return dev->backend->elementwise(fn, dev, &c);
+}
+
+/* The inputs converted to dtype (new references; where's condition, input 0, kept as is). */
+static clt_status convert_all(const char *fn, clt_tensor *const *in, int nin, clt_dtype dtype,
+                              bool keep_first, clt_tensor **conv)
+{
+    for (int i = 0; i < nin; i++) {
+        conv[i] = (keep_first && i == 0) || in[i]->dtype == dtype
+                      ? clt_tensor_retain(in[i])
+                      : clt_tensor_to_ex(in[i], &(clt_to_options){.dtype = dtype});
+        if (!conv[i]) {
+            for (int k = 0; k < i; k++)
+                clt_tensor_release(conv[k]);
+            /* to_ex named itself: name the operation instead, keeping the cause */
+            char cause[512];
+            snprintf(cause, sizeof cause, "%s", clt_last_error());
+            return clt__error(clt_last_status(), fn, "%s", cause);
+        }
+    }
+    return CLT_OK;
+}
+
+/* The general path: checks, promotion to `dtype`, broadcasting, a new output. */
+static clt_tensor *run(const char *fn, clt__ew_op op, clt_tensor *const *in, int nin,
+                       clt_dtype dtype, double s0, double s1)
+{
+    int ndim;
+    int64_t shape[CLT_MAX_DIMS];
+    clt_tensor *conv[3] = {NULL}, *out = NULL;
+    bool is_where = op == CLT_EW_where;
+    if (check_same_device(fn, in, nin) != CLT_OK || broadcast(fn, in, nin, &ndim, shape) != CLT_OK)
+        return NULL;
+    if (clt__device_dtype_check(fn, in[0]->storage->device, dtype) != CLT_OK)
+        return NULL;
+    if (convert_all(fn, in, nin, dtype, is_where, conv) != CLT_OK)
+        return NULL;
+    out = clt__tensor_new(fn, in[0]->storage->device, clt__ew_gives_bool(op) ? CLT_BOOL : dtype,
+                          ndim, shape);
+    if (out && dispatch(fn, op, dtype, out, conv, nin, s0, s1) != CLT_OK) {
+        clt_tensor_release(out);
+        out = NULL;
+    }
+    for (int i = 0; i < nin; i++)
+        clt_tensor_release(conv[i]);
+    return out;
+}
+
+static clt_tensor *unsupported(const char *fn, clt_dtype dtype, const clt_tensor *x)
+{
+    clt__error(CLT_ERR_DTYPE, fn, "dtype %s is not supported (on %s)", clt_dtype_name(dtype),
+               x->storage->device->name);
+    return NULL;
+}
+
+/* ---- binary ------------------------------------------------------------------------------------ */
+
+typedef enum { KEEP, TO_FLOAT, NO_BOOL } rule;
+
+static clt_tensor *binary(const char *fn, clt__ew_op op, clt_tensor *a, clt_tensor *b, rule r)
+{
+    clt_tensor *in[2] = {a, b};
+    clt_dtype dt;
+    if (check_same_device(fn, in, 2) != CLT_OK)
+        return NULL;
+    dt = promote(a->dtype, b->dtype);
+    if (r == TO_FLOAT && kind(dt) < 2)
+        dt = CLT_F32;
+    if (r == NO_BOOL && dt == CLT_BOOL)
+        return unsupported(fn, dt, a);
+    return run(fn, op, in, 2, dt, 0, 0);
+}
+
+clt_tensor *clt_add(clt_tensor *a, clt_tensor *b) { return binary("clt_add", CLT_EW_add, a, b, KEEP); }
+clt_tensor *clt_sub(clt_tensor *a, clt_tensor *b) { return binary("clt_sub", CLT_EW_sub, a, b, NO_BOOL); }
+clt_tensor *clt_mul(clt_tensor *a, clt_tensor *b) { return binary("clt_mul", CLT_EW_mul, a, b, KEEP); }
+clt_tensor *clt_div(clt_tensor *a, clt_tensor *b) { return binary("clt_div", CLT_EW_div, a, b, TO_FLOAT); }
+clt_tensor *clt_pow(clt_tensor *a, clt_tensor *b) { return binary("clt_pow", CLT_EW_pow, a, b, NO_BOOL); }
+clt_tensor *clt_maximum(clt_tensor *a, clt_tensor *b) { return binary("clt_maximum", CLT_EW_maximum, a, b, KEEP); }
+clt_tensor *clt_minimum(clt_tensor *a, clt_tensor *b) { return binary("clt_minimum", CLT_EW_minimum, a, b, KEEP); }
+clt_tensor *clt_eq(clt_tensor *a, clt_tensor *b) { return binary("clt_eq", CLT_EW_eq, a, b, KEEP); }
+clt_tensor *clt_ne(clt_tensor *a, clt_tensor *b) { return binary("clt_ne", CLT_EW_ne, a, b, KEEP); }
+clt_tensor *clt_lt(clt_tensor *a, clt_tensor *b) { return binary("clt_lt", CLT_EW_lt, a, b, KEEP); }
+clt_tensor *clt_le(clt_tensor *a, clt_tensor *b) { return binary("clt_le", CLT_EW_le, a, b, KEEP); }
+clt_tensor *clt_gt(clt_tensor *a, clt_tensor *b) { return binary("clt_gt", CLT_EW_gt, a, b, KEEP); }
+clt_tensor *clt_ge(clt_tensor *a, clt_tensor *b) { return binary("clt_ge", CLT_EW_ge, a, b, KEEP); }
+
+/* ---- with a scalar: a double acts as a Python float ---------------------------------------------- */
+
+static clt_tensor *with_scalar(const char *fn, clt__ew_op op, clt_tensor *x, double s)
+{
+    if (clt__tensor_check(fn, x) != CLT_OK)
+        return NULL;
+    return run(fn, op, &x, 1, kind(x->dtype) == 2 ? x->dtype : CLT_F32, s, 0);
+}
+
+clt_tensor *clt_add_scalar(clt_tensor *a, double s) { return with_scalar("clt_add_scalar", CLT_EW_add_scalar, a, s); }
+clt_tensor *clt_sub_scalar(clt_tensor *a, double s) { return with_scalar("clt_sub_scalar", CLT_EW_add_scalar, a, -s); }
+clt_tensor *clt_mul_scalar(clt_tensor *a, double s) { return with_scalar("clt_mul_scalar", CLT_EW_mul_scalar, a, s); }
+clt_tensor *clt_div_scalar(clt_tensor *a, double s) { return with_scalar("clt_div_scalar", CLT_EW_div_scalar, a, s); }
+clt_tensor *clt_pow_scalar(clt_tensor *a, double s) { return with_scalar("clt_pow_scalar", CLT_EW_pow_scalar, a, s); }
+
+/* ---- unary ----------------------------------------------------------------------------------------- */
+
+static clt_tensor *unary(const char *fn, clt__ew_op op, clt_tensor *x, rule r, double s0, double s1)
+{
+    clt_dtype dt;
+    if (clt__tensor_check(fn, x) != CLT_OK)
+        return NULL;
+    dt = x->dtype;
+    if (r == TO_FLOAT && kind(dt) < 2)
+        dt = CLT_F32;
+    if (r == NO_BOOL && dt == CLT_BOOL)
+        return unsupported(fn, dt, x);
+    return run(fn, op, &x, 1, dt, s0, s1);
+}
+
+clt_tensor *clt_neg(clt_tensor *x) { return unary("clt_neg", CLT_EW_neg, x, NO_BOOL, 0, 0); }
+clt_tensor *clt_abs(clt_tensor *x) { return unary("clt_abs", CLT_EW_abs, x, NO_BOOL, 0, 0); }
+clt_tensor *clt_relu(clt_tensor *x) { return unary("clt_relu", CLT_EW_relu, x, NO_BOOL, 0, 0); }
+clt_tensor *clt_exp(clt_tensor *x) { return unary("clt_exp", CLT_EW_exp, x, TO_FLOAT, 0, 0); }
+clt_tensor *clt_log(clt_tensor *x) { return unary("clt_log", CLT_EW_log, x, TO_FLOAT, 0, 0); }
+clt_tensor *clt_sqrt(clt_tensor *x) { return unary("clt_sqrt", CLT_EW_sqrt, x, TO_FLOAT, 0, 0); }
+clt_tensor *clt_rsqrt(clt_tensor *x) { return unary("clt_rsqrt", CLT_EW_rsqrt, x, TO_FLOAT, 0, 0); }
+clt_tensor *clt_sin(clt_tensor *x) { return unary("clt_sin", CLT_EW_sin, x, TO_FLOAT, 0, 0); }
+clt_tensor *clt_cos(clt_tensor *x) { return unary("clt_cos", CLT_EW_cos, x, TO_FLOAT, 0, 0); }
+clt_tensor *clt_tanh(clt_tensor *x) { return unary("clt_tanh", CLT_EW_tanh, x, TO_FLOAT, 0, 0); }
+clt_tensor *clt_sigmoid(clt_tensor *x) { return unary("clt_sigmoid", CLT_EW_sigmoid, x, TO_FLOAT, 0, 0); }
+clt_tensor *clt_gelu(clt_tensor *x) { return unary("clt_gelu", CLT_EW_gelu, x, TO_FLOAT, 0, 0); }
+clt_tensor *clt_silu(clt_tensor *x) { return unary("clt_silu", CLT_EW_silu, x, TO_FLOAT, 0, 0); }
+
+clt_tensor *clt_clamp(clt_tensor *x, double lo, double hi)
+{
+    return unary("clt_clamp", CLT_EW_clamp, x, NO_BOOL, lo, hi);
+}
+
+clt_tensor *clt_where(clt_tensor *cond, clt_tensor *a, clt_tensor *b)
+{
+    static const char *const fn = "clt_where";
+    clt_tensor *in[3] = {cond, a, b};
+    if (check_same_device(fn, in, 3) != CLT_OK)
+        return NULL;
+    if (cond->dtype != CLT_BOOL) {
+        clt__error(CLT_ERR_DTYPE, fn, "the condition must be bool, not %s",
+                   clt_dtype_name(cond->dtype));
+        return NULL;
+    }
+    return run(fn, CLT_EW_where, in, 3, promote(a->dtype, b->dtype), 0, 0);
+}
+
+/* ---- in place ------------------------------------------------------------------------------------ */
+
+/* Whether two elements of x share memory (a broadcast view): writing it is refused. */
+static bool overlaps(const clt_tensor *x)
+{
+    for (int d = 0; d < x->ndim; d++)
+        if (x->strides[d] == 0 && x->shape[d] > 1)
+            return true;
+    return false;
+}
+
+/* out[...] = op(in...) computed in dtype, stored into out (converted to out's dtype). */
+static clt_status into(const char *fn, clt__ew_op op, clt_tensor *out, clt_tensor *const *in,
+                       int nin, clt_dtype dtype)
+{
+    int ndim;
+    int64_t shape[CLT_MAX_DIMS];
+    clt_tensor *all[4] = {out}, *conv[3] = {NULL}, *tmp = NULL;
+    clt_status st;
+    for (int i = 0; i < nin; i++)
+        all[i + 1] = in[i];
+    if (check_same_device(fn, all, nin + 1) != CLT_OK || broadcast(fn, all, nin + 1, &ndim, shape) != CLT_OK)
+        return clt_last_status();
+    if (!same_shape(out, ndim, shape)) {
+        char a[256], b[256];
+        clt__format_shape(a, sizeof a, out->ndim, out->shape);
+        clt__format_shape(b, sizeof b, ndim, shape);
+        return clt__error(CLT_ERR_SHAPE, fn, "the result of shape %s does not fit the output of shape %s", b, a);
+    }
+    if (overlaps(out))
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "the output is a broadcast view: several elements share memory");
+    if (kind(dtype) > kind(out->dtype))
+        return clt__error(CLT_ERR_DTYPE, fn, "the result type %s cannot be stored in %s",
+                          clt_dtype_name(dtype), clt_dtype_name(out->dtype));
+    if (convert_all(fn, in, nin, dtype, false, conv) != CLT_OK)
+        return clt_last_status();
+    if (dtype == out->dtype) {
+        st = dispatch(fn, op, dtype, out, conv, nin, 0, 0);
+    } else { /* compute in dtype, then store converted */
+        tmp = clt__tensor_new(fn, out->storage->device, dtype, ndim, shape);
+        st = tmp ? dispatch(fn, op, dtype, tmp, conv, nin, 0, 0) : clt_last_status();
+        if (st == CLT_OK)
+            st = clt_copy_(out, tmp);
+        clt_tensor_release(tmp);
+    }
+    for (int i = 0; i < nin; i++)
+        clt_tensor_release(conv[i]);
+    return st;
+}
+
+clt_status clt_add_(clt_tensor *x, clt_tensor *b)
+{
+    clt_tensor *in[2] = {x, b};
+    if (check_same_device("clt_add_", in, 2) != CLT_OK)
+        return clt_last_status();
+    return into("clt_add_", CLT_EW_add, x, in, 2, promote(x->dtype, b->dtype));
+}
+
+clt_status clt_mul_(clt_tensor *x, clt_tensor *b)
+{
+    clt_tensor *in[2] = {x, b};
+    if (check_same_device("clt_mul_", in, 2) != CLT_OK)
+        return clt_last_status();
+    return into("clt_mul_", CLT_EW_mul, x, in, 2, promote(x->dtype, b->dtype));
+}
+
+clt_status clt_copy_(clt_tensor *x, clt_tensor *src)
+{
+    static const char *const fn = "clt_copy_";
+    clt_tensor *here, *conv;
+    clt_status st;
+    if (clt__tensor_check(fn, x) != CLT_OK || clt__tensor_check(fn, src) != CLT_OK)
+        return clt_last_status();
+    /* copy_ is the one operation that takes a source from another device, explicitly */
+    here = clt_tensor_to_ex(src, &(clt_to_options){.device = x->storage->device, .dtype = x->dtype});
+    if (!here) {
+        char cause[512];
+        snprintf(cause, sizeof cause, "%s", clt_last_error());
+        return clt__error(clt_last_status(), fn, "%s", cause);
+    }
+    conv = here;
+    st = into(fn, CLT_EW_copy, x, &conv, 1, x->dtype);
+    clt_tensor_release(here);
+    return st;
+}
+
+clt_status clt_fill_(clt_tensor *x, double value)
+{
+    static const char *const fn = "clt_fill_";
+    clt_tensor *v;
+    clt_status st;
+    if (clt__tensor_check(fn, x) != CLT_OK)
+        return clt_last_status();
+    v = clt_tensor_full(0, NULL, value, x->dtype, x->storage->device);
+    if (!v)
+        return clt_last_status();
+    st = into(fn, CLT_EW_copy, x, &v, 1, x->dtype);
+    clt_tensor_release(v);
+    return st;
+}
+
+/* ---- joining --------------------------------------------------------------------------------------- */
+
+clt_tensor *clt_cat(clt_tensor *const *xs, int n, int dim)
+{
+    static const char *const fn = "clt_cat";
+    int64_t shape[CLT_MAX_DIMS], at = 0;
+    clt_dtype dt;
+    clt_tensor *out;
+    if (!xs || n <= 0) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "no tensors to join (n = %d)", n);
+        return NULL;
+    }
+    if (check_same_device(fn, xs, n) != CLT_OK || clt__dim_check(fn, &dim, xs[0]->ndim) != CLT_OK)
+        return NULL;
+    if (xs[0]->ndim == 0) {
+        clt__error(CLT_ERR_SHAPE, fn, "0-d tensors cannot be concatenated; use clt_stack");
+        return NULL;
+    }
+    memcpy(shape, xs[0]->shape, sizeof shape);
+    dt = xs[0]->dtype;
+    shape[dim] = 0;
+    for (int i = 0; i < n; i++) {
+        bool fits = xs[i]->ndim == xs[0]->ndim;
+        for (int d = 0; fits && d < xs[0]->ndim; d++)
+            fits = d == dim || xs[i]->shape[d] == xs[0]->shape[d];
+        if (!fits) {
+            char a[256], b[256];
+            clt__format_shape(a, sizeof a, xs[0]->ndim, xs[0]->shape);
+            clt__format_shape(b, sizeof b, xs[i]->ndim, xs[i]->shape);
+            clt__error(CLT_ERR_SHAPE, fn, "tensor %d of shape %s does not match tensor 0 of shape %s except in dimension %d", i, b, a, dim);
+            return NULL;
+        }
+        shape[dim] += xs[i]->shape[dim];
+        dt = promote(dt, xs[i]->dtype);
+    }
+    out = clt__tensor_new(fn, xs[0]->storage->device, dt, xs[0]->ndim, shape);
+    for (int i = 0; out && i < n; i++) {
+        clt_tensor *part = clt_narrow(out, dim, at, xs[i]->shape[dim]);
+        clt_status st = part ? clt_copy_(part, xs[i]) : clt_last_status();
+        clt_tensor_release(part);
+        at += xs[i]->shape[dim];
+        if (st != CLT_OK) {
+            char cause[512];
+            snprintf(cause, sizeof cause, "%s", clt_last_error());
+            clt__error(st, fn, "%s", cause);
+            clt_tensor_release(out);
+            out = NULL;
+        }
+    }
+    return out;
+}
+
+clt_tensor *clt_stack(clt_tensor *const *xs, int n, int dim)
+{
+    static const char *const fn = "clt_stack";
+    clt_tensor *parts[64], **ps = parts, *out = NULL;
+    int made = 0;
+    if (!xs || n <= 0) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "no tensors to join (n = %d)", n);
+        return NULL;
+    }
+    if (check_same_device(fn, xs, n) != CLT_OK)
+        return NULL;
+    if (n > 64 && !(ps = clt__alloc(fn, (size_t)n * sizeof *ps)))
+        return NULL;
+    for (; made < n; made++) {
+        for (int d = 0; d < xs[0]->ndim; d++)
+            if (xs[made]->ndim != xs[0]->ndim || xs[made]->shape[d] != xs[0]->shape[d]) {
+                char a[256], b[256];
+                clt__format_shape(a, sizeof a, xs[0]->ndim, xs[0]->shape);
+                clt__format_shape(b, sizeof b, xs[made]->ndim, xs[made]->shape);
+                clt__error(CLT_ERR_SHAPE, fn, "tensor %d of shape %s differs from tensor 0 of shape %s", made, b, a);
+                goto done;
+            }
+        if (!(ps[made] = clt_unsqueeze(xs[made], dim)))
+            goto done;
+    }
+    out = clt_cat(ps, n, dim);
+done:
+    for (int i = 0; i < made; i++)
+        clt_tensor_release(ps[i]);
+    if (ps != parts)
+        clt__free(ps);
+    return out;
+}

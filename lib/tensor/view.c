@@ -1,0 +1,370 @@
+/* Views: tensors that share another tensor's storage with their own shape, strides and offset
+ * (view, reshape, transpose, permute, squeeze, unsqueeze, narrow, slice, expand), and making a
+ * tensor contiguous. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cltensor/ops.h"
+#include "core/core.h"
+#include "tensor_internal.h"
+
+bool clt_tensor_is_contiguous(const clt_tensor *x)
+{
+    int64_t expected = 1;
+    if (!x || x->numel == 0)
+        return x != NULL;
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        if (x->shape[d] != 1 && x->strides[d] != expected)
+            return false;
+        expected *= x->shape[d];
+    }
+    return true;
+}
+
+const int64_t *clt_tensor_strides(const clt_tensor *x)
+{
+    return x ? x->strides : NULL;
+}
+
+/* A new tensor over x's storage. */
+static clt_tensor *make_view(const char *fn, clt_tensor *x, int ndim, const int64_t *shape,
+                             const int64_t *strides, size_t offset)
+{
+    clt_tensor *v = clt__alloc_zeroed(fn, sizeof *v);
+    if (!v)
+        return NULL;
+    atomic_init(&v->refs, 1);
+    atomic_fetch_add(&x->storage->refs, 1);
+    v->storage = x->storage;
+    v->offset = offset;
+    v->ndim = ndim;
+    v->dtype = x->dtype;
+    v->numel = 1;
+    for (int d = 0; d < ndim; d++) {
+        v->shape[d] = shape[d];
+        v->strides[d] = strides[d];
+        v->numel *= (size_t)shape[d];
+    }
+    return v;
+}
+
+/* Checks and normalises a dimension: -ndim .. ndim-1 (ndim+1 values for inserting ones). */
+static clt_status check_dim(const char *fn, int *dim, int ndim)
+{
+    int n = ndim > 0 ? ndim : 1;
+    if (*dim < -n || *dim >= n)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "dim %d is out of range for a tensor of %d dimensions (valid: %d..%d)",
+                          *dim, ndim, -n, n - 1);
+    if (*dim < 0)
+        *dim += n;
+    return CLT_OK;
+}
+
+clt_status clt__dim_check(const char *fn, int *dim, int ndim)
+{
+    return check_dim(fn, dim, ndim);
+}
+
+clt_tensor *clt__contiguous(const char *fn, clt_tensor *x)
+{
+    clt_device *dev = x->storage->device;
+    clt_tensor *y;
+    if (clt_tensor_is_contiguous(x))
+        return clt_tensor_retain(x);
+    y = clt__tensor_new(fn, dev, x->dtype, x->ndim, x->shape);
+    if (!y)
+        return NULL;
+    clt__ew_call c = {.op = CLT_EW_copy, .dtype = x->dtype, .ndim = x->ndim, .n = x->numel};
+    memcpy(c.shape, x->shape, sizeof c.shape);
+    c.out = (clt__operand){y->storage->buf, 0, {0}};
+    memcpy(c.out.strides, y->strides, sizeof c.out.strides);
+    c.in[0] = (clt__operand){x->storage->buf, x->offset, {0}};
+    memcpy(c.in[0].strides, x->strides, sizeof c.in[0].strides);
+    if (clt__storage_sync(fn, x->storage) != CLT_OK ||
+        dev->backend->elementwise(fn, dev, &c) != CLT_OK) {
+        clt_tensor_release(y);
+        return NULL;
+    }
+    return y;
+}
+
+clt_tensor *clt_contiguous(clt_tensor *x)
+{
+    if (clt__tensor_check("clt_contiguous", x) != CLT_OK)
+        return NULL;
+    return clt__contiguous("clt_contiguous", x);
+}
+
+/* The shape with a -1 resolved, checked against numel. */
+static clt_status infer_shape(const char *fn, const clt_tensor *x, int ndim, const int64_t *shape,
+                              int64_t *out)
+{
+    char want[256], have[256];
+    int infer = -1;
+    int64_t known = 1;
+    if (ndim < 0 || ndim > CLT_MAX_DIMS || (ndim > 0 && !shape))
+        return clt__error(CLT_ERR_SHAPE, fn, "ndim %d is outside 0..%d (or shape is NULL)", ndim,
+                          CLT_MAX_DIMS);
+    for (int d = 0; d < ndim; d++) {
+        out[d] = shape[d];
+        if (shape[d] == -1 && infer < 0)
+            infer = d;
+        else if (shape[d] < 0)
+            return clt__error(CLT_ERR_SHAPE, fn, "size %lld of dimension %d is invalid",
+                              (long long)shape[d], d);
+        else
+            known *= shape[d];
+    }
+    if (infer >= 0) {
+        if (known == 0 || (int64_t)x->numel % known != 0)
+            goto mismatch;
+        out[infer] = (int64_t)x->numel / known;
+    } else if (known != (int64_t)x->numel) {
+        goto mismatch;
+    }
+    return CLT_OK;
+mismatch:
+    clt__format_shape(want, sizeof want, ndim, shape);
+    clt__format_shape(have, sizeof have, x->ndim, x->shape);
+    return clt__error(CLT_ERR_SHAPE, fn, "shape %s is invalid for a tensor of shape %s (%zu elements)",
+                      want, have, x->numel);
+}
+
+/* Strides that give x's elements in `shape` without a copy (PyTorch's computeStride), or
+ * false when there are none. */
+static bool view_strides(const clt_tensor *x, int ndim, const int64_t *shape, int64_t *strides)
+{
+    if (x->numel == 0 || clt_tensor_is_contiguous(x)) {
+        int64_t s = 1;
+        for (int d = ndim - 1; d >= 0; d--) {
+            strides[d] = s;
+            s *= shape[d] ? shape[d] : 1;
+        }
+        return true;
+    }
+    int view_d = ndim - 1;
+    int64_t chunk = x->ndim ? x->strides[x->ndim - 1] : 1, tensor_numel = 1, view_numel = 1;
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        tensor_numel *= x->shape[d];
+        if (d == 0 || (x->shape[d - 1] != 1 && x->strides[d - 1] != tensor_numel * chunk)) {
+            while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
+                strides[view_d] = view_numel * chunk;
+                view_numel *= shape[view_d];
+                view_d--;
+            }
+            if (view_numel != tensor_numel)
+                return false;
+            if (d > 0) {
+                chunk = x->strides[d - 1];
+                tensor_numel = 1;
+                view_numel = 1;
+            }
+        }
+    }
+    return view_d == -1;
+}
+
+clt_tensor *clt_view(clt_tensor *x, int ndim, const int64_t *shape)
+{
+    static const char *const fn = "clt_view";
+    int64_t s[CLT_MAX_DIMS], st[CLT_MAX_DIMS];
+    char text[256];
+    if (clt__tensor_check(fn, x) != CLT_OK || infer_shape(fn, x, ndim, shape, s) != CLT_OK)
+        return NULL;
+    if (!view_strides(x, ndim, s, st)) {
+        clt__format_shape(text, sizeof text, ndim, s);
+        clt__error(CLT_ERR_SHAPE, fn,
+                   "a view of shape %s is not possible with this tensor's strides; use "
+                   "clt_reshape (which copies)",
+                   text);
+        return NULL;
+    }
+    return make_view(fn, x, ndim, s, st, x->offset);
+}
+
+clt_tensor *clt_reshape(clt_tensor *x, int ndim, const int64_t *shape)
+{
+    static const char *const fn = "clt_reshape";
+    int64_t s[CLT_MAX_DIMS], st[CLT_MAX_DIMS];
+    clt_tensor *c, *v;
+    if (clt__tensor_check(fn, x) != CLT_OK || infer_shape(fn, x, ndim, shape, s) != CLT_OK)
+        return NULL;
+    if (view_strides(x, ndim, s, st))
+        return make_view(fn, x, ndim, s, st, x->offset);
+    c = clt__contiguous(fn, x);
+    if (!c)
+        return NULL;
+    view_strides(c, ndim, s, st);
+    v = make_view(fn, c, ndim, s, st, c->offset);
+    clt_tensor_release(c);
+    return v;
+}
+
+clt_tensor *clt_permute(clt_tensor *x, const int *dims)
+{
+    static const char *const fn = "clt_permute";
+    int64_t s[CLT_MAX_DIMS], st[CLT_MAX_DIMS];
+    bool seen[CLT_MAX_DIMS] = {false};
+    if (clt__tensor_check(fn, x) != CLT_OK)
+        return NULL;
+    if (!dims && x->ndim > 0) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "dims is NULL");
+        return NULL;
+    }
+    for (int d = 0; d < x->ndim; d++) {
+        int k = dims[d];
+        if (check_dim(fn, &k, x->ndim) != CLT_OK)
+            return NULL;
+        if (seen[k]) {
+            clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "dim %d appears twice in the permutation",
+                       dims[d]);
+            return NULL;
+        }
+        seen[k] = true;
+        s[d] = x->shape[k];
+        st[d] = x->strides[k];
+    }
+    return make_view(fn, x, x->ndim, s, st, x->offset);
+}
+
+clt_tensor *clt_transpose(clt_tensor *x, int dim0, int dim1)
+{
+    static const char *const fn = "clt_transpose";
+    int dims[CLT_MAX_DIMS];
+    if (clt__tensor_check(fn, x) != CLT_OK || check_dim(fn, &dim0, x->ndim) != CLT_OK ||
+        check_dim(fn, &dim1, x->ndim) != CLT_OK)
+        return NULL;
+    if (x->ndim == 0)
+        return make_view(fn, x, 0, x->shape, x->strides, x->offset);
+    for (int d = 0; d < x->ndim; d++)
+        dims[d] = d;
+    dims[dim0] = dim1;
+    dims[dim1] = dim0;
+    return clt_permute(x, dims);
+}
+
+static clt_tensor *squeeze(const char *fn, clt_tensor *x, int only)
+{
+    int64_t s[CLT_MAX_DIMS], st[CLT_MAX_DIMS];
+    int n = 0;
+    for (int d = 0; d < x->ndim; d++) {
+        if (x->shape[d] == 1 && (only < 0 || only == d))
+            continue;
+        s[n] = x->shape[d];
+        st[n++] = x->strides[d];
+    }
+    return make_view(fn, x, n, s, st, x->offset);
+}
+
+clt_tensor *clt_squeeze(clt_tensor *x, int dim)
+{
+    static const char *const fn = "clt_squeeze";
+    if (clt__tensor_check(fn, x) != CLT_OK || check_dim(fn, &dim, x->ndim) != CLT_OK)
+        return NULL;
+    return squeeze(fn, x, x->ndim ? dim : -1);
+}
+
+clt_tensor *clt_squeeze_all(clt_tensor *x)
+{
+    if (clt__tensor_check("clt_squeeze_all", x) != CLT_OK)
+        return NULL;
+    return squeeze("clt_squeeze_all", x, -1);
+}
+
+clt_tensor *clt_unsqueeze(clt_tensor *x, int dim)
+{
+    static const char *const fn = "clt_unsqueeze";
+    int64_t s[CLT_MAX_DIMS], st[CLT_MAX_DIMS];
+    if (clt__tensor_check(fn, x) != CLT_OK)
+        return NULL;
+    if (x->ndim == CLT_MAX_DIMS) {
+        clt__error(CLT_ERR_SHAPE, fn, "the tensor already has %d dimensions", CLT_MAX_DIMS);
+        return NULL;
+    }
+    if (dim < -(x->ndim + 1) || dim > x->ndim) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                   "dim %d is out of range for inserting into %d dimensions (valid: %d..%d)", dim,
+                   x->ndim, -(x->ndim + 1), x->ndim);
+        return NULL;
+    }
+    if (dim < 0)
+        dim += x->ndim + 1;
+    for (int d = 0, k = 0; d <= x->ndim; d++) {
+        if (d == dim) {
+            s[d] = 1;
+            st[d] = dim < x->ndim ? x->shape[dim] * x->strides[dim] : 1;
+        } else {
+            s[d] = x->shape[k];
+            st[d] = x->strides[k++];
+        }
+    }
+    return make_view(fn, x, x->ndim + 1, s, st, x->offset);
+}
+
+clt_tensor *clt_slice(clt_tensor *x, int dim, int64_t start, int64_t end, int64_t step)
+{
+    static const char *const fn = "clt_slice";
+    int64_t s[CLT_MAX_DIMS], st[CLT_MAX_DIMS], size;
+    if (clt__tensor_check(fn, x) != CLT_OK || check_dim(fn, &dim, x->ndim) != CLT_OK)
+        return NULL;
+    if (x->ndim == 0 || step <= 0) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, x->ndim ? "step %lld must be positive"
+                                                         : "a 0-d tensor cannot be sliced",
+                   (long long)step);
+        return NULL;
+    }
+    size = x->shape[dim];
+    if (start < 0)
+        start += size;
+    if (end < 0)
+        end += size;
+    start = start < 0 ? 0 : start > size ? size : start;
+    end = end < start ? start : end > size ? size : end;
+    memcpy(s, x->shape, sizeof s);
+    memcpy(st, x->strides, sizeof st);
+    s[dim] = (end - start + step - 1) / step;
+    st[dim] = x->strides[dim] * step;
+    return make_view(fn, x, x->ndim, s, st,
+                     s[dim] ? x->offset + (size_t)(start * x->strides[dim]) : x->offset);
+}
+
+clt_tensor *clt_narrow(clt_tensor *x, int dim, int64_t start, int64_t length)
+{
+    static const char *const fn = "clt_narrow";
+    if (clt__tensor_check(fn, x) != CLT_OK || check_dim(fn, &dim, x->ndim) != CLT_OK)
+        return NULL;
+    if (x->ndim == 0 || start < 0 || length < 0 || start + length > x->shape[dim]) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                   "start %lld and length %lld are out of range for dimension %d of size %lld",
+                   (long long)start, (long long)length, dim,
+                   (long long)(x->ndim ? x->shape[dim] : 0));
+        return NULL;
+    }
+    return clt_slice(x, dim, start, start + length, 1);
+}
+
+clt_tensor *clt_expand(clt_tensor *x, int ndim, const int64_t *shape)
+{
+    static const char *const fn = "clt_expand";
+    int64_t s[CLT_MAX_DIMS], st[CLT_MAX_DIMS];
+    char want[256], have[256];
+    if (clt__tensor_check(fn, x) != CLT_OK)
+        return NULL;
+    if (ndim < x->ndim || ndim > CLT_MAX_DIMS || (ndim > 0 && !shape))
+        goto bad;
+    for (int d = ndim - 1, k = x->ndim - 1; d >= 0; d--, k--) {
+        int64_t have_size = k >= 0 ? x->shape[k] : 1;
+        int64_t want_size = shape[d] == -1 && k >= 0 ? have_size : shape[d];
+        if (want_size < 0 || (have_size != want_size && have_size != 1))
+            goto bad;
+        s[d] = want_size;
+        st[d] = k >= 0 && have_size == want_size ? x->strides[k] : 0;
+    }
+    return make_view(fn, x, ndim, s, st, x->offset);
+bad:
+    clt__format_shape(want, sizeof want, ndim > 0 && shape ? ndim : 0, shape);
+    clt__format_shape(have, sizeof have, x->ndim, x->shape);
+    clt__error(CLT_ERR_SHAPE, fn, "a tensor of shape %s cannot be expanded to %s", have, want);
+    return NULL;
+}
