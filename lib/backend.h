@@ -86,6 +86,8 @@ struct clt__backend {
                        clt_dtype src_dtype, void *dst, size_t dst_off, clt_dtype dst_dtype,
                        size_t n);
     clt_status (*elementwise)(const char *fn, clt_device *dev, const clt__ew_call *call);
+    /* --- reductions (lib/host/host_reduce.c, lib/opencl/cl_reduce.c) --- */
+    /* --- matrix products (lib/host/host_gemm.c, lib/opencl/cl_gemm.c) --- */
     /* n uniform [0, 1) or standard normal values of a floating dtype from Philox counters
      * counter, counter + 1, ... under key `seed` (4 values a counter, 2 for f64). */
     clt_status (*random)(const char *fn, clt_device *dev, void *buf, size_t off, clt_dtype dtype,

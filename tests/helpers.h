@@ -66,5 +66,8 @@ Suite *suite_core(void);
 Suite *suite_device(void);
 Suite *suite_tensor(void);
 Suite *suite_cast(void);
+Suite *suite_ops(void);
+Suite *suite_reduce(void);
+Suite *suite_linalg(void);
 
 #endif

@@ -44,6 +44,9 @@ int main(int argc, char **argv)
     srunner_add_suite(runner, suite_device());
     srunner_add_suite(runner, suite_tensor());
     srunner_add_suite(runner, suite_cast());
+    srunner_add_suite(runner, suite_ops());
+    srunner_add_suite(runner, suite_reduce());
+    srunner_add_suite(runner, suite_linalg());
     srunner_set_fork_status(runner, CK_FORK);
     srunner_run(runner, only, NULL, CK_NORMAL);
     failed = srunner_ntests_failed(runner);

@@ -106,6 +106,10 @@ CLT_API clt_tensor *clt_ge(clt_tensor *a, clt_tensor *b);
 /* cond ? a : b, elementwise, broadcast over all three; cond must be bool. */
 CLT_API clt_tensor *clt_where(clt_tensor *cond, clt_tensor *a, clt_tensor *b);
 
+/* --- reductions --------------------------------------------------------------------------------- */
+
+/* --- matrix products ------------------------------------------------------------------------------ */
+
 /* --- in place: x is changed and returned as a status; x keeps its dtype -------------------- */
 
 /* x += b / x *= b (b broadcast to x's shape; the result converted to x's dtype as PyTorch's

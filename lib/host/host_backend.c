@@ -171,6 +171,8 @@ const clt__backend clt__host_backend = {
     .cast = host_cast,
     .random = host_random,
     .elementwise = clt__host_elementwise,
+    /* reductions */
+    /* matrix products */
     .synchronize = host_synchronize,
     .marker = host_marker,
     .event_wait = host_event_wait,

@@ -463,6 +463,8 @@ const clt__backend clt__cl_backend = {
     .cast = clt__cl_cast,
     .random = clt__cl_random,
     .elementwise = clt__cl_elementwise,
+    /* reductions */
+    /* matrix products */
     .synchronize = cl_synchronize,
     .marker = cl_marker,
     .event_wait = cl_event_wait,

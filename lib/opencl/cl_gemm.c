@@ -1,0 +1,1 @@
+/* Matrix products: see lib/ops/linalg.c. */

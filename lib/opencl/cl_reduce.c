@@ -1,0 +1,1 @@
+/* Reductions: see lib/ops/reduce.c. */

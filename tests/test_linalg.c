@@ -1,0 +1,7 @@
+#include "helpers.h"
+
+Suite *suite_linalg(void)
+{
+    Suite *s = suite_create("linalg");
+    return s;
+}
