@@ -201,9 +201,8 @@ clt_tensor *clt_reshape(clt_tensor *x, int ndim, const int64_t *shape)
     return v;
 }
 
-clt_tensor *clt_permute(clt_tensor *x, const int *dims)
+static clt_tensor *permute(const char *fn, clt_tensor *x, const int *dims)
 {
-    static const char *const fn = "clt_permute";
     int64_t s[CLT_MAX_DIMS], st[CLT_MAX_DIMS];
     bool seen[CLT_MAX_DIMS] = {false};
     if (clt__tensor_check(fn, x) != CLT_OK)
@@ -228,6 +227,11 @@ clt_tensor *clt_permute(clt_tensor *x, const int *dims)
     return make_view(fn, x, x->ndim, s, st, x->offset);
 }
 
+clt_tensor *clt_permute(clt_tensor *x, const int *dims)
+{
+    return permute("clt_permute", x, dims);
+}
+
 clt_tensor *clt_transpose(clt_tensor *x, int dim0, int dim1)
 {
     static const char *const fn = "clt_transpose";
@@ -241,7 +245,7 @@ clt_tensor *clt_transpose(clt_tensor *x, int dim0, int dim1)
         dims[d] = d;
     dims[dim0] = dim1;
     dims[dim1] = dim0;
-    return clt_permute(x, dims);
+    return permute(fn, x, dims);
 }
 
 static clt_tensor *squeeze(const char *fn, clt_tensor *x, int only)
