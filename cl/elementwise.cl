@@ -76,6 +76,14 @@ __kernel void ew_copy(EW_PARAMS(ST, ST))
     out[o] = xp[a];
 }
 
+/* n elements from offset `off` set to `value` (the stored bits). */
+__kernel void ew_fill(__global ST *out, ulong off, ulong n, ST value)
+{
+    ulong i = get_global_id(0);
+    if (i < n)
+        out[off + i] = value;
+}
+
 __kernel void ew_where(EW_PARAMS(ST, clt_u8))
 {
     EW_OFFSETS

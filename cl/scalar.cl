@@ -260,6 +260,24 @@ CLT_FN void clt_philox(clt_u32 c0, clt_u32 c1, clt_u32 k0, clt_u32 k1, clt_u32 *
     out[3] = x3;
 }
 
+/* A product rounded on its own, which no compiler can fuse with a following addition into an
+ * fma: `#pragma OPENCL FP_CONTRACT OFF` is not honoured by every OpenCL compiler, and a fused
+ * multiply-add rounds once where the host rounds twice. Every product in the transforms below
+ * that feeds an addition goes through these. */
+CLT_FN float clt_mulf(float a, float b)
+{
+    volatile float p = a * b;
+    return p;
+}
+
+#if CLT_HAS_FP64
+CLT_FN double clt_muld(double a, double b)
+{
+    volatile double p = a * b;
+    return p;
+}
+#endif
+
 /* [0, 1) from the top `digits` bits (24 for f32, 11 for f16, 8 for bf16): exact in the target
  * dtype, so rounding to it can never reach 1. */
 CLT_FN float clt_uniform_f32(clt_u32 x, int digits)
@@ -280,18 +298,18 @@ CLT_FN float clt_log_unit_f32(float u)
     }
     float f = clt_bits_f32(mbits) - 1.0f;
     float h = -0.06337685137987137f;
-    h = h * f + 0.10608938336372375f;
-    h = h * f - 0.10628578811883926f;
-    h = h * f + 0.11023955047130585f;
-    h = h * f - 0.12451203912496567f;
-    h = h * f + 0.1428728550672531f;
-    h = h * f - 0.16668008267879486f;
-    h = h * f + 0.19999997317790985f;
-    h = h * f - 0.24999989569187164f;
-    h = h * f + 0.3333333432674408f;
-    float f2 = f * f;
-    float l = f - 0.5f * f2 + (f2 * f) * h;
-    return (float)e * 0.693147180559945f + l;
+    h = clt_mulf(h, f) + 0.10608938336372375f;
+    h = clt_mulf(h, f) - 0.10628578811883926f;
+    h = clt_mulf(h, f) + 0.11023955047130585f;
+    h = clt_mulf(h, f) - 0.12451203912496567f;
+    h = clt_mulf(h, f) + 0.1428728550672531f;
+    h = clt_mulf(h, f) - 0.16668008267879486f;
+    h = clt_mulf(h, f) + 0.19999997317790985f;
+    h = clt_mulf(h, f) - 0.24999989569187164f;
+    h = clt_mulf(h, f) + 0.3333333432674408f;
+    float f2 = clt_mulf(f, f);
+    float l = f - clt_mulf(0.5f, f2) + clt_mulf(clt_mulf(f2, f), h);
+    return clt_mulf((float)e, 0.693147180559945f) + l;
 }
 
 /* sqrt(s) for s >= 0 by Newton's iteration on 1/sqrt(s), multiplications only. */
@@ -299,7 +317,7 @@ CLT_FN float clt_sqrt_f32(float s)
 {
     float y = clt_bits_f32(0x5f375a86u - (clt_f32_bits(s) >> 1));
     for (int i = 0; i < 4; i++)
-        y = y * (1.5f - 0.5f * s * y * y);
+        y = clt_mulf(y, 1.5f - clt_mulf(clt_mulf(clt_mulf(0.5f, s), y), y));
     return s * y;
 }
 
@@ -313,28 +331,30 @@ CLT_FN void clt_sincos_turn_f32(clt_u32 k, float *s, float *c)
         r -= 0x400000;
         q += 1;
     }
-    float x = (float)r * 3.7450702829239286e-07f; /* (pi/2) / 2^22 */
-    float x2 = x * x;
-    float sn = x + x * x2 * (-0.16666666666666666f +
-                             x2 * (0.008333333333333333f +
-                                   x2 * (-0.0001984126984126984f + x2 * 2.755731922398589e-06f)));
-    float cs = 1.0f + x2 * (-0.5f + x2 * (0.041666666666666664f +
-                                          x2 * (-0.001388888888888889f +
-                                                x2 * (2.48015873015873e-05f +
-                                                      x2 * -2.755731922398589e-07f))));
-    switch (q & 3u) {
-    case 0: *s = sn; *c = cs; break;
-    case 1: *s = cs; *c = -sn; break;
-    case 2: *s = -sn; *c = -cs; break;
-    default: *s = -cs; *c = sn; break;
-    }
+    float x = clt_mulf((float)r, 3.7450702829239286e-07f); /* (pi/2) / 2^22 */
+    float x2 = clt_mulf(x, x);
+    float sp = 2.755731922398589e-06f;
+    sp = clt_mulf(sp, x2) - 0.0001984126984126984f;
+    sp = clt_mulf(sp, x2) + 0.008333333333333333f;
+    sp = clt_mulf(sp, x2) - 0.16666666666666666f;
+    float sn = x + clt_mulf(clt_mulf(x, x2), sp);
+    float cp = -2.755731922398589e-07f;
+    cp = clt_mulf(cp, x2) + 2.48015873015873e-05f;
+    cp = clt_mulf(cp, x2) - 0.001388888888888889f;
+    cp = clt_mulf(cp, x2) + 0.041666666666666664f;
+    cp = clt_mulf(cp, x2) - 0.5f;
+    float cs = 1.0f + clt_mulf(x2, cp);
+    /* quadrants 0..3 give (sin, cos) = (sn, cs), (cs, -sn), (-sn, -cs), (-cs, sn) */
+    float s_ = (q & 1u) ? cs : sn, c_ = (q & 1u) ? sn : cs;
+    *s = (q & 2u) ? -s_ : s_;
+    *c = ((q + 1u) & 2u) ? -c_ : c_;
 }
 
 /* Two standard normal values from two 32-bit words (Box-Muller). */
 CLT_FN void clt_normal2_f32(clt_u32 a, clt_u32 b, float *z0, float *z1)
 {
     float u = (float)((a >> 8) + 1u) * 5.9604644775390625e-08f; /* (0, 1] */
-    float r = clt_sqrt_f32(-2.0f * clt_log_unit_f32(u));
+    float r = clt_sqrt_f32(clt_mulf(-2.0f, clt_log_unit_f32(u)));
     float s, c;
     clt_sincos_turn_f32(b >> 8, &s, &c);
     *z0 = r * c;
@@ -362,20 +382,20 @@ CLT_FN double clt_log_unit_f64(double u)
     }
     double m = clt_bits_f64(mbits);
     double t = (m - 1.0) / (m + 1.0);
-    double t2 = t * t;
+    double t2 = clt_muld(t, t);
     double p = 0.043478260869565216; /* 1/23, then 1/21 ... 1/1 */
-    p = p * t2 + 0.047619047619047616;
-    p = p * t2 + 0.05263157894736842;
-    p = p * t2 + 0.058823529411764705;
-    p = p * t2 + 0.06666666666666667;
-    p = p * t2 + 0.07692307692307693;
-    p = p * t2 + 0.09090909090909091;
-    p = p * t2 + 0.1111111111111111;
-    p = p * t2 + 0.14285714285714285;
-    p = p * t2 + 0.2;
-    p = p * t2 + 0.3333333333333333;
-    p = p * t2 + 1.0;
-    return (double)e * 0.6931471805599453 + 2.0 * t * p;
+    p = clt_muld(p, t2) + 0.047619047619047616;
+    p = clt_muld(p, t2) + 0.05263157894736842;
+    p = clt_muld(p, t2) + 0.058823529411764705;
+    p = clt_muld(p, t2) + 0.06666666666666667;
+    p = clt_muld(p, t2) + 0.07692307692307693;
+    p = clt_muld(p, t2) + 0.09090909090909091;
+    p = clt_muld(p, t2) + 0.1111111111111111;
+    p = clt_muld(p, t2) + 0.14285714285714285;
+    p = clt_muld(p, t2) + 0.2;
+    p = clt_muld(p, t2) + 0.3333333333333333;
+    p = clt_muld(p, t2) + 1.0;
+    return clt_muld((double)e, 0.6931471805599453) + clt_muld(clt_muld(2.0, t), p);
 }
 
 /* sin and cos of 2*pi*k/2^52 for k in [0, 2^52). */
@@ -387,38 +407,36 @@ CLT_FN void clt_sincos_turn_f64(clt_u64 k, double *s, double *c)
         r -= CLT_I64C(0x4000000000000);
         q += 1;
     }
-    double x = (double)r * 1.3951473992034527e-15; /* (pi/2) / 2^50 */
-    double x2 = x * x;
+    double x = clt_muld((double)r, 1.3951473992034527e-15); /* (pi/2) / 2^50 */
+    double x2 = clt_muld(x, x);
     /* Taylor series to x^21 and x^22: the remainder is below 1e-19 on |x| <= pi/4 */
     double sp = 1.9572941063391263e-20;
-    sp = sp * x2 - 8.22063524662433e-18;
-    sp = sp * x2 + 2.8114572543455206e-15;
-    sp = sp * x2 - 7.647163731819816e-13;
-    sp = sp * x2 + 1.6059043836821613e-10;
-    sp = sp * x2 - 2.505210838544172e-08;
-    sp = sp * x2 + 2.7557319223985893e-06;
-    sp = sp * x2 - 0.0001984126984126984;
-    sp = sp * x2 + 0.008333333333333333;
-    sp = sp * x2 - 0.16666666666666666;
+    sp = clt_muld(sp, x2) - 8.22063524662433e-18;
+    sp = clt_muld(sp, x2) + 2.8114572543455206e-15;
+    sp = clt_muld(sp, x2) - 7.647163731819816e-13;
+    sp = clt_muld(sp, x2) + 1.6059043836821613e-10;
+    sp = clt_muld(sp, x2) - 2.505210838544172e-08;
+    sp = clt_muld(sp, x2) + 2.7557319223985893e-06;
+    sp = clt_muld(sp, x2) - 0.0001984126984126984;
+    sp = clt_muld(sp, x2) + 0.008333333333333333;
+    sp = clt_muld(sp, x2) - 0.16666666666666666;
     double cp = -8.896791392450574e-22;
-    cp = cp * x2 + 4.110317623312165e-19;
-    cp = cp * x2 - 1.5619206968586225e-16;
-    cp = cp * x2 + 4.779477332387385e-14;
-    cp = cp * x2 - 1.1470745597729725e-11;
-    cp = cp * x2 + 2.08767569878681e-09;
-    cp = cp * x2 - 2.755731922398589e-07;
-    cp = cp * x2 + 2.48015873015873e-05;
-    cp = cp * x2 - 0.001388888888888889;
-    cp = cp * x2 + 0.041666666666666664;
-    cp = cp * x2 - 0.5;
-    double sn = x + x * x2 * sp;
-    double cs = 1.0 + x2 * cp;
-    switch (q & 3u) {
-    case 0: *s = sn; *c = cs; break;
-    case 1: *s = cs; *c = -sn; break;
-    case 2: *s = -sn; *c = -cs; break;
-    default: *s = -cs; *c = sn; break;
-    }
+    cp = clt_muld(cp, x2) + 4.110317623312165e-19;
+    cp = clt_muld(cp, x2) - 1.5619206968586225e-16;
+    cp = clt_muld(cp, x2) + 4.779477332387385e-14;
+    cp = clt_muld(cp, x2) - 1.1470745597729725e-11;
+    cp = clt_muld(cp, x2) + 2.08767569878681e-09;
+    cp = clt_muld(cp, x2) - 2.755731922398589e-07;
+    cp = clt_muld(cp, x2) + 2.48015873015873e-05;
+    cp = clt_muld(cp, x2) - 0.001388888888888889;
+    cp = clt_muld(cp, x2) + 0.041666666666666664;
+    cp = clt_muld(cp, x2) - 0.5;
+    double sn = x + clt_muld(clt_muld(x, x2), sp);
+    double cs = 1.0 + clt_muld(x2, cp);
+    /* quadrants 0..3 give (sin, cos) = (sn, cs), (cs, -sn), (-sn, -cs), (-cs, sn) */
+    double s_ = (q & 1u) ? cs : sn, c_ = (q & 1u) ? sn : cs;
+    *s = (q & 2u) ? -s_ : s_;
+    *c = ((q + 1u) & 2u) ? -c_ : c_;
 }
 
 /* Two standard normal values from four 32-bit words (Box-Muller in f64). */
@@ -426,7 +444,7 @@ CLT_FN void clt_normal2_f64(clt_u32 a, clt_u32 b, clt_u32 c, clt_u32 d, double *
 {
     clt_u64 ua = (((clt_u64)a << 21) ^ (clt_u64)(b >> 11)) + 1u; /* (0, 2^53] */
     double u = (double)ua * 1.1102230246251565e-16;
-    double r = sqrt(-2.0 * clt_log_unit_f64(u));
+    double r = sqrt(clt_muld(-2.0, clt_log_unit_f64(u)));
     clt_u64 k = (((clt_u64)c << 20) ^ (clt_u64)(d >> 12)); /* 52 bits */
     double s, cs;
     clt_sincos_turn_f64(k, &s, &cs);

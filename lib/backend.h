@@ -63,6 +63,87 @@ typedef struct clt__ew_call {
     double s0, s1;                /* scalar parameters, converted to the compute type */
 } clt__ew_call;
 
+/* One strided-batched matrix product over row-major matrices, for i < batch:
+ *   C_i = alpha * op(A_i) op(B_i) + beta * C_i,
+ * op(A_i) m x k, op(B_i) k x n, C_i m x n; op(X) is X, or X^T with trans_x (X then stored k x m
+ * for A, n x k for B). Matrix i of X starts at x_offset + i * x_stride; its rows as stored lie
+ * ldx apart, at least the stored number of columns. Offsets, leading dimensions and batch
+ * strides count elements; a_stride and b_stride may be 0 (one matrix for the whole batch). m,
+ * n, k and batch are all > 0; dtype is CLT_F32 or CLT_F64; C does not overlap A or B. With
+ * beta 0, C's previous contents are ignored (NaN included). */
+typedef struct clt__gemm_call {
+    clt_dtype dtype;
+    bool trans_a, trans_b;
+    size_t m, n, k, batch;
+    double alpha, beta;
+    void *a, *b, *c;
+    size_t a_offset, b_offset, c_offset;
+    size_t lda, ldb, ldc;
+    size_t a_stride, b_stride, c_stride;
+} clt__gemm_call;
+
+/* The reductions a backend runs: each of `rows` contiguous rows of `len` elements gives one
+ * value. Result dtypes (clt__reduce_dtype): SUM gives f32 for f32, f16 and bf16 (compensated
+ * summation), f64 for f64 and i64 for integers and bool (wrapping); AMAX and AMIN give the row's
+ * element that ARGMAX and ARGMIN pick, with its bits, in the input dtype; ARGMAX and ARGMIN give
+ * the i64 index within the row of the largest (smallest) element, the first among equals, a NaN
+ * counting as beyond every number (the first NaN wins); SQDEV, floating only, gives in the SUM
+ * dtype sum((x - m)^2) - sum(x - m)^2 / len with m the row's entry of `mean` (also in the SUM
+ * dtype): the corrected two-pass sum of squared deviations. */
+typedef enum clt__reduce_op {
+    CLT_REDUCE_SUM,
+    CLT_REDUCE_AMAX,
+    CLT_REDUCE_AMIN,
+    CLT_REDUCE_ARGMAX,
+    CLT_REDUCE_ARGMIN,
+    CLT_REDUCE_SQDEV,
+} clt__reduce_op;
+
+static inline clt_dtype clt__reduce_dtype(clt__reduce_op op, clt_dtype in)
+{
+    if (op == CLT_REDUCE_AMAX || op == CLT_REDUCE_AMIN)
+        return in;
+    if (op == CLT_REDUCE_ARGMAX || op == CLT_REDUCE_ARGMIN)
+        return CLT_I64;
+    return in == CLT_F64 ? CLT_F64
+           : in == CLT_F32 || in == CLT_F16 || in == CLT_BF16 ? CLT_F32
+                                                              : CLT_I64;
+}
+
+/* One reduction: rows >= 1, len >= 1; the input, output and mean are contiguous buffers at
+ * element offsets (mean only for SQDEV: one value a row). */
+typedef struct clt__reduce_call {
+    clt__reduce_op op;
+    clt_dtype dtype; /* the input's */
+    size_t rows, len;
+    void *in, *out, *mean;
+    size_t in_offset, out_offset, mean_offset;
+} clt__reduce_call;
+
+/* Gathers: out[a, m, b] = src[a, idx[m], b] with src A x K x B, idx M i64 values already checked
+ * to lie in 0..K-1, out A x M x B; all contiguous, offsets in elements. */
+typedef struct clt__index_call {
+    clt_dtype dtype;
+    size_t A, K, B, M;
+    void *src, *idx, *out;
+    size_t src_offset, idx_offset, out_offset;
+} clt__index_call;
+
+/* Sliding windows over N x C x H x W images (contiguous): im2col writes the columns for
+ * convolution, N x (C * kh * kw) x (OH * OW); pool2d writes N x C x OH x OW maxima (and their
+ * flat indices within each H x W plane to `arg`, i64) or averages. Window (y, x) of output
+ * (oy, ox) reads row oy * sh - ph + y * dh, column ox * sw - pw + x * dw; outside the image it
+ * reads 0 (im2col) or nothing (pooling; averages divide by kh * kw with count_pad, else by the
+ * elements inside). */
+typedef struct clt__conv_call {
+    clt_dtype dtype;
+    size_t N, C, H, W, OH, OW;
+    int kh, kw, sh, sw, ph, pw, dh, dw;
+    bool is_max, count_pad;
+    void *in, *out, *arg;
+    size_t in_offset, out_offset, arg_offset;
+} clt__conv_call;
+
 /* Buffers are opaque handles (`void *`); offsets are in bytes for transfers and fills and in
  * elements for kernels. Every function sets the last error, naming `fn`, when it fails.
  * Work on one device runs in the order it was queued. */
@@ -87,7 +168,15 @@ struct clt__backend {
                        size_t n);
     clt_status (*elementwise)(const char *fn, clt_device *dev, const clt__ew_call *call);
     /* --- reductions (lib/host/host_reduce.c, lib/opencl/cl_reduce.c) --- */
+    /* The reduction described at clt__reduce_call, queued on the device. */
+    clt_status (*reduce)(const char *fn, clt_device *dev, const clt__reduce_call *call);
     /* --- matrix products (lib/host/host_gemm.c, lib/opencl/cl_gemm.c) --- */
+    /* The strided-batched product described at clt__gemm_call, queued on the device. */
+    clt_status (*gemm)(const char *fn, clt_device *dev, const clt__gemm_call *call);
+    /* --- neural-network kernels (lib/host/host_nn.c, lib/opencl/cl_nn.c) --- */
+    clt_status (*index_select)(const char *fn, clt_device *dev, const clt__index_call *call);
+    clt_status (*im2col)(const char *fn, clt_device *dev, const clt__conv_call *call);
+    clt_status (*pool2d)(const char *fn, clt_device *dev, const clt__conv_call *call);
     /* n uniform [0, 1) or standard normal values of a floating dtype from Philox counters
      * counter, counter + 1, ... under key `seed` (4 values a counter, 2 for f64). */
     clt_status (*random)(const char *fn, clt_device *dev, void *buf, size_t off, clt_dtype dtype,

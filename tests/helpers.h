@@ -69,5 +69,7 @@ Suite *suite_cast(void);
 Suite *suite_ops(void);
 Suite *suite_reduce(void);
 Suite *suite_linalg(void);
+Suite *suite_nn(void);
+Suite *suite_kernels(void);
 
 #endif

@@ -47,6 +47,8 @@ int main(int argc, char **argv)
     srunner_add_suite(runner, suite_ops());
     srunner_add_suite(runner, suite_reduce());
     srunner_add_suite(runner, suite_linalg());
+    srunner_add_suite(runner, suite_nn());
+    srunner_add_suite(runner, suite_kernels());
     srunner_set_fork_status(runner, CK_FORK);
     srunner_run(runner, only, NULL, CK_NORMAL);
     failed = srunner_ntests_failed(runner);

@@ -1,5 +1,6 @@
 /* Device suite: enumeration, names, the default and current device, platforms (none, one,
  * two), CLT_VISIBLE_DEVICES, synchronisation and kernel builds from CLT_KERNEL_DIR. */
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -274,6 +275,20 @@ static void copy_kernel(const char *dir, const char *name)
     fclose(out);
 }
 
+/* Every kernel source of the tree into dir. */
+static void copy_all_kernels(const char *dir)
+{
+    DIR *d = opendir(CLT_TEST_CL_DIR);
+    struct dirent *e;
+    ck_assert_ptr_nonnull(d);
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n > 3 && strcmp(e->d_name + n - 3, ".cl") == 0)
+            copy_kernel(dir, e->d_name);
+    }
+    closedir(d);
+}
+
 /* A broken kernel file: the build fails with the program's name and the compiler's log, every
  * time it is needed; other programs and other devices keep working. */
 START_TEST(test_device_kernel_build_failure)
@@ -282,9 +297,7 @@ START_TEST(test_device_kernel_build_failure)
     char path[512];
     if (clt_device_count() == 0)
         return;
-    copy_kernel(dir, "common.cl");
-    copy_kernel(dir, "scalar.cl");
-    copy_kernel(dir, "random.cl");
+    copy_all_kernels(dir);
     snprintf(path, sizeof path, "%s/cast.cl", dir);
     FILE *f = fopen(path, "w");
     fputs("__kernel void cast_f32_f16(__global float *x) { this is not OpenCL C; }\n", f);
@@ -302,7 +315,7 @@ START_TEST(test_device_kernel_build_failure)
         ck_assert_error_has("build log:");
         ck_assert_error_has("error");
     }
-    /* the random program builds from the same folder; cpu is untouched */
+    /* the other programs build from the same folder; cpu is untouched */
     clt_tensor *r = clt_tensor_rand(CLT_SHAPE(4), CLT_F32, gpu);
     ck_assert_ptr_nonnull(r);
     clt_tensor *c = clt_tensor_ones(CLT_SHAPE(4), CLT_F32, clt_device_cpu());

@@ -108,7 +108,126 @@ CLT_API clt_tensor *clt_where(clt_tensor *cond, clt_tensor *a, clt_tensor *b);
 
 /* --- reductions --------------------------------------------------------------------------------- */
 
+/* Reductions over `dims` (ndims of them, negative counting from the end; ndims 0 reduces every
+ * dimension; dims may be NULL then): the reduced dimensions are removed, or kept with size 1
+ * when keepdim is true. Each returns a new reference. Errors: CLT_ERR_INVALID_ARGUMENT for a
+ * NULL tensor, ndims outside 0..CLT_MAX_DIMS, a dim out of range or repeated. Floating sums
+ * are compensated: their error does not grow with the number of elements. */
+
+/* Sum: i64 for integer and bool inputs (wrapping), f16 and bf16 summed in f32 and rounded once
+ * to their dtype, f32 and f64 kept. 0 over no elements. */
+CLT_API clt_tensor *clt_sum(clt_tensor *x, const int *dims, int ndims, bool keepdim);
+/* Arithmetic mean in x's dtype (f16 and bf16 computed in f32); NaN over no elements.
+ * CLT_ERR_DTYPE for integer and bool inputs, as PyTorch (convert them first). */
+CLT_API clt_tensor *clt_mean(clt_tensor *x, const int *dims, int ndims, bool keepdim);
+/* Largest / smallest element in x's dtype (torch.amax, torch.amin); NaN wins. CLT_ERR_SHAPE
+ * when a reduced dimension has size 0. */
+CLT_API clt_tensor *clt_max(clt_tensor *x, const int *dims, int ndims, bool keepdim);
+CLT_API clt_tensor *clt_min(clt_tensor *x, const int *dims, int ndims, bool keepdim);
+/* The i64 index along `dim` of the largest / smallest element, the first among equal ones; a
+ * NaN counts as the largest and the smallest (the first NaN wins). CLT_ERR_SHAPE for a
+ * dimension of size 0. */
+CLT_API clt_tensor *clt_argmax(clt_tensor *x, int dim, bool keepdim);
+CLT_API clt_tensor *clt_argmin(clt_tensor *x, int dim, bool keepdim);
+/* The same over the flattened tensor (PyTorch's dim=None): a 0-d i64 index in row-major order.
+ * CLT_ERR_SHAPE for a tensor without elements. */
+CLT_API clt_tensor *clt_argmax_all(clt_tensor *x);
+CLT_API clt_tensor *clt_argmin_all(clt_tensor *x);
+/* Variance sum((x - mean)^2) / max(0, N - correction) over the N reduced elements (correction
+ * 1: unbiased, PyTorch's default), by two passes; std is its square root. In x's dtype (f16
+ * and bf16 computed in f32); NaN over no elements. CLT_ERR_DTYPE for integer and bool inputs. */
+CLT_API clt_tensor *clt_var(clt_tensor *x, const int *dims, int ndims, int64_t correction,
+                            bool keepdim);
+CLT_API clt_tensor *clt_std(clt_tensor *x, const int *dims, int ndims, int64_t correction,
+                            bool keepdim);
+/* log(sum(exp(x))) computed as max + log(sum(exp(x - max))): no overflow. In x's dtype for
+ * floating inputs (f16 and bf16 computed in f32), f32 for integer and bool inputs as PyTorch;
+ * -inf over no elements. */
+CLT_API clt_tensor *clt_logsumexp(clt_tensor *x, const int *dims, int ndims, bool keepdim);
+
 /* --- matrix products ------------------------------------------------------------------------------ */
+
+/* a @ b as torch.matmul (1-D x 1-D gives a 0-d dot product; a 1-D a / b gets a 1 prepended /
+ * appended, then removed; N-D batches broadcast), a new reference. f32 or f64, one dtype (no
+ * promotion) and device; else CLT_ERR_DTYPE / _DEVICE_MISMATCH; CLT_ERR_SHAPE for 0-d or k != k. */
+CLT_API clt_tensor *clt_matmul(clt_tensor *a, clt_tensor *b);
+/* x @ weight^T + bias, as torch.nn.functional.linear: x (..., in), weight (out, in), bias (out)
+ * or NULL; gives (..., out), a new reference. The dtype and device rules and errors of
+ * clt_matmul, for all three tensors. */
+CLT_API clt_tensor *clt_linear(clt_tensor *x, clt_tensor *weight, clt_tensor *bias);
+
+/* --- neural-network functions ------------------------------------------------------------------- */
+
+/* softmax / log_softmax along dim (negative counts from the end), as torch.softmax; floating
+ * dtypes only (CLT_ERR_DTYPE otherwise). */
+CLT_API clt_tensor *clt_softmax(clt_tensor *x, int dim);
+CLT_API clt_tensor *clt_log_softmax(clt_tensor *x, int dim);
+
+/* How a loss reduces its per-element values (PyTorch's reduction=). */
+typedef enum clt_reduction {
+    CLT_REDUCTION_MEAN = 0, /* over the elements that count (not ignored) */
+    CLT_REDUCTION_SUM = 1,
+    CLT_REDUCTION_NONE = 2,
+} clt_reduction;
+
+/* Negative log-likelihood of class-index targets: log_probs (N, C) with target (N,) i64, or (C,)
+ * with a 0-d target. Targets equal to ignore_index (PyTorch uses -100) count for nothing; any
+ * other target outside 0..C-1 is CLT_ERR_INVALID_ARGUMENT naming it. The targets are read on the
+ * host to be checked. */
+CLT_API clt_tensor *clt_nll_loss(clt_tensor *log_probs, clt_tensor *target,
+                                 clt_reduction reduction, int64_t ignore_index);
+/* nll_loss(log_softmax(logits)) over the class dimension. */
+CLT_API clt_tensor *clt_cross_entropy(clt_tensor *logits, clt_tensor *target,
+                                      clt_reduction reduction, int64_t ignore_index);
+/* (input - target)^2, broadcast, reduced (integer inputs give f32). */
+CLT_API clt_tensor *clt_mse_loss(clt_tensor *input, clt_tensor *target, clt_reduction reduction);
+
+/* The rows of x along dim picked by a 1-D i64 index (checked on the host: CLT_ERR_INVALID_ARGUMENT
+ * names an index outside the dimension). */
+CLT_API clt_tensor *clt_index_select(clt_tensor *x, int dim, clt_tensor *index);
+/* weight (V, D) rows for i64 indices of any shape: the result has shape indices.shape + (D,). */
+CLT_API clt_tensor *clt_embedding(clt_tensor *weight, clt_tensor *indices);
+
+/* 2-D convolution options, [0] for height and [1] for width; 0 means PyTorch's default
+ * (stride 1, dilation 1, groups 1), so a zeroed struct (or NULL) is the default convolution. */
+typedef struct clt_conv2d_options {
+    int stride[2], padding[2], dilation[2], groups;
+} clt_conv2d_options;
+
+/* torch.nn.functional.conv2d: x (N, C, H, W), weight (O, C / groups, kh, kw), bias (O,) or NULL;
+ * f32 or f64 (as matrix products). CLT_ERR_SHAPE names the shapes that do not fit. */
+CLT_API clt_tensor *clt_conv2d(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
+                               const clt_conv2d_options *options);
+
+/* 2-D pooling options: kernel is required; stride 0 means the kernel size, dilation 0 means 1
+ * (max pooling only); padding at most half the kernel. Average pooling divides by the whole
+ * window unless exclude_padding (PyTorch's count_include_pad=False). No ceil mode. */
+typedef struct clt_pool2d_options {
+    int kernel[2], stride[2], padding[2], dilation[2];
+    bool exclude_padding;
+} clt_pool2d_options;
+
+/* Max pooling over (N, C, H, W); NaN wins. If indices is not NULL it receives a new i64 tensor of
+ * the flat position (within each H x W plane) of every maximum, as PyTorch's return_indices. */
+CLT_API clt_tensor *clt_max_pool2d(clt_tensor *x, const clt_pool2d_options *options,
+                                   clt_tensor **indices);
+CLT_API clt_tensor *clt_avg_pool2d(clt_tensor *x, const clt_pool2d_options *options);
+
+/* Batch normalisation of x (N, C, ...) per channel. Training: normalises with the batch's mean
+ * and biased variance and, when given, updates running_mean and running_var in place
+ * (running = (1 - momentum) * running + momentum * batch, unbiased variance); evaluation uses
+ * the running statistics (required). weight and bias (C,) may be NULL. */
+CLT_API clt_tensor *clt_batch_norm(clt_tensor *x, clt_tensor *running_mean,
+                                   clt_tensor *running_var, clt_tensor *weight, clt_tensor *bias,
+                                   bool training, double momentum, double eps);
+/* Layer normalisation over the last normalized_ndim dimensions (biased variance); weight and
+ * bias have those dimensions' shape, or are NULL. */
+CLT_API clt_tensor *clt_layer_norm(clt_tensor *x, int normalized_ndim, clt_tensor *weight,
+                                   clt_tensor *bias, double eps);
+/* Zeroes each element with probability p and scales the rest by 1 / (1 - p) when training;
+ * otherwise x itself (retained). The mask comes from the default generator (Philox): after the
+ * same clt_manual_seed every device drops the same elements. */
+CLT_API clt_tensor *clt_dropout(clt_tensor *x, double p, bool training);
 
 /* --- in place: x is changed and returned as a status; x keeps its dtype -------------------- */
 

@@ -159,6 +159,12 @@ static void host_event_release(void *event)
 }
 
 clt_status clt__host_elementwise(const char *fn, clt_device *dev, const clt__ew_call *call);
+clt_status clt__host_reduce(const char *fn, clt_device *dev, const clt__reduce_call *call);
+clt_status clt__host_gemm(const char *fn, clt_device *dev, const clt__gemm_call *call);
+
+clt_status clt__host_index_select(const char *fn, clt_device *dev, const clt__index_call *c);
+clt_status clt__host_im2col(const char *fn, clt_device *dev, const clt__conv_call *c);
+clt_status clt__host_pool2d(const char *fn, clt_device *dev, const clt__conv_call *c);
 
 const clt__backend clt__host_backend = {
     .name = "host",
@@ -170,9 +176,14 @@ const clt__backend clt__host_backend = {
     .fill = host_fill,
     .cast = host_cast,
     .random = host_random,
+    .index_select = clt__host_index_select,
+    .im2col = clt__host_im2col,
+    .pool2d = clt__host_pool2d,
     .elementwise = clt__host_elementwise,
     /* reductions */
+    .reduce = clt__host_reduce,
     /* matrix products */
+    .gemm = clt__host_gemm,
     .synchronize = host_synchronize,
     .marker = host_marker,
     .event_wait = host_event_wait,

@@ -378,13 +378,8 @@ static clt_status cl_copy(const char *fn, clt_device *dev, void *src, size_t src
     return err == CL_SUCCESS ? CLT_OK : clt__cl_error(fn, dev, err, "copying a buffer");
 }
 
-static clt_status cl_fill(const char *fn, clt_device *dev, void *buf, size_t offset,
-                          const void *pattern, size_t pattern_size, size_t nbytes)
-{
-    cl_int err = clEnqueueFillBuffer(clt__cl(dev)->queue, (cl_mem)buf, pattern, pattern_size,
-                                     offset, nbytes, 0, NULL, NULL);
-    return err == CL_SUCCESS ? CLT_OK : clt__cl_error(fn, dev, err, "filling a buffer");
-}
+clt_status clt__cl_fill(const char *fn, clt_device *dev, void *buf, size_t offset,
+                        const void *pattern, size_t pattern_size, size_t nbytes);
 
 /* The device's queue, or NULL when nothing was ever queued on it. */
 static cl_command_queue started_queue(clt_device *dev)
@@ -451,6 +446,12 @@ clt_status clt__cl_cast(const char *fn, clt_device *dev, void *src, size_t src_o
 clt_status clt__cl_random(const char *fn, clt_device *dev, void *buf, size_t off, clt_dtype dtype,
                           size_t n, bool normal, uint64_t seed, uint64_t counter);
 clt_status clt__cl_elementwise(const char *fn, clt_device *dev, const clt__ew_call *call);
+clt_status clt__cl_reduce(const char *fn, clt_device *dev, const clt__reduce_call *call);
+clt_status clt__cl_gemm(const char *fn, clt_device *dev, const clt__gemm_call *call);
+
+clt_status clt__cl_index_select(const char *fn, clt_device *dev, const clt__index_call *c);
+clt_status clt__cl_im2col(const char *fn, clt_device *dev, const clt__conv_call *c);
+clt_status clt__cl_pool2d(const char *fn, clt_device *dev, const clt__conv_call *c);
 
 const clt__backend clt__cl_backend = {
     .name = "opencl",
@@ -459,12 +460,17 @@ const clt__backend clt__cl_backend = {
     .write = cl_write,
     .read = cl_read,
     .copy = cl_copy,
-    .fill = cl_fill,
+    .fill = clt__cl_fill,
     .cast = clt__cl_cast,
     .random = clt__cl_random,
+    .index_select = clt__cl_index_select,
+    .im2col = clt__cl_im2col,
+    .pool2d = clt__cl_pool2d,
     .elementwise = clt__cl_elementwise,
     /* reductions */
+    .reduce = clt__cl_reduce,
     /* matrix products */
+    .gemm = clt__cl_gemm,
     .synchronize = cl_synchronize,
     .marker = cl_marker,
     .event_wait = cl_event_wait,

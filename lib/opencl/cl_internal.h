@@ -26,6 +26,7 @@ typedef struct clt__cl_kernel {
     char *name;
     cl_kernel kernel;
     size_t local_size; /* work-group size used for 1-D launches */
+    size_t max_local;  /* CL_KERNEL_WORK_GROUP_SIZE (0: unknown) */
 } clt__cl_kernel;
 
 typedef struct clt__cl_device {
@@ -58,6 +59,10 @@ bool clt__cl_usable(const char *c_version, const char *profile, const char **why
 /* Creates the device's context and queue on first use (under the device lock). */
 clt_status clt__cl_start(const char *fn, clt_device *dev);
 
+/* Build options that specialise elementwise.cl, nn.cl and the like for a dtype: -DDT (its token),
+ * -DST (storage type), -DCT (compute type), -DKIND (flt, dbl or int), -DCLT_KIND_INT. */
+const char *clt__cl_dtype_options(clt_dtype dtype);
+
 /* One kernel argument: its size and a pointer to its value (a cl_mem, a cl_ulong, ...). */
 typedef struct clt__cl_arg {
     size_t size;
@@ -70,6 +75,14 @@ typedef struct clt__cl_arg {
 clt_status clt__cl_launch(const char *fn, clt_device *dev, const char *program,
                           const char *options, const char *kernel, const clt__cl_arg *args,
                           int nargs, size_t n, cl_event *event);
+
+/* Runs kernel `kernel` over `groups` work-groups of *local work-items in 1-D (no bound to
+ * check). *local, asked for, is lowered to the largest power of two that the kernel and the
+ * device allow, and receives the size used. */
+clt_status clt__cl_launch_groups(const char *fn, clt_device *dev, const char *program,
+                                 const char *options, const char *kernel,
+                                 const clt__cl_arg *args, int nargs, size_t groups, size_t *local,
+                                 cl_event *event);
 
 /* A readable failure from an OpenCL call: "what on gpu:0 failed: CL_... (-5)". */
 clt_status clt__cl_error(const char *fn, clt_device *dev, cl_int err, const char *what);

@@ -21,8 +21,7 @@ clt_status clt__cl_cast(const char *fn, clt_device *dev, void *src, size_t src_o
     return clt__cl_launch(fn, dev, "cast", NULL, kernel, args, 5, n, NULL);
 }
 
-/* Build options that specialise elementwise.cl for a dtype. */
-static const char *ew_options(clt_dtype dtype)
+const char *clt__cl_dtype_options(clt_dtype dtype)
 {
     switch (dtype) {
     case CLT_F32: return "-DDT=f32 -DST=float -DCT=float -DKIND=flt -DCLT_KIND_INT=0";
@@ -84,8 +83,23 @@ clt_status clt__cl_elementwise(const char *fn, clt_device *dev, const clt__ew_ca
         {ssize, &s[0]},             {ssize, &s[1]},
     };
     snprintf(kernel, sizeof kernel, "ew_%s", clt__ew_name(c->op));
-    return clt__cl_launch(fn, dev, "elementwise", ew_options(c->dtype), kernel, args, 17, c->n,
+    return clt__cl_launch(fn, dev, "elementwise", clt__cl_dtype_options(c->dtype), kernel, args, 17, c->n,
                           NULL);
+}
+
+/* Fills with a kernel (ew_fill of the dtype whose storage has the pattern's size) rather than
+ * clEnqueueFillBuffer, so that checking tools such as Oclgrind see the memory written. */
+clt_status clt__cl_fill(const char *fn, clt_device *dev, void *buf, size_t offset,
+                        const void *pattern, size_t pattern_size, size_t nbytes)
+{
+    clt_dtype as = pattern_size == 1 ? CLT_U8 : pattern_size == 2 ? CLT_F16
+                   : pattern_size == 4 ? CLT_I32 : CLT_I64;
+    cl_mem b = buf;
+    cl_ulong off = offset / pattern_size, n = nbytes / pattern_size;
+    const clt__cl_arg args[] = {
+        {sizeof b, &b}, {sizeof off, &off}, {sizeof n, &n}, {pattern_size, pattern},
+    };
+    return clt__cl_launch(fn, dev, "elementwise", clt__cl_dtype_options(as), "ew_fill", args, 4, n, NULL);
 }
 
 clt_status clt__cl_random(const char *fn, clt_device *dev, void *buf, size_t off, clt_dtype dtype,

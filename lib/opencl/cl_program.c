@@ -187,6 +187,7 @@ static clt_status get_kernel(const char *fn, clt_device *dev, clt__cl_program *p
     }
     clGetKernelWorkGroupInfo(k->kernel, clt__cl(dev)->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg,
                              &wg, NULL);
+    k->max_local = wg;
     k->local_size = 64;
     while (k->local_size > 1 && wg && k->local_size > wg)
         k->local_size /= 2;
@@ -197,9 +198,11 @@ static clt_status get_kernel(const char *fn, clt_device *dev, clt__cl_program *p
     return CLT_OK;
 }
 
-clt_status clt__cl_launch(const char *fn, clt_device *dev, const char *program,
+/* Sets the arguments and enqueues the kernel: `groups` work-groups of *local work-items, or,
+ * with groups 0, n work-items rounded up to the kernel's 1-D work-group size. */
+static clt_status enqueue(const char *fn, clt_device *dev, const char *program,
                           const char *options, const char *kernel, const clt__cl_arg *args,
-                          int nargs, size_t n, cl_event *event)
+                          int nargs, size_t n, size_t groups, size_t *local, cl_event *event)
 {
     clt__cl_device *cd = clt__cl(dev);
     clt__cl_program *p = NULL;
@@ -207,7 +210,7 @@ clt_status clt__cl_launch(const char *fn, clt_device *dev, const char *program,
     clt_status st = clt__cl_start(fn, dev);
     cl_int err = CL_SUCCESS;
 
-    if (st != CLT_OK || n == 0)
+    if (st != CLT_OK || (groups == 0 && n == 0))
         return st;
     clt__cl_reap(dev, false);
     pthread_mutex_lock(&cd->lock);
@@ -217,10 +220,24 @@ clt_status clt__cl_launch(const char *fn, clt_device *dev, const char *program,
     for (int i = 0; st == CLT_OK && i < nargs && err == CL_SUCCESS; i++)
         err = clSetKernelArg(k->kernel, (cl_uint)i, args[i].size, args[i].value);
     if (st == CLT_OK && err == CL_SUCCESS) {
-        size_t local = k->local_size;
-        size_t global = (n + local - 1) / local * local;
-        err = clEnqueueNDRangeKernel(cd->queue, k->kernel, 1, NULL, &global, &local, 0, NULL,
-                                     event);
+        size_t lsize = k->local_size, global = 0;
+        if (groups > 0) {
+            size_t cap = dev->info.max_work_group_size;
+            if (k->max_local && k->max_local < cap)
+                cap = k->max_local;
+            for (lsize = 1; lsize * 2 <= *local && lsize * 2 <= cap;)
+                lsize *= 2;
+            *local = lsize;
+            if (!clt__mul_size(groups, lsize, &global))
+                st = clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                                "%zu work-groups of %zu work-items are too many for %s", groups,
+                                lsize, dev->name);
+        } else {
+            global = (n + lsize - 1) / lsize * lsize;
+        }
+        if (st == CLT_OK)
+            err = clEnqueueNDRangeKernel(cd->queue, k->kernel, 1, NULL, &global, &lsize, 0, NULL,
+                                         event);
     }
     pthread_mutex_unlock(&cd->lock);
     if (st == CLT_OK && err != CL_SUCCESS) {
@@ -229,4 +246,19 @@ clt_status clt__cl_launch(const char *fn, clt_device *dev, const char *program,
         st = clt__cl_error(fn, dev, err, what);
     }
     return st;
+}
+
+clt_status clt__cl_launch(const char *fn, clt_device *dev, const char *program,
+                          const char *options, const char *kernel, const clt__cl_arg *args,
+                          int nargs, size_t n, cl_event *event)
+{
+    return enqueue(fn, dev, program, options, kernel, args, nargs, n, 0, NULL, event);
+}
+
+clt_status clt__cl_launch_groups(const char *fn, clt_device *dev, const char *program,
+                                 const char *options, const char *kernel,
+                                 const clt__cl_arg *args, int nargs, size_t groups, size_t *local,
+                                 cl_event *event)
+{
+    return enqueue(fn, dev, program, options, kernel, args, nargs, 0, groups, local, event);
 }

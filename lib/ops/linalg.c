@@ -1,1 +1,354 @@
-/* Matrix products: see lib/ops/linalg.c. */
+/* Matrix product front ends (matmul, linear): device, dtype and shape checks, torch.matmul's
+ * shape rules (1-D operands promoted to matrices, broadcast batch dimensions), the layout each
+ * operand has for BLAS (transposed or not, leading dimension, batch stride) with a copy only
+ * where its strides allow none, and dispatch to the device's strided-batched GEMM. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cltensor/ops.h"
+#include "core/core.h"
+#include "tensor/tensor_internal.h"
+
+/* One operand as a batch of rows x cols matrices over a tensor's storage, in elements. */
+typedef struct mat {
+    clt_tensor *t;      /* whose storage holds the elements; owned when it is a copy */
+    bool copy;
+    int nb;             /* batch dimensions, their sizes and strides */
+    int64_t bshape[CLT_MAX_DIMS], bstrides[CLT_MAX_DIMS];
+    int64_t rows, cols, rs, cs; /* matrix sizes and the strides of rows and columns */
+} mat;
+
+/* How BLAS reads an operand: stored transposed or not, its leading dimension and batch stride. */
+typedef struct layout {
+    bool trans;
+    size_t ld, stride;
+} layout;
+
+static clt_status check_tensors(const char *fn, clt_tensor *const *ts, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (clt__tensor_check(fn, ts[i]) != CLT_OK)
+            return CLT_ERR_INVALID_ARGUMENT;
+    for (int i = 1; i < n; i++) {
+        clt_device *a = ts[0]->storage->device, *b = ts[i]->storage->device;
+        if (a != b)
+            return clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
+                              "expected all tensors on the same device, got %s and %s", a->name,
+                              b->name);
+    }
+    for (int i = 0; i < n; i++) {
+        clt_dtype dt = ts[i]->dtype;
+        clt_device *dev = ts[i]->storage->device;
+        if (dt != CLT_F32 && dt != CLT_F64)
+            return clt__error(CLT_ERR_DTYPE, fn,
+                              "dtype %s is not supported on %s: matrix products take f32 or f64",
+                              clt_dtype_name(dt), dev->name);
+        if (dt == CLT_F64 && !dev->info.fp64)
+            return clt__error(CLT_ERR_DTYPE, fn,
+                              "dtype f64 is not supported on %s (%s): the device has no fp64",
+                              dev->name, dev->info.name);
+    }
+    for (int i = 1; i < n; i++)
+        if (ts[i]->dtype != ts[0]->dtype)
+            return clt__error(CLT_ERR_DTYPE, fn,
+                              "expected all tensors of the same dtype, got %s and %s (matrix "
+                              "products do not promote; convert with clt_tensor_to_dtype)",
+                              clt_dtype_name(ts[0]->dtype), clt_dtype_name(ts[i]->dtype));
+    return CLT_OK;
+}
+
+static clt_status shape_error(const char *fn, const clt_tensor *a, const clt_tensor *b,
+                              const char *what)
+{
+    char sa[256], sb[256];
+    clt__format_shape(sa, sizeof sa, a->ndim, a->shape);
+    clt__format_shape(sb, sizeof sb, b->ndim, b->shape);
+    return clt__error(CLT_ERR_SHAPE, fn, "shapes %s and %s %s", sa, sb, what);
+}
+
+/* Dimensions first .. first+nb-1 of t as the batch, the two after as the matrix. */
+static mat mat_of(clt_tensor *t, int first, int nb)
+{
+    mat x = {.t = t, .nb = nb};
+    for (int d = 0; d < nb; d++) {
+        x.bshape[d] = t->shape[first + d];
+        x.bstrides[d] = t->strides[first + d];
+    }
+    x.rows = t->shape[first + nb];
+    x.cols = t->shape[first + nb + 1];
+    x.rs = t->strides[first + nb];
+    x.cs = t->strides[first + nb + 1];
+    return x;
+}
+
+/* x's batch stride for the output's batch dimension d (0 where broadcast). */
+static int64_t batch_stride(const mat *x, int nb, const int64_t *bshape, int d)
+{
+    int xd = d - (nb - x->nb);
+    return xd >= 0 && x->bshape[xd] == bshape[d] ? x->bstrides[xd] : 0;
+}
+
+/* x's layout over the output's batch shape; false when its strides give BLAS none: the rows
+ * or the columns must be unit-stride, and the batch must advance by one stride (0 included). */
+static bool layout_of(const mat *x, int nb, const int64_t *bshape, layout *l)
+{
+    int64_t s = -1, inner = 1;
+    if ((x->cols == 1 || x->cs == 1) && (x->rows == 1 || x->rs >= x->cols)) {
+        l->trans = false;
+        l->ld = (size_t)(x->rows == 1 ? x->cols : x->rs);
+    } else if ((x->rows == 1 || x->rs == 1) && (x->cols == 1 || x->cs >= x->rows)) {
+        l->trans = true;
+        l->ld = (size_t)(x->cols == 1 ? x->rows : x->cs);
+    } else {
+        return false;
+    }
+    for (int d = nb - 1; d >= 0; d--) {
+        int64_t st = batch_stride(x, nb, bshape, d);
+        if (bshape[d] == 1)
+            continue;
+        if (s < 0)
+            s = st;
+        else if (st != s * inner)
+            return false;
+        inner *= bshape[d];
+    }
+    l->stride = s < 0 ? 0 : (size_t)s;
+    return true;
+}
+
+/* x's elements copied into a new contiguous tensor: over the output's batch shape when
+ * `expand`, else over x's own. x then describes the copy. */
+static clt_status materialize(const char *fn, mat *x, int nb, const int64_t *bshape, bool expand)
+{
+    clt_tensor *src = x->t, *y;
+    clt_device *dev = src->storage->device;
+    int n = (expand ? nb : x->nb) + 2;
+    int64_t shape[CLT_MAX_DIMS];
+    clt__ew_call c = {.op = CLT_EW_copy, .dtype = src->dtype, .ndim = n};
+    for (int d = 0; d < n - 2; d++) {
+        shape[d] = expand ? bshape[d] : x->bshape[d];
+        c.in[0].strides[d] = expand ? batch_stride(x, nb, bshape, d) : x->bstrides[d];
+    }
+    shape[n - 2] = x->rows;
+    shape[n - 1] = x->cols;
+    c.in[0].strides[n - 2] = x->rs;
+    c.in[0].strides[n - 1] = x->cs;
+    y = clt__tensor_new(fn, dev, src->dtype, n, shape);
+    if (!y)
+        return clt_last_status();
+    memcpy(c.shape, y->shape, sizeof c.shape);
+    memcpy(c.out.strides, y->strides, sizeof c.out.strides);
+    c.out.buf = y->storage->buf;
+    c.in[0].buf = src->storage->buf;
+    c.in[0].offset = src->offset;
+    c.n = y->numel;
+    if (y->numel && dev->backend->elementwise(fn, dev, &c) != CLT_OK) {
+        clt_tensor_release(y);
+        return clt_last_status();
+    }
+    if (x->copy)
+        clt_tensor_release(src);
+    *x = mat_of(y, 0, n - 2);
+    x->copy = true;
+    return CLT_OK;
+}
+
+/* x's layout, copying x first when its strides allow none: over its own batch shape when that
+ * is enough, else over the output's. */
+static clt_status prepare(const char *fn, mat *x, int nb, const int64_t *bshape, layout *l)
+{
+    mat packed = *x;
+    if (layout_of(x, nb, bshape, l))
+        return CLT_OK;
+    packed.rs = x->cols; /* what a contiguous copy of its own shape would have */
+    packed.cs = 1;
+    int64_t step = x->rows * x->cols;
+    for (int d = packed.nb - 1; d >= 0; d--) {
+        packed.bstrides[d] = step;
+        step *= packed.bshape[d];
+    }
+    if (materialize(fn, x, nb, bshape, !layout_of(&packed, nb, bshape, l)) != CLT_OK)
+        return clt_last_status();
+    layout_of(x, nb, bshape, l);
+    return CLT_OK;
+}
+
+/* out (batch..., m, n, contiguous; the 1 of a 1-D operand left out) = a @ b, plus bias
+ * broadcast over the rows when bias is not NULL. */
+static clt_status product(const char *fn, clt_tensor *out, mat *a, mat *b, clt_tensor *bias)
+{
+    clt_device *dev = out->storage->device;
+    int nb = a->nb > b->nb ? a->nb : b->nb;
+    int64_t bshape[CLT_MAX_DIMS];
+    size_t batch = 1, esize = clt_dtype_size(out->dtype);
+    layout la, lb;
+    clt__gemm_call g;
+    static const unsigned char zeros[8] = {0};
+
+    for (int d = 0; d < nb; d++) {
+        int ad = d - (nb - a->nb), bd = d - (nb - b->nb);
+        int64_t sa = ad >= 0 ? a->bshape[ad] : 1, sb = bd >= 0 ? b->bshape[bd] : 1;
+        bshape[d] = sa == 1 ? sb : sa;
+        batch *= (size_t)bshape[d];
+    }
+    if (out->numel == 0)
+        return CLT_OK;
+    if (clt__storage_sync(fn, a->t->storage) != CLT_OK ||
+        clt__storage_sync(fn, b->t->storage) != CLT_OK ||
+        (bias && clt__storage_sync(fn, bias->storage) != CLT_OK))
+        return clt_last_status();
+    if (bias) { /* the bias in every row: the product's initial value */
+        clt__ew_call c = {.op = CLT_EW_copy, .dtype = out->dtype, .ndim = 2, .n = out->numel};
+        c.shape[0] = (int64_t)(out->numel / (size_t)bias->shape[0]);
+        c.shape[1] = bias->shape[0];
+        c.out = (clt__operand){out->storage->buf, out->offset, {c.shape[1], 1}};
+        c.in[0] = (clt__operand){bias->storage->buf, bias->offset, {0, bias->strides[0]}};
+        if (dev->backend->elementwise(fn, dev, &c) != CLT_OK)
+            return clt_last_status();
+    }
+    if (a->cols == 0)
+        return bias ? CLT_OK
+                    : dev->backend->fill(fn, dev, out->storage->buf, out->offset * esize, zeros,
+                                         esize, out->numel * esize);
+    if (prepare(fn, a, nb, bshape, &la) != CLT_OK || prepare(fn, b, nb, bshape, &lb) != CLT_OK)
+        return clt_last_status();
+    g = (clt__gemm_call){
+        .dtype = out->dtype,
+        .trans_a = la.trans,
+        .trans_b = lb.trans,
+        .m = (size_t)a->rows,
+        .n = (size_t)b->cols,
+        .k = (size_t)a->cols,
+        .batch = batch,
+        .alpha = 1,
+        .beta = bias ? 1 : 0,
+        .a = a->t->storage->buf,
+        .b = b->t->storage->buf,
+        .c = out->storage->buf,
+        .a_offset = a->t->offset,
+        .b_offset = b->t->offset,
+        .c_offset = out->offset,
+        .lda = la.ld,
+        .ldb = lb.ld,
+        .ldc = (size_t)b->cols,
+        .a_stride = la.stride,
+        .b_stride = lb.stride,
+        .c_stride = (size_t)(a->rows * b->cols),
+    };
+    /* one B for the whole batch and A's matrices one after another: a single taller product */
+    if (g.batch > 1 && g.b_stride == 0 && !g.trans_a && g.a_stride == g.m * g.lda) {
+        g.m *= g.batch;
+        g.batch = 1;
+    }
+    return dev->backend->gemm(fn, dev, &g);
+}
+
+/* Runs product into a new tensor of the given shape; releases the operands' copies. */
+static clt_tensor *run(const char *fn, int ndim, const int64_t *shape, mat *a, mat *b,
+                       clt_tensor *bias)
+{
+    clt_tensor *out = clt__tensor_new(fn, a->t->storage->device, a->t->dtype, ndim, shape);
+    if (out && product(fn, out, a, b, bias) != CLT_OK) {
+        clt_tensor_release(out);
+        out = NULL;
+    }
+    if (a->copy)
+        clt_tensor_release(a->t);
+    if (b->copy)
+        clt_tensor_release(b->t);
+    return out;
+}
+
+clt_tensor *clt_matmul(clt_tensor *a, clt_tensor *b)
+{
+    static const char *const fn = "clt_matmul";
+    clt_tensor *ts[2] = {a, b};
+    int64_t shape[CLT_MAX_DIMS];
+    int ndim = 0, nb;
+    mat ma, mb;
+
+    if (check_tensors(fn, ts, 2) != CLT_OK)
+        return NULL;
+    if (a->ndim == 0 || b->ndim == 0) {
+        shape_error(fn, a, b, "cannot be multiplied: both need at least 1 dimension");
+        return NULL;
+    }
+    /* a 1-D a is one row, a 1-D b one column */
+    if (a->ndim == 1)
+        ma = (mat){.t = a, .rows = 1, .cols = a->shape[0], .rs = a->shape[0], .cs = a->strides[0]};
+    else
+        ma = mat_of(a, 0, a->ndim - 2);
+    if (b->ndim == 1)
+        mb = (mat){.t = b, .rows = b->shape[0], .cols = 1, .rs = b->strides[0], .cs = 1};
+    else
+        mb = mat_of(b, 0, b->ndim - 2);
+    if (ma.cols != mb.rows) {
+        char what[96];
+        snprintf(what, sizeof what, "cannot be multiplied (inner sizes %lld and %lld differ)",
+                 (long long)ma.cols, (long long)mb.rows);
+        shape_error(fn, a, b, what);
+        return NULL;
+    }
+    nb = ma.nb > mb.nb ? ma.nb : mb.nb;
+    for (int d = 0; d < nb; d++) {
+        int ad = d - (nb - ma.nb), bd = d - (nb - mb.nb);
+        int64_t sa = ad >= 0 ? ma.bshape[ad] : 1, sb = bd >= 0 ? mb.bshape[bd] : 1;
+        if (sa != sb && sa != 1 && sb != 1) {
+            char what[128];
+            snprintf(what, sizeof what,
+                     "cannot be multiplied: their batch dimensions do not broadcast (batch "
+                     "dimension %d: %lld and %lld)",
+                     d, (long long)sa, (long long)sb);
+            shape_error(fn, a, b, what);
+            return NULL;
+        }
+        shape[ndim++] = sa == 1 ? sb : sa;
+    }
+    if (a->ndim > 1)
+        shape[ndim++] = ma.rows;
+    if (b->ndim > 1)
+        shape[ndim++] = mb.cols;
+    return run(fn, ndim, shape, &ma, &mb, NULL);
+}
+
+clt_tensor *clt_linear(clt_tensor *x, clt_tensor *weight, clt_tensor *bias)
+{
+    static const char *const fn = "clt_linear";
+    clt_tensor *ts[3] = {x, weight, bias};
+    int64_t shape[CLT_MAX_DIMS];
+    mat mx, mw;
+
+    if (check_tensors(fn, ts, bias ? 3 : 2) != CLT_OK)
+        return NULL;
+    if (x->ndim == 0 || weight->ndim != 2) {
+        shape_error(fn, x, weight,
+                    "do not fit x (..., in) and weight (out, in): x needs at least 1 "
+                    "dimension, weight exactly 2");
+        return NULL;
+    }
+    if (x->shape[x->ndim - 1] != weight->shape[1]) {
+        char what[128];
+        snprintf(what, sizeof what,
+                 "do not fit x (..., in) and weight (out, in): in is %lld and %lld",
+                 (long long)x->shape[x->ndim - 1], (long long)weight->shape[1]);
+        shape_error(fn, x, weight, what);
+        return NULL;
+    }
+    if (bias && (bias->ndim != 1 || bias->shape[0] != weight->shape[0])) {
+        char what[128];
+        snprintf(what, sizeof what, "do not fit weight (out, in) and bias (out) with out = %lld",
+                 (long long)weight->shape[0]);
+        shape_error(fn, weight, bias, what);
+        return NULL;
+    }
+    if (x->ndim == 1)
+        mx = (mat){.t = x, .rows = 1, .cols = x->shape[0], .rs = x->shape[0], .cs = x->strides[0]};
+    else
+        mx = mat_of(x, 0, x->ndim - 2);
+    /* weight^T: in x out */
+    mw = (mat){.t = weight, .rows = weight->shape[1], .cols = weight->shape[0],
+               .rs = weight->strides[1], .cs = weight->strides[0]};
+    memcpy(shape, x->shape, sizeof shape);
+    shape[x->ndim - 1] = weight->shape[0];
+    return run(fn, x->ndim, shape, &mx, &mw, bias);
+}

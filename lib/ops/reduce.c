@@ -1,1 +1,370 @@
-/* Reductions: see lib/ops/reduce.c. */
+/* Reduction front ends: checking the dims, moving the reduced dimensions last and making the
+ * input contiguous, so that the backend reduces `rows` contiguous rows of `len` elements, and
+ * composing mean, var, std and logsumexp from the backend's sums, maxima and squared
+ * deviations with elementwise operations. */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cltensor/ops.h"
+#include "core/core.h"
+#include "tensor/tensor_internal.h"
+
+/* How x is reduced: the dims, the permutation that moves them last, the rows and their length,
+ * and the result's shape. */
+typedef struct plan {
+    bool reduced[CLT_MAX_DIMS];
+    int perm[CLT_MAX_DIMS]; /* the kept dimensions in order, then the reduced ones */
+    bool moved;             /* perm is not the identity */
+    size_t rows, len;
+    int ndim; /* the result's */
+    int64_t shape[CLT_MAX_DIMS];
+    int empty_dim; /* a reduced dimension of size 0, or -1 */
+} plan;
+
+static bool is_float(clt_dtype t)
+{
+    return t == CLT_F32 || t == CLT_F64 || t == CLT_F16 || t == CLT_BF16;
+}
+
+/* t, or, when t is NULL (a call made for fn failed), NULL with the error renamed "fn: cause". */
+static clt_tensor *named(const char *fn, clt_tensor *t)
+{
+    if (!t) {
+        char cause[512];
+        snprintf(cause, sizeof cause, "%s", clt_last_error());
+        clt__error(clt_last_status(), fn, "%s", cause);
+    }
+    return t;
+}
+
+/* Checks x and the dims and works out the plan. */
+static clt_status make_plan(const char *fn, const clt_tensor *x, const int *dims, int ndims,
+                            bool keepdim, plan *p)
+{
+    int n = 0;
+    if (clt__tensor_check(fn, x) != CLT_OK)
+        return CLT_ERR_INVALID_ARGUMENT;
+    if (ndims < 0 || ndims > CLT_MAX_DIMS)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "ndims %d is outside 0..%d", ndims,
+                          CLT_MAX_DIMS);
+    if (ndims > 0 && !dims)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "dims is NULL (ndims %d)", ndims);
+    memset(p, 0, sizeof *p);
+    for (int i = 0; i < ndims; i++) {
+        int d = dims[i];
+        if (clt__dim_check(fn, &d, x->ndim) != CLT_OK)
+            return CLT_ERR_INVALID_ARGUMENT;
+        if (p->reduced[d])
+            return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                              "dim %d appears more than once in dims (valid: %d..%d, each once)",
+                              dims[i], x->ndim > 0 ? -x->ndim : -1, x->ndim > 0 ? x->ndim - 1 : 0);
+        p->reduced[d] = true;
+    }
+    p->rows = p->len = 1;
+    p->empty_dim = -1;
+    for (int d = 0; d < x->ndim; d++) {
+        if (ndims == 0)
+            p->reduced[d] = true;
+        if (!p->reduced[d]) {
+            p->rows *= (size_t)x->shape[d];
+            p->perm[n++] = d;
+            p->shape[p->ndim++] = x->shape[d];
+        } else {
+            p->len *= (size_t)x->shape[d];
+            if (x->shape[d] == 0 && p->empty_dim < 0)
+                p->empty_dim = d;
+            if (keepdim)
+                p->shape[p->ndim++] = 1;
+        }
+    }
+    for (int d = 0; d < x->ndim; d++)
+        if (p->reduced[d])
+            p->perm[n++] = d;
+    for (int d = 0; d < x->ndim; d++)
+        p->moved = p->moved || p->perm[d] != d;
+    return CLT_OK;
+}
+
+/* x with the reduced dimensions moved last, contiguous: a new reference. */
+static clt_tensor *arrange(const char *fn, clt_tensor *x, const plan *p)
+{
+    clt_tensor *v, *c;
+    if (!p->moved)
+        return clt__contiguous(fn, x);
+    v = named(fn, clt_permute(x, p->perm));
+    if (!v)
+        return NULL;
+    c = clt__contiguous(fn, v);
+    clt_tensor_release(v);
+    return c;
+}
+
+/* Runs op over `rows` rows of `len` elements of the contiguous xc into out (contiguous, rows
+ * elements); mean (SQDEV) gives one value a row. Rows without elements give 0. */
+static clt_status launch(const char *fn, clt__reduce_op op, clt_tensor *xc, size_t rows,
+                         size_t len, clt_tensor *out, clt_tensor *mean)
+{
+    clt_device *dev = out->storage->device;
+    clt__reduce_call c = {.op = op, .dtype = xc->dtype, .rows = rows, .len = len,
+                          .in = xc->storage->buf, .in_offset = xc->offset,
+                          .out = out->storage->buf, .out_offset = out->offset};
+    if (rows == 0)
+        return CLT_OK;
+    if (clt__storage_sync(fn, out->storage) != CLT_OK)
+        return clt_last_status();
+    if (len == 0) {
+        static const unsigned char zero[8] = {0};
+        size_t size = clt_dtype_size(out->dtype);
+        return dev->backend->fill(fn, dev, out->storage->buf, out->offset * size, zero, size,
+                                  rows * size);
+    }
+    if (mean) {
+        c.mean = mean->storage->buf;
+        c.mean_offset = mean->offset;
+        if (clt__storage_sync(fn, mean->storage) != CLT_OK)
+            return clt_last_status();
+    }
+    if (clt__storage_sync(fn, xc->storage) != CLT_OK)
+        return clt_last_status();
+    return dev->backend->reduce(fn, dev, &c);
+}
+
+/* op over the arranged xc into a new tensor of the given shape and the op's result dtype. */
+static clt_tensor *reduce_new(const char *fn, clt__reduce_op op, clt_tensor *xc, size_t rows,
+                              size_t len, int ndim, const int64_t *shape, clt_tensor *mean)
+{
+    clt_tensor *out = clt__tensor_new(fn, xc->storage->device, clt__reduce_dtype(op, xc->dtype),
+                                      ndim, shape);
+    if (out && launch(fn, op, xc, rows, len, out, mean) != CLT_OK) {
+        clt_tensor_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* t converted to dtype (t's reference is taken over). */
+static clt_tensor *finish(const char *fn, clt_tensor *t, clt_dtype dtype)
+{
+    clt_tensor *r;
+    if (!t || t->dtype == dtype)
+        return t;
+    r = named(fn, clt_tensor_to_dtype(t, dtype));
+    clt_tensor_release(t);
+    return r;
+}
+
+static clt_status need_float(const char *fn, const clt_tensor *x)
+{
+    if (is_float(x->dtype))
+        return CLT_OK;
+    return clt__error(CLT_ERR_DTYPE, fn,
+                      "dtype %s (on %s) is not supported: a floating dtype is needed (convert "
+                      "the input with clt_tensor_to_dtype)",
+                      clt_dtype_name(x->dtype), x->storage->device->name);
+}
+
+static clt_status need_elements(const char *fn, const clt_tensor *x, const plan *p)
+{
+    char s[256];
+    if (p->len > 0)
+        return CLT_OK;
+    clt__format_shape(s, sizeof s, x->ndim, x->shape);
+    return clt__error(CLT_ERR_SHAPE, fn,
+                      "cannot reduce over dim %d of size 0 (shape %s): the reduction has no "
+                      "identity",
+                      p->empty_dim, s);
+}
+
+/* ---- sum, max, min, argmax, argmin --------------------------------------------------------- */
+
+/* op over the plan's rows: the result in the op's dtype. */
+static clt_tensor *simple(const char *fn, clt__reduce_op op, clt_tensor *x, const int *dims,
+                          int ndims, bool keepdim)
+{
+    plan p;
+    clt_tensor *xc, *out;
+    if (make_plan(fn, x, dims, ndims, keepdim, &p) != CLT_OK)
+        return NULL;
+    if (op != CLT_REDUCE_SUM && need_elements(fn, x, &p) != CLT_OK)
+        return NULL;
+    xc = arrange(fn, x, &p);
+    if (!xc)
+        return NULL;
+    out = reduce_new(fn, op, xc, p.rows, p.len, p.ndim, p.shape, NULL);
+    clt_tensor_release(xc);
+    return out;
+}
+
+clt_tensor *clt_sum(clt_tensor *x, const int *dims, int ndims, bool keepdim)
+{
+    static const char *const fn = "clt_sum";
+    clt_tensor *s = simple(fn, CLT_REDUCE_SUM, x, dims, ndims, keepdim);
+    if (s && (x->dtype == CLT_F16 || x->dtype == CLT_BF16))
+        return finish(fn, s, x->dtype);
+    return s;
+}
+
+clt_tensor *clt_max(clt_tensor *x, const int *dims, int ndims, bool keepdim)
+{
+    return simple("clt_max", CLT_REDUCE_AMAX, x, dims, ndims, keepdim);
+}
+
+clt_tensor *clt_min(clt_tensor *x, const int *dims, int ndims, bool keepdim)
+{
+    return simple("clt_min", CLT_REDUCE_AMIN, x, dims, ndims, keepdim);
+}
+
+clt_tensor *clt_argmax(clt_tensor *x, int dim, bool keepdim)
+{
+    return simple("clt_argmax", CLT_REDUCE_ARGMAX, x, &dim, 1, keepdim);
+}
+
+clt_tensor *clt_argmin(clt_tensor *x, int dim, bool keepdim)
+{
+    return simple("clt_argmin", CLT_REDUCE_ARGMIN, x, &dim, 1, keepdim);
+}
+
+clt_tensor *clt_argmax_all(clt_tensor *x)
+{
+    return simple("clt_argmax_all", CLT_REDUCE_ARGMAX, x, NULL, 0, false);
+}
+
+clt_tensor *clt_argmin_all(clt_tensor *x)
+{
+    return simple("clt_argmin_all", CLT_REDUCE_ARGMIN, x, NULL, 0, false);
+}
+
+/* ---- mean, var, std -------------------------------------------------------------------------- */
+
+clt_tensor *clt_mean(clt_tensor *x, const int *dims, int ndims, bool keepdim)
+{
+    static const char *const fn = "clt_mean";
+    plan p;
+    clt_tensor *xc, *s, *m = NULL;
+    if (make_plan(fn, x, dims, ndims, keepdim, &p) != CLT_OK || need_float(fn, x) != CLT_OK)
+        return NULL;
+    xc = arrange(fn, x, &p);
+    if (!xc)
+        return NULL;
+    s = reduce_new(fn, CLT_REDUCE_SUM, xc, p.rows, p.len, p.ndim, p.shape, NULL);
+    if (s)
+        m = named(fn, clt_div_scalar(s, (double)p.len)); /* 0 / 0 = NaN without elements */
+    clt_tensor_release(s);
+    clt_tensor_release(xc);
+    return finish(fn, m, x->dtype);
+}
+
+static clt_tensor *variance(const char *fn, clt_tensor *x, const int *dims, int ndims,
+                            int64_t correction, bool keepdim, bool root)
+{
+    plan p;
+    clt_tensor *xc, *s = NULL, *m = NULL, *q = NULL, *v = NULL, *r = NULL;
+    double divisor;
+    if (make_plan(fn, x, dims, ndims, keepdim, &p) != CLT_OK || need_float(fn, x) != CLT_OK)
+        return NULL;
+    xc = arrange(fn, x, &p);
+    if (!xc)
+        return NULL;
+    divisor = (double)p.len - (double)correction;
+    s = reduce_new(fn, CLT_REDUCE_SUM, xc, p.rows, p.len, p.ndim, p.shape, NULL);
+    if (s)
+        m = named(fn, clt_div_scalar(s, (double)p.len));
+    if (m)
+        q = reduce_new(fn, CLT_REDUCE_SQDEV, xc, p.rows, p.len, p.ndim, p.shape, m);
+    if (q)
+        v = named(fn, clt_div_scalar(q, divisor > 0 ? divisor : 0.0));
+    if (v)
+        r = root ? named(fn, clt_sqrt(v)) : clt_tensor_retain(v);
+    clt_tensor_release(v);
+    clt_tensor_release(q);
+    clt_tensor_release(m);
+    clt_tensor_release(s);
+    clt_tensor_release(xc);
+    return finish(fn, r, x->dtype);
+}
+
+clt_tensor *clt_var(clt_tensor *x, const int *dims, int ndims, int64_t correction, bool keepdim)
+{
+    return variance("clt_var", x, dims, ndims, correction, keepdim, false);
+}
+
+clt_tensor *clt_std(clt_tensor *x, const int *dims, int ndims, int64_t correction, bool keepdim)
+{
+    return variance("clt_std", x, dims, ndims, correction, keepdim, true);
+}
+
+/* ---- logsumexp ------------------------------------------------------------------------------- */
+
+/* max + log(sum(exp(x - max))) over rows of the arranged xc (f32 or f64), as a (rows, 1)
+ * tensor. An infinite max is replaced by the largest finite value, which gives inf for a row
+ * holding +inf and -inf for a row of -inf only, where x - max would be NaN. */
+static clt_tensor *lse_rows(const char *fn, clt_tensor *xc, size_t rows, size_t len)
+{
+    clt_device *dev = xc->storage->device;
+    double big = xc->dtype == CLT_F64 ? DBL_MAX : FLT_MAX;
+    int64_t col[2] = {(int64_t)rows, 1}, all[2] = {(int64_t)rows, (int64_t)len};
+    clt_tensor *m, *mc = NULL, *x2 = NULL, *d = NULL, *e = NULL, *s = NULL, *l = NULL, *r = NULL;
+    m = reduce_new(fn, CLT_REDUCE_AMAX, xc, rows, len, 2, col, NULL);
+    if (m)
+        mc = named(fn, clt_clamp(m, -big, big));
+    if (mc)
+        x2 = named(fn, clt_view(xc, 2, all));
+    if (x2)
+        d = named(fn, clt_sub(x2, mc));
+    if (d)
+        e = named(fn, clt_exp(d));
+    if (e)
+        s = clt__tensor_new(fn, dev, xc->dtype, 2, col);
+    if (s && launch(fn, CLT_REDUCE_SUM, e, rows, len, s, NULL) == CLT_OK)
+        l = named(fn, clt_log(s));
+    if (l)
+        r = named(fn, clt_add(l, mc));
+    clt_tensor_release(l);
+    clt_tensor_release(s);
+    clt_tensor_release(e);
+    clt_tensor_release(d);
+    clt_tensor_release(x2);
+    clt_tensor_release(mc);
+    clt_tensor_release(m);
+    return r;
+}
+
+clt_tensor *clt_logsumexp(clt_tensor *x, const int *dims, int ndims, bool keepdim)
+{
+    static const char *const fn = "clt_logsumexp";
+    plan p;
+    clt_dtype work, out;
+    clt_tensor *xf, *xc = NULL, *rows = NULL, *r = NULL;
+    if (make_plan(fn, x, dims, ndims, keepdim, &p) != CLT_OK)
+        return NULL;
+    out = is_float(x->dtype) ? x->dtype : CLT_F32;
+    work = x->dtype == CLT_F64 ? CLT_F64 : CLT_F32;
+    if (p.rows == 0 || p.len == 0) { /* log(0) = -inf for every row */
+        unsigned char pattern[8];
+        double value = -INFINITY;
+        r = clt__tensor_new(fn, x->storage->device, out, p.ndim, p.shape);
+        if (r && r->storage->nbytes > 0) {
+            clt_device *dev = r->storage->device;
+            clt__host_backend.cast(fn, NULL, &value, 0, CLT_F64, pattern, 0, out, 1);
+            if (dev->backend->fill(fn, dev, r->storage->buf, 0, pattern, clt_dtype_size(out),
+                                   r->storage->nbytes) != CLT_OK) {
+                clt_tensor_release(r);
+                r = NULL;
+            }
+        }
+        return r;
+    }
+    xf = x->dtype == work ? clt_tensor_retain(x) : named(fn, clt_tensor_to_dtype(x, work));
+    if (xf)
+        xc = arrange(fn, xf, &p);
+    if (xc)
+        rows = lse_rows(fn, xc, p.rows, p.len);
+    if (rows)
+        r = named(fn, clt_view(rows, p.ndim, p.shape));
+    clt_tensor_release(rows);
+    clt_tensor_release(xc);
+    clt_tensor_release(xf);
+    return finish(fn, r, out);
+}

@@ -1,0 +1,62 @@
+/* The OpenCL backend's neural-network kernels (cl/nn.cl): index_select, im2col and 2-D
+ * pooling, one work-item an output element. */
+#include "cl_internal.h"
+#include "core/core.h"
+
+clt_status clt__cl_index_select(const char *fn, clt_device *dev, const clt__index_call *c)
+{
+    cl_mem out = c->out, src = c->src, idx = c->idx;
+    cl_ulong oo = c->out_offset, so = c->src_offset, io = c->idx_offset;
+    cl_ulong A = c->A, K = c->K, B = c->B, M = c->M;
+    const clt__cl_arg args[] = {
+        {sizeof out, &out}, {sizeof oo, &oo}, {sizeof src, &src}, {sizeof so, &so},
+        {sizeof idx, &idx}, {sizeof io, &io}, {sizeof A, &A},     {sizeof K, &K},
+        {sizeof B, &B},     {sizeof M, &M},
+    };
+    return clt__cl_launch(fn, dev, "nn", clt__cl_dtype_options(c->dtype), "index_select", args,
+                          10, c->A * c->M * c->B, NULL);
+}
+
+/* The window geometry shared by im2col and pool2d, as kernel arguments from index `at`. */
+static int geometry(const clt__conv_call *c, cl_ulong *u, cl_int *w, clt__cl_arg *args, int at)
+{
+    u[0] = c->H, u[1] = c->W, u[2] = c->OH, u[3] = c->OW;
+    w[0] = c->kh, w[1] = c->kw, w[2] = c->sh, w[3] = c->sw;
+    w[4] = c->ph, w[5] = c->pw, w[6] = c->dh, w[7] = c->dw;
+    for (int i = 0; i < 4; i++)
+        args[at++] = (clt__cl_arg){sizeof u[i], &u[i]};
+    for (int i = 0; i < 8; i++)
+        args[at++] = (clt__cl_arg){sizeof w[i], &w[i]};
+    return at;
+}
+
+clt_status clt__cl_im2col(const char *fn, clt_device *dev, const clt__conv_call *c)
+{
+    cl_mem out = c->out, in = c->in;
+    cl_ulong oo = c->out_offset, io = c->in_offset, N = c->N, C = c->C, u[4];
+    cl_int w[8];
+    clt__cl_arg args[18] = {
+        {sizeof out, &out}, {sizeof oo, &oo}, {sizeof in, &in}, {sizeof io, &io},
+        {sizeof N, &N},     {sizeof C, &C},
+    };
+    int n = geometry(c, u, w, args, 6);
+    return clt__cl_launch(fn, dev, "nn", clt__cl_dtype_options(c->dtype), "im2col", args, n,
+                          c->N * c->C * (size_t)(c->kh * c->kw) * c->OH * c->OW, NULL);
+}
+
+clt_status clt__cl_pool2d(const char *fn, clt_device *dev, const clt__conv_call *c)
+{
+    cl_mem out = c->out, in = c->in, arg = c->arg ? (cl_mem)c->arg : (cl_mem)c->out;
+    cl_ulong oo = c->out_offset, ao = c->arg ? c->arg_offset : 0, io = c->in_offset;
+    cl_ulong NC = c->N * c->C, u[4];
+    cl_int w[8], is_max = c->is_max, count_pad = c->count_pad;
+    clt__cl_arg args[21] = {
+        {sizeof out, &out}, {sizeof oo, &oo}, {sizeof arg, &arg}, {sizeof ao, &ao},
+        {sizeof in, &in},   {sizeof io, &io}, {sizeof NC, &NC},
+    };
+    int n = geometry(c, u, w, args, 7);
+    args[n++] = (clt__cl_arg){sizeof is_max, &is_max};
+    args[n++] = (clt__cl_arg){sizeof count_pad, &count_pad};
+    return clt__cl_launch(fn, dev, "nn", clt__cl_dtype_options(c->dtype), "pool2d", args, n,
+                          c->N * c->C * c->OH * c->OW, NULL);
+}

@@ -1,0 +1,682 @@
+/* Neural-network functions: softmax and log_softmax, the losses (nll, cross entropy, mse),
+ * index_select and embedding, 2-D convolution (im2col and a matrix product), max and average
+ * pooling, batch and layer normalisation, and dropout. Most are compositions of the elementwise
+ * operations, reductions and matrix products; gathers and sliding windows have kernels. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cltensor/ops.h"
+#include "core/core.h"
+#include "device/registry.h"
+#include "tensor/tensor_internal.h"
+
+static bool floating(clt_dtype t)
+{
+    return t == CLT_F32 || t == CLT_F64 || t == CLT_F16 || t == CLT_BF16;
+}
+
+static clt_status need_floating(const char *fn, const clt_tensor *x)
+{
+    if (floating(x->dtype))
+        return CLT_OK;
+    return clt__error(CLT_ERR_DTYPE, fn, "dtype %s is not supported on %s: a floating dtype is needed",
+                      clt_dtype_name(x->dtype), x->storage->device->name);
+}
+
+static clt_status same_device(const char *fn, clt_tensor *a, clt_tensor *b)
+{
+    if (!b || a->storage->device == b->storage->device)
+        return CLT_OK;
+    return clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
+                      "expected all tensors on the same device, got %s and %s",
+                      a->storage->device->name, b->storage->device->name);
+}
+
+/* Re-raises the last error under fn (a composed step failed). */
+static void rename_error(const char *fn)
+{
+    char cause[1024];
+    const char *colon = strstr(clt_last_error(), ": ");
+    snprintf(cause, sizeof cause, "%s", colon ? colon + 2 : clt_last_error());
+    clt__error(clt_last_status(), fn, "%s", cause);
+}
+
+/* Releases a list of tensors (NULL entries allowed). */
+static void release_all(clt_tensor **ts, int n)
+{
+    for (int i = 0; i < n; i++)
+        clt_tensor_release(ts[i]);
+}
+
+/* ---- softmax ---------------------------------------------------------------------------------- */
+
+static clt_tensor *softmax_impl(const char *fn, clt_tensor *x, int dim, bool log)
+{
+    clt_tensor *t[5] = {NULL}, *out = NULL;
+    if (clt__tensor_check(fn, x) != CLT_OK || need_floating(fn, x) != CLT_OK ||
+        clt__dim_check(fn, &dim, x->ndim) != CLT_OK)
+        return NULL;
+    if (x->ndim == 0) /* a 0-d tensor is its own dimension */
+        dim = 0;
+    int dims = dim;
+    t[0] = x->ndim ? clt_max(x, &dims, 1, true) : clt_tensor_retain(x); /* m */
+    t[1] = t[0] ? clt_sub(x, t[0]) : NULL;                              /* x - m */
+    t[2] = t[1] ? clt_exp(t[1]) : NULL;                                 /* e */
+    t[3] = t[2] ? (x->ndim ? clt_sum(t[2], &dims, 1, true) : clt_tensor_retain(t[2])) : NULL;
+    if (t[3] && log) {
+        t[4] = clt_log(t[3]);
+        out = t[4] ? clt_sub(t[1], t[4]) : NULL;
+    } else if (t[3]) {
+        out = clt_div(t[2], t[3]);
+    }
+    if (!out)
+        rename_error(fn);
+    release_all(t, 5);
+    return out;
+}
+
+clt_tensor *clt_softmax(clt_tensor *x, int dim)
+{
+    return softmax_impl("clt_softmax", x, dim, false);
+}
+
+clt_tensor *clt_log_softmax(clt_tensor *x, int dim)
+{
+    return softmax_impl("clt_log_softmax", x, dim, true);
+}
+
+/* ---- gathers ---------------------------------------------------------------------------------- */
+
+/* The i64 indices of idx copied to the host, each checked to lie in 0..k-1 (or to equal
+ * `allowed`, when allow is true). The caller frees the array. */
+static int64_t *host_indices(const char *fn, clt_tensor *idx, int64_t k, bool allow,
+                             int64_t allowed, const char *what)
+{
+    int64_t *v;
+    if (idx->dtype != CLT_I64) {
+        clt__error(CLT_ERR_DTYPE, fn, "%s must be i64, not %s", what, clt_dtype_name(idx->dtype));
+        return NULL;
+    }
+    v = clt__alloc(fn, idx->numel ? idx->numel * sizeof *v : 1);
+    if (!v)
+        return NULL;
+    if (clt_tensor_copy_to_host(idx, v, idx->numel * sizeof *v) != CLT_OK) {
+        rename_error(fn);
+        clt__free(v);
+        return NULL;
+    }
+    for (size_t i = 0; i < idx->numel; i++) {
+        if ((v[i] < 0 || v[i] >= k) && !(allow && v[i] == allowed)) {
+            clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                       "%s %lld (element %zu) is out of range for size %lld (valid: 0..%lld)",
+                       what, (long long)v[i], i, (long long)k, (long long)k - 1);
+            clt__free(v);
+            return NULL;
+        }
+    }
+    return v;
+}
+
+/* out = x with dimension dim indexed by the M indices in idx_dev (i64 on x's device). */
+static clt_tensor *gather(const char *fn, clt_tensor *x, int dim, clt_tensor *idx_dev, int64_t m)
+{
+    clt_device *dev = x->storage->device;
+    int64_t shape[CLT_MAX_DIMS];
+    clt_tensor *c = clt__contiguous(fn, x), *out = NULL;
+    if (!c)
+        return NULL;
+    memcpy(shape, x->shape, sizeof shape);
+    shape[dim] = m;
+    out = clt__tensor_new(fn, dev, x->dtype, x->ndim, shape);
+    if (out && out->numel) {
+        clt__index_call call = {.dtype = x->dtype, .A = 1, .K = (size_t)x->shape[dim], .B = 1,
+                                .M = (size_t)m, .src = c->storage->buf, .idx = idx_dev->storage->buf,
+                                .out = out->storage->buf, .src_offset = c->offset,
+                                .idx_offset = idx_dev->offset};
+        for (int d = 0; d < dim; d++)
+            call.A *= (size_t)x->shape[d];
+        for (int d = dim + 1; d < x->ndim; d++)
+            call.B *= (size_t)x->shape[d];
+        if (dev->backend->index_select(fn, dev, &call) != CLT_OK) {
+            clt_tensor_release(out);
+            out = NULL;
+        }
+    }
+    clt_tensor_release(c);
+    return out;
+}
+
+clt_tensor *clt_index_select(clt_tensor *x, int dim, clt_tensor *index)
+{
+    static const char *const fn = "clt_index_select";
+    clt_tensor *c = NULL, *out;
+    int64_t *host;
+    if (clt__tensor_check(fn, x) != CLT_OK || clt__tensor_check(fn, index) != CLT_OK ||
+        same_device(fn, x, index) != CLT_OK || clt__dim_check(fn, &dim, x->ndim) != CLT_OK)
+        return NULL;
+    if (x->ndim == 0 || index->ndim > 1) {
+        clt__error(CLT_ERR_SHAPE, fn, "x needs a dimension and index at most one (got %d and %d)",
+                   x->ndim, index->ndim);
+        return NULL;
+    }
+    host = host_indices(fn, index, x->shape[dim], false, 0, "index");
+    if (!host)
+        return NULL;
+    clt__free(host);
+    c = clt__contiguous(fn, index);
+    out = c ? gather(fn, x, dim, c, (int64_t)index->numel) : NULL;
+    clt_tensor_release(c);
+    return out;
+}
+
+clt_tensor *clt_embedding(clt_tensor *weight, clt_tensor *indices)
+{
+    static const char *const fn = "clt_embedding";
+    int64_t shape[CLT_MAX_DIMS], n;
+    clt_tensor *flat = NULL, *rows = NULL, *out = NULL;
+    if (clt__tensor_check(fn, weight) != CLT_OK || clt__tensor_check(fn, indices) != CLT_OK ||
+        same_device(fn, weight, indices) != CLT_OK)
+        return NULL;
+    if (weight->ndim != 2 || indices->ndim >= CLT_MAX_DIMS) {
+        clt__error(CLT_ERR_SHAPE, fn, "weight must be 2-D (got %d dimensions) and indices below %d",
+                   weight->ndim, CLT_MAX_DIMS);
+        return NULL;
+    }
+    n = (int64_t)indices->numel;
+    flat = clt_reshape(indices, 1, &n);
+    rows = flat ? clt_index_select(weight, 0, flat) : NULL;
+    if (rows) {
+        memcpy(shape, indices->shape, sizeof(int64_t) * (size_t)indices->ndim);
+        shape[indices->ndim] = weight->shape[1];
+        out = clt_reshape(rows, indices->ndim + 1, shape);
+    }
+    if (!out)
+        rename_error(fn);
+    clt_tensor_release(rows);
+    clt_tensor_release(flat);
+    return out;
+}
+
+/* ---- losses ----------------------------------------------------------------------------------- */
+
+/* Applies the reduction to per-element losses; mean divides by `count`. Consumes `loss`. */
+static clt_tensor *reduce_loss(clt_tensor *loss, clt_reduction reduction, double count)
+{
+    clt_tensor *s, *out;
+    if (!loss || reduction == CLT_REDUCTION_NONE)
+        return loss;
+    s = clt_sum(loss, NULL, 0, false);
+    clt_tensor_release(loss);
+    if (!s || reduction == CLT_REDUCTION_SUM)
+        return s;
+    out = clt_div_scalar(s, count);
+    clt_tensor_release(s);
+    return out;
+}
+
+static clt_status check_reduction(const char *fn, clt_reduction r)
+{
+    if (r == CLT_REDUCTION_MEAN || r == CLT_REDUCTION_SUM || r == CLT_REDUCTION_NONE)
+        return CLT_OK;
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "reduction %d is not one of mean, sum, none",
+                      (int)r);
+}
+
+clt_tensor *clt_nll_loss(clt_tensor *log_probs, clt_tensor *target, clt_reduction reduction,
+                         int64_t ignore_index)
+{
+    static const char *const fn = "clt_nll_loss";
+    clt_tensor *lp = log_probs, *flat = NULL, *idx = NULL, *w = NULL, *picked = NULL,
+               *prod = NULL, *loss = NULL;
+    int64_t n, c, *t = NULL, *pos = NULL, kept = 0, total;
+    double *weights = NULL;
+    char a[256], b[256];
+    if (clt__tensor_check(fn, lp) != CLT_OK || clt__tensor_check(fn, target) != CLT_OK ||
+        same_device(fn, lp, target) != CLT_OK || need_floating(fn, lp) != CLT_OK ||
+        check_reduction(fn, reduction) != CLT_OK)
+        return NULL;
+    if (!((lp->ndim == 2 && target->ndim == 1 && target->shape[0] == lp->shape[0]) ||
+          (lp->ndim == 1 && target->ndim == 0))) {
+        clt__format_shape(a, sizeof a, lp->ndim, lp->shape);
+        clt__format_shape(b, sizeof b, target->ndim, target->shape);
+        clt__error(CLT_ERR_SHAPE, fn,
+                   "input %s and target %s: expected (N, C) with (N,), or (C,) with ()", a, b);
+        return NULL;
+    }
+    n = lp->ndim == 2 ? lp->shape[0] : 1;
+    c = lp->shape[lp->ndim - 1];
+    t = host_indices(fn, target, c, true, ignore_index, "target");
+    if (!t)
+        return NULL;
+    pos = clt__alloc(fn, (size_t)(n ? n : 1) * sizeof *pos);
+    weights = pos ? clt__alloc(fn, (size_t)(n ? n : 1) * sizeof *weights) : NULL;
+    if (!weights)
+        goto done;
+    for (int64_t i = 0; i < n; i++) {
+        bool ignored = t[i] == ignore_index;
+        pos[i] = i * c + (ignored ? 0 : t[i]);
+        weights[i] = ignored ? 0.0 : -1.0;
+        kept += !ignored;
+    }
+    total = n * c;
+    flat = clt_reshape(lp, 1, &total);
+    idx = flat ? clt_tensor_from_data(pos, CLT_I64, 1, &n, lp->storage->device) : NULL;
+    picked = idx ? gather(fn, flat, 0, idx, n) : NULL;
+    w = picked ? clt_tensor_from_data(weights, CLT_F64, 1, &n, lp->storage->device) : NULL;
+    if (w) {
+        clt_tensor *wt = clt_tensor_to_dtype(w, lp->dtype);
+        clt_tensor_release(w);
+        w = wt;
+    }
+    prod = w ? clt_mul(picked, w) : NULL;
+    if (prod && lp->ndim == 1) { /* (1,) -> () */
+        loss = clt_reshape(prod, 0, NULL);
+        clt_tensor_release(prod);
+    } else {
+        loss = prod;
+    }
+    loss = reduce_loss(loss, reduction, (double)kept);
+    if (!loss)
+        rename_error(fn);
+done:
+    clt_tensor_release(w);
+    clt_tensor_release(picked);
+    clt_tensor_release(idx);
+    clt_tensor_release(flat);
+    clt__free(weights);
+    clt__free(pos);
+    clt__free(t);
+    return loss;
+}
+
+clt_tensor *clt_cross_entropy(clt_tensor *logits, clt_tensor *target, clt_reduction reduction,
+                              int64_t ignore_index)
+{
+    static const char *const fn = "clt_cross_entropy";
+    clt_tensor *lp, *out;
+    if (clt__tensor_check(fn, logits) != CLT_OK || clt__tensor_check(fn, target) != CLT_OK)
+        return NULL;
+    lp = clt_log_softmax(logits, logits->ndim == 2 ? 1 : 0);
+    out = lp ? clt_nll_loss(lp, target, reduction, ignore_index) : NULL;
+    if (!out)
+        rename_error(fn);
+    clt_tensor_release(lp);
+    return out;
+}
+
+clt_tensor *clt_mse_loss(clt_tensor *input, clt_tensor *target, clt_reduction reduction)
+{
+    static const char *const fn = "clt_mse_loss";
+    clt_tensor *d, *sq, *out;
+    if (clt__tensor_check(fn, input) != CLT_OK || clt__tensor_check(fn, target) != CLT_OK ||
+        check_reduction(fn, reduction) != CLT_OK)
+        return NULL;
+    d = clt_sub(input, target);
+    sq = d ? clt_mul(d, d) : NULL;
+    clt_tensor_release(d);
+    if (sq && !floating(sq->dtype)) {
+        clt_tensor *f = clt_tensor_to_dtype(sq, CLT_F32);
+        clt_tensor_release(sq);
+        sq = f;
+    }
+    out = sq ? reduce_loss(sq, reduction, (double)sq->numel) : NULL;
+    if (!out)
+        rename_error(fn);
+    return out;
+}
+
+/* ---- sliding windows ---------------------------------------------------------------------------- */
+
+/* 0 means the default: 1 for strides and dilations, the kernel size for pooling strides. */
+static int or_default(int v, int def)
+{
+    return v ? v : def;
+}
+
+/* The output size of a window sweep, or -1 when the window does not fit. */
+static int64_t out_size(int64_t in, int k, int s, int p, int d)
+{
+    int64_t span = (int64_t)d * (k - 1) + 1;
+    if (in + 2 * p < span)
+        return -1;
+    return (in + 2 * p - span) / s + 1;
+}
+
+static clt_tensor *pool(const char *fn, clt_tensor *x, const clt_pool2d_options *o, bool is_max,
+                        clt_tensor **indices)
+{
+    clt__conv_call c = {0};
+    int64_t shape[4];
+    clt_tensor *in, *out = NULL, *arg = NULL;
+    clt_device *dev;
+    if (indices)
+        *indices = NULL;
+    if (clt__tensor_check(fn, x) != CLT_OK || need_floating(fn, x) != CLT_OK)
+        return NULL;
+    if (!o || x->ndim != 4 || o->kernel[0] <= 0 || o->kernel[1] <= 0 || o->stride[0] < 0 ||
+        o->stride[1] < 0 || o->padding[0] < 0 || o->padding[1] < 0 || o->dilation[0] < 0 ||
+        o->dilation[1] < 0 || 2 * o->padding[0] > o->kernel[0] || 2 * o->padding[1] > o->kernel[1] ||
+        (!is_max && (o->dilation[0] > 1 || o->dilation[1] > 1))) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                   "needs an (N, C, H, W) input (got %d dimensions) and options with a positive "
+                   "kernel, padding at most half of it, no negative values (and no dilation for "
+                   "average pooling)",
+                   x->ndim);
+        return NULL;
+    }
+    c = (clt__conv_call){.dtype = x->dtype, .N = (size_t)x->shape[0], .C = (size_t)x->shape[1],
+                         .H = (size_t)x->shape[2], .W = (size_t)x->shape[3],
+                         .kh = o->kernel[0], .kw = o->kernel[1],
+                         .sh = or_default(o->stride[0], o->kernel[0]),
+                         .sw = or_default(o->stride[1], o->kernel[1]), .ph = o->padding[0],
+                         .pw = o->padding[1], .dh = or_default(o->dilation[0], 1),
+                         .dw = or_default(o->dilation[1], 1), .is_max = is_max,
+                         .count_pad = !o->exclude_padding};
+    int64_t oh = out_size(x->shape[2], c.kh, c.sh, c.ph, c.dh), ow = out_size(x->shape[3], c.kw, c.sw, c.pw, c.dw);
+    if (oh < 0 || ow < 0) {
+        clt__error(CLT_ERR_SHAPE, fn, "the %dx%d window does not fit the %lldx%lld input",
+                   c.kh, c.kw, (long long)x->shape[2], (long long)x->shape[3]);
+        return NULL;
+    }
+    c.OH = (size_t)oh, c.OW = (size_t)ow;
+    shape[0] = x->shape[0], shape[1] = x->shape[1], shape[2] = oh, shape[3] = ow;
+    dev = x->storage->device;
+    in = clt__contiguous(fn, x);
+    out = in ? clt__tensor_new(fn, dev, x->dtype, 4, shape) : NULL;
+    arg = out && is_max ? clt__tensor_new(fn, dev, CLT_I64, 4, shape) : NULL;
+    if (out && (!is_max || arg) && out->numel) {
+        c.in = in->storage->buf, c.in_offset = in->offset;
+        c.out = out->storage->buf;
+        c.arg = arg ? arg->storage->buf : NULL;
+        if (dev->backend->pool2d(fn, dev, &c) != CLT_OK) {
+            clt_tensor_release(out);
+            out = NULL;
+        }
+    } else if (out && is_max && !arg) {
+        clt_tensor_release(out);
+        out = NULL;
+    }
+    clt_tensor_release(in);
+    if (out && indices)
+        *indices = arg;
+    else
+        clt_tensor_release(arg);
+    return out;
+}
+
+clt_tensor *clt_max_pool2d(clt_tensor *x, const clt_pool2d_options *options, clt_tensor **indices)
+{
+    return pool("clt_max_pool2d", x, options, true, indices);
+}
+
+clt_tensor *clt_avg_pool2d(clt_tensor *x, const clt_pool2d_options *options)
+{
+    return pool("clt_avg_pool2d", x, options, false, NULL);
+}
+
+clt_tensor *clt_conv2d(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
+                       const clt_conv2d_options *o)
+{
+    static const char *const fn = "clt_conv2d";
+    static const clt_conv2d_options defaults = {{1, 1}, {0, 0}, {1, 1}, 1};
+    clt__conv_call c;
+    clt_tensor *in = NULL, *cols = NULL, *out = NULL, **parts = NULL, *joined = NULL;
+    clt_device *dev;
+    int groups;
+    char a[256], b[256];
+    if (clt__tensor_check(fn, x) != CLT_OK || clt__tensor_check(fn, weight) != CLT_OK ||
+        same_device(fn, x, weight) != CLT_OK || same_device(fn, x, bias) != CLT_OK)
+        return NULL;
+    o = o ? o : &defaults;
+    groups = or_default(o->groups, 1);
+    if (x->ndim != 4 || weight->ndim != 4 || groups < 0 || x->shape[1] % groups ||
+        weight->shape[0] % groups || weight->shape[1] * groups != x->shape[1] ||
+        (bias && (bias->ndim != 1 || bias->shape[0] != weight->shape[0]))) {
+        clt__format_shape(a, sizeof a, x->ndim, x->shape);
+        clt__format_shape(b, sizeof b, weight->ndim, weight->shape);
+        clt__error(CLT_ERR_SHAPE, fn,
+                   "input %s and weight %s (groups %d): expected (N, C, H, W), (O, C / groups, "
+                   "kh, kw) with C and O divisible by groups, and a bias of (O,)",
+                   a, b, groups);
+        return NULL;
+    }
+    if (o->stride[0] < 0 || o->stride[1] < 0 || o->padding[0] < 0 || o->padding[1] < 0 ||
+        o->dilation[0] < 0 || o->dilation[1] < 0) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "strides, padding and dilation must not be negative");
+        return NULL;
+    }
+    c = (clt__conv_call){.dtype = x->dtype, .N = (size_t)x->shape[0], .C = (size_t)x->shape[1],
+                         .H = (size_t)x->shape[2], .W = (size_t)x->shape[3],
+                         .kh = (int)weight->shape[2], .kw = (int)weight->shape[3],
+                         .sh = or_default(o->stride[0], 1), .sw = or_default(o->stride[1], 1),
+                         .ph = o->padding[0], .pw = o->padding[1],
+                         .dh = or_default(o->dilation[0], 1), .dw = or_default(o->dilation[1], 1)};
+    int64_t oh = out_size(x->shape[2], c.kh, c.sh, c.ph, c.dh), ow = out_size(x->shape[3], c.kw, c.sw, c.pw, c.dw);
+    if (oh <= 0 || ow <= 0) {
+        clt__error(CLT_ERR_SHAPE, fn, "the %dx%d kernel does not fit the %lldx%lld input", c.kh,
+                   c.kw, (long long)x->shape[2], (long long)x->shape[3]);
+        return NULL;
+    }
+    c.OH = (size_t)oh, c.OW = (size_t)ow;
+    dev = x->storage->device;
+    int64_t k = x->shape[1] * c.kh * c.kw, l = oh * ow, og = weight->shape[0] / groups;
+    int64_t kg = k / groups;
+    in = clt__contiguous(fn, x);
+    cols = in ? clt__tensor_new(fn, dev, x->dtype, 3, (int64_t[]){x->shape[0], k, l}) : NULL;
+    if (cols && cols->numel) {
+        c.in = in->storage->buf, c.in_offset = in->offset, c.out = cols->storage->buf;
+        if (dev->backend->im2col(fn, dev, &c) != CLT_OK) {
+            clt_tensor_release(cols);
+            cols = NULL;
+        }
+    }
+    parts = cols ? clt__alloc_zeroed(fn, (size_t)groups * sizeof *parts) : NULL;
+    for (int g = 0; parts && g < groups; g++) {
+        /* (og, kg) @ (N, kg, L) -> (N, og, L) */
+        clt_tensor *wg = clt_narrow(weight, 0, g * og, og);
+        clt_tensor *w2 = wg ? clt_reshape(wg, 2, (int64_t[]){og, kg}) : NULL;
+        clt_tensor *cg = clt_narrow(cols, 1, g * kg, kg);
+        parts[g] = w2 && cg ? clt_matmul(w2, cg) : NULL;
+        clt_tensor_release(cg), clt_tensor_release(w2), clt_tensor_release(wg);
+        if (!parts[g])
+            goto done;
+    }
+    if (parts) {
+        joined = groups == 1 ? clt_tensor_retain(parts[0]) : clt_cat(parts, groups, 1);
+        clt_tensor *shaped = joined ? clt_reshape(joined, 4, (int64_t[]){x->shape[0], weight->shape[0], oh, ow}) : NULL;
+        if (shaped && bias) {
+            clt_tensor *b4 = clt_reshape(bias, 4, (int64_t[]){1, bias->shape[0], 1, 1});
+            out = b4 ? clt_add(shaped, b4) : NULL;
+            clt_tensor_release(b4);
+            clt_tensor_release(shaped);
+        } else {
+            out = shaped;
+        }
+    }
+done:
+    if (!out)
+        rename_error(fn);
+    for (int g = 0; parts && g < groups; g++)
+        clt_tensor_release(parts[g]);
+    clt__free(parts);
+    clt_tensor_release(joined);
+    clt_tensor_release(cols);
+    clt_tensor_release(in);
+    return out;
+}
+
+/* ---- normalisation ---------------------------------------------------------------------------- */
+
+/* (x - mean) / sqrt(var + eps) * weight + bias, every statistic already broadcastable. */
+static clt_tensor *normalise(clt_tensor *x, clt_tensor *mean, clt_tensor *var, double eps,
+                             clt_tensor *weight, clt_tensor *bias)
+{
+    clt_tensor *t[4] = {NULL}, *out = NULL;
+    t[0] = clt_sub(x, mean);
+    t[1] = t[0] ? clt_add_scalar(var, eps) : NULL;
+    t[2] = t[1] ? clt_rsqrt(t[1]) : NULL;
+    out = t[2] ? clt_mul(t[0], t[2]) : NULL;
+    if (out && weight) {
+        t[3] = out;
+        out = clt_mul(t[3], weight);
+        clt_tensor_release(t[3]);
+        t[3] = NULL;
+    }
+    if (out && bias) {
+        t[3] = out;
+        out = clt_add(t[3], bias);
+    }
+    release_all(t, 4);
+    return out;
+}
+
+/* A (C,) tensor viewed as (1, C, 1, ...) for an ndim-dimensional input. */
+static clt_tensor *per_channel(clt_tensor *v, int ndim)
+{
+    int64_t shape[CLT_MAX_DIMS];
+    if (!v)
+        return NULL;
+    for (int d = 0; d < ndim; d++)
+        shape[d] = d == 1 ? v->shape[0] : 1;
+    return clt_reshape(v, ndim, shape);
+}
+
+clt_tensor *clt_batch_norm(clt_tensor *x, clt_tensor *running_mean, clt_tensor *running_var,
+                           clt_tensor *weight, clt_tensor *bias, bool training, double momentum,
+                           double eps)
+{
+    static const char *const fn = "clt_batch_norm";
+    clt_tensor *given[4] = {running_mean, running_var, weight, bias};
+    clt_tensor *mean = NULL, *var = NULL, *mean_b = NULL, *var_b = NULL, *w_b = NULL, *b_b = NULL;
+    clt_tensor *out = NULL;
+    int dims[CLT_MAX_DIMS], nd = 0;
+    if (clt__tensor_check(fn, x) != CLT_OK || need_floating(fn, x) != CLT_OK)
+        return NULL;
+    if (x->ndim < 2) {
+        clt__error(CLT_ERR_SHAPE, fn, "the input needs (N, C, ...) dimensions, not %d", x->ndim);
+        return NULL;
+    }
+    for (int i = 0; i < 4; i++) {
+        if (same_device(fn, x, given[i]) != CLT_OK)
+            return NULL;
+        if (given[i] && (given[i]->ndim != 1 || given[i]->shape[0] != x->shape[1])) {
+            clt__error(CLT_ERR_SHAPE, fn, "running statistics, weight and bias must have shape (%lld,)",
+                       (long long)x->shape[1]);
+            return NULL;
+        }
+    }
+    if (!training && (!running_mean || !running_var)) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "evaluation needs the running mean and variance");
+        return NULL;
+    }
+    for (int d = 0; d < x->ndim; d++)
+        if (d != 1)
+            dims[nd++] = d;
+    if (training) {
+        int64_t n = (int64_t)x->numel / x->shape[1];
+        mean = clt_mean(x, dims, nd, false);
+        var = mean ? clt_var(x, dims, nd, 0, false) : NULL;
+        if (var && running_mean && running_var) {
+            /* running = (1 - momentum) * running + momentum * batch (unbiased variance) */
+            clt_tensor *m1 = clt_mul_scalar(running_mean, 1 - momentum);
+            clt_tensor *m2 = m1 ? clt_mul_scalar(mean, momentum) : NULL;
+            clt_tensor *v1 = m2 ? clt_mul_scalar(running_var, 1 - momentum) : NULL;
+            clt_tensor *v2 = v1 ? clt_mul_scalar(var, momentum * (double)n / (double)(n > 1 ? n - 1 : 1)) : NULL;
+            clt_status st = v2 && clt_add_(m1, m2) == CLT_OK && clt_add_(v1, v2) == CLT_OK &&
+                                    clt_copy_(running_mean, m1) == CLT_OK
+                                ? clt_copy_(running_var, v1)
+                                : CLT_ERR_INTERNAL;
+            clt_tensor *tmp[4] = {m1, m2, v1, v2};
+            release_all(tmp, 4);
+            if (st != CLT_OK) {
+                clt_tensor_release(var);
+                var = NULL;
+            }
+        }
+    } else {
+        mean = clt_tensor_retain(running_mean);
+        var = clt_tensor_retain(running_var);
+    }
+    mean_b = per_channel(mean, x->ndim);
+    var_b = per_channel(var, x->ndim);
+    w_b = per_channel(weight, x->ndim);
+    b_b = per_channel(bias, x->ndim);
+    if (mean_b && var_b && (!weight || w_b) && (!bias || b_b))
+        out = normalise(x, mean_b, var_b, eps, w_b, b_b);
+    if (!out)
+        rename_error(fn);
+    clt_tensor *tmp[6] = {mean, var, mean_b, var_b, w_b, b_b};
+    release_all(tmp, 6);
+    return out;
+}
+
+clt_tensor *clt_layer_norm(clt_tensor *x, int normalized_ndim, clt_tensor *weight,
+                           clt_tensor *bias, double eps)
+{
+    static const char *const fn = "clt_layer_norm";
+    int dims[CLT_MAX_DIMS];
+    clt_tensor *mean = NULL, *var = NULL, *out = NULL;
+    if (clt__tensor_check(fn, x) != CLT_OK || need_floating(fn, x) != CLT_OK ||
+        same_device(fn, x, weight) != CLT_OK || same_device(fn, x, bias) != CLT_OK)
+        return NULL;
+    if (normalized_ndim < 1 || normalized_ndim > x->ndim) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                   "normalized_ndim %d is outside 1..%d (the input's dimensions)", normalized_ndim,
+                   x->ndim);
+        return NULL;
+    }
+    for (int i = 0; i < 2; i++) {
+        clt_tensor *p = i ? bias : weight;
+        bool fits = !p || p->ndim == normalized_ndim;
+        for (int d = 0; fits && p && d < normalized_ndim; d++)
+            fits = p->shape[d] == x->shape[x->ndim - normalized_ndim + d];
+        if (!fits) {
+            clt__error(CLT_ERR_SHAPE, fn, "weight and bias must have the shape of the last %d dimensions",
+                       normalized_ndim);
+            return NULL;
+        }
+    }
+    for (int d = 0; d < normalized_ndim; d++)
+        dims[d] = x->ndim - normalized_ndim + d;
+    mean = clt_mean(x, dims, normalized_ndim, true);
+    var = mean ? clt_var(x, dims, normalized_ndim, 0, true) : NULL;
+    out = var ? normalise(x, mean, var, eps, weight, bias) : NULL;
+    if (!out)
+        rename_error(fn);
+    clt_tensor_release(var);
+    clt_tensor_release(mean);
+    return out;
+}
+
+/* ---- dropout ------------------------------------------------------------------------------------ */
+
+clt_tensor *clt_dropout(clt_tensor *x, double p, bool training)
+{
+    static const char *const fn = "clt_dropout";
+    clt_tensor *r = NULL, *pt = NULL, *keep = NULL, *scaled = NULL, *zero = NULL, *out = NULL;
+    clt_device *dev;
+    if (clt__tensor_check(fn, x) != CLT_OK || need_floating(fn, x) != CLT_OK)
+        return NULL;
+    if (!(p >= 0 && p <= 1)) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "probability %g is outside 0..1", p);
+        return NULL;
+    }
+    if (!training || p == 0)
+        return clt_tensor_retain(x);
+    dev = x->storage->device;
+    if (p == 1)
+        return clt_tensor_zeros(x->ndim, x->shape, x->dtype, dev);
+    /* the mask comes from the default generator: the same seed, the same mask on every device */
+    r = clt_tensor_rand(x->ndim, x->shape, CLT_F32, dev);
+    pt = r ? clt_tensor_full(0, NULL, p, CLT_F32, dev) : NULL;
+    keep = pt ? clt_ge(r, pt) : NULL;
+    scaled = keep ? clt_mul_scalar(x, 1.0 / (1.0 - p)) : NULL;
+    zero = scaled ? clt_tensor_zeros(0, NULL, x->dtype, dev) : NULL;
+    out = zero ? clt_where(keep, scaled, zero) : NULL;
+    if (!out)
+        rename_error(fn);
+    clt_tensor *tmp[5] = {r, pt, keep, scaled, zero};
+    release_all(tmp, 5);
+    return out;
+}

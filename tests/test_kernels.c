@@ -1,0 +1,195 @@
+/* Kernels suite: every kernel once on gpu:0 with small inputs (contiguous, strided and
+ * broadcast operands, every dtype), compared with cpu. ctest runs it under Oclgrind (label
+ * "oclgrind"), whose device becomes gpu:0 there and reports out-of-bounds accesses, OpenCL API
+ * errors and data races. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "helpers.h"
+
+static const clt_dtype dtypes[] = {CLT_F32, CLT_F64, CLT_F16, CLT_BF16,
+                                   CLT_I32, CLT_I64, CLT_U8,  CLT_BOOL};
+
+static clt_device *gpu0(void)
+{
+    clt_device *dev = clt_device_count() > 0 ? clt_device_get("gpu:0") : NULL;
+    ck_assert_msg(dev != NULL, "these tests need an OpenCL device");
+    return dev;
+}
+
+/* Same bytes on the device and the host. */
+static void assert_same(clt_tensor *got, clt_tensor *want, const char *what)
+{
+    ck_assert_msg(got && want, "%s: %s", what, clt_last_error());
+    int64_t n = clt_tensor_numel(want);
+    size_t size = clt_dtype_size(clt_tensor_dtype(want));
+    ck_assert_int_eq(clt_tensor_numel(got), n);
+    void *g = test_bytes(got), *w = test_bytes(want);
+    ck_assert_msg(memcmp(g, w, (size_t)n * size) == 0, "%s differs from the host", what);
+    free(g);
+    free(w);
+}
+
+/* Casts, fills, copies of views and random numbers: exact on every device. */
+START_TEST(test_kernels_exact)
+{
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    for (int s = 0; s < 8; s++) {
+        clt_tensor *h = clt_tensor_arange(-3, 4, 1, dtypes[s] == CLT_U8 || dtypes[s] == CLT_BOOL ? CLT_I32 : dtypes[s], cpu);
+        clt_tensor *hs = clt_tensor_to_dtype(h, dtypes[s]);
+        clt_tensor *g = clt_tensor_to(hs, dev);
+        for (int d = 0; d < 8; d++) {
+            clt_tensor *a = clt_tensor_to_dtype(g, dtypes[d]), *b = clt_tensor_to_dtype(hs, dtypes[d]);
+            assert_same(a, b, "cast");
+            clt_tensor_release(a), clt_tensor_release(b);
+        }
+        clt_tensor *f = clt_tensor_full(CLT_SHAPE(3), 2, dtypes[s], dev);
+        clt_tensor *fh = clt_tensor_full(CLT_SHAPE(3), 2, dtypes[s], cpu);
+        assert_same(f, fh, "fill");
+        clt_tensor *gv = clt_slice(g, 0, 1, 7, 2), *hv = clt_slice(hs, 0, 1, 7, 2);
+        clt_tensor *gc = clt_contiguous(gv), *hc = clt_contiguous(hv);
+        assert_same(gc, hc, "strided copy");
+        clt_tensor *all[] = {hc, gc, hv, gv, fh, f, g, hs, h};
+        for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+            clt_tensor_release(all[k]);
+    }
+    for (int s = 0; s < 4; s++) {
+        clt_manual_seed(7);
+        clt_tensor *a = clt_tensor_randn(CLT_SHAPE(9), dtypes[s], dev);
+        clt_manual_seed(7);
+        clt_tensor *b = clt_tensor_randn(CLT_SHAPE(9), dtypes[s], cpu);
+        char what[64];
+        snprintf(what, sizeof what, "randn %s", clt_dtype_name(dtypes[s]));
+        assert_same(a, b, what);
+        clt_tensor_release(a), clt_tensor_release(b);
+    }
+}
+END_TEST
+
+typedef clt_tensor *(*binary_fn)(clt_tensor *, clt_tensor *);
+typedef clt_tensor *(*unary_fn)(clt_tensor *);
+
+/* Every elementwise kernel of every dtype once, with broadcast and strided operands. The
+ * values are small integers, on which every backend agrees exactly. */
+START_TEST(test_kernels_elementwise)
+{
+    static const binary_fn binaries[] = {clt_add, clt_mul, clt_maximum, clt_minimum, clt_eq,
+                                         clt_ne,  clt_lt,  clt_le,      clt_gt,      clt_ge};
+    static const binary_fn no_bool[] = {clt_sub, clt_pow, clt_div};
+    static const unary_fn unaries[] = {clt_relu, clt_abs, clt_neg};
+    static const unary_fn floats[] = {clt_exp, clt_log, clt_sqrt, clt_rsqrt, clt_sin, clt_cos,
+                                      clt_tanh, clt_sigmoid, clt_gelu, clt_silu};
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    for (int s = 0; s < 8; s++) {
+        clt_tensor *h0 = clt_tensor_arange(1, 7, 1, CLT_I32, cpu);
+        clt_tensor *h1 = clt_tensor_to_dtype(h0, dtypes[s]);
+        clt_tensor *ha = clt_view(h1, CLT_SHAPE(2, 3)), *hb = clt_slice(h1, 0, 0, 6, 2); /* (3,) strided */
+        clt_tensor *ga = clt_tensor_to(ha, dev), *g1 = clt_tensor_to(h1, dev);
+        clt_tensor *gb = clt_slice(g1, 0, 0, 6, 2), *gt = clt_transpose(ga, 0, 1);
+        clt_tensor *ht = clt_transpose(ha, 0, 1);
+        for (size_t k = 0; k < sizeof binaries / sizeof *binaries; k++) {
+            clt_tensor *x = binaries[k](ga, gb), *y = binaries[k](ha, hb);
+            assert_same(x, y, "binary");
+            clt_tensor_release(x), clt_tensor_release(y);
+        }
+        for (size_t k = 0; dtypes[s] != CLT_BOOL && k < sizeof no_bool / sizeof *no_bool; k++) {
+            clt_tensor *x = no_bool[k](ga, gb), *y = no_bool[k](ha, hb);
+            ck_assert_ptr_nonnull(x);
+            clt_tensor_release(x), clt_tensor_release(y);
+        }
+        for (size_t k = 0; dtypes[s] != CLT_BOOL && k < sizeof unaries / sizeof *unaries; k++) {
+            clt_tensor *x = unaries[k](gt), *y = unaries[k](ht);
+            char what[64];
+            snprintf(what, sizeof what, "unary %zu on %s", k, clt_dtype_name(dtypes[s]));
+            assert_same(x, y, what);
+            clt_tensor_release(x), clt_tensor_release(y);
+        }
+        for (size_t k = 0; k < sizeof floats / sizeof *floats; k++) {
+            clt_tensor *x = floats[k](gt);
+            ck_assert_msg(x != NULL, "%s", clt_last_error());
+            clt_tensor_release(x);
+        }
+        clt_tensor *cond = clt_gt(ga, gb), *w = clt_where(cond, ga, gb);
+        clt_tensor *c = clt_clamp(gt, 2, 4), *sc = clt_add_scalar(ga, 1), *p = clt_pow_scalar(ga, 2);
+        ck_assert_ptr_nonnull(w);
+        ck_assert(c || dtypes[s] == CLT_BOOL);
+        ck_assert_ptr_nonnull(sc);
+        ck_assert(p || dtypes[s] == CLT_BOOL);
+        clt_tensor *all[] = {p, sc, c, w, cond, ht, gt, gb, g1, ga, hb, ha, h1, h0};
+        for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+            clt_tensor_release(all[k]);
+    }
+}
+END_TEST
+
+/* Reductions, gathers, im2col and pooling: small inputs, a transposed operand, compared with cpu
+ * within a float tolerance (the reductions may add in another order). */
+static void assert_near(clt_tensor *got, clt_tensor *want, const char *what)
+{
+    ck_assert_msg(got && want, "%s: %s", what, clt_last_error());
+    clt_tensor *g = clt_tensor_to_ex(got, &(clt_to_options){.device = clt_device_cpu(), .dtype = CLT_F64});
+    clt_tensor *w = clt_tensor_to_dtype(want, CLT_F64);
+    double *a = test_bytes(g), *b = test_bytes(w);
+    for (int64_t i = 0; i < clt_tensor_numel(want); i++)
+        ck_assert_msg(fabs(a[i] - b[i]) <= 1e-5 * fmax(1.0, fabs(b[i])), "%s: element %lld: %g, want %g",
+                      what, (long long)i, a[i], b[i]);
+    free(a), free(b);
+    clt_tensor_release(g), clt_tensor_release(w);
+}
+
+START_TEST(test_kernels_reduce_nn)
+{
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    clt_manual_seed(3);
+    clt_tensor *h = clt_tensor_randn(CLT_SHAPE(2, 3, 5, 4), CLT_F32, cpu), *g = clt_tensor_to(h, dev);
+    clt_tensor *ht = clt_transpose(h, 1, 3), *gt = clt_transpose(g, 1, 3);
+    int dims[] = {1, 3};
+    typedef clt_tensor *(*red)(clt_tensor *, const int *, int, bool);
+    static const red reds[] = {clt_sum, clt_mean, clt_max, clt_min, clt_logsumexp};
+    for (size_t k = 0; k < sizeof reds / sizeof *reds; k++) {
+        clt_tensor *a = reds[k](gt, dims, 2, false), *b = reds[k](ht, dims, 2, false);
+        assert_near(a, b, "reduction");
+        clt_tensor_release(a), clt_tensor_release(b);
+    }
+    clt_tensor *a = clt_var(gt, dims, 2, 1, true), *b = clt_var(ht, dims, 2, 1, true);
+    assert_near(a, b, "var");
+    clt_tensor_release(a), clt_tensor_release(b);
+    a = clt_argmax(gt, 2, false), b = clt_argmax(ht, 2, false);
+    assert_same(a, b, "argmax");
+    clt_tensor_release(a), clt_tensor_release(b);
+    a = clt_argmin_all(g), b = clt_argmin_all(h);
+    assert_same(a, b, "argmin_all");
+    clt_tensor_release(a), clt_tensor_release(b);
+
+    const clt_pool2d_options po = {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 1}, .dilation = {1, 2}};
+    clt_tensor *gi = NULL, *hi = NULL;
+    a = clt_max_pool2d(g, &po, &gi), b = clt_max_pool2d(h, &po, &hi);
+    assert_same(a, b, "max pool");
+    assert_same(gi, hi, "max pool indices");
+    clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(gi), clt_tensor_release(hi);
+    a = clt_avg_pool2d(g, &(clt_pool2d_options){.kernel = {2, 2}, .padding = {1, 1}});
+    b = clt_avg_pool2d(h, &(clt_pool2d_options){.kernel = {2, 2}, .padding = {1, 1}});
+    assert_near(a, b, "avg pool");
+    clt_tensor_release(a), clt_tensor_release(b);
+    int64_t iv[] = {2, 0, 2};
+    clt_tensor *gx = clt_tensor_from_data(iv, CLT_I64, CLT_SHAPE(3), dev);
+    clt_tensor *hx = clt_tensor_from_data(iv, CLT_I64, CLT_SHAPE(3), cpu);
+    a = clt_index_select(gt, 1, gx), b = clt_index_select(ht, 1, hx);
+    assert_same(a, b, "index_select");
+    clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(gx), clt_tensor_release(hx);
+    clt_tensor_release(gt), clt_tensor_release(ht), clt_tensor_release(g), clt_tensor_release(h);
+}
+END_TEST
+
+Suite *suite_kernels(void)
+{
+    Suite *s = suite_create("kernels");
+    TCase *tc = tcase_create("kernels");
+    tcase_set_timeout(tc, 900);
+    tcase_add_test(tc, test_kernels_exact);
+    tcase_add_test(tc, test_kernels_elementwise);
+    tcase_add_test(tc, test_kernels_reduce_nn);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,396 @@
+/* Neural-network suite: softmax, losses, gathers, convolution, pooling, normalisation and
+ * dropout on every device, against the host and against references computed here in double. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "helpers.h"
+
+/* A cpu tensor of dtype from doubles, moved to dev. */
+static clt_tensor *make(clt_device *dev, clt_dtype dt, const double *v, int ndim, const int64_t *shape)
+{
+    clt_tensor *h = clt_tensor_from_data(v, CLT_F64, ndim, shape, clt_device_cpu());
+    clt_tensor *t = clt_tensor_to_ex(h, &(clt_to_options){.device = dev, .dtype = dt});
+    ck_assert_msg(t != NULL, "%s", clt_last_error());
+    clt_tensor_release(h);
+    return t;
+}
+
+/* n pseudo-random values in [-2, 2). */
+static double *noise(int64_t n, unsigned seed)
+{
+    double *v = malloc((size_t)n * sizeof *v);
+    uint32_t s = seed * 747796405u + 1;
+    for (int64_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        v[i] = (double)(s >> 8) / 4194304.0 - 2.0;
+    }
+    return v;
+}
+
+/* Asserts t (any device, any floating dtype) holds want (n values) within tol, relative to
+ * max(1, |want|). */
+static void check(clt_tensor *t, const double *want, int64_t n, double tol, const char *what)
+{
+    ck_assert_msg(t != NULL, "%s: %s", what, clt_last_error());
+    ck_assert_int_eq(clt_tensor_numel(t), n);
+    clt_tensor *c = clt_tensor_to_ex(t, &(clt_to_options){.device = clt_device_cpu(), .dtype = CLT_F64});
+    double *v = test_bytes(c);
+    for (int64_t i = 0; i < n; i++)
+        ck_assert_msg((isnan(v[i]) && isnan(want[i])) || fabs(v[i] - want[i]) <= tol * fmax(1.0, fabs(want[i])),
+                      "%s: element %lld is %.9g, want %.9g", what, (long long)i, v[i], want[i]);
+    free(v);
+    clt_tensor_release(c);
+}
+
+START_TEST(test_softmax)
+{
+    clt_device *dev = test_device(_i);
+    double *v = noise(28, 3), want[28], lwant[28];
+    clt_tensor *x = make(dev, CLT_F32, v, CLT_SHAPE(4, 7));
+    for (int r = 0; r < 4; r++) { /* along dim 1 */
+        double m = -INFINITY, s = 0;
+        for (int c = 0; c < 7; c++)
+            m = fmax(m, v[r * 7 + c]);
+        for (int c = 0; c < 7; c++)
+            s += exp(v[r * 7 + c] - m);
+        for (int c = 0; c < 7; c++) {
+            want[r * 7 + c] = exp(v[r * 7 + c] - m) / s;
+            lwant[r * 7 + c] = v[r * 7 + c] - m - log(s);
+        }
+    }
+    clt_tensor *s = clt_softmax(x, -1), *l = clt_log_softmax(x, 1);
+    check(s, want, 28, 1e-6, "softmax");
+    check(l, lwant, 28, 1e-6, "log_softmax");
+    clt_tensor *s0 = clt_softmax(x, 0), *cs = clt_sum(s0, (int[]){0}, 1, false);
+    check(cs, (double[]){1, 1, 1, 1, 1, 1, 1}, 7, 1e-6, "softmax along dim 0 sums to 1");
+    clt_tensor *xi = clt_tensor_ones(CLT_SHAPE(3), CLT_I32, dev);
+    ck_assert_ptr_null(clt_softmax(xi, 0));
+    ck_assert_error_has("clt_softmax: dtype i32 is not supported");
+    ck_assert_ptr_null(clt_softmax(x, 2));
+    ck_assert_error_has("valid: -2..1");
+    clt_tensor *all[] = {xi, cs, s0, l, s, x};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        clt_tensor_release(all[k]);
+    free(v);
+}
+END_TEST
+
+START_TEST(test_losses)
+{
+    clt_device *dev = test_device(_i);
+    const double logits[] = {0, 1, 2, 3, 4, 5, 1, 1, 1};
+    clt_tensor *x = make(dev, CLT_F32, logits, CLT_SHAPE(3, 3));
+    int64_t tv[] = {2, 0, -100};
+    clt_tensor *t = clt_tensor_from_data(tv, CLT_I64, CLT_SHAPE(3), dev);
+    const double lse = log(1 + exp(1) + exp(2)); /* rows 0 and 1 share it (shifted) */
+    const double l0 = lse - 2, l1 = lse - 0 + 0; /* -log_softmax: row 1 target 0 -> lse - (3 - 3) */
+    check(clt_cross_entropy(x, t, CLT_REDUCTION_MEAN, -100), (double[]){(l0 + lse) / 2}, 1, 1e-6, "cross entropy mean, one ignored");
+    check(clt_cross_entropy(x, t, CLT_REDUCTION_SUM, -100), (double[]){l0 + l1}, 1, 1e-6, "cross entropy sum");
+    check(clt_cross_entropy(x, t, CLT_REDUCTION_NONE, -100), (double[]){l0, l1, 0}, 3, 1e-6, "cross entropy none");
+    clt_tensor *lp = clt_log_softmax(x, 1);
+    check(clt_nll_loss(lp, t, CLT_REDUCTION_MEAN, -100), (double[]){(l0 + l1) / 2}, 1, 1e-6, "nll");
+    int64_t bad[] = {2, 3, 0};
+    clt_tensor *tb = clt_tensor_from_data(bad, CLT_I64, CLT_SHAPE(3), dev);
+    ck_assert_ptr_null(clt_cross_entropy(x, tb, CLT_REDUCTION_MEAN, -100));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_cross_entropy: target 3 (element 1) is out of range for size 3 (valid: 0..2)");
+    clt_tensor *ti = clt_tensor_to_dtype(t, CLT_I32);
+    ck_assert_ptr_null(clt_nll_loss(lp, ti, CLT_REDUCTION_MEAN, -100));
+    ck_assert_error_has("clt_nll_loss: target must be i64, not i32");
+    ck_assert_ptr_null(clt_nll_loss(lp, x, CLT_REDUCTION_MEAN, -100));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_SHAPE);
+
+    const double a[] = {1, 2, 3, 4}, b[] = {1, 0, 5, 4};
+    clt_tensor *ta = make(dev, CLT_F32, a, CLT_SHAPE(2, 2)), *tbb = make(dev, CLT_F32, b, CLT_SHAPE(2, 2));
+    check(clt_mse_loss(ta, tbb, CLT_REDUCTION_MEAN), (double[]){2}, 1, 1e-7, "mse mean");
+    check(clt_mse_loss(ta, tbb, CLT_REDUCTION_SUM), (double[]){8}, 1, 1e-7, "mse sum");
+    check(clt_mse_loss(ta, tbb, CLT_REDUCTION_NONE), (double[]){0, 4, 4, 0}, 4, 1e-7, "mse none");
+    ck_assert_ptr_null(clt_mse_loss(ta, tbb, (clt_reduction)7));
+    clt_tensor *all[] = {tbb, ta, ti, tb, lp, t, x};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        clt_tensor_release(all[k]);
+}
+END_TEST
+
+START_TEST(test_gathers)
+{
+    clt_device *dev = test_device(_i);
+    const double w[] = {0, 1, 10, 11, 20, 21, 30, 31};
+    clt_tensor *weight = make(dev, CLT_F32, w, CLT_SHAPE(4, 2));
+    int64_t iv[] = {3, 0, 3, 1};
+    clt_tensor *idx = clt_tensor_from_data(iv, CLT_I64, CLT_SHAPE(2, 2), dev);
+    clt_tensor *e = clt_embedding(weight, idx);
+    ck_assert_int_eq(clt_tensor_ndim(e), 3);
+    ck_assert_int_eq(clt_tensor_size(e, 2), 2);
+    check(e, (double[]){30, 31, 0, 1, 30, 31, 10, 11}, 8, 0, "embedding");
+    clt_tensor *flat = clt_reshape(idx, CLT_SHAPE(4));
+    clt_tensor *t = clt_transpose(weight, 0, 1); /* (2, 4): columns picked */
+    check(clt_index_select(t, 1, flat), (double[]){30, 0, 30, 10, 31, 1, 31, 11}, 8, 0, "index_select on a view");
+    int64_t bad = 4;
+    clt_tensor *b = clt_tensor_from_data(&bad, CLT_I64, CLT_SHAPE(1), dev);
+    ck_assert_ptr_null(clt_embedding(weight, b));
+    ck_assert_error_has("clt_embedding: index 4 (element 0) is out of range for size 4 (valid: 0..3)");
+    clt_tensor *all[] = {b, t, flat, e, idx, weight};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        clt_tensor_release(all[k]);
+}
+END_TEST
+
+/* Direct convolution in double: the reference. */
+static void conv_ref(const double *x, const double *w, const double *bias, int n, int c, int h,
+                     int wd, int o, int kh, int kw, const clt_conv2d_options *p, double *out,
+                     int oh, int ow)
+{
+    int g = p->groups ? p->groups : 1, cg = c / g, og = o / g;
+    int sh = p->stride[0] ? p->stride[0] : 1, sw = p->stride[1] ? p->stride[1] : 1;
+    int dh = p->dilation[0] ? p->dilation[0] : 1, dw = p->dilation[1] ? p->dilation[1] : 1;
+    for (int b = 0; b < n; b++)
+        for (int oc = 0; oc < o; oc++)
+            for (int y = 0; y < oh; y++)
+                for (int xx = 0; xx < ow; xx++) {
+                    double s = bias ? bias[oc] : 0;
+                    int grp = oc / og;
+                    for (int ic = 0; ic < cg; ic++)
+                        for (int ky = 0; ky < kh; ky++)
+                            for (int kx = 0; kx < kw; kx++) {
+                                int iy = y * sh - p->padding[0] + ky * dh;
+                                int ix = xx * sw - p->padding[1] + kx * dw;
+                                if (iy < 0 || iy >= h || ix < 0 || ix >= wd)
+                                    continue;
+                                s += x[((b * c + grp * cg + ic) * h + iy) * wd + ix] *
+                                     w[((oc * cg + ic) * kh + ky) * kw + kx];
+                            }
+                    out[((b * o + oc) * oh + y) * ow + xx] = s;
+                }
+}
+
+START_TEST(test_conv2d)
+{
+    static const clt_conv2d_options cases[] = {
+        {{0, 0}, {0, 0}, {0, 0}, 0},
+        {{2, 1}, {1, 2}, {1, 1}, 1},
+        {{1, 1}, {2, 2}, {2, 1}, 2},
+    };
+    clt_device *dev = test_device(_i);
+    const int n = 2, c = 4, h = 7, wd = 6, o = 6, kh = 3, kw = 2;
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const clt_conv2d_options *p = &cases[k];
+        int g = p->groups ? p->groups : 1;
+        int sh = p->stride[0] ? p->stride[0] : 1, sw = p->stride[1] ? p->stride[1] : 1;
+        int dh = p->dilation[0] ? p->dilation[0] : 1, dw = p->dilation[1] ? p->dilation[1] : 1;
+        int oh = (h + 2 * p->padding[0] - dh * (kh - 1) - 1) / sh + 1;
+        int ow = (wd + 2 * p->padding[1] - dw * (kw - 1) - 1) / sw + 1;
+        double *xv = noise(n * c * h * wd, 1), *wv = noise(o * (c / g) * kh * kw, 2), *bv = noise(o, 3);
+        double *want = malloc((size_t)(n * o * oh * ow) * sizeof *want);
+        conv_ref(xv, wv, bv, n, c, h, wd, o, kh, kw, p, want, oh, ow);
+        clt_tensor *x = make(dev, CLT_F32, xv, CLT_SHAPE(n, c, h, wd));
+        clt_tensor *w = make(dev, CLT_F32, wv, CLT_SHAPE(o, c / g, kh, kw));
+        clt_tensor *b = make(dev, CLT_F32, bv, CLT_SHAPE(o));
+        clt_tensor *y = clt_conv2d(x, w, b, p);
+        ck_assert_msg(y != NULL, "%s", clt_last_error());
+        ck_assert_int_eq(clt_tensor_size(y, 2), oh);
+        ck_assert_int_eq(clt_tensor_size(y, 3), ow);
+        check(y, want, n * o * oh * ow, 2e-5, "conv2d");
+        clt_tensor_release(y), clt_tensor_release(b), clt_tensor_release(w), clt_tensor_release(x);
+        free(want), free(bv), free(wv), free(xv);
+    }
+    clt_tensor *x = clt_tensor_ones(CLT_SHAPE(1, 3, 4, 4), CLT_F32, dev);
+    clt_tensor *w = clt_tensor_ones(CLT_SHAPE(2, 2, 3, 3), CLT_F32, dev);
+    ck_assert_ptr_null(clt_conv2d(x, w, NULL, NULL));
+    ck_assert_error_has("clt_conv2d: input (1, 3, 4, 4) and weight (2, 2, 3, 3) (groups 1)");
+    clt_tensor *big = clt_tensor_ones(CLT_SHAPE(2, 3, 5, 5), CLT_F32, dev);
+    ck_assert_ptr_null(clt_conv2d(x, big, NULL, NULL));
+    ck_assert_error_has("the 5x5 kernel does not fit the 4x4 input");
+    clt_tensor_release(big), clt_tensor_release(w), clt_tensor_release(x);
+}
+END_TEST
+
+START_TEST(test_pooling)
+{
+    clt_device *dev = test_device(_i);
+    double *xv = noise(2 * 3 * 5 * 6, 9);
+    xv[7] = NAN;
+    clt_tensor *x = make(dev, CLT_F32, xv, CLT_SHAPE(2, 3, 5, 6));
+    const clt_pool2d_options po = {.kernel = {3, 2}, .stride = {2, 2}, .padding = {1, 1}};
+    int oh = (5 + 2 - 3) / 2 + 1, ow = (6 + 2 - 2) / 2 + 1;
+    double *mx = malloc(sizeof(double) * 6 * oh * ow), *av = malloc(sizeof(double) * 6 * oh * ow);
+    double *ex = malloc(sizeof(double) * 6 * oh * ow), *ix = malloc(sizeof(double) * 6 * oh * ow);
+    for (int p = 0; p < 6; p++)
+        for (int y = 0; y < oh; y++)
+            for (int xx = 0; xx < ow; xx++) {
+                double best = -INFINITY, sum = 0;
+                int at = -1, inside = 0;
+                for (int ky = 0; ky < 3; ky++)
+                    for (int kx = 0; kx < 2; kx++) {
+                        int iy = y * 2 - 1 + ky, jx = xx * 2 - 1 + kx;
+                        if (iy < 0 || iy >= 5 || jx < 0 || jx >= 6)
+                            continue;
+                        double v = xv[p * 30 + iy * 6 + jx];
+                        inside++;
+                        sum += v;
+                        if (at < 0 || v > best || (isnan(v) && !isnan(best)))
+                            best = v, at = iy * 6 + jx;
+                    }
+                int o = (p * oh + y) * ow + xx;
+                mx[o] = best, ix[o] = at, av[o] = sum / 6, ex[o] = sum / inside;
+            }
+    clt_tensor *idx = NULL;
+    clt_tensor *m = clt_max_pool2d(x, &po, &idx);
+    ck_assert_ptr_nonnull(idx);
+    clt_tensor *c = clt_tensor_to_ex(m, &(clt_to_options){.device = clt_device_cpu(), .dtype = CLT_F64});
+    double *got = test_bytes(c);
+    for (int i = 0; i < 6 * oh * ow; i++)
+        ck_assert_msg((isnan(got[i]) && isnan(mx[i])) || got[i] == (double)(float)mx[i],
+                      "max pool element %d: %g, want %g", i, got[i], mx[i]);
+    free(got);
+    check(idx, ix, 6 * oh * ow, 0, "max pool indices");
+    check(clt_avg_pool2d(x, &po), av, 6 * oh * ow, 1e-6, "avg pool counting padding");
+    clt_pool2d_options ex_po = po;
+    ex_po.exclude_padding = true;
+    check(clt_avg_pool2d(x, &ex_po), ex, 6 * oh * ow, 1e-6, "avg pool without padding");
+    ck_assert_ptr_null(clt_max_pool2d(x, &(clt_pool2d_options){.kernel = {2, 2}, .padding = {2, 0}}, NULL));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    clt_tensor_release(c), clt_tensor_release(idx), clt_tensor_release(m), clt_tensor_release(x);
+    free(ix), free(ex), free(av), free(mx), free(xv);
+}
+END_TEST
+
+START_TEST(test_normalisation)
+{
+    clt_device *dev = test_device(_i);
+    double *xv = noise(2 * 3 * 4, 5), want[24], mean[3], var[3], uvar[3];
+    clt_tensor *x = make(dev, CLT_F32, xv, CLT_SHAPE(2, 3, 4));
+    for (int ch = 0; ch < 3; ch++) {
+        double s = 0, q = 0;
+        for (int b = 0; b < 2; b++)
+            for (int i = 0; i < 4; i++)
+                s += xv[(b * 3 + ch) * 4 + i];
+        mean[ch] = s / 8;
+        for (int b = 0; b < 2; b++)
+            for (int i = 0; i < 4; i++)
+                q += pow(xv[(b * 3 + ch) * 4 + i] - mean[ch], 2);
+        var[ch] = q / 8, uvar[ch] = q / 7;
+        for (int b = 0; b < 2; b++)
+            for (int i = 0; i < 4; i++) {
+                int at = (b * 3 + ch) * 4 + i;
+                want[at] = (xv[at] - mean[ch]) / sqrt(var[ch] + 1e-5) * 2 + 0.5;
+            }
+    }
+    clt_tensor *rm = clt_tensor_zeros(CLT_SHAPE(3), CLT_F32, dev), *rv = clt_tensor_ones(CLT_SHAPE(3), CLT_F32, dev);
+    clt_tensor *w = clt_tensor_full(CLT_SHAPE(3), 2, CLT_F32, dev), *b = clt_tensor_full(CLT_SHAPE(3), 0.5, CLT_F32, dev);
+    check(clt_batch_norm(x, rm, rv, w, b, true, 0.1, 1e-5), want, 24, 1e-5, "batch norm, training");
+    double rmw[3], rvw[3];
+    for (int ch = 0; ch < 3; ch++)
+        rmw[ch] = 0.1 * mean[ch], rvw[ch] = 0.9 + 0.1 * uvar[ch];
+    check(clt_tensor_retain(rm), rmw, 3, 1e-6, "running mean");
+    check(clt_tensor_retain(rv), rvw, 3, 1e-6, "running variance (unbiased)");
+    for (int at = 0; at < 24; at++) {
+        int ch = (at / 4) % 3;
+        want[at] = (xv[at] - rmw[ch]) / sqrt(rvw[ch] + 1e-5);
+    }
+    check(clt_batch_norm(x, rm, rv, NULL, NULL, false, 0.1, 1e-5), want, 24, 1e-5, "batch norm, evaluation");
+    ck_assert_ptr_null(clt_batch_norm(x, NULL, NULL, NULL, NULL, false, 0.1, 1e-5));
+    ck_assert_error_has("evaluation needs the running mean and variance");
+
+    for (int r = 0; r < 6; r++) { /* layer norm over the last dimension */
+        double s = 0, q = 0;
+        for (int i = 0; i < 4; i++)
+            s += xv[r * 4 + i];
+        for (int i = 0; i < 4; i++)
+            q += pow(xv[r * 4 + i] - s / 4, 2);
+        for (int i = 0; i < 4; i++)
+            want[r * 4 + i] = (xv[r * 4 + i] - s / 4) / sqrt(q / 4 + 1e-5);
+    }
+    check(clt_layer_norm(x, 1, NULL, NULL, 1e-5), want, 24, 1e-5, "layer norm");
+    ck_assert_ptr_null(clt_layer_norm(x, 4, NULL, NULL, 1e-5));
+    ck_assert_error_has("normalized_ndim 4 is outside 1..3");
+    clt_tensor *all[] = {b, w, rv, rm, x};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        clt_tensor_release(all[k]);
+    free(xv);
+}
+END_TEST
+
+START_TEST(test_dropout)
+{
+    clt_device *dev = test_device(_i), *cpu = clt_device_cpu();
+    clt_tensor *x = clt_tensor_ones(CLT_SHAPE(100, 100), CLT_F32, dev);
+    clt_tensor *h = clt_tensor_ones(CLT_SHAPE(100, 100), CLT_F32, cpu);
+    clt_manual_seed(42);
+    clt_tensor *y = clt_dropout(x, 0.3, true);
+    clt_manual_seed(42);
+    clt_tensor *z = clt_dropout(h, 0.3, true);
+    float *a = test_bytes(y), *b = test_bytes(z);
+    int kept = 0;
+    for (int i = 0; i < 10000; i++) {
+        ck_assert_msg(a[i] == b[i], "element %d: %g on %s, %g on cpu", i, a[i], clt_device_name(dev), b[i]);
+        ck_assert(a[i] == 0.0f || fabsf(a[i] - 1.0f / 0.7f) < 1e-6f);
+        kept += a[i] != 0;
+    }
+    ck_assert_int_gt(kept, 6700); /* 7000 expected; 4 standard deviations is 183 */
+    ck_assert_int_lt(kept, 7300);
+    clt_tensor *same = clt_dropout(x, 0.3, false);
+    ck_assert_ptr_eq(same, x);
+    clt_tensor_release(same);
+    clt_tensor *none = clt_dropout(x, 1, true);
+    check(clt_sum(none, NULL, 0, false), (double[]){0}, 1, 0, "dropout p=1");
+    clt_tensor_release(none);
+    ck_assert_ptr_null(clt_dropout(x, 1.5, true));
+    ck_assert_error_has("clt_dropout: probability 1.5 is outside 0..1");
+    free(a), free(b);
+    clt_tensor_release(z), clt_tensor_release(y), clt_tensor_release(h), clt_tensor_release(x);
+}
+END_TEST
+
+typedef struct nn_case {
+    clt_tensor *x, *w, *t, *img;
+    int which;
+} nn_case;
+
+static bool run_nn_case(void *ctx)
+{
+    nn_case *c = ctx;
+    clt_tensor *r = NULL;
+    switch (c->which) {
+    case 0: r = clt_softmax(c->x, 1); break;
+    case 1: r = clt_cross_entropy(c->x, c->t, CLT_REDUCTION_MEAN, -100); break;
+    default: r = clt_conv2d(c->img, c->w, NULL, NULL); break;
+    }
+    clt_tensor_release(r);
+    return r != NULL;
+}
+
+START_TEST(test_nn_allocation_failures)
+{
+    static const char *const fns[] = {"clt_softmax", "clt_cross_entropy", "clt_conv2d"};
+    clt_device *dev = test_device(_i);
+    int64_t tv[] = {1, 0, 3, 2};
+    nn_case c = {clt_tensor_rand(CLT_SHAPE(4, 4), CLT_F32, dev),
+                 clt_tensor_ones(CLT_SHAPE(2, 1, 2, 2), CLT_F32, dev),
+                 clt_tensor_from_data(tv, CLT_I64, CLT_SHAPE(4), dev), NULL, 0};
+    c.img = clt_reshape(c.x, CLT_SHAPE(1, 1, 4, 4));
+    for (c.which = 0; c.which < 3; c.which++) {
+        test_fault_sweep(run_nn_case, &c, fns[c.which], CLT__HOST);
+        test_fault_sweep(run_nn_case, &c, fns[c.which], CLT__DEVICE);
+    }
+    clt_tensor_release(c.img), clt_tensor_release(c.t), clt_tensor_release(c.w), clt_tensor_release(c.x);
+}
+END_TEST
+
+Suite *suite_nn(void)
+{
+    Suite *s = suite_create("nn");
+    TCase *tc = tcase_create("nn");
+    tcase_set_timeout(tc, 600);
+    ADD_DEVICE_TEST(tc, test_softmax);
+    ADD_DEVICE_TEST(tc, test_losses);
+    ADD_DEVICE_TEST(tc, test_gathers);
+    ADD_DEVICE_TEST(tc, test_conv2d);
+    ADD_DEVICE_TEST(tc, test_pooling);
+    ADD_DEVICE_TEST(tc, test_normalisation);
+    ADD_DEVICE_TEST(tc, test_dropout);
+    ADD_DEVICE_TEST(tc, test_nn_allocation_failures);
+    suite_add_tcase(s, tc);
+    return s;
+}
