@@ -5,8 +5,11 @@
  * kernels with the same arguments:
  *   NAME_rows:  one work-item per row, the row read in order (short rows);
  *   NAME_part:  work-group g reduces part g % parts of row g / parts (`chunk` elements), its
- *               work-items striding over the part and combining their states in a local-memory
- *               tree; with parts 1 it writes the row's result, otherwise its state to tmp[g];
+ *               work-items striding over the part (neighbours read neighbouring elements, as
+ *               GPUs want) or, with `blocked` (for CPU devices, which run a work-group's
+ *               work-items one after another), each reading one contiguous block of it; then
+ *               they combine their states in a local-memory tree. With parts 1 it writes the
+ *               row's result, otherwise its state to tmp[g];
  *   NAME_final: work-group r combines the `parts` states of row r from tmp into the result.
  * Work-groups have a power-of-two size of at most CLT_RED_WG. Sums are compensated (each
  * addition's rounding error is kept by an error-free transformation and added at the end), so
@@ -191,7 +194,7 @@ CLT_FN ST amin_result(arg_state st, __global const ST *row, clt_u64 len)
 #define RED_PARAMS(NAME, OT)                                                                   \
     __global const ST *x, ulong x_off, ulong len, ulong rows, ulong parts, ulong chunk,        \
         __global NAME##_state *tmp, __global OT *out, ulong out_off, __global const CT *mean,  \
-        ulong mean_off, int uses_mean
+        ulong mean_off, int uses_mean, int blocked
 
 /* Combines the work-group's states into *st (every work-item's), through ls. */
 #define RED_TREE(NAME, st, ls)                                                                 \
@@ -222,6 +225,7 @@ CLT_FN ST amin_result(arg_state st, __global const ST *row, clt_u64 len)
         (void)parts;                                                                           \
         (void)chunk;                                                                           \
         (void)tmp;                                                                             \
+        (void)blocked;                                                                         \
         for (ulong k = 0; k < len; k++)                                                        \
             NAME##_add(&st, LOAD(row[k]), k, m);                                               \
         out[out_off + r] = NAME##_result(st, row, len);                                        \
@@ -231,12 +235,28 @@ CLT_FN ST amin_result(arg_state st, __global const ST *row, clt_u64 len)
         __local NAME##_state ls[CLT_RED_WG];                                                   \
         ulong g = get_group_id(0), r = g / parts, p = g % parts;                               \
         ulong begin = p * chunk, end = min(begin + chunk, len);                                \
-        ulong step = get_local_size(0);                                                        \
+        ulong lsz = get_local_size(0), lid = get_local_id(0), step = lsz, k = begin + lid;     \
         __global const ST *row = x + x_off + r * len;                                          \
         CT m = uses_mean ? mean[mean_off + r] : (CT)0;                                         \
         NAME##_state st = NAME##_init();                                                       \
         (void)rows;                                                                            \
-        for (ulong k = begin + get_local_id(0); k < end; k += step)                            \
+        if (blocked) { /* four independent states: no chain of dependent additions */         \
+            ulong per = (end - begin + lsz - 1) / lsz;                                         \
+            NAME##_state s1 = NAME##_init(), s2 = NAME##_init(), s3 = NAME##_init();           \
+            k = min(begin + lid * per, end);                                                   \
+            end = min(k + per, end);                                                           \
+            step = 1;                                                                          \
+            for (; k + 4 <= end; k += 4) {                                                     \
+                NAME##_add(&st, LOAD(row[k]), k, m);                                           \
+                NAME##_add(&s1, LOAD(row[k + 1]), k + 1, m);                                   \
+                NAME##_add(&s2, LOAD(row[k + 2]), k + 2, m);                                   \
+                NAME##_add(&s3, LOAD(row[k + 3]), k + 3, m);                                   \
+            }                                                                                  \
+            NAME##_combine(&st, s1);                                                           \
+            NAME##_combine(&st, s2);                                                           \
+            NAME##_combine(&st, s3);                                                           \
+        }                                                                                      \
+        for (; k < end; k += step)                                                             \
             NAME##_add(&st, LOAD(row[k]), k, m);                                               \
         RED_TREE(NAME, st, ls);                                                                \
         if (get_local_id(0) == 0) {                                                            \
@@ -258,6 +278,7 @@ CLT_FN ST amin_result(arg_state st, __global const ST *row, clt_u64 len)
         (void)mean;                                                                            \
         (void)mean_off;                                                                        \
         (void)uses_mean;                                                                       \
+        (void)blocked;                                                                         \
         for (ulong k = get_local_id(0); k < parts; k += step)                                  \
             NAME##_combine(&st, tmp[r * parts + k]);                                           \
         RED_TREE(NAME, st, ls);                                                                \

@@ -29,7 +29,7 @@ static double *noise(int64_t n, unsigned seed)
 }
 
 /* Asserts t (any device, any floating dtype) holds want (n values) within tol, relative to
- * max(1, |want|). */
+ * max(1, |want|), and releases t. */
 static void check(clt_tensor *t, const double *want, int64_t n, double tol, const char *what)
 {
     ck_assert_msg(t != NULL, "%s: %s", what, clt_last_error());
@@ -41,6 +41,7 @@ static void check(clt_tensor *t, const double *want, int64_t n, double tol, cons
                       "%s: element %lld is %.9g, want %.9g", what, (long long)i, v[i], want[i]);
     free(v);
     clt_tensor_release(c);
+    clt_tensor_release(t);
 }
 
 START_TEST(test_softmax)
@@ -60,10 +61,10 @@ START_TEST(test_softmax)
         }
     }
     clt_tensor *s = clt_softmax(x, -1), *l = clt_log_softmax(x, 1);
-    check(s, want, 28, 1e-6, "softmax");
-    check(l, lwant, 28, 1e-6, "log_softmax");
+    check(clt_tensor_retain(s), want, 28, 1e-6, "softmax");
+    check(clt_tensor_retain(l), lwant, 28, 1e-6, "log_softmax");
     clt_tensor *s0 = clt_softmax(x, 0), *cs = clt_sum(s0, (int[]){0}, 1, false);
-    check(cs, (double[]){1, 1, 1, 1, 1, 1, 1}, 7, 1e-6, "softmax along dim 0 sums to 1");
+    check(clt_tensor_retain(cs), (double[]){1, 1, 1, 1, 1, 1, 1}, 7, 1e-6, "softmax along dim 0 sums to 1");
     clt_tensor *xi = clt_tensor_ones(CLT_SHAPE(3), CLT_I32, dev);
     ck_assert_ptr_null(clt_softmax(xi, 0));
     ck_assert_error_has("clt_softmax: dtype i32 is not supported");
@@ -123,7 +124,7 @@ START_TEST(test_gathers)
     clt_tensor *e = clt_embedding(weight, idx);
     ck_assert_int_eq(clt_tensor_ndim(e), 3);
     ck_assert_int_eq(clt_tensor_size(e, 2), 2);
-    check(e, (double[]){30, 31, 0, 1, 30, 31, 10, 11}, 8, 0, "embedding");
+    check(clt_tensor_retain(e), (double[]){30, 31, 0, 1, 30, 31, 10, 11}, 8, 0, "embedding");
     clt_tensor *flat = clt_reshape(idx, CLT_SHAPE(4));
     clt_tensor *t = clt_transpose(weight, 0, 1); /* (2, 4): columns picked */
     check(clt_index_select(t, 1, flat), (double[]){30, 0, 30, 10, 31, 1, 31, 11}, 8, 0, "index_select on a view");
@@ -191,7 +192,7 @@ START_TEST(test_conv2d)
         ck_assert_msg(y != NULL, "%s", clt_last_error());
         ck_assert_int_eq(clt_tensor_size(y, 2), oh);
         ck_assert_int_eq(clt_tensor_size(y, 3), ow);
-        check(y, want, n * o * oh * ow, 2e-5, "conv2d");
+        check(clt_tensor_retain(y), want, n * o * oh * ow, 2e-5, "conv2d");
         clt_tensor_release(y), clt_tensor_release(b), clt_tensor_release(w), clt_tensor_release(x);
         free(want), free(bv), free(wv), free(xv);
     }
@@ -244,7 +245,7 @@ START_TEST(test_pooling)
         ck_assert_msg((isnan(got[i]) && isnan(mx[i])) || got[i] == (double)(float)mx[i],
                       "max pool element %d: %g, want %g", i, got[i], mx[i]);
     free(got);
-    check(idx, ix, 6 * oh * ow, 0, "max pool indices");
+    check(clt_tensor_retain(idx), ix, 6 * oh * ow, 0, "max pool indices");
     check(clt_avg_pool2d(x, &po), av, 6 * oh * ow, 1e-6, "avg pool counting padding");
     clt_pool2d_options ex_po = po;
     ex_po.exclude_padding = true;

@@ -107,6 +107,7 @@ static const struct {
     int64_t a[3], b[3];
     bool transpose_a;
 } layouts[] = {
+    {1, 1, {1}, {1}, false},
     {1, 1, {7}, {7}, false},
     {3, 2, {3, 1, 5}, {4, 5}, false},
     {2, 2, {5, 3}, {3, 5}, true},
@@ -143,7 +144,7 @@ START_TEST(test_ops_binary_matches_host)
     clt_device *dev = test_device(_i);
     for (int op = 0; op < (int)(sizeof binaries / sizeof *binaries); op++)
         for (int d = 0; d < NDT; d++)
-            for (int l = 0; l < 3; l++)
+            for (int l = 0; l < (int)(sizeof layouts / sizeof *layouts); l++)
                 if (!(binaries[op].no_bool && dtypes[d] == CLT_BOOL))
                     check_binary(dev, op, dtypes[d], l);
 }
@@ -447,7 +448,9 @@ START_TEST(test_cat_stack)
     expect_i64(cols, (int64_t[]){0, 2, 4, 6, 8, 1, 3, 5, 7, 9}, 10, "cat columns of views");
     clt_tensor *st = clt_stack((clt_tensor *[]){b2, b2}, 2, 1); /* (2, 2, 2) */
     ck_assert_int_eq(clt_tensor_size(st, 1), 2);
-    expect_i64(clt_tensor_to_dtype(st, CLT_I64), (int64_t[]){6, 7, 6, 7, 8, 9, 8, 9}, 8, "stack");
+    clt_tensor *st64 = clt_tensor_to_dtype(st, CLT_I64);
+    expect_i64(st64, (int64_t[]){6, 7, 6, 7, 8, 9, 8, 9}, 8, "stack");
+    clt_tensor_release(st64);
     ck_assert_ptr_null(clt_cat((clt_tensor *[]){a2, bt}, 2, 1));
     ck_assert_error_has("clt_cat: tensor 1 of shape (2, 2) does not match tensor 0 of shape (3, 2) except in dimension 1");
     ck_assert_ptr_null(clt_stack((clt_tensor *[]){a2, b2}, 2, 0));

@@ -3,7 +3,9 @@
  * rows take one work-group each; when there are too few rows to give every compute unit
  * several work-groups, each row is split into parts of at least CLT__RED_MIN_PART elements,
  * each part reduced by one work-group into a partial state in a temporary buffer, and a second
- * launch combines the parts of every row. */
+ * launch combines the parts of every row. Work-items of a group read interleaved elements on
+ * GPUs and accelerators (coalesced loads) and one contiguous block each on CPU-type devices,
+ * which run a group's work-items one after another. */
 #include <stdio.h>
 
 #include "cl_internal.h"
@@ -51,6 +53,7 @@ clt_status clt__cl_reduce(const char *fn, clt_device *dev, const clt__reduce_cal
     cl_ulong x_off = c->in_offset, len = c->len, rows = c->rows, parts = 1, chunk = c->len;
     cl_ulong out_off = c->out_offset, mean_off = c->mean ? c->mean_offset : 0;
     cl_int uses_mean = c->op == CLT_REDUCE_SQDEV;
+    cl_int blocked = dev->info.type == CLT_DEVICE_OPENCL_CPU;
     size_t local = CLT__RED_WG, want;
     void *tmp_buf = NULL;
     clt_status st;
@@ -63,6 +66,7 @@ clt_status clt__cl_reduce(const char *fn, clt_device *dev, const clt__reduce_cal
         {sizeof rows, &rows},   {sizeof parts, &parts}, {sizeof chunk, &chunk},
         {sizeof tmp, &tmp},     {sizeof out, &out},     {sizeof out_off, &out_off},
         {sizeof mean, &mean},   {sizeof mean_off, &mean_off}, {sizeof uses_mean, &uses_mean},
+        {sizeof blocked, &blocked},
     };
     const int nargs = (int)(sizeof args / sizeof *args);
 
