@@ -12,6 +12,8 @@
  * Integer arithmetic goes through clt_u64 so that it wraps instead of overflowing. */
 
 #define CLT_WRAP(e) clt_bits_i64((clt_u64)(e))
+/* min(max(x, lo), hi), as PyTorch: hi when lo > hi; NaN stays NaN. */
+#define CLT_CLAMP(x, lo, hi) (((x) < (lo) ? (lo) : (x)) > (hi) ? (hi) : ((x) < (lo) ? (lo) : (x)))
 
 #define CLT_EW_OPS(X)                                                                          \
     X(add, 2, x + y, CLT_WRAP((clt_u64)x + (clt_u64)y), T)                                     \
@@ -39,7 +41,7 @@
     X(relu, 1, x < 0 ? 0 : x, x < 0 ? 0 : x, T)                                                \
     X(gelu, 1, x * (erf(x * (CT)0.70710678118654752440) + 1) / 2, x, T)                        \
     X(silu, 1, x / (1 + exp(-x)), x, T)                                                        \
-    X(clamp, 1, x < s0 ? s0 : (x > s1 ? s1 : x), x < s0 ? s0 : (x > s1 ? s1 : x), T)           \
+    X(clamp, 1, CLT_CLAMP(x, s0, s1), CLT_CLAMP(x, s0, s1), T)                                 \
     X(eq, 2, x == y, x == y, B)                                                                \
     X(ne, 2, x != y, x != y, B)                                                                \
     X(lt, 2, x < y, x < y, B)                                                                  \

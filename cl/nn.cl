@@ -74,7 +74,7 @@ __kernel void pool2d(__global ST *out, ulong out_off, __global long *arg, ulong 
         }
     }
     if (is_max) {
-        out[out_off + i] = STORE(best);
+        out[out_off + i] = STORE(best_at < 0 ? -INFINITY : best); /* a window wholly in padding */
         arg[arg_off + i] = best_at;
     } else {
         long count = count_pad ? (long)kh * kw : inside;

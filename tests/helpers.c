@@ -24,6 +24,18 @@ test_live test_live_now(void)
     return (test_live){clt__live_allocations(CLT__HOST), clt__live_allocations(CLT__DEVICE)};
 }
 
+void test_teardown(void)
+{
+    int n = clt_device_count(); /* negative when the test broke the device list on purpose */
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "gpu:%d", i);
+        clt_device *dev = clt_device_get(name);
+        if (dev)
+            clt_device_synchronize(dev);
+    }
+}
+
 void test_sync_all(void)
 {
     int n = clt_device_count();

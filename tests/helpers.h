@@ -31,6 +31,11 @@ test_live test_live_now(void);
         ck_assert_int_eq(a_.device, b_.device);                                                \
     } while (0)
 
+/* Run after every test (a checked fixture): waits for the work the test queued, so that the
+ * test's process never exits while a driver still compiles or runs it (PoCL crashes when its
+ * background kernel compilation meets the process's teardown). */
+void test_teardown(void);
+
 /* Synchronises cpu and every gpu:N: finished asynchronous copies then release what they held. */
 void test_sync_all(void);
 

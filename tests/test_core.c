@@ -230,6 +230,7 @@ Suite *suite_core(void)
     Suite *s = suite_create("core");
     TCase *tc = tcase_create("status");
     tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, NULL, test_teardown);
     tcase_add_test(tc, test_status_name_library_codes);
     tcase_add_test(tc, test_status_name_opencl_and_unknown);
     tcase_add_test(tc, test_status_str);
@@ -239,11 +240,13 @@ Suite *suite_core(void)
 
     tc = tcase_create("logging");
     tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, NULL, test_teardown);
     tcase_add_test(tc, test_log_callback);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("dtype_and_free");
     tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, NULL, test_teardown);
     tcase_add_test(tc, test_dtype_names_and_sizes);
     tcase_add_test(tc, test_free);
     suite_add_tcase(s, tc);

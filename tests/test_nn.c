@@ -37,7 +37,8 @@ static void check(clt_tensor *t, const double *want, int64_t n, double tol, cons
     clt_tensor *c = clt_tensor_to_ex(t, &(clt_to_options){.device = clt_device_cpu(), .dtype = CLT_F64});
     double *v = test_bytes(c);
     for (int64_t i = 0; i < n; i++)
-        ck_assert_msg((isnan(v[i]) && isnan(want[i])) || fabs(v[i] - want[i]) <= tol * fmax(1.0, fabs(want[i])),
+        ck_assert_msg((isnan(v[i]) && isnan(want[i])) || v[i] == want[i] ||
+                          fabs(v[i] - want[i]) <= tol * fmax(1.0, fabs(want[i])),
                       "%s: element %lld is %.9g, want %.9g", what, (long long)i, v[i], want[i]);
     free(v);
     clt_tensor_release(c);
@@ -109,6 +110,42 @@ START_TEST(test_losses)
     check(clt_mse_loss(ta, tbb, CLT_REDUCTION_NONE), (double[]){0, 4, 4, 0}, 4, 1e-7, "mse none");
     ck_assert_ptr_null(clt_mse_loss(ta, tbb, (clt_reduction)7));
     clt_tensor *all[] = {tbb, ta, ti, tb, lp, t, x};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        clt_tensor_release(all[k]);
+}
+END_TEST
+
+/* Edge cases: masked (-inf) log-probabilities under ignored targets, integer mse, empty inputs,
+ * windows wholly in the padding, mismatched bias. */
+START_TEST(test_nn_edges)
+{
+    clt_device *dev = test_device(_i);
+    const double lp[] = {-INFINITY, -0.1, -2, -1, -0.5, -3};
+    clt_tensor *x = make(dev, CLT_F32, lp, CLT_SHAPE(2, 3));
+    int64_t tv[] = {-100, 1};
+    clt_tensor *t = clt_tensor_from_data(tv, CLT_I64, CLT_SHAPE(2), dev);
+    check(clt_nll_loss(x, t, CLT_REDUCTION_MEAN, -100), (double[]){0.5}, 1, 1e-7, "nll ignoring a -inf row");
+    check(clt_nll_loss(x, t, CLT_REDUCTION_NONE, -100), (double[]){0, 0.5}, 2, 1e-7, "nll none");
+    const double a[] = {0, 3}, b[] = {20, 5};
+    clt_tensor *ua = make(dev, CLT_U8, a, CLT_SHAPE(2)), *ub = make(dev, CLT_U8, b, CLT_SHAPE(2));
+    check(clt_mse_loss(ua, ub, CLT_REDUCTION_NONE), (double[]){400, 4}, 2, 0, "mse of u8 does not wrap");
+    clt_tensor *empty = clt_tensor_zeros(CLT_SHAPE(3, 0), CLT_F32, dev);
+    clt_tensor *se = clt_softmax(empty, 1);
+    ck_assert_msg(se != NULL, "%s", clt_last_error());
+    ck_assert_int_eq(clt_tensor_numel(se), 0);
+    clt_tensor *e4 = clt_tensor_zeros(CLT_SHAPE(2, 0, 3), CLT_F32, dev), *rs = clt_tensor_zeros(CLT_SHAPE(0), CLT_F32, dev);
+    clt_tensor *bn = clt_batch_norm(e4, rs, rs, NULL, NULL, true, 0.1, 1e-5);
+    ck_assert_msg(bn != NULL, "%s", clt_last_error());
+    clt_tensor *one = clt_tensor_full(CLT_SHAPE(1, 1, 1, 1), 5, CLT_F32, dev);
+    clt_tensor *idx = NULL;
+    clt_tensor *mp = clt_max_pool2d(one, &(clt_pool2d_options){.kernel = {2, 2}, .padding = {1, 1}, .dilation = {2, 2}}, &idx);
+    check(clt_tensor_retain(mp), (double[]){-INFINITY}, 1, 0, "a window wholly in the padding");
+    check(clt_tensor_retain(idx), (double[]){-1}, 1, 0, "its index");
+    clt_tensor *w = clt_tensor_ones(CLT_SHAPE(1, 1, 1, 1), CLT_F32, dev);
+    clt_tensor *b64 = clt_tensor_ones(CLT_SHAPE(1), CLT_F64, dev);
+    ck_assert_ptr_null(clt_conv2d(one, w, b64, NULL));
+    ck_assert_error_has("clt_conv2d: the bias is f64, the input f32: they must match");
+    clt_tensor *all[] = {b64, w, idx, mp, one, bn, rs, e4, se, empty, ub, ua, t, x};
     for (size_t k = 0; k < sizeof all / sizeof *all; k++)
         clt_tensor_release(all[k]);
 }
@@ -384,9 +421,11 @@ Suite *suite_nn(void)
     Suite *s = suite_create("nn");
     TCase *tc = tcase_create("nn");
     tcase_set_timeout(tc, 600);
+    tcase_add_checked_fixture(tc, NULL, test_teardown);
     ADD_DEVICE_TEST(tc, test_softmax);
     ADD_DEVICE_TEST(tc, test_losses);
     ADD_DEVICE_TEST(tc, test_gathers);
+    ADD_DEVICE_TEST(tc, test_nn_edges);
     ADD_DEVICE_TEST(tc, test_conv2d);
     ADD_DEVICE_TEST(tc, test_pooling);
     ADD_DEVICE_TEST(tc, test_normalisation);

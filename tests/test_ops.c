@@ -498,6 +498,31 @@ START_TEST(test_in_place)
 }
 END_TEST
 
+/* In-place forms read inputs that overlap the output at other positions as they were. */
+START_TEST(test_in_place_overlap)
+{
+    clt_device *dev = test_device(_i);
+    clt_tensor *x = clt_tensor_arange(0, 5, 1, CLT_F32, dev);
+    clt_tensor *hi = clt_slice(x, 0, 1, 5, 1), *lo = clt_slice(x, 0, 0, 4, 1);
+    ck_assert_int_eq(clt_add_(hi, lo), CLT_OK);
+    expect(clt_tensor_retain(x), (double[]){0, 1, 3, 5, 7}, 5, 0, "x[1:] += x[:-1]");
+    clt_tensor *m = clt_tensor_arange(0, 4, 1, CLT_F32, dev), *m2 = clt_view(m, CLT_SHAPE(2, 2));
+    clt_tensor *t = clt_transpose(m2, 0, 1);
+    ck_assert_int_eq(clt_copy_(m2, t), CLT_OK);
+    expect(clt_tensor_retain(m), (double[]){0, 2, 1, 3}, 4, 0, "m.copy_(m.T)");
+    ck_assert_int_eq(clt_mul_(m2, m2), CLT_OK); /* the same elements: no copy needed */
+    expect(clt_tensor_retain(m), (double[]){0, 4, 1, 9}, 4, 0, "m *= m");
+    expect(clt_clamp(x, 3, 1), (double[]){1, 1, 1, 1, 1}, 5, 0, "clamp with lo > hi gives hi");
+    ck_assert_ptr_null(clt_stack((clt_tensor *[]){x, clt_tensor_retain(NULL)}, 1, 2));
+    clt_tensor *zero_d = clt_tensor_zeros(0, NULL, CLT_F32, dev);
+    ck_assert_ptr_null(clt_stack((clt_tensor *[]){zero_d, x}, 2, 0));
+    ck_assert_error_has("clt_stack: tensor 1 of shape (5,) differs from tensor 0 of shape ()");
+    clt_tensor *all[] = {zero_d, t, m2, m, lo, hi, x};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        clt_tensor_release(all[k]);
+}
+END_TEST
+
 START_TEST(test_ops_bad_input)
 {
     clt_device *dev = test_device(_i);
@@ -574,6 +599,7 @@ Suite *suite_ops(void)
     Suite *s = suite_create("ops");
     TCase *tc = tcase_create("elementwise");
     tcase_set_timeout(tc, 300);
+    tcase_add_checked_fixture(tc, NULL, test_teardown);
     ADD_DEVICE_TEST(tc, test_ops_binary_matches_host);
     ADD_DEVICE_TEST(tc, test_ops_unary_matches_host);
     ADD_DEVICE_TEST(tc, test_ops_scalar_where_large);
@@ -584,10 +610,12 @@ Suite *suite_ops(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("views");
     tcase_set_timeout(tc, 300);
+    tcase_add_checked_fixture(tc, NULL, test_teardown);
     ADD_DEVICE_TEST(tc, test_views_share_storage);
     ADD_DEVICE_TEST(tc, test_views_bad_input);
     ADD_DEVICE_TEST(tc, test_cat_stack);
     ADD_DEVICE_TEST(tc, test_in_place);
+    ADD_DEVICE_TEST(tc, test_in_place_overlap);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -978,6 +978,7 @@ Suite *suite_reduce(void)
     Suite *s = suite_create("reduce");
     TCase *tc = tcase_create("reduce");
     tcase_set_timeout(tc, 300);
+    tcase_add_checked_fixture(tc, NULL, test_teardown);
     ADD_DEVICE_TEST(tc, test_reduce_small_expected);
     ADD_DEVICE_TEST(tc, test_reduce_matches_host);
     ADD_DEVICE_TEST(tc, test_reduce_sizes);

@@ -1266,6 +1266,7 @@ Suite *suite_tensor(void)
     Suite *s = suite_create("tensor");
     TCase *tc = tcase_create("create");
     tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, NULL, test_teardown);
     ADD_DEVICE_TEST(tc, test_from_data_round_trip);
     ADD_DEVICE_TEST(tc, test_properties);
     ADD_DEVICE_TEST(tc, test_zeros_ones);
@@ -1275,6 +1276,7 @@ Suite *suite_tensor(void)
 
     tc = tcase_create("random");
     tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, NULL, test_teardown);
     ADD_DEVICE_TEST(tc, test_random_matches_cpu);
     ADD_DEVICE_TEST(tc, test_rand_uniform_range);
     ADD_DEVICE_TEST(tc, test_rand_sequence_and_seed);
@@ -1284,6 +1286,7 @@ Suite *suite_tensor(void)
 
     tc = tcase_create("errors");
     tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, NULL, test_teardown);
     ADD_DEVICE_TEST(tc, test_bad_shapes);
     ADD_DEVICE_TEST(tc, test_bad_device_dtype_data);
     ADD_DEVICE_TEST(tc, test_f64_unsupported);
@@ -1291,6 +1294,7 @@ Suite *suite_tensor(void)
 
     tc = tcase_create("access");
     tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, NULL, test_teardown);
     ADD_DEVICE_TEST(tc, test_retain_release);
     ADD_DEVICE_TEST(tc, test_copy_to_host_errors);
     ADD_DEVICE_TEST(tc, test_tensor_data);
@@ -1299,6 +1303,7 @@ Suite *suite_tensor(void)
 
     tc = tcase_create("format");
     tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, NULL, test_teardown);
     ADD_DEVICE_TEST(tc, test_format_basic);
     ADD_DEVICE_TEST(tc, test_format_nonfinite);
     ADD_DEVICE_TEST(tc, test_format_nonfinite_width);
@@ -1311,6 +1316,7 @@ Suite *suite_tensor(void)
 
     tc = tcase_create("faults");
     tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, NULL, test_teardown);
     ADD_DEVICE_TEST(tc, test_fault_creation);
     suite_add_tcase(s, tc);
     return s;

@@ -207,7 +207,8 @@ typedef struct clt_pool2d_options {
     bool exclude_padding;
 } clt_pool2d_options;
 
-/* Max pooling over (N, C, H, W); NaN wins. If indices is not NULL it receives a new i64 tensor of
+/* Max pooling over (N, C, H, W); NaN wins; a window wholly in the padding gives -inf (index
+ * -1). If indices is not NULL it receives a new i64 tensor of
  * the flat position (within each H x W plane) of every maximum, as PyTorch's return_indices. */
 CLT_API clt_tensor *clt_max_pool2d(clt_tensor *x, const clt_pool2d_options *options,
                                    clt_tensor **indices);

@@ -78,7 +78,7 @@ clt_status clt__host_im2col(const char *fn, clt_device *dev, const clt__conv_cal
                 }                                                                              \
             }                                                                                  \
             if (c->is_max) {                                                                   \
-                out[i] = STORE(best);                                                          \
+                out[i] = STORE(best_at < 0 ? -INFINITY : best);                                \
                 arg[i] = best_at;                                                              \
             } else {                                                                           \
                 long count = c->count_pad ? (long)c->kh * c->kw : inside;                      \

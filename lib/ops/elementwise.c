@@ -275,7 +275,37 @@ static bool overlaps(const clt_tensor *x)
     return false;
 }
 
-/* out[...] = op(in...) computed in dtype, stored into out (converted to out's dtype). */
+/* The elements [lo, hi] of the storage that x covers (strides are never negative). */
+static void extent(const clt_tensor *x, size_t *lo, size_t *hi)
+{
+    *lo = *hi = x->offset;
+    for (int d = 0; d < x->ndim; d++)
+        *hi += (size_t)(x->shape[d] - 1) * (size_t)x->strides[d];
+}
+
+/* Whether writing out element by element could change what `in` still has to read: they
+ * share storage and overlap without being the very same elements in the same order. */
+static bool aliases(const clt_tensor *out, const clt_tensor *in)
+{
+    size_t a0, a1, b0, b1;
+    if (out->storage != in->storage || out->numel == 0 || in->numel == 0)
+        return false;
+    extent(out, &a0, &a1);
+    extent(in, &b0, &b1);
+    if (a1 < b0 || b1 < a0)
+        return false;
+    if (out->offset != in->offset || out->ndim != in->ndim)
+        return true;
+    for (int d = 0; d < out->ndim; d++)
+        if (out->shape[d] != in->shape[d] || out->strides[d] != in->strides[d])
+            return true;
+    return false;
+}
+
+static clt_status copy_into(const char *fn, clt_tensor *x, clt_tensor *src);
+
+/* out[...] = op(in...) computed in dtype, stored into out (converted to out's dtype). Inputs
+ * that overlap the output at other positions are read from a copy first. */
 static clt_status into(const char *fn, clt__ew_op op, clt_tensor *out, clt_tensor *const *in,
                        int nin, clt_dtype dtype)
 {
@@ -301,13 +331,25 @@ static clt_status into(const char *fn, clt__ew_op op, clt_tensor *out, clt_tenso
                           clt_dtype_name(dtype), clt_dtype_name(out->dtype));
     if (convert_all(fn, in, nin, dtype, false, conv) != CLT_OK)
         return clt_last_status();
+    for (int i = 0; i < nin; i++) {
+        if (aliases(out, conv[i])) {
+            clt_tensor *staged = clt_tensor_to_ex(conv[i], &(clt_to_options){.copy = true});
+            clt_tensor_release(conv[i]);
+            conv[i] = staged;
+            if (!staged) {
+                for (int k = 0; k < nin; k++)
+                    clt_tensor_release(conv[k]);
+                return clt_last_status();
+            }
+        }
+    }
     if (dtype == out->dtype) {
         st = dispatch(fn, op, dtype, out, conv, nin, 0, 0);
     } else { /* compute in dtype, then store converted */
         tmp = clt__tensor_new(fn, out->storage->device, dtype, ndim, shape);
         st = tmp ? dispatch(fn, op, dtype, tmp, conv, nin, 0, 0) : clt_last_status();
         if (st == CLT_OK)
-            st = clt_copy_(out, tmp);
+            st = copy_into(fn, out, tmp);
         clt_tensor_release(tmp);
     }
     for (int i = 0; i < nin; i++)
@@ -333,7 +375,12 @@ clt_status clt_mul_(clt_tensor *x, clt_tensor *b)
 
 clt_status clt_copy_(clt_tensor *x, clt_tensor *src)
 {
-    static const char *const fn = "clt_copy_";
+    return copy_into("clt_copy_", x, src);
+}
+
+/* x[...] = src, broadcast and converted, src from any device; errors name fn. */
+static clt_status copy_into(const char *fn, clt_tensor *x, clt_tensor *src)
+{
     clt_tensor *here, *conv;
     clt_status st;
     if (clt__tensor_check(fn, x) != CLT_OK || clt__tensor_check(fn, src) != CLT_OK)
@@ -429,22 +476,31 @@ clt_tensor *clt_stack(clt_tensor *const *xs, int n, int dim)
     }
     if (check_same_device(fn, xs, n) != CLT_OK)
         return NULL;
+    for (int i = 1; i < n; i++) {
+        bool same = xs[i]->ndim == xs[0]->ndim;
+        for (int d = 0; same && d < xs[0]->ndim; d++)
+            same = xs[i]->shape[d] == xs[0]->shape[d];
+        if (!same) {
+            char a[256], b[256];
+            clt__format_shape(a, sizeof a, xs[0]->ndim, xs[0]->shape);
+            clt__format_shape(b, sizeof b, xs[i]->ndim, xs[i]->shape);
+            clt__error(CLT_ERR_SHAPE, fn, "tensor %d of shape %s differs from tensor 0 of shape %s", i, b, a);
+            return NULL;
+        }
+    }
     if (n > 64 && !(ps = clt__alloc(fn, (size_t)n * sizeof *ps)))
         return NULL;
-    for (; made < n; made++) {
-        for (int d = 0; d < xs[0]->ndim; d++)
-            if (xs[made]->ndim != xs[0]->ndim || xs[made]->shape[d] != xs[0]->shape[d]) {
-                char a[256], b[256];
-                clt__format_shape(a, sizeof a, xs[0]->ndim, xs[0]->shape);
-                clt__format_shape(b, sizeof b, xs[made]->ndim, xs[made]->shape);
-                clt__error(CLT_ERR_SHAPE, fn, "tensor %d of shape %s differs from tensor 0 of shape %s", made, b, a);
-                goto done;
-            }
+    for (; made < n; made++)
         if (!(ps[made] = clt_unsqueeze(xs[made], dim)))
-            goto done;
+            break;
+    if (made == n)
+        out = clt_cat(ps, n, dim);
+    if (!out) { /* name this function, keeping the cause */
+        char cause[512];
+        const char *colon = strstr(clt_last_error(), ": ");
+        snprintf(cause, sizeof cause, "%s", colon ? colon + 2 : clt_last_error());
+        clt__error(clt_last_status(), fn, "%s", cause);
     }
-    out = clt_cat(ps, n, dim);
-done:
     for (int i = 0; i < made; i++)
         clt_tensor_release(ps[i]);
     if (ps != parts)

@@ -59,6 +59,8 @@ static clt_tensor *softmax_impl(const char *fn, clt_tensor *x, int dim, bool log
         return NULL;
     if (x->ndim == 0) /* a 0-d tensor is its own dimension */
         dim = 0;
+    if (x->numel == 0)
+        return clt_tensor_empty(x->ndim, x->shape, x->dtype, x->storage->device);
     int dims = dim;
     t[0] = x->ndim ? clt_max(x, &dims, 1, true) : clt_tensor_retain(x); /* m */
     t[1] = t[0] ? clt_sub(x, t[0]) : NULL;                              /* x - m */
@@ -227,10 +229,10 @@ clt_tensor *clt_nll_loss(clt_tensor *log_probs, clt_tensor *target, clt_reductio
                          int64_t ignore_index)
 {
     static const char *const fn = "clt_nll_loss";
-    clt_tensor *lp = log_probs, *flat = NULL, *idx = NULL, *w = NULL, *picked = NULL,
-               *prod = NULL, *loss = NULL;
+    clt_tensor *lp = log_probs, *flat = NULL, *idx = NULL, *keep = NULL, *picked = NULL,
+               *neg = NULL, *zero = NULL, *prod = NULL, *loss = NULL;
     int64_t n, c, *t = NULL, *pos = NULL, kept = 0, total;
-    double *weights = NULL;
+    uint8_t *keeps = NULL;
     char a[256], b[256];
     if (clt__tensor_check(fn, lp) != CLT_OK || clt__tensor_check(fn, target) != CLT_OK ||
         same_device(fn, lp, target) != CLT_OK || need_floating(fn, lp) != CLT_OK ||
@@ -250,26 +252,24 @@ clt_tensor *clt_nll_loss(clt_tensor *log_probs, clt_tensor *target, clt_reductio
     if (!t)
         return NULL;
     pos = clt__alloc(fn, (size_t)(n ? n : 1) * sizeof *pos);
-    weights = pos ? clt__alloc(fn, (size_t)(n ? n : 1) * sizeof *weights) : NULL;
-    if (!weights)
+    keeps = pos ? clt__alloc(fn, (size_t)(n ? n : 1)) : NULL;
+    if (!keeps)
         goto done;
     for (int64_t i = 0; i < n; i++) {
         bool ignored = t[i] == ignore_index;
         pos[i] = i * c + (ignored ? 0 : t[i]);
-        weights[i] = ignored ? 0.0 : -1.0;
+        keeps[i] = !ignored;
         kept += !ignored;
     }
     total = n * c;
+    /* -log_probs[i, target[i]], and 0 (not -x * 0, which is NaN for x = -inf) where ignored */
     flat = clt_reshape(lp, 1, &total);
     idx = flat ? clt_tensor_from_data(pos, CLT_I64, 1, &n, lp->storage->device) : NULL;
     picked = idx ? gather(fn, flat, 0, idx, n) : NULL;
-    w = picked ? clt_tensor_from_data(weights, CLT_F64, 1, &n, lp->storage->device) : NULL;
-    if (w) {
-        clt_tensor *wt = clt_tensor_to_dtype(w, lp->dtype);
-        clt_tensor_release(w);
-        w = wt;
-    }
-    prod = w ? clt_mul(picked, w) : NULL;
+    neg = picked ? clt_neg(picked) : NULL;
+    keep = neg ? clt_tensor_from_data(keeps, CLT_BOOL, 1, &n, lp->storage->device) : NULL;
+    zero = keep ? clt_tensor_zeros(0, NULL, lp->dtype, lp->storage->device) : NULL;
+    prod = zero ? clt_where(keep, neg, zero) : NULL;
     if (prod && lp->ndim == 1) { /* (1,) -> () */
         loss = clt_reshape(prod, 0, NULL);
         clt_tensor_release(prod);
@@ -280,11 +280,13 @@ clt_tensor *clt_nll_loss(clt_tensor *log_probs, clt_tensor *target, clt_reductio
     if (!loss)
         rename_error(fn);
 done:
-    clt_tensor_release(w);
+    clt_tensor_release(zero);
+    clt_tensor_release(keep);
+    clt_tensor_release(neg);
     clt_tensor_release(picked);
     clt_tensor_release(idx);
     clt_tensor_release(flat);
-    clt__free(weights);
+    clt__free(keeps);
     clt__free(pos);
     clt__free(t);
     return loss;
@@ -312,14 +314,19 @@ clt_tensor *clt_mse_loss(clt_tensor *input, clt_tensor *target, clt_reduction re
     if (clt__tensor_check(fn, input) != CLT_OK || clt__tensor_check(fn, target) != CLT_OK ||
         check_reduction(fn, reduction) != CLT_OK)
         return NULL;
+    if (!floating(input->dtype) && !floating(target->dtype)) { /* in f32: no wrapping */
+        clt_tensor *a = clt_tensor_to_dtype(input, CLT_F32);
+        clt_tensor *b = a ? clt_tensor_to_dtype(target, CLT_F32) : NULL;
+        out = b ? clt_mse_loss(a, b, reduction) : NULL;
+        if (!out)
+            rename_error(fn);
+        clt_tensor_release(b);
+        clt_tensor_release(a);
+        return out;
+    }
     d = clt_sub(input, target);
     sq = d ? clt_mul(d, d) : NULL;
     clt_tensor_release(d);
-    if (sq && !floating(sq->dtype)) {
-        clt_tensor *f = clt_tensor_to_dtype(sq, CLT_F32);
-        clt_tensor_release(sq);
-        sq = f;
-    }
     out = sq ? reduce_loss(sq, reduction, (double)sq->numel) : NULL;
     if (!out)
         rename_error(fn);
@@ -428,6 +435,11 @@ clt_tensor *clt_conv2d(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
     if (clt__tensor_check(fn, x) != CLT_OK || clt__tensor_check(fn, weight) != CLT_OK ||
         same_device(fn, x, weight) != CLT_OK || same_device(fn, x, bias) != CLT_OK)
         return NULL;
+    if (bias && bias->dtype != x->dtype) {
+        clt__error(CLT_ERR_DTYPE, fn, "the bias is %s, the input %s: they must match",
+                   clt_dtype_name(bias->dtype), clt_dtype_name(x->dtype));
+        return NULL;
+    }
     o = o ? o : &defaults;
     groups = or_default(o->groups, 1);
     if (x->ndim != 4 || weight->ndim != 4 || groups < 0 || x->shape[1] % groups ||
@@ -570,30 +582,14 @@ clt_tensor *clt_batch_norm(clt_tensor *x, clt_tensor *running_mean, clt_tensor *
         clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "evaluation needs the running mean and variance");
         return NULL;
     }
+    if (x->numel == 0) /* nothing to normalise; the statistics stay as they are */
+        return clt_tensor_empty(x->ndim, x->shape, x->dtype, x->storage->device);
     for (int d = 0; d < x->ndim; d++)
         if (d != 1)
             dims[nd++] = d;
     if (training) {
-        int64_t n = (int64_t)x->numel / x->shape[1];
         mean = clt_mean(x, dims, nd, false);
         var = mean ? clt_var(x, dims, nd, 0, false) : NULL;
-        if (var && running_mean && running_var) {
-            /* running = (1 - momentum) * running + momentum * batch (unbiased variance) */
-            clt_tensor *m1 = clt_mul_scalar(running_mean, 1 - momentum);
-            clt_tensor *m2 = m1 ? clt_mul_scalar(mean, momentum) : NULL;
-            clt_tensor *v1 = m2 ? clt_mul_scalar(running_var, 1 - momentum) : NULL;
-            clt_tensor *v2 = v1 ? clt_mul_scalar(var, momentum * (double)n / (double)(n > 1 ? n - 1 : 1)) : NULL;
-            clt_status st = v2 && clt_add_(m1, m2) == CLT_OK && clt_add_(v1, v2) == CLT_OK &&
-                                    clt_copy_(running_mean, m1) == CLT_OK
-                                ? clt_copy_(running_var, v1)
-                                : CLT_ERR_INTERNAL;
-            clt_tensor *tmp[4] = {m1, m2, v1, v2};
-            release_all(tmp, 4);
-            if (st != CLT_OK) {
-                clt_tensor_release(var);
-                var = NULL;
-            }
-        }
     } else {
         mean = clt_tensor_retain(running_mean);
         var = clt_tensor_retain(running_var);
@@ -604,6 +600,22 @@ clt_tensor *clt_batch_norm(clt_tensor *x, clt_tensor *running_mean, clt_tensor *
     b_b = per_channel(bias, x->ndim);
     if (mean_b && var_b && (!weight || w_b) && (!bias || b_b))
         out = normalise(x, mean_b, var_b, eps, w_b, b_b);
+    if (out && training && running_mean && running_var) {
+        /* last, so that a failure before leaves the running statistics as they were:
+         * running = (1 - momentum) * running + momentum * batch (unbiased variance) */
+        int64_t n = (int64_t)x->numel / x->shape[1];
+        clt_tensor *m1 = clt_mul_scalar(running_mean, 1 - momentum);
+        clt_tensor *m2 = m1 ? clt_mul_scalar(mean, momentum) : NULL;
+        clt_tensor *v1 = m2 ? clt_mul_scalar(running_var, 1 - momentum) : NULL;
+        clt_tensor *v2 = v1 ? clt_mul_scalar(var, momentum * (double)n / (double)(n > 1 ? n - 1 : 1)) : NULL;
+        clt_tensor *nm = v2 ? clt_add(m1, m2) : NULL, *nv = nm ? clt_add(v1, v2) : NULL;
+        if (!nv || clt_copy_(running_mean, nm) != CLT_OK || clt_copy_(running_var, nv) != CLT_OK) {
+            clt_tensor_release(out);
+            out = NULL;
+        }
+        clt_tensor *tmp[6] = {m1, m2, v1, v2, nm, nv};
+        release_all(tmp, 6);
+    }
     if (!out)
         rename_error(fn);
     clt_tensor *tmp[6] = {mean, var, mean_b, var_b, w_b, b_b};
