@@ -18,21 +18,6 @@
 #define CLT__RED_MAX_PARTS 1024  /* parts of one row at most */
 #define CLT__RED_STATE_MAX 32    /* bytes of the largest partial state (sqdev in f64) */
 
-/* Build options that specialise reduce.cl for an input dtype. */
-static const char *red_options(clt_dtype dtype)
-{
-    switch (dtype) {
-    case CLT_F32: return "-DDT=f32 -DST=float -DCT=float -DKIND=flt -DCLT_KIND_INT=0";
-    case CLT_F64: return "-DDT=f64 -DST=double -DCT=double -DKIND=dbl -DCLT_KIND_INT=0";
-    case CLT_F16: return "-DDT=f16 -DST=clt_u16 -DCT=float -DKIND=flt -DCLT_KIND_INT=0";
-    case CLT_BF16: return "-DDT=bf16 -DST=clt_u16 -DCT=float -DKIND=flt -DCLT_KIND_INT=0";
-    case CLT_I32: return "-DDT=i32 -DST=clt_i32 -DCT=clt_i64 -DKIND=int -DCLT_KIND_INT=1";
-    case CLT_I64: return "-DDT=i64 -DST=clt_i64 -DCT=clt_i64 -DKIND=int -DCLT_KIND_INT=1";
-    case CLT_U8: return "-DDT=u8 -DST=clt_u8 -DCT=clt_i64 -DKIND=int -DCLT_KIND_INT=1";
-    default: return "-DDT=b8 -DST=clt_u8 -DCT=clt_i64 -DKIND=int -DCLT_KIND_INT=1";
-    }
-}
-
 static const char *red_name(clt__reduce_op op)
 {
     switch (op) {
@@ -48,7 +33,7 @@ static const char *red_name(clt__reduce_op op)
 clt_status clt__cl_reduce(const char *fn, clt_device *dev, const clt__reduce_call *c)
 {
     char kernel[32];
-    const char *opts = red_options(c->dtype);
+    const char *opts = clt__cl_dtype_options(c->dtype);
     cl_mem x = c->in, out = c->out, mean = c->mean ? c->mean : c->out, tmp = c->out;
     cl_ulong x_off = c->in_offset, len = c->len, rows = c->rows, parts = 1, chunk = c->len;
     cl_ulong out_off = c->out_offset, mean_off = c->mean ? c->mean_offset : 0;

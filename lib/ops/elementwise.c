@@ -7,7 +7,7 @@
 #include "cltensor/ops.h"
 #include "core/core.h"
 #include "device/registry.h"
-#include "tensor/tensor_internal.h"
+#include "ops_internal.h"
 
 /* bool 0 < integer 1 < floating 2 */
 static int kind(clt_dtype t)
@@ -27,21 +27,6 @@ static clt_dtype promote(clt_dtype a, clt_dtype b)
         return clt_dtype_size(a) >= clt_dtype_size(b) ? a : b;
     }
     return clt_dtype_size(a) >= clt_dtype_size(b) ? a : b; /* u8 < i32 < i64 */
-}
-
-static clt_status check_same_device(const char *fn, clt_tensor *const *ts, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (clt__tensor_check(fn, ts[i]) != CLT_OK)
-            return CLT_ERR_INVALID_ARGUMENT;
-    for (int i = 1; i < n; i++) {
-        clt_device *a = ts[0]->storage->device, *b = ts[i]->storage->device;
-        if (a != b)
-            return clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
-                              "expected all tensors on the same device, got %s and %s", a->name,
-                              b->name);
-    }
-    return CLT_OK;
 }
 
 /* The broadcast shape of the tensors, or an error naming the two shapes that do not fit. */
@@ -128,10 +113,7 @@ static clt_status convert_all(const char *fn, clt_tensor *const *in, int nin, cl
         if (!conv[i]) {
             for (int k = 0; k < i; k++)
                 clt_tensor_release(conv[k]);
-            /* to_ex named itself: name the operation instead, keeping the cause */
-            char cause[512];
-            snprintf(cause, sizeof cause, "%s", clt_last_error());
-            return clt__error(clt_last_status(), fn, "%s", cause);
+            return clt__rename_error(fn); /* the conversion named itself */
         }
     }
     return CLT_OK;
@@ -145,7 +127,7 @@ static clt_tensor *run(const char *fn, clt__ew_op op, clt_tensor *const *in, int
     int64_t shape[CLT_MAX_DIMS];
     clt_tensor *conv[3] = {NULL}, *out = NULL;
     bool is_where = op == CLT_EW_where;
-    if (check_same_device(fn, in, nin) != CLT_OK || broadcast(fn, in, nin, &ndim, shape) != CLT_OK)
+    if (clt__same_device(fn, in, nin) != CLT_OK || broadcast(fn, in, nin, &ndim, shape) != CLT_OK)
         return NULL;
     if (clt__device_dtype_check(fn, in[0]->storage->device, dtype) != CLT_OK)
         return NULL;
@@ -177,7 +159,7 @@ static clt_tensor *binary(const char *fn, clt__ew_op op, clt_tensor *a, clt_tens
 {
     clt_tensor *in[2] = {a, b};
     clt_dtype dt;
-    if (check_same_device(fn, in, 2) != CLT_OK)
+    if (clt__same_device(fn, in, 2) != CLT_OK)
         return NULL;
     dt = promote(a->dtype, b->dtype);
     if (r == TO_FLOAT && kind(dt) < 2)
@@ -254,7 +236,7 @@ clt_tensor *clt_where(clt_tensor *cond, clt_tensor *a, clt_tensor *b)
 {
     static const char *const fn = "clt_where";
     clt_tensor *in[3] = {cond, a, b};
-    if (check_same_device(fn, in, 3) != CLT_OK)
+    if (clt__same_device(fn, in, 3) != CLT_OK)
         return NULL;
     if (cond->dtype != CLT_BOOL) {
         clt__error(CLT_ERR_DTYPE, fn, "the condition must be bool, not %s",
@@ -315,7 +297,7 @@ static clt_status into(const char *fn, clt__ew_op op, clt_tensor *out, clt_tenso
     clt_status st;
     for (int i = 0; i < nin; i++)
         all[i + 1] = in[i];
-    if (check_same_device(fn, all, nin + 1) != CLT_OK || broadcast(fn, all, nin + 1, &ndim, shape) != CLT_OK)
+    if (clt__same_device(fn, all, nin + 1) != CLT_OK || broadcast(fn, all, nin + 1, &ndim, shape) != CLT_OK)
         return clt_last_status();
     if (!same_shape(out, ndim, shape)) {
         char a[256], b[256];
@@ -360,7 +342,7 @@ static clt_status into(const char *fn, clt__ew_op op, clt_tensor *out, clt_tenso
 clt_status clt_add_(clt_tensor *x, clt_tensor *b)
 {
     clt_tensor *in[2] = {x, b};
-    if (check_same_device("clt_add_", in, 2) != CLT_OK)
+    if (clt__same_device("clt_add_", in, 2) != CLT_OK)
         return clt_last_status();
     return into("clt_add_", CLT_EW_add, x, in, 2, promote(x->dtype, b->dtype));
 }
@@ -368,7 +350,7 @@ clt_status clt_add_(clt_tensor *x, clt_tensor *b)
 clt_status clt_mul_(clt_tensor *x, clt_tensor *b)
 {
     clt_tensor *in[2] = {x, b};
-    if (check_same_device("clt_mul_", in, 2) != CLT_OK)
+    if (clt__same_device("clt_mul_", in, 2) != CLT_OK)
         return clt_last_status();
     return into("clt_mul_", CLT_EW_mul, x, in, 2, promote(x->dtype, b->dtype));
 }
@@ -387,11 +369,8 @@ static clt_status copy_into(const char *fn, clt_tensor *x, clt_tensor *src)
         return clt_last_status();
     /* copy_ is the one operation that takes a source from another device, explicitly */
     here = clt_tensor_to_ex(src, &(clt_to_options){.device = x->storage->device, .dtype = x->dtype});
-    if (!here) {
-        char cause[512];
-        snprintf(cause, sizeof cause, "%s", clt_last_error());
-        return clt__error(clt_last_status(), fn, "%s", cause);
-    }
+    if (!here)
+        return clt__rename_error(fn);
     conv = here;
     st = into(fn, CLT_EW_copy, x, &conv, 1, x->dtype);
     clt_tensor_release(here);
@@ -425,7 +404,7 @@ clt_tensor *clt_cat(clt_tensor *const *xs, int n, int dim)
         clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "no tensors to join (n = %d)", n);
         return NULL;
     }
-    if (check_same_device(fn, xs, n) != CLT_OK || clt__dim_check(fn, &dim, xs[0]->ndim) != CLT_OK)
+    if (clt__same_device(fn, xs, n) != CLT_OK || clt__dim_check(fn, &dim, xs[0]->ndim) != CLT_OK)
         return NULL;
     if (xs[0]->ndim == 0) {
         clt__error(CLT_ERR_SHAPE, fn, "0-d tensors cannot be concatenated; use clt_stack");
@@ -455,9 +434,7 @@ clt_tensor *clt_cat(clt_tensor *const *xs, int n, int dim)
         clt_tensor_release(part);
         at += xs[i]->shape[dim];
         if (st != CLT_OK) {
-            char cause[512];
-            snprintf(cause, sizeof cause, "%s", clt_last_error());
-            clt__error(st, fn, "%s", cause);
+            clt__rename_error(fn);
             clt_tensor_release(out);
             out = NULL;
         }
@@ -474,7 +451,7 @@ clt_tensor *clt_stack(clt_tensor *const *xs, int n, int dim)
         clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "no tensors to join (n = %d)", n);
         return NULL;
     }
-    if (check_same_device(fn, xs, n) != CLT_OK)
+    if (clt__same_device(fn, xs, n) != CLT_OK)
         return NULL;
     for (int i = 1; i < n; i++) {
         bool same = xs[i]->ndim == xs[0]->ndim;
@@ -495,12 +472,8 @@ clt_tensor *clt_stack(clt_tensor *const *xs, int n, int dim)
             break;
     if (made == n)
         out = clt_cat(ps, n, dim);
-    if (!out) { /* name this function, keeping the cause */
-        char cause[512];
-        const char *colon = strstr(clt_last_error(), ": ");
-        snprintf(cause, sizeof cause, "%s", colon ? colon + 2 : clt_last_error());
-        clt__error(clt_last_status(), fn, "%s", cause);
-    }
+    if (!out)
+        clt__rename_error(fn);
     for (int i = 0; i < made; i++)
         clt_tensor_release(ps[i]);
     if (ps != parts)

@@ -7,7 +7,7 @@
 
 #include "cltensor/ops.h"
 #include "core/core.h"
-#include "tensor/tensor_internal.h"
+#include "ops_internal.h"
 
 /* One operand as a batch of rows x cols matrices over a tensor's storage, in elements. */
 typedef struct mat {
@@ -26,16 +26,8 @@ typedef struct layout {
 
 static clt_status check_tensors(const char *fn, clt_tensor *const *ts, int n)
 {
-    for (int i = 0; i < n; i++)
-        if (clt__tensor_check(fn, ts[i]) != CLT_OK)
-            return CLT_ERR_INVALID_ARGUMENT;
-    for (int i = 1; i < n; i++) {
-        clt_device *a = ts[0]->storage->device, *b = ts[i]->storage->device;
-        if (a != b)
-            return clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
-                              "expected all tensors on the same device, got %s and %s", a->name,
-                              b->name);
-    }
+    if (clt__same_device(fn, ts, n) != CLT_OK)
+        return clt_last_status();
     for (int i = 0; i < n; i++) {
         clt_dtype dt = ts[i]->dtype;
         clt_device *dev = ts[i]->storage->device;

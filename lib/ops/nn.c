@@ -9,37 +9,12 @@
 #include "cltensor/ops.h"
 #include "core/core.h"
 #include "device/registry.h"
-#include "tensor/tensor_internal.h"
+#include "ops_internal.h"
 
-static bool floating(clt_dtype t)
-{
-    return t == CLT_F32 || t == CLT_F64 || t == CLT_F16 || t == CLT_BF16;
-}
-
-static clt_status need_floating(const char *fn, const clt_tensor *x)
-{
-    if (floating(x->dtype))
-        return CLT_OK;
-    return clt__error(CLT_ERR_DTYPE, fn, "dtype %s is not supported on %s: a floating dtype is needed",
-                      clt_dtype_name(x->dtype), x->storage->device->name);
-}
-
+/* One tensor (or NULL) against another's device. */
 static clt_status same_device(const char *fn, clt_tensor *a, clt_tensor *b)
 {
-    if (!b || a->storage->device == b->storage->device)
-        return CLT_OK;
-    return clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
-                      "expected all tensors on the same device, got %s and %s",
-                      a->storage->device->name, b->storage->device->name);
-}
-
-/* Re-raises the last error under fn (a composed step failed). */
-static void rename_error(const char *fn)
-{
-    char cause[1024];
-    const char *colon = strstr(clt_last_error(), ": ");
-    snprintf(cause, sizeof cause, "%s", colon ? colon + 2 : clt_last_error());
-    clt__error(clt_last_status(), fn, "%s", cause);
+    return b ? clt__same_device(fn, (clt_tensor *[]){a, b}, 2) : CLT_OK;
 }
 
 /* Releases a list of tensors (NULL entries allowed). */
@@ -54,7 +29,7 @@ static void release_all(clt_tensor **ts, int n)
 static clt_tensor *softmax_impl(const char *fn, clt_tensor *x, int dim, bool log)
 {
     clt_tensor *t[5] = {NULL}, *out = NULL;
-    if (clt__tensor_check(fn, x) != CLT_OK || need_floating(fn, x) != CLT_OK ||
+    if (clt__tensor_check(fn, x) != CLT_OK || clt__need_floating(fn, x) != CLT_OK ||
         clt__dim_check(fn, &dim, x->ndim) != CLT_OK)
         return NULL;
     if (x->ndim == 0) /* a 0-d tensor is its own dimension */
@@ -73,7 +48,7 @@ static clt_tensor *softmax_impl(const char *fn, clt_tensor *x, int dim, bool log
         out = clt_div(t[2], t[3]);
     }
     if (!out)
-        rename_error(fn);
+        clt__rename_error(fn);
     release_all(t, 5);
     return out;
 }
@@ -104,7 +79,7 @@ static int64_t *host_indices(const char *fn, clt_tensor *idx, int64_t k, bool al
     if (!v)
         return NULL;
     if (clt_tensor_copy_to_host(idx, v, idx->numel * sizeof *v) != CLT_OK) {
-        rename_error(fn);
+        clt__rename_error(fn);
         clt__free(v);
         return NULL;
     }
@@ -194,7 +169,7 @@ clt_tensor *clt_embedding(clt_tensor *weight, clt_tensor *indices)
         out = clt_reshape(rows, indices->ndim + 1, shape);
     }
     if (!out)
-        rename_error(fn);
+        clt__rename_error(fn);
     clt_tensor_release(rows);
     clt_tensor_release(flat);
     return out;
@@ -235,7 +210,7 @@ clt_tensor *clt_nll_loss(clt_tensor *log_probs, clt_tensor *target, clt_reductio
     uint8_t *keeps = NULL;
     char a[256], b[256];
     if (clt__tensor_check(fn, lp) != CLT_OK || clt__tensor_check(fn, target) != CLT_OK ||
-        same_device(fn, lp, target) != CLT_OK || need_floating(fn, lp) != CLT_OK ||
+        same_device(fn, lp, target) != CLT_OK || clt__need_floating(fn, lp) != CLT_OK ||
         check_reduction(fn, reduction) != CLT_OK)
         return NULL;
     if (!((lp->ndim == 2 && target->ndim == 1 && target->shape[0] == lp->shape[0]) ||
@@ -278,7 +253,7 @@ clt_tensor *clt_nll_loss(clt_tensor *log_probs, clt_tensor *target, clt_reductio
     }
     loss = reduce_loss(loss, reduction, (double)kept);
     if (!loss)
-        rename_error(fn);
+        clt__rename_error(fn);
 done:
     clt_tensor_release(zero);
     clt_tensor_release(keep);
@@ -302,7 +277,7 @@ clt_tensor *clt_cross_entropy(clt_tensor *logits, clt_tensor *target, clt_reduct
     lp = clt_log_softmax(logits, logits->ndim == 2 ? 1 : 0);
     out = lp ? clt_nll_loss(lp, target, reduction, ignore_index) : NULL;
     if (!out)
-        rename_error(fn);
+        clt__rename_error(fn);
     clt_tensor_release(lp);
     return out;
 }
@@ -314,12 +289,12 @@ clt_tensor *clt_mse_loss(clt_tensor *input, clt_tensor *target, clt_reduction re
     if (clt__tensor_check(fn, input) != CLT_OK || clt__tensor_check(fn, target) != CLT_OK ||
         check_reduction(fn, reduction) != CLT_OK)
         return NULL;
-    if (!floating(input->dtype) && !floating(target->dtype)) { /* in f32: no wrapping */
+    if (!clt__is_floating(input->dtype) && !clt__is_floating(target->dtype)) { /* in f32: no wrapping */
         clt_tensor *a = clt_tensor_to_dtype(input, CLT_F32);
         clt_tensor *b = a ? clt_tensor_to_dtype(target, CLT_F32) : NULL;
         out = b ? clt_mse_loss(a, b, reduction) : NULL;
         if (!out)
-            rename_error(fn);
+            clt__rename_error(fn);
         clt_tensor_release(b);
         clt_tensor_release(a);
         return out;
@@ -329,7 +304,7 @@ clt_tensor *clt_mse_loss(clt_tensor *input, clt_tensor *target, clt_reduction re
     clt_tensor_release(d);
     out = sq ? reduce_loss(sq, reduction, (double)sq->numel) : NULL;
     if (!out)
-        rename_error(fn);
+        clt__rename_error(fn);
     return out;
 }
 
@@ -359,7 +334,7 @@ static clt_tensor *pool(const char *fn, clt_tensor *x, const clt_pool2d_options 
     clt_device *dev;
     if (indices)
         *indices = NULL;
-    if (clt__tensor_check(fn, x) != CLT_OK || need_floating(fn, x) != CLT_OK)
+    if (clt__tensor_check(fn, x) != CLT_OK || clt__need_floating(fn, x) != CLT_OK)
         return NULL;
     if (!o || x->ndim != 4 || o->kernel[0] <= 0 || o->kernel[1] <= 0 || o->stride[0] < 0 ||
         o->stride[1] < 0 || o->padding[0] < 0 || o->padding[1] < 0 || o->dilation[0] < 0 ||
@@ -508,7 +483,7 @@ clt_tensor *clt_conv2d(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
     }
 done:
     if (!out)
-        rename_error(fn);
+        clt__rename_error(fn);
     for (int g = 0; parts && g < groups; g++)
         clt_tensor_release(parts[g]);
     clt__free(parts);
@@ -563,7 +538,7 @@ clt_tensor *clt_batch_norm(clt_tensor *x, clt_tensor *running_mean, clt_tensor *
     clt_tensor *mean = NULL, *var = NULL, *mean_b = NULL, *var_b = NULL, *w_b = NULL, *b_b = NULL;
     clt_tensor *out = NULL;
     int dims[CLT_MAX_DIMS], nd = 0;
-    if (clt__tensor_check(fn, x) != CLT_OK || need_floating(fn, x) != CLT_OK)
+    if (clt__tensor_check(fn, x) != CLT_OK || clt__need_floating(fn, x) != CLT_OK)
         return NULL;
     if (x->ndim < 2) {
         clt__error(CLT_ERR_SHAPE, fn, "the input needs (N, C, ...) dimensions, not %d", x->ndim);
@@ -617,7 +592,7 @@ clt_tensor *clt_batch_norm(clt_tensor *x, clt_tensor *running_mean, clt_tensor *
         release_all(tmp, 6);
     }
     if (!out)
-        rename_error(fn);
+        clt__rename_error(fn);
     clt_tensor *tmp[6] = {mean, var, mean_b, var_b, w_b, b_b};
     release_all(tmp, 6);
     return out;
@@ -629,7 +604,7 @@ clt_tensor *clt_layer_norm(clt_tensor *x, int normalized_ndim, clt_tensor *weigh
     static const char *const fn = "clt_layer_norm";
     int dims[CLT_MAX_DIMS];
     clt_tensor *mean = NULL, *var = NULL, *out = NULL;
-    if (clt__tensor_check(fn, x) != CLT_OK || need_floating(fn, x) != CLT_OK ||
+    if (clt__tensor_check(fn, x) != CLT_OK || clt__need_floating(fn, x) != CLT_OK ||
         same_device(fn, x, weight) != CLT_OK || same_device(fn, x, bias) != CLT_OK)
         return NULL;
     if (normalized_ndim < 1 || normalized_ndim > x->ndim) {
@@ -655,7 +630,7 @@ clt_tensor *clt_layer_norm(clt_tensor *x, int normalized_ndim, clt_tensor *weigh
     var = mean ? clt_var(x, dims, normalized_ndim, 0, true) : NULL;
     out = var ? normalise(x, mean, var, eps, weight, bias) : NULL;
     if (!out)
-        rename_error(fn);
+        clt__rename_error(fn);
     clt_tensor_release(var);
     clt_tensor_release(mean);
     return out;
@@ -668,7 +643,7 @@ clt_tensor *clt_dropout(clt_tensor *x, double p, bool training)
     static const char *const fn = "clt_dropout";
     clt_tensor *r = NULL, *pt = NULL, *keep = NULL, *scaled = NULL, *zero = NULL, *out = NULL;
     clt_device *dev;
-    if (clt__tensor_check(fn, x) != CLT_OK || need_floating(fn, x) != CLT_OK)
+    if (clt__tensor_check(fn, x) != CLT_OK || clt__need_floating(fn, x) != CLT_OK)
         return NULL;
     if (!(p >= 0 && p <= 1)) {
         clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "probability %g is outside 0..1", p);
@@ -687,7 +662,7 @@ clt_tensor *clt_dropout(clt_tensor *x, double p, bool training)
     zero = scaled ? clt_tensor_zeros(0, NULL, x->dtype, dev) : NULL;
     out = zero ? clt_where(keep, scaled, zero) : NULL;
     if (!out)
-        rename_error(fn);
+        clt__rename_error(fn);
     clt_tensor *tmp[5] = {r, pt, keep, scaled, zero};
     release_all(tmp, 5);
     return out;

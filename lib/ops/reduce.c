@@ -9,7 +9,7 @@
 
 #include "cltensor/ops.h"
 #include "core/core.h"
-#include "tensor/tensor_internal.h"
+#include "ops_internal.h"
 
 /* How x is reduced: the dims, the permutation that moves them last, the rows and their length,
  * and the result's shape. */
@@ -23,19 +23,11 @@ typedef struct plan {
     int empty_dim; /* a reduced dimension of size 0, or -1 */
 } plan;
 
-static bool is_float(clt_dtype t)
-{
-    return t == CLT_F32 || t == CLT_F64 || t == CLT_F16 || t == CLT_BF16;
-}
-
 /* t, or, when t is NULL (a call made for fn failed), NULL with the error renamed "fn: cause". */
 static clt_tensor *named(const char *fn, clt_tensor *t)
 {
-    if (!t) {
-        char cause[512];
-        snprintf(cause, sizeof cause, "%s", clt_last_error());
-        clt__error(clt_last_status(), fn, "%s", cause);
-    }
+    if (!t)
+        clt__rename_error(fn);
     return t;
 }
 
@@ -155,15 +147,6 @@ static clt_tensor *finish(const char *fn, clt_tensor *t, clt_dtype dtype)
     return r;
 }
 
-static clt_status need_float(const char *fn, const clt_tensor *x)
-{
-    if (is_float(x->dtype))
-        return CLT_OK;
-    return clt__error(CLT_ERR_DTYPE, fn,
-                      "dtype %s (on %s) is not supported: a floating dtype is needed (convert "
-                      "the input with clt_tensor_to_dtype)",
-                      clt_dtype_name(x->dtype), x->storage->device->name);
-}
 
 static clt_status need_elements(const char *fn, const clt_tensor *x, const plan *p)
 {
@@ -243,7 +226,7 @@ clt_tensor *clt_mean(clt_tensor *x, const int *dims, int ndims, bool keepdim)
     static const char *const fn = "clt_mean";
     plan p;
     clt_tensor *xc, *s, *m = NULL;
-    if (make_plan(fn, x, dims, ndims, keepdim, &p) != CLT_OK || need_float(fn, x) != CLT_OK)
+    if (make_plan(fn, x, dims, ndims, keepdim, &p) != CLT_OK || clt__need_floating(fn, x) != CLT_OK)
         return NULL;
     xc = arrange(fn, x, &p);
     if (!xc)
@@ -262,7 +245,7 @@ static clt_tensor *variance(const char *fn, clt_tensor *x, const int *dims, int 
     plan p;
     clt_tensor *xc, *s = NULL, *m = NULL, *q = NULL, *v = NULL, *r = NULL;
     double divisor;
-    if (make_plan(fn, x, dims, ndims, keepdim, &p) != CLT_OK || need_float(fn, x) != CLT_OK)
+    if (make_plan(fn, x, dims, ndims, keepdim, &p) != CLT_OK || clt__need_floating(fn, x) != CLT_OK)
         return NULL;
     xc = arrange(fn, x, &p);
     if (!xc)
@@ -339,7 +322,7 @@ clt_tensor *clt_logsumexp(clt_tensor *x, const int *dims, int ndims, bool keepdi
     clt_tensor *xf, *xc = NULL, *rows = NULL, *r = NULL;
     if (make_plan(fn, x, dims, ndims, keepdim, &p) != CLT_OK)
         return NULL;
-    out = is_float(x->dtype) ? x->dtype : CLT_F32;
+    out = clt__is_floating(x->dtype) ? x->dtype : CLT_F32;
     work = x->dtype == CLT_F64 ? CLT_F64 : CLT_F32;
     if (p.rows == 0 || p.len == 0) { /* log(0) = -inf for every row */
         unsigned char pattern[8];

@@ -15,24 +15,7 @@
 
 #include <cltensor.h>
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
+#include "bench_util.h"
 
 /* C = A B through the BLAS directly, on the tensors' own memory; 0 on success. */
 static int direct_sgemm(clt_device *dev, clt_tensor *a, clt_tensor *b, clt_tensor *c, size_t n)

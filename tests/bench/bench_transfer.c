@@ -11,26 +11,9 @@
 
 #include <cltensor.h>
 
+#include "bench_util.h"
+
 #define REPEATS 15
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 /* Raw OpenCL on the first device of the platform whose device is gpu:0's. */
 typedef struct raw_cl {

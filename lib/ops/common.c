@@ -1,0 +1,39 @@
+/* Checks and error handling shared by the operation front ends (see ops_internal.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "ops_internal.h"
+
+clt_status clt__same_device(const char *fn, clt_tensor *const *ts, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (clt__tensor_check(fn, ts[i]) != CLT_OK)
+            return CLT_ERR_INVALID_ARGUMENT;
+    for (int i = 1; i < n; i++) {
+        clt_device *a = ts[0]->storage->device, *b = ts[i]->storage->device;
+        if (a != b)
+            return clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
+                              "expected all tensors on the same device, got %s and %s", a->name,
+                              b->name);
+    }
+    return CLT_OK;
+}
+
+clt_status clt__need_floating(const char *fn, const clt_tensor *x)
+{
+    if (clt__is_floating(x->dtype))
+        return CLT_OK;
+    return clt__error(CLT_ERR_DTYPE, fn,
+                      "dtype %s is not supported on %s: a floating dtype is needed (convert the "
+                      "input with clt_tensor_to_dtype)",
+                      clt_dtype_name(x->dtype), x->storage->device->name);
+}
+
+clt_status clt__rename_error(const char *fn)
+{
+    char cause[1024];
+    const char *colon = strstr(clt_last_error(), ": ");
+    snprintf(cause, sizeof cause, "%s", colon ? colon + 2 : clt_last_error());
+    return clt__error(clt_last_status(), fn, "%s", cause);
+}
