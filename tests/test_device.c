@@ -7,6 +7,8 @@
 
 #include "helpers.h"
 
+#include <cltensor/opencl.h>
+
 bool clt__cl_usable(const char *c_version, const char *profile, const char **why);
 
 START_TEST(test_device_list)
@@ -248,6 +250,61 @@ START_TEST(test_device_usable_versions)
 }
 END_TEST
 
+/* The OpenCL objects behind devices and tensors, borrowed or retained, in order with the
+ * library's own work. */
+START_TEST(test_device_opencl_interop)
+{
+    clt_device *dev = test_device(_i);
+    clt_tensor *x = clt_tensor_arange(0, 10, 1, CLT_F32, dev);
+    clt_tensor *v = clt_slice(x, 0, 2, 10, 3); /* elements 2, 5, 8 */
+    if (_i == 0) {
+        ck_assert_ptr_null(clt_device_cl_context(dev, false));
+        ck_assert_int_eq(clt_last_status(), CLT_ERR_DEVICE_MISMATCH);
+        ck_assert_error_has("clt_device_cl_context: cpu is not an OpenCL device");
+        ck_assert_ptr_null(clt_device_cl_queue(dev, true));
+        ck_assert_ptr_null(clt_device_cl_device(dev));
+        ck_assert_ptr_null(clt_tensor_cl_mem(x, false));
+        ck_assert_error_has("clt_tensor_cl_mem: cpu is not an OpenCL device");
+    } else {
+        cl_context ctx = clt_device_cl_context(dev, false);
+        cl_command_queue q = clt_device_cl_queue(dev, false);
+        cl_device_id id = NULL, qid = NULL;
+        cl_uint refs0 = 0, refs1 = 0;
+        ck_assert_ptr_nonnull(ctx);
+        ck_assert_ptr_nonnull(q);
+        clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof qid, &qid, NULL);
+        id = clt_device_cl_device(dev);
+        ck_assert_ptr_eq(id, qid);
+        clGetContextInfo(ctx, CL_CONTEXT_REFERENCE_COUNT, sizeof refs0, &refs0, NULL);
+        ck_assert_ptr_eq(clt_device_cl_context(dev, true), ctx);
+        clGetContextInfo(ctx, CL_CONTEXT_REFERENCE_COUNT, sizeof refs1, &refs1, NULL);
+        ck_assert_uint_eq(refs1, refs0 + 1);
+        clReleaseContext(ctx);
+
+        cl_mem mem = clt_tensor_cl_mem(v, true);
+        ck_assert_ptr_nonnull(mem);
+        ck_assert_uint_eq(clt_tensor_cl_offset(v), 2 * sizeof(float));
+        float got = 0, put = 42;
+        ck_assert_int_eq(clEnqueueReadBuffer(q, mem, CL_TRUE, clt_tensor_cl_offset(v), sizeof got, &got, 0, NULL, NULL), CL_SUCCESS);
+        ck_assert_float_eq(got, 2.0f);
+        /* a write queued directly is seen by the library's next read */
+        ck_assert_int_eq(clEnqueueWriteBuffer(q, mem, CL_FALSE, 5 * sizeof(float), sizeof put, &put, 0, NULL, NULL), CL_SUCCESS);
+        float back[3];
+        ck_assert_int_eq(clt_tensor_copy_to_host(v, back, sizeof back), CLT_OK);
+        ck_assert_float_eq(back[1], 42.0f);
+        clReleaseMemObject(mem);
+        clt_tensor *empty = clt_tensor_empty(CLT_SHAPE(0), CLT_F32, dev);
+        ck_assert_ptr_null(clt_tensor_cl_mem(empty, false));
+        ck_assert_error_has("a tensor without elements has no buffer");
+        clt_tensor_release(empty);
+    }
+    ck_assert_ptr_null(clt_tensor_cl_mem(NULL, false));
+    ck_assert_uint_eq(clt_tensor_cl_offset(NULL), 0);
+    clt_tensor_release(v);
+    clt_tensor_release(x);
+}
+END_TEST
+
 START_TEST(test_device_synchronize)
 {
     clt_device *dev = test_device(_i);
@@ -383,6 +440,7 @@ Suite *suite_device(void)
     tcase_add_test(tc, test_device_visible_long_value);
     tcase_add_test(tc, test_device_usable_versions);
     ADD_DEVICE_TEST(tc, test_device_synchronize);
+    ADD_DEVICE_TEST(tc, test_device_opencl_interop);
     tcase_add_test(tc, test_device_kernel_build_failure);
     tcase_add_test(tc, test_device_kernel_dir_missing_file);
     tcase_add_test(tc, test_device_kernel_dir_sources);

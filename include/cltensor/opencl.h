@@ -1,0 +1,44 @@
+/* OpenCL interop: the OpenCL objects behind a device and a tensor, for custom kernels and for
+ * sharing buffers with other OpenCL code. The only public header that includes the OpenCL
+ * headers; include it after <cltensor.h> where needed. Work queued on a device's queue runs in
+ * order with the library's own work on that device. */
+#ifndef CLTENSOR_OPENCL_H
+#define CLTENSOR_OPENCL_H
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#ifdef __APPLE__
+#include <OpenCL/opencl.h>
+#else
+#include <CL/cl.h>
+#endif
+
+#include "device.h"
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The device's cl_device_id; NULL with the last error set for cpu or NULL. */
+CLT_API cl_device_id clt_device_cl_device(const clt_device *dev);
+/* The device's context and in-order command queue, created on first use. With retain, a new
+ * reference the caller releases (clReleaseContext / clReleaseCommandQueue); without, borrowed
+ * for as long as the process lives. NULL with the last error set for cpu, NULL or a failure. */
+CLT_API cl_context clt_device_cl_context(clt_device *dev, bool retain);
+CLT_API cl_command_queue clt_device_cl_queue(clt_device *dev, bool retain);
+
+/* The buffer holding an OpenCL tensor's elements (element 0 at clt_tensor_cl_offset bytes,
+ * the others at clt_tensor_strides). With retain, a new reference the caller releases with
+ * clReleaseMemObject; without, borrowed while the tensor lives. NULL with the last error set
+ * for a cpu tensor, NULL, or a tensor without elements (which has no buffer). */
+CLT_API cl_mem clt_tensor_cl_mem(const clt_tensor *t, bool retain);
+/* The byte offset of element 0 in that buffer; 0 for NULL. */
+CLT_API size_t clt_tensor_cl_offset(const clt_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
