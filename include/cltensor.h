@@ -7,5 +7,6 @@
 #include "cltensor/device.h"
 #include "cltensor/tensor.h"
 #include "cltensor/ops.h"
+#include "cltensor/nn.h"
 
 #endif

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Quick start, step 1: installs the Debian/Ubuntu packages cltensor needs that are missing
-# (apt-get; through sudo when not root), configures and builds into build/, and runs the main
-# samples: the device list and explicit tensor casting.
+# (apt-get; through sudo when not root), configures and builds into build/, and runs the
+# samples: the device list, explicit tensor casting and the main one, moving a model.
 #   scripts/setup.sh                 everything
 #   scripts/setup.sh --no-samples    install and build only
 set -euo pipefail
@@ -36,4 +36,5 @@ cmake --build build -j"$(nproc)"
 if [[ ${1:-} != --no-samples ]]; then
   echo; echo "== build/samples/devices"; ./build/samples/devices
   echo; echo "== build/samples/cast_tensor"; ./build/samples/cast_tensor
+  echo; echo "== build/samples/move_model"; ./build/samples/move_model
 fi

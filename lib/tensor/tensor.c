@@ -124,6 +124,16 @@ void clt__storage_release(clt__storage *s)
     clt__free(s);
 }
 
+void clt__tensor_swap(clt_tensor *a, clt_tensor *b)
+{
+    clt_tensor tmp = *a;
+    int ra = atomic_load(&a->refs), rb = atomic_load(&b->refs);
+    *a = *b;
+    *b = tmp;
+    atomic_store(&a->refs, ra);
+    atomic_store(&b->refs, rb);
+}
+
 clt_tensor *clt_tensor_retain(clt_tensor *t)
 {
     if (t)

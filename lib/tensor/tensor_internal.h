@@ -52,6 +52,9 @@ static inline void *clt__host_ptr(const clt_tensor *t)
 clt_tensor *clt__contiguous(const char *fn, clt_tensor *x);
 /* Normalises dim (negative counts from the end) or sets the error naming the valid range. */
 clt_status clt__dim_check(const char *fn, int *dim, int ndim);
+/* Exchanges everything but the reference counts of a and b: a handle keeps its identity while
+ * taking another tensor's storage, shape, strides and dtype (modules moving in place). */
+void clt__tensor_swap(clt_tensor *a, clt_tensor *b);
 /* Writes "(2, 3)" into buf. */
 void clt__format_shape(char *buf, size_t size, int ndim, const int64_t *shape);
 

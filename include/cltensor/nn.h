@@ -1,0 +1,112 @@
+/* Modules: PyTorch's nn.Module in C. A module type is a struct that embeds clt_module as its
+ * first member plus a clt_module_type (name, size, forward, and optional hooks). Parameters,
+ * buffers and child modules are registered by name; the library then iterates them with
+ * PyTorch's dotted names, moves them between devices in place (clt_module_to: every module and
+ * tensor handle stays the same object) and deep-copies them (clt_module_clone_to). */
+#ifndef CLTENSOR_NN_H
+#define CLTENSOR_NN_H
+
+#include "ops.h"
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct clt_module clt_module;
+
+typedef struct clt_module_type {
+    const char *name; /* "Linear", "MyModel" */
+    size_t size;      /* sizeof the struct that embeds clt_module as its first member */
+    /* The forward pass: a new reference, or NULL with the last error set. */
+    clt_tensor *(*forward)(clt_module *self, clt_tensor *x);
+    /* Optional: frees what the type owns besides its registered tensors and children. */
+    void (*destroy)(clt_module *self);
+    /* Optional: copies what the type owns besides registered things into a clone (plain fields
+     * are copied and fields pointing at registered tensors and children are redirected to the
+     * clone's own before this runs). */
+    clt_status (*clone)(const clt_module *src, clt_module *dst);
+} clt_module_type;
+
+/* The base every module embeds first. Its fields belong to the library. */
+struct clt_module {
+    const clt_module_type *type;
+    struct clt__module_state *state;
+};
+
+/* A new module of `type`: type->size zeroed bytes with the base set up, in training mode, on
+ * cpu, with one reference. NULL with the last error set. */
+CLT_API clt_module *clt_module_new(const clt_module_type *type);
+/* Reference counting; the last release destroys the module, its registered tensors (one
+ * reference each) and its children. clt_module_release accepts NULL. */
+CLT_API clt_module *clt_module_retain(clt_module *m);
+CLT_API void clt_module_release(clt_module *m);
+
+/* Registers a parameter, a buffer or a child under a name unique in m (no '.'), taking a new
+ * reference to it. CLT_ERR_INVALID_ARGUMENT for a bad or taken name; the tensor must be on the
+ * module's device (CLT_ERR_DEVICE_MISMATCH). */
+CLT_API clt_status clt_module_register_parameter(clt_module *m, const char *name, clt_tensor *t);
+CLT_API clt_status clt_module_register_buffer(clt_module *m, const char *name, clt_tensor *t);
+CLT_API clt_status clt_module_register_module(clt_module *m, const char *name, clt_module *child);
+
+/* Looks up by dotted name ("fc1.weight", "0"); borrowed (valid while m holds it), or NULL with
+ * the last error set. */
+CLT_API clt_tensor *clt_module_get_parameter(const clt_module *m, const char *name);
+CLT_API clt_tensor *clt_module_get_buffer(const clt_module *m, const char *name);
+CLT_API clt_module *clt_module_get_child(const clt_module *m, const char *name);
+
+/* Calls fn for every parameter (or buffer) of m and its children, depth first in registration
+ * order, with PyTorch's dotted names ("0.weight"); a tensor registered twice is visited once.
+ * Stops at the first nonzero return and returns it; CLT_OK otherwise. */
+typedef int (*clt_named_tensor_fn)(const char *name, clt_tensor *t, void *user);
+CLT_API int clt_module_foreach_parameter(const clt_module *m, clt_named_tensor_fn fn, void *user);
+CLT_API int clt_module_foreach_buffer(const clt_module *m, clt_named_tensor_fn fn, void *user);
+/* The number of parameter elements (each distinct tensor once). */
+CLT_API int64_t clt_module_parameter_count(const clt_module *m);
+
+/* The type's name ("Linear"); the device its parameters and buffers are on (cpu for none). */
+CLT_API const char *clt_module_type_name(const clt_module *m);
+CLT_API clt_device *clt_module_device(const clt_module *m);
+
+/* Training or evaluation mode, for m and every child (dropout, batch norm). */
+CLT_API void clt_module_train(clt_module *m, bool training);
+CLT_API bool clt_module_is_training(const clt_module *m);
+
+/* Moves every parameter and buffer of m and its children to dev in place: m, its children and
+ * every tensor handle stay the same objects and report dev afterwards (PyTorch's model.to(device)
+ * returns the same module). Nothing to do when already there. All or nothing: if any copy
+ * fails, everything stays on its old device with its values, and the error says what failed. */
+CLT_API clt_status clt_module_to(clt_module *m, clt_device *dev);
+/* The same for the dtype of floating parameters and buffers (integer buffers keep theirs). */
+CLT_API clt_status clt_module_to_dtype(clt_module *m, clt_dtype dtype);
+/* An independent deep copy of m on dev, a new module (what `model = model.to(device)` was
+ * believed to make). NULL with the last error set. */
+CLT_API clt_module *clt_module_clone_to(const clt_module *m, clt_device *dev);
+
+/* m's forward pass on x: a new reference. CLT_ERR_DEVICE_MISMATCH when x is on another device
+ * than the module. */
+CLT_API clt_tensor *clt_module_forward(clt_module *m, clt_tensor *x);
+
+/* --- layers: created on cpu with PyTorch's default initialisation from the default generator
+ * (clt_manual_seed makes them reproducible); a new module, or NULL with the last error set. */
+
+/* y = x W^T + b: weight (out, in) and bias (out) uniform on +-1/sqrt(in). */
+CLT_API clt_module *clt_nn_linear(int64_t in_features, int64_t out_features, bool bias);
+CLT_API clt_module *clt_nn_relu(void);
+CLT_API clt_module *clt_nn_sigmoid(void);
+CLT_API clt_module *clt_nn_tanh(void);
+CLT_API clt_module *clt_nn_gelu(void);
+/* softmax along dim. */
+CLT_API clt_module *clt_nn_softmax(int dim);
+/* Flattens dimensions 1.. into one: (N, ...) -> (N, rest). */
+CLT_API clt_module *clt_nn_flatten(void);
+/* Zeroes elements with probability p in training mode. */
+CLT_API clt_module *clt_nn_dropout(double p);
+/* Runs n modules in order; takes a new reference to each; children are named "0", "1", ... */
+CLT_API clt_module *clt_nn_sequential(clt_module *const *modules, int n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,508 @@
+/* The module base: registration of parameters, buffers and children by name, dotted-name
+ * iteration, modes, in-place migration between devices and dtypes (all or nothing), deep copies
+ * and the checked forward call. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cltensor/nn.h"
+#include "core/core.h"
+#include "device/registry.h"
+#include "ops/ops_internal.h"
+
+enum { PARAMETER, BUFFER, CHILD };
+
+typedef struct entry {
+    char *name;
+    int kind;
+    clt_tensor *tensor; /* PARAMETER, BUFFER */
+    clt_module *child;  /* CHILD */
+} entry;
+
+struct clt__module_state {
+    atomic_int refs;
+    bool training;
+    entry *entries;
+    int count, capacity;
+};
+
+clt_module *clt_module_new(const clt_module_type *type)
+{
+    static const char *const fn = "clt_module_new";
+    clt_module *m;
+    if (!type || type->size < sizeof(clt_module) || !type->name) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                   "the type must have a name and a size of at least sizeof(clt_module)");
+        return NULL;
+    }
+    m = clt__alloc_zeroed(fn, type->size);
+    if (!m || !(m->state = clt__alloc_zeroed(fn, sizeof *m->state))) {
+        clt__free(m);
+        return NULL;
+    }
+    m->type = type;
+    atomic_init(&m->state->refs, 1);
+    m->state->training = true;
+    return m;
+}
+
+clt_module *clt_module_retain(clt_module *m)
+{
+    if (m)
+        atomic_fetch_add(&m->state->refs, 1);
+    return m;
+}
+
+/* Drops what a module's state holds (its entries). */
+static void clear_entries(struct clt__module_state *s)
+{
+    for (int i = 0; i < s->count; i++) {
+        if (s->entries[i].kind == CHILD)
+            clt_module_release(s->entries[i].child);
+        else
+            clt_tensor_release(s->entries[i].tensor);
+        clt__free(s->entries[i].name);
+    }
+    clt__free(s->entries);
+    s->entries = NULL;
+    s->count = s->capacity = 0;
+}
+
+void clt_module_release(clt_module *m)
+{
+    if (!m || atomic_fetch_sub(&m->state->refs, 1) != 1)
+        return;
+    if (m->type->destroy)
+        m->type->destroy(m);
+    clear_entries(m->state);
+    clt__free(m->state);
+    clt__free(m);
+}
+
+/* ---- registration and lookup ------------------------------------------------------------------ */
+
+static entry *find(const clt_module *m, const char *name, size_t len)
+{
+    for (int i = 0; i < m->state->count; i++)
+        if (strlen(m->state->entries[i].name) == len && strncmp(m->state->entries[i].name, name, len) == 0)
+            return &m->state->entries[i];
+    return NULL;
+}
+
+static clt_status add(const char *fn, clt_module *m, const char *name, int kind, clt_tensor *t,
+                      clt_module *child)
+{
+    clt_device *dev;
+    entry *grown, e = {NULL, kind, t, child};
+    if (!m || !name || (kind != CHILD && !t) || (kind == CHILD && !child))
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "module, name and %s must not be NULL",
+                          kind == CHILD ? "child" : "tensor");
+    if (!*name || strchr(name, '.'))
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "name \"%s\" is empty or contains '.'", name);
+    if (find(m, name, strlen(name)))
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s already has a member named \"%s\"",
+                          m->type->name, name);
+    if (kind == CHILD && child == m)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "a module cannot contain itself");
+    dev = clt_module_device(m);
+    if (m->state->count > 0 || kind == CHILD) {
+        clt_device *other = kind == CHILD ? clt_module_device(child) : clt_tensor_device(t);
+        bool empty = kind == CHILD ? clt_module_parameter_count(child) == 0 : false;
+        if (other != dev && !empty && m->state->count > 0)
+            return clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
+                              "\"%s\" is on %s, the module (%s) on %s", name, other->name,
+                              m->type->name, dev->name);
+    }
+    if (m->state->count == m->state->capacity) {
+        int cap = m->state->capacity ? 2 * m->state->capacity : 4;
+        grown = clt__alloc(fn, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return CLT_ERR_OUT_OF_MEMORY;
+        if (m->state->count)
+            memcpy(grown, m->state->entries, (size_t)m->state->count * sizeof *grown);
+        clt__free(m->state->entries);
+        m->state->entries = grown;
+        m->state->capacity = cap;
+    }
+    if (!(e.name = clt__strdup(fn, name)))
+        return CLT_ERR_OUT_OF_MEMORY;
+    if (kind == CHILD)
+        clt_module_retain(child);
+    else
+        clt_tensor_retain(t);
+    m->state->entries[m->state->count++] = e;
+    return CLT_OK;
+}
+
+clt_status clt_module_register_parameter(clt_module *m, const char *name, clt_tensor *t)
+{
+    return add("clt_module_register_parameter", m, name, PARAMETER, t, NULL);
+}
+
+clt_status clt_module_register_buffer(clt_module *m, const char *name, clt_tensor *t)
+{
+    return add("clt_module_register_buffer", m, name, BUFFER, t, NULL);
+}
+
+clt_status clt_module_register_module(clt_module *m, const char *name, clt_module *child)
+{
+    return add("clt_module_register_module", m, name, CHILD, NULL, child);
+}
+
+/* The entry at a dotted path, or NULL with the error set. */
+static entry *lookup(const char *fn, const clt_module *m, const char *path, int kind)
+{
+    const char *dot, *full = path;
+    const clt_module *top = m;
+    entry *e;
+    if (!m || !path) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "module and name must not be NULL");
+        return NULL;
+    }
+    while ((dot = strchr(path, '.')) != NULL) {
+        e = find(m, path, (size_t)(dot - path));
+        if (!e || e->kind != CHILD)
+            goto missing;
+        m = e->child;
+        path = dot + 1;
+    }
+    e = find(m, path, strlen(path));
+    if (e && e->kind == kind)
+        return e;
+missing:
+    clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s has no %s named \"%s\"", top->type->name,
+               kind == CHILD ? "child" : kind == PARAMETER ? "parameter" : "buffer", full);
+    return NULL;
+}
+
+clt_tensor *clt_module_get_parameter(const clt_module *m, const char *name)
+{
+    entry *e = lookup("clt_module_get_parameter", m, name, PARAMETER);
+    return e ? e->tensor : NULL;
+}
+
+clt_tensor *clt_module_get_buffer(const clt_module *m, const char *name)
+{
+    entry *e = lookup("clt_module_get_buffer", m, name, BUFFER);
+    return e ? e->tensor : NULL;
+}
+
+clt_module *clt_module_get_child(const clt_module *m, const char *name)
+{
+    entry *e = lookup("clt_module_get_child", m, name, CHILD);
+    return e ? e->child : NULL;
+}
+
+/* ---- iteration ----------------------------------------------------------------------------------- */
+
+/* The distinct tensors seen so far in one walk. */
+typedef struct seen {
+    clt_tensor **items;
+    int count, capacity;
+    bool failed;
+} seen;
+
+static bool seen_add(const char *fn, seen *s, clt_tensor *t)
+{
+    for (int i = 0; i < s->count; i++)
+        if (s->items[i] == t)
+            return false;
+    if (s->count == s->capacity) {
+        int cap = s->capacity ? 2 * s->capacity : 16;
+        clt_tensor **grown = clt__alloc(fn, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            s->failed = true;
+            return false;
+        }
+        if (s->count)
+            memcpy(grown, s->items, (size_t)s->count * sizeof *grown);
+        clt__free(s->items);
+        s->items = grown;
+        s->capacity = cap;
+    }
+    s->items[s->count++] = t;
+    return true;
+}
+
+/* Walks m's tensors of `kind` (-1: parameters and buffers) depth first. */
+static int walk(const char *fn, const clt_module *m, int kind, char *prefix, size_t used,
+                size_t size, seen *s, clt_named_tensor_fn cb, void *user)
+{
+    for (int i = 0; i < m->state->count && !s->failed; i++) {
+        entry *e = &m->state->entries[i];
+        int n = snprintf(prefix + used, size - used, "%s%s", used ? "." : "", e->name);
+        size_t len = n > 0 && (size_t)n < size - used ? used + (size_t)n : size - 1;
+        int r = 0;
+        if (e->kind == CHILD)
+            r = walk(fn, e->child, kind, prefix, len, size, s, cb, user);
+        else if ((kind < 0 || e->kind == kind) && seen_add(fn, s, e->tensor) && cb)
+            r = cb(prefix, e->tensor, user);
+        prefix[used] = '\0';
+        if (r)
+            return r;
+    }
+    return s->failed ? CLT_ERR_OUT_OF_MEMORY : 0;
+}
+
+static int foreach(const char *fn, const clt_module *m, int kind, clt_named_tensor_fn cb, void *user,
+                   seen *keep)
+{
+    char prefix[1024] = "";
+    seen s = {0};
+    int r;
+    if (!m)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "module is NULL");
+    r = walk(fn, m, kind, prefix, 0, sizeof prefix, &s, cb, user);
+    if (keep && r == 0)
+        *keep = s;
+    else
+        clt__free(s.items);
+    return r;
+}
+
+int clt_module_foreach_parameter(const clt_module *m, clt_named_tensor_fn fn, void *user)
+{
+    return foreach("clt_module_foreach_parameter", m, PARAMETER, fn, user, NULL);
+}
+
+int clt_module_foreach_buffer(const clt_module *m, clt_named_tensor_fn fn, void *user)
+{
+    return foreach("clt_module_foreach_buffer", m, BUFFER, fn, user, NULL);
+}
+
+static int count_cb(const char *name, clt_tensor *t, void *user)
+{
+    (void)name;
+    *(int64_t *)user += clt_tensor_numel(t);
+    return 0;
+}
+
+int64_t clt_module_parameter_count(const clt_module *m)
+{
+    int64_t n = 0;
+    return foreach("clt_module_parameter_count", m, PARAMETER, count_cb, &n, NULL) == 0 ? n : -1;
+}
+
+/* ---- properties and modes -------------------------------------------------------------------------- */
+
+const char *clt_module_type_name(const clt_module *m)
+{
+    return m ? m->type->name : "(null)";
+}
+
+static int first_cb(const char *name, clt_tensor *t, void *user)
+{
+    (void)name;
+    *(clt_device **)user = clt_tensor_device(t);
+    return 1;
+}
+
+clt_device *clt_module_device(const clt_module *m)
+{
+    clt_device *dev = NULL;
+    if (m)
+        foreach("clt_module_device", m, -1, first_cb, &dev, NULL);
+    return dev ? dev : clt_device_cpu();
+}
+
+void clt_module_train(clt_module *m, bool training)
+{
+    if (!m)
+        return;
+    m->state->training = training;
+    for (int i = 0; i < m->state->count; i++)
+        if (m->state->entries[i].kind == CHILD)
+            clt_module_train(m->state->entries[i].child, training);
+}
+
+bool clt_module_is_training(const clt_module *m)
+{
+    return m && m->state->training;
+}
+
+/* ---- moving ------------------------------------------------------------------------------------------ */
+
+/* Moves every distinct tensor with options o: first every copy (any failure releases them and
+ * changes nothing), then each tensor takes its copy's contents. */
+static clt_status migrate(const char *fn, clt_module *m, const clt_to_options *o, bool floats_only)
+{
+    seen s = {0};
+    clt_tensor **copies;
+    clt_status st = CLT_OK;
+    int r = foreach(fn, m, -1, NULL, NULL, &s);
+    if (r)
+        return r;
+    copies = clt__alloc_zeroed(fn, (size_t)(s.count ? s.count : 1) * sizeof *copies);
+    if (!copies) {
+        clt__free(s.items);
+        return CLT_ERR_OUT_OF_MEMORY;
+    }
+    for (int i = 0; i < s.count && st == CLT_OK; i++) {
+        clt_tensor *t = s.items[i];
+        clt_to_options opt = *o;
+        if (floats_only && !clt__is_floating(clt_tensor_dtype(t)))
+            continue;
+        copies[i] = clt_tensor_to_ex(t, &opt);
+        if (!copies[i])
+            st = clt__rename_error(fn);
+    }
+    for (int i = 0; i < s.count; i++) {
+        if (st == CLT_OK && copies[i] && copies[i] != s.items[i])
+            clt__tensor_swap(s.items[i], copies[i]); /* cannot fail */
+        clt_tensor_release(copies[i]);
+    }
+    clt__free(copies);
+    clt__free(s.items);
+    return st;
+}
+
+clt_status clt_module_to(clt_module *m, clt_device *dev)
+{
+    static const char *const fn = "clt_module_to";
+    if (!m || clt__device_check(fn, dev) != CLT_OK)
+        return m ? clt_last_status() : clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "module is NULL");
+    return migrate(fn, m, &(clt_to_options){.device = dev}, false);
+}
+
+clt_status clt_module_to_dtype(clt_module *m, clt_dtype dtype)
+{
+    static const char *const fn = "clt_module_to_dtype";
+    if (!m)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "module is NULL");
+    if (!clt__is_floating(dtype))
+        return clt__error(CLT_ERR_DTYPE, fn, "dtype %s is not floating", clt_dtype_name(dtype));
+    return migrate(fn, m, &(clt_to_options){.dtype = dtype}, true);
+}
+
+/* ---- deep copies ----------------------------------------------------------------------------------------- */
+
+/* Original -> copy pairs (tensors and modules) of one clone. */
+typedef struct relocations {
+    const void **from;
+    void **to;
+    int count, capacity;
+} relocations;
+
+static void *relocated(const relocations *r, const void *p)
+{
+    for (int i = 0; i < r->count; i++)
+        if (r->from[i] == p)
+            return r->to[i];
+    return NULL;
+}
+
+static bool relocate_add(const char *fn, relocations *r, const void *from, void *to)
+{
+    if (r->count == r->capacity) {
+        int cap = r->capacity ? 2 * r->capacity : 16;
+        const void **f = clt__alloc(fn, (size_t)cap * sizeof *f);
+        void **t = f ? clt__alloc(fn, (size_t)cap * sizeof *t) : NULL;
+        if (!t) {
+            clt__free(f);
+            return false;
+        }
+        if (r->count) {
+            memcpy(f, r->from, (size_t)r->count * sizeof *f);
+            memcpy(t, r->to, (size_t)r->count * sizeof *t);
+        }
+        clt__free(r->from);
+        clt__free(r->to);
+        r->from = f, r->to = t, r->capacity = cap;
+    }
+    r->from[r->count] = from;
+    r->to[r->count++] = to;
+    return true;
+}
+
+static clt_module *clone(const char *fn, const clt_module *m, clt_device *dev, relocations *r)
+{
+    clt_module *c = clt_module_new(m->type);
+    size_t user = m->type->size - sizeof(clt_module);
+    clt_status st = CLT_OK;
+    if (!c)
+        return NULL;
+    c->state->training = m->state->training;
+    for (int i = 0; i < m->state->count && st == CLT_OK; i++) {
+        entry *e = &m->state->entries[i];
+        bool is_child = e->kind == CHILD;
+        const void *orig = is_child ? (const void *)e->child : (const void *)e->tensor;
+        void *copy = relocated(r, orig); /* shared: copied once */
+        if (copy) {
+            st = add(fn, c, e->name, e->kind, is_child ? NULL : copy, is_child ? copy : NULL);
+            continue;
+        }
+        copy = is_child ? (void *)clone(fn, e->child, dev, r)
+                        : (void *)clt_tensor_to_ex(e->tensor, &(clt_to_options){.device = dev, .copy = true});
+        if (!copy) {
+            st = clt__rename_error(fn);
+            break;
+        }
+        st = relocate_add(fn, r, orig, copy) ? add(fn, c, e->name, e->kind, is_child ? NULL : copy, is_child ? copy : NULL)
+                                            : CLT_ERR_OUT_OF_MEMORY;
+        /* the clone's registry holds it now (or nothing does, after a failure) */
+        if (is_child)
+            clt_module_release(copy);
+        else
+            clt_tensor_release(copy);
+    }
+    if (st == CLT_OK && user) {
+        /* the type's own fields: plain values copied, pointers at registered things redirected */
+        memcpy((char *)c + sizeof(clt_module), (const char *)m + sizeof(clt_module), user);
+        for (size_t off = sizeof(clt_module); off + sizeof(void *) <= m->type->size; off += sizeof(void *)) {
+            void *p, *to;
+            memcpy(&p, (char *)c + off, sizeof p);
+            if (p && (to = relocated(r, p)) != NULL)
+                memcpy((char *)c + off, &to, sizeof to);
+        }
+        if (m->type->clone && (st = m->type->clone(m, c)) != CLT_OK)
+            memset((char *)c + sizeof(clt_module), 0, user);
+    }
+    if (st != CLT_OK) {
+        clt_module_release(c);
+        return NULL;
+    }
+    return c;
+}
+
+clt_module *clt_module_clone_to(const clt_module *m, clt_device *dev)
+{
+    static const char *const fn = "clt_module_clone_to";
+    relocations r = {0};
+    clt_module *c;
+    if (!m || clt__device_check(fn, dev) != CLT_OK) {
+        if (!m)
+            clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "module is NULL");
+        return NULL;
+    }
+    c = clone(fn, m, dev, &r);
+    clt__free(r.from);
+    clt__free(r.to);
+    return c;
+}
+
+/* ---- forward --------------------------------------------------------------------------------------------- */
+
+clt_tensor *clt_module_forward(clt_module *m, clt_tensor *x)
+{
+    static const char *const fn = "clt_module_forward";
+    clt_device *dev;
+    clt_tensor *y;
+    if (!m || clt__tensor_check(fn, x) != CLT_OK) {
+        if (!m)
+            clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "module is NULL");
+        return NULL;
+    }
+    dev = clt_module_device(m);
+    if (clt_module_parameter_count(m) > 0 && dev != clt_tensor_device(x)) {
+        clt__error(CLT_ERR_DEVICE_MISMATCH, fn, "the input is on %s, the module (%s) on %s",
+                   clt_device_name(clt_tensor_device(x)), m->type->name, dev->name);
+        return NULL;
+    }
+    if (!m->type->forward) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s has no forward function", m->type->name);
+        return NULL;
+    }
+    y = m->type->forward(m, x);
+    if (!y)
+        clt__rename_error(fn);
+    return y;
+}
