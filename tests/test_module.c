@@ -229,6 +229,196 @@ START_TEST(test_module_100m)
 }
 END_TEST
 
+/* The tensor's values as doubles on the host (the test frees them). */
+static double *values_f64(clt_tensor *t)
+{
+    clt_to_options o = {.device = clt_device_cpu(), .dtype = CLT_F64, .copy = true};
+    clt_tensor *h = clt_tensor_to_ex(t, &o);
+    ck_assert_ptr_nonnull(h);
+    double *v = test_bytes(h);
+    clt_tensor_release(h);
+    return v;
+}
+
+/* Asserts that a and b have the same shape and values within 1e-5 relative. */
+static void assert_close(clt_tensor *a, clt_tensor *b, const char *what)
+{
+    ck_assert_msg(a && b, "%s: %s", what, clt_last_error());
+    ck_assert_int_eq(clt_tensor_ndim(a), clt_tensor_ndim(b));
+    for (int d = 0; d < clt_tensor_ndim(a); d++)
+        ck_assert_int_eq(clt_tensor_size(a, d), clt_tensor_size(b, d));
+    double *x = values_f64(a), *y = values_f64(b);
+    for (int64_t i = 0; i < clt_tensor_numel(a); i++)
+        ck_assert_msg(fabs(x[i] - y[i]) <= 1e-5 * fmax(1.0, fabs(x[i])), "%s: element %lld: %.9g vs %.9g", what,
+                      (long long)i, y[i], x[i]);
+    free(x), free(y);
+}
+
+/* Runs m on cpu and its clone c on dev with the same input; the outputs must agree. */
+static void assert_forward_parity(clt_module *m, clt_module *c, clt_device *dev, clt_tensor *x, const char *what)
+{
+    clt_tensor *xd = clt_tensor_to(x, dev);
+    ck_assert_ptr_nonnull(xd);
+    clt_tensor *want = clt_module_forward(m, x), *got = clt_module_forward(c, xd);
+    assert_close(want, got, what);
+    clt_tensor_release(got), clt_tensor_release(want), clt_tensor_release(xd);
+}
+
+/* Builds a layer after clt_manual_seed(seed) (the result of make), clones it to dev and checks
+ * forward parity on a standard normal input of the given shape; releases everything. */
+static void check_layer(clt_device *dev, uint64_t seed, clt_module *(*make)(void), int ndim, const int64_t *shape)
+{
+    clt_manual_seed(seed);
+    clt_module *m = make();
+    ck_assert_ptr_nonnull(m);
+    clt_module *c = clt_module_clone_to(m, dev);
+    ck_assert_ptr_nonnull(c);
+    if (clt_module_parameter_count(m) > 0) /* a module without tensors reports cpu */
+        ck_assert_ptr_eq(clt_module_device(c), dev);
+    clt_tensor *x = clt_tensor_randn(ndim, shape, CLT_F32, clt_device_cpu());
+    ck_assert_ptr_nonnull(x);
+    assert_forward_parity(m, c, dev, x, clt_module_type_name(m));
+    clt_tensor_release(x);
+    clt_module_release(c);
+    clt_module_release(m);
+}
+
+static clt_module *make_linear(void) { return clt_nn_linear(6, 4, true); }
+static clt_module *make_softmax(void) { return clt_nn_softmax(1); }
+static clt_module *make_conv_grouped(void)
+{
+    return clt_nn_conv2d(4, 6, 3, 2, &(clt_conv2d_options){.stride = {1, 2}, .padding = {1, 1}, .groups = 2}, true);
+}
+static clt_module *make_conv_plain(void) { return clt_nn_conv2d(3, 2, 3, 3, NULL, false); }
+static clt_module *make_max_pool(void)
+{
+    return clt_nn_max_pool2d(&(clt_pool2d_options){.kernel = {2, 3}, .stride = {2, 2}, .padding = {1, 1}});
+}
+static clt_module *make_avg_pool(void)
+{
+    return clt_nn_avg_pool2d(&(clt_pool2d_options){.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}});
+}
+static clt_module *make_layer_norm(void) { return clt_nn_layer_norm(2, (const int64_t[]){4, 5}, 1e-5); }
+
+static int64_t read_i64(clt_tensor *t)
+{
+    int64_t v = -1;
+    ck_assert_int_eq(clt_tensor_copy_to_host(t, &v, sizeof v), CLT_OK);
+    return v;
+}
+
+/* Every layer gives the host's output on the device: built from the same seed on cpu, cloned to
+ * the device, run on the same input. Also names, buffers and constructor errors. */
+START_TEST(test_module_layers_match_host)
+{
+    clt_device *dev = test_device(_i), *cpu = clt_device_cpu();
+
+    check_layer(dev, 11, make_linear, CLT_SHAPE(3, 6));
+    check_layer(dev, 12, clt_nn_relu, CLT_SHAPE(3, 5));
+    check_layer(dev, 13, clt_nn_sigmoid, CLT_SHAPE(3, 5));
+    check_layer(dev, 14, clt_nn_tanh, CLT_SHAPE(3, 5));
+    check_layer(dev, 15, clt_nn_gelu, CLT_SHAPE(3, 5));
+    check_layer(dev, 16, make_softmax, CLT_SHAPE(3, 5));
+    check_layer(dev, 17, clt_nn_flatten, CLT_SHAPE(2, 3, 4));
+    check_layer(dev, 18, make_conv_grouped, CLT_SHAPE(2, 4, 5, 6));
+    check_layer(dev, 19, make_conv_plain, CLT_SHAPE(1, 3, 5, 5));
+    check_layer(dev, 20, make_max_pool, CLT_SHAPE(2, 3, 6, 7));
+    check_layer(dev, 21, make_avg_pool, CLT_SHAPE(2, 3, 6, 7));
+    check_layer(dev, 22, make_layer_norm, CLT_SHAPE(3, 4, 5));
+
+    /* Conv2d's parameters */
+    clt_manual_seed(23);
+    clt_module *conv = make_conv_grouped();
+    names n = {0};
+    ck_assert_int_eq(clt_module_foreach_parameter(conv, collect, &n), 0);
+    ck_assert_int_eq(n.n, 2);
+    ck_assert_str_eq(n.list[0], "weight");
+    ck_assert_str_eq(n.list[1], "bias");
+    ck_assert_int_eq(clt_tensor_ndim(n.tensors[0]), 4);
+    ck_assert_int_eq(clt_tensor_size(n.tensors[0], 1), 2);
+    ck_assert_int_eq(clt_module_parameter_count(conv), 6 * 2 * 3 * 2 + 6);
+    ck_assert_str_eq(clt_module_type_name(conv), "Conv2d");
+    clt_module_release(conv);
+    clt_module *plain = make_conv_plain();
+    ck_assert_int_eq(clt_module_parameter_count(plain), 2 * 3 * 3 * 3);
+    ck_assert_ptr_null(clt_module_get_parameter(plain, "bias"));
+    clt_module_release(plain);
+
+    /* Embedding with i64 indices */
+    clt_manual_seed(24);
+    clt_module *emb = clt_nn_embedding(10, 4);
+    ck_assert_ptr_nonnull(emb);
+    clt_module *embc = clt_module_clone_to(emb, dev);
+    ck_assert_ptr_nonnull(embc);
+    int64_t idx[6] = {0, 9, 3, 3, 7, 1};
+    clt_tensor *ix = clt_tensor_from_data(idx, CLT_I64, CLT_SHAPE(2, 3), cpu);
+    assert_forward_parity(emb, embc, dev, ix, "Embedding");
+    clt_tensor_release(ix);
+    clt_module_release(embc), clt_module_release(emb);
+
+    /* BatchNorm for (N, C, L) and (N, C, H, W): training (running statistics updated alike on
+     * both) then evaluation */
+    for (int two_d = 0; two_d < 2; two_d++) {
+        clt_manual_seed(25);
+        clt_module *bn = clt_nn_batch_norm(3, 1e-5, 0.1);
+        ck_assert_ptr_nonnull(bn);
+        names p = {0}, b = {0};
+        ck_assert_int_eq(clt_module_foreach_parameter(bn, collect, &p), 0);
+        ck_assert_int_eq(p.n, 2);
+        ck_assert_str_eq(p.list[0], "weight");
+        ck_assert_str_eq(p.list[1], "bias");
+        ck_assert_int_eq(clt_module_foreach_buffer(bn, collect, &b), 0);
+        ck_assert_int_eq(b.n, 3);
+        ck_assert_str_eq(b.list[0], "running_mean");
+        ck_assert_str_eq(b.list[1], "running_var");
+        ck_assert_str_eq(b.list[2], "num_batches_tracked");
+        ck_assert_int_eq(clt_tensor_ndim(b.tensors[2]), 0);
+        ck_assert_int_eq(clt_tensor_dtype(b.tensors[2]), CLT_I64);
+        clt_module *bnc = clt_module_clone_to(bn, dev);
+        ck_assert_ptr_nonnull(bnc);
+        clt_tensor *x = two_d ? clt_tensor_randn(CLT_SHAPE(2, 3, 4, 4), CLT_F32, cpu)
+                              : clt_tensor_randn(CLT_SHAPE(4, 3, 5), CLT_F32, cpu);
+        ck_assert_ptr_nonnull(x);
+        assert_forward_parity(bn, bnc, dev, x, "BatchNorm (training)");
+        clt_tensor *rm = clt_module_get_buffer(bn, "running_mean"), *rmc = clt_module_get_buffer(bnc, "running_mean");
+        assert_close(rm, rmc, "running_mean");
+        assert_close(clt_module_get_buffer(bn, "running_var"), clt_module_get_buffer(bnc, "running_var"),
+                     "running_var");
+        double *mean = values_f64(rmc);
+        ck_assert_msg(mean[0] != 0 || mean[1] != 0 || mean[2] != 0, "running_mean stayed zero");
+        free(mean);
+        ck_assert_int_eq(read_i64(clt_module_get_buffer(bn, "num_batches_tracked")), 1);
+        ck_assert_int_eq(read_i64(clt_module_get_buffer(bnc, "num_batches_tracked")), 1);
+        clt_module_train(bn, false);
+        clt_module_train(bnc, false);
+        assert_forward_parity(bn, bnc, dev, x, "BatchNorm (evaluation)");
+        ck_assert_int_eq(read_i64(clt_module_get_buffer(bnc, "num_batches_tracked")), 1);
+        clt_tensor_release(x);
+        clt_module_release(bnc), clt_module_release(bn);
+    }
+
+    /* constructor errors */
+    ck_assert_ptr_null(clt_nn_conv2d(3, 4, 3, 3, &(clt_conv2d_options){.groups = 2}, true));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_nn_conv2d: in_channels 3 and out_channels 4 must be divisible by groups 2");
+    ck_assert_ptr_null(clt_nn_max_pool2d(NULL));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_nn_max_pool2d: options");
+    ck_assert_ptr_null(clt_nn_avg_pool2d(&(clt_pool2d_options){.kernel = {0, 2}}));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_nn_avg_pool2d: kernel 0x2 must be positive");
+    ck_assert_ptr_null(clt_nn_batch_norm(0, 1e-5, 0.1));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_nn_batch_norm: num_features 0 must be positive");
+    ck_assert_ptr_null(clt_nn_layer_norm(2, (const int64_t[]){4, 0}, 1e-5));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_nn_layer_norm: normalized_shape[1] = 0 must be positive");
+    ck_assert_ptr_null(clt_nn_embedding(10, -1));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_nn_embedding: num_embeddings 10 and embedding_dim -1 must be positive");
+}
+END_TEST
+
 Suite *suite_module(void)
 {
     Suite *s = suite_create("module");
@@ -240,6 +430,7 @@ Suite *suite_module(void)
     ADD_DEVICE_TEST(tc, test_module_clone_and_forward);
     ADD_DEVICE_TEST(tc, test_module_to_atomic);
     ADD_DEVICE_TEST(tc, test_module_100m);
+    ADD_DEVICE_TEST(tc, test_module_layers_match_host);
     suite_add_tcase(s, tc);
     return s;
 }

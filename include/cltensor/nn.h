@@ -104,6 +104,26 @@ CLT_API clt_module *clt_nn_flatten(void);
 CLT_API clt_module *clt_nn_dropout(double p);
 /* Runs n modules in order; takes a new reference to each; children are named "0", "1", ... */
 CLT_API clt_module *clt_nn_sequential(clt_module *const *modules, int n);
+/* Conv2d: clt_conv2d with weight (out, in / groups, kh, kw) and bias (out) uniform on
+ * +-1/sqrt(in / groups * kh * kw) as PyTorch's; options copied, NULL for the defaults.
+ * CLT_ERR_INVALID_ARGUMENT for a size not positive, channels not divisible by groups or a
+ * negative option. */
+CLT_API clt_module *clt_nn_conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_h,
+                                  int64_t kernel_w, const clt_conv2d_options *options, bool bias);
+/* MaxPool2d (without indices) and AvgPool2d with a copy of the options (required);
+ * CLT_ERR_INVALID_ARGUMENT for NULL options, a kernel that is not positive or a negative option. */
+CLT_API clt_module *clt_nn_max_pool2d(const clt_pool2d_options *options);
+CLT_API clt_module *clt_nn_avg_pool2d(const clt_pool2d_options *options);
+/* BatchNorm1d and BatchNorm2d: weight ones, bias zeros, buffers running_mean zeros, running_var
+ * ones and num_batches_tracked (0-d i64, counts training forwards). CLT_ERR_INVALID_ARGUMENT for
+ * num_features not positive, a negative eps or momentum outside 0..1. */
+CLT_API clt_module *clt_nn_batch_norm(int64_t num_features, double eps, double momentum);
+/* LayerNorm over the last normalized_ndim dimensions: weight ones and bias zeros of
+ * normalized_shape. CLT_ERR_INVALID_ARGUMENT for a bad ndim, a size not positive, eps < 0. */
+CLT_API clt_module *clt_nn_layer_norm(int normalized_ndim, const int64_t *normalized_shape, double eps);
+/* Embedding: weight (num_embeddings, embedding_dim) standard normal; forward takes i64 indices.
+ * CLT_ERR_INVALID_ARGUMENT for a size that is not positive. */
+CLT_API clt_module *clt_nn_embedding(int64_t num_embeddings, int64_t embedding_dim);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,6 @@
-/* The built-in layers: Linear, the activations, Softmax, Flatten, Dropout and Sequential, with
- * PyTorch's default initialisation drawn from the default generator. */
+/* The built-in layers: Linear, the activations, Softmax, Flatten, Dropout, Sequential, Conv2d,
+ * MaxPool2d, AvgPool2d, BatchNorm, LayerNorm and Embedding, with PyTorch's default
+ * initialisation drawn from the default generator. */
 #include <math.h>
 #include <stdio.h>
 
@@ -177,5 +178,296 @@ clt_module *clt_nn_sequential(clt_module *const *modules, int n)
         }
         ((sequential *)m)->n = i + 1;
     }
+    return m;
+}
+
+/* ---- shared by the layers with parameters and buffers ------------------------------------------------ */
+
+/* Registers ts[0..n_params) as parameters and ts[n_params..n) as buffers of m under names[i].
+ * The caller's references are dropped either way (on success the module holds its own). False
+ * with the last error set, renamed to fn, when a tensor is NULL (its creation failed) or a
+ * registration failed; the caller then releases m. */
+static bool adopt(clt_module *m, const char *fn, int n, int n_params, const char *const *names,
+                  clt_tensor *const *ts)
+{
+    bool ok = true;
+    for (int i = 0; i < n && ok; i++)
+        ok = ts[i] && (i < n_params ? clt_module_register_parameter(m, names[i], ts[i])
+                                    : clt_module_register_buffer(m, names[i], ts[i])) == CLT_OK;
+    if (!ok)
+        clt__rename_error(fn);
+    for (int i = 0; i < n; i++)
+        clt_tensor_release(ts[i]);
+    return ok;
+}
+
+/* ---- Conv2d --------------------------------------------------------------------------------------------- */
+
+typedef struct conv2d {
+    clt_module base;
+    clt_tensor *weight, *bias; /* registered: "weight", "bias" (or NULL) */
+    clt_conv2d_options options;
+} conv2d;
+
+static clt_tensor *conv2d_forward(clt_module *self, clt_tensor *x)
+{
+    conv2d *c = (conv2d *)self;
+    return clt_conv2d(x, c->weight, c->bias, &c->options);
+}
+
+static const clt_module_type conv2d_type = {"Conv2d", sizeof(conv2d), conv2d_forward, NULL, NULL};
+
+clt_module *clt_nn_conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_h, int64_t kernel_w,
+                          const clt_conv2d_options *options, bool bias)
+{
+    static const char *const fn = "clt_nn_conv2d";
+    static const char *const names[] = {"weight", "bias"};
+    clt_conv2d_options o = {.groups = 0};
+    int64_t groups;
+    clt_module *m;
+    clt_tensor *ts[2];
+    double bound;
+    if (options)
+        o = *options;
+    groups = o.groups ? o.groups : 1;
+    if (in_channels <= 0 || out_channels <= 0 || kernel_h <= 0 || kernel_w <= 0) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                   "in_channels %lld, out_channels %lld and kernel %lldx%lld must be positive",
+                   (long long)in_channels, (long long)out_channels, (long long)kernel_h, (long long)kernel_w);
+        return NULL;
+    }
+    if (groups < 0 || in_channels % groups || out_channels % groups) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                   "in_channels %lld and out_channels %lld must be divisible by groups %lld",
+                   (long long)in_channels, (long long)out_channels, (long long)groups);
+        return NULL;
+    }
+    for (int i = 0; i < 2; i++)
+        if (o.stride[i] < 0 || o.padding[i] < 0 || o.dilation[i] < 0) {
+            clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "stride %d, padding %d and dilation %d must not be negative",
+                       o.stride[i], o.padding[i], o.dilation[i]);
+            return NULL;
+        }
+    m = clt_module_new(&conv2d_type);
+    if (!m)
+        return NULL;
+    /* PyTorch: kaiming_uniform_(a=sqrt(5)) for the weight and U(+-1/sqrt(fan_in)) for the bias,
+     * both bounds 1/sqrt(fan_in) with fan_in = in_channels / groups * kh * kw */
+    bound = 1.0 / sqrt((double)(in_channels / groups * kernel_h * kernel_w));
+    ts[0] = uniform(fn, 4, (int64_t[]){out_channels, in_channels / groups, kernel_h, kernel_w}, bound);
+    ts[1] = ts[0] && bias ? uniform(fn, 1, &out_channels, bound) : NULL;
+    if (!adopt(m, fn, bias ? 2 : 1, 2, names, ts)) {
+        clt_module_release(m);
+        return NULL;
+    }
+    /* the module holds the references; the fields borrow them */
+    ((conv2d *)m)->weight = ts[0];
+    ((conv2d *)m)->bias = ts[1];
+    ((conv2d *)m)->options = o;
+    return m;
+}
+
+/* ---- MaxPool2d and AvgPool2d ------------------------------------------------------------------------------ */
+
+typedef struct pool2d {
+    clt_module base;
+    clt_pool2d_options options;
+} pool2d;
+
+static clt_tensor *max_pool2d_forward(clt_module *self, clt_tensor *x)
+{
+    return clt_max_pool2d(x, &((pool2d *)self)->options, NULL);
+}
+
+static clt_tensor *avg_pool2d_forward(clt_module *self, clt_tensor *x)
+{
+    return clt_avg_pool2d(x, &((pool2d *)self)->options);
+}
+
+static const clt_module_type max_pool2d_type = {"MaxPool2d", sizeof(pool2d), max_pool2d_forward, NULL, NULL};
+static const clt_module_type avg_pool2d_type = {"AvgPool2d", sizeof(pool2d), avg_pool2d_forward, NULL, NULL};
+
+static clt_module *pool2d_new(const char *fn, const clt_module_type *type, const clt_pool2d_options *options)
+{
+    clt_module *m;
+    if (!options) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "options (with the kernel size) are required");
+        return NULL;
+    }
+    for (int i = 0; i < 2; i++)
+        if (options->kernel[i] <= 0 || options->stride[i] < 0 || options->padding[i] < 0 ||
+            options->dilation[i] < 0) {
+            clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                       "kernel %dx%d must be positive and stride %dx%d, padding %dx%d, dilation %dx%d "
+                       "not negative",
+                       options->kernel[0], options->kernel[1], options->stride[0], options->stride[1],
+                       options->padding[0], options->padding[1], options->dilation[0], options->dilation[1]);
+            return NULL;
+        }
+    m = clt_module_new(type);
+    if (m)
+        ((pool2d *)m)->options = *options;
+    return m;
+}
+
+clt_module *clt_nn_max_pool2d(const clt_pool2d_options *options)
+{
+    return pool2d_new("clt_nn_max_pool2d", &max_pool2d_type, options);
+}
+
+clt_module *clt_nn_avg_pool2d(const clt_pool2d_options *options)
+{
+    return pool2d_new("clt_nn_avg_pool2d", &avg_pool2d_type, options);
+}
+
+/* ---- BatchNorm ------------------------------------------------------------------------------------------------ */
+
+typedef struct batch_norm {
+    clt_module base;
+    /* registered: parameters "weight", "bias"; buffers "running_mean", "running_var",
+     * "num_batches_tracked" */
+    clt_tensor *weight, *bias, *running_mean, *running_var, *num_batches_tracked;
+    double eps, momentum;
+} batch_norm;
+
+static clt_tensor *batch_norm_forward(clt_module *self, clt_tensor *x)
+{
+    batch_norm *b = (batch_norm *)self;
+    bool training = clt_module_is_training(self);
+    clt_tensor *y = clt_batch_norm(x, b->running_mean, b->running_var, b->weight, b->bias, training,
+                                   b->momentum, b->eps);
+    if (y && training) {
+        clt_tensor *one = clt_tensor_ones(0, NULL, CLT_I64, clt_tensor_device(b->num_batches_tracked));
+        if (!one || clt_add_(b->num_batches_tracked, one) != CLT_OK) {
+            clt__rename_error("clt_module_forward");
+            clt_tensor_release(y);
+            y = NULL;
+        }
+        clt_tensor_release(one);
+    }
+    return y;
+}
+
+static const clt_module_type batch_norm_type = {"BatchNorm", sizeof(batch_norm), batch_norm_forward, NULL, NULL};
+
+clt_module *clt_nn_batch_norm(int64_t num_features, double eps, double momentum)
+{
+    static const char *const fn = "clt_nn_batch_norm";
+    static const char *const names[] = {"weight", "bias", "running_mean", "running_var", "num_batches_tracked"};
+    clt_device *cpu = clt_device_cpu();
+    clt_module *m;
+    clt_tensor *ts[5];
+    if (num_features <= 0 || !(eps >= 0) || !(momentum >= 0 && momentum <= 1)) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                   "num_features %lld must be positive, eps %g not negative and momentum %g within 0..1",
+                   (long long)num_features, eps, momentum);
+        return NULL;
+    }
+    m = clt_module_new(&batch_norm_type);
+    if (!m)
+        return NULL;
+    ts[0] = clt_tensor_ones(1, &num_features, CLT_F32, cpu);
+    ts[1] = clt_tensor_zeros(1, &num_features, CLT_F32, cpu);
+    ts[2] = clt_tensor_zeros(1, &num_features, CLT_F32, cpu);
+    ts[3] = clt_tensor_ones(1, &num_features, CLT_F32, cpu);
+    ts[4] = clt_tensor_zeros(0, NULL, CLT_I64, cpu);
+    if (!adopt(m, fn, 5, 2, names, ts)) {
+        clt_module_release(m);
+        return NULL;
+    }
+    batch_norm *b = (batch_norm *)m;
+    b->weight = ts[0], b->bias = ts[1], b->running_mean = ts[2], b->running_var = ts[3];
+    b->num_batches_tracked = ts[4];
+    b->eps = eps, b->momentum = momentum;
+    return m;
+}
+
+/* ---- LayerNorm ---------------------------------------------------------------------------------------------- */
+
+typedef struct layer_norm {
+    clt_module base;
+    clt_tensor *weight, *bias; /* registered: "weight", "bias" */
+    int normalized_ndim;
+    double eps;
+} layer_norm;
+
+static clt_tensor *layer_norm_forward(clt_module *self, clt_tensor *x)
+{
+    layer_norm *l = (layer_norm *)self;
+    return clt_layer_norm(x, l->normalized_ndim, l->weight, l->bias, l->eps);
+}
+
+static const clt_module_type layer_norm_type = {"LayerNorm", sizeof(layer_norm), layer_norm_forward, NULL, NULL};
+
+clt_module *clt_nn_layer_norm(int normalized_ndim, const int64_t *normalized_shape, double eps)
+{
+    static const char *const fn = "clt_nn_layer_norm";
+    static const char *const names[] = {"weight", "bias"};
+    clt_module *m;
+    clt_tensor *ts[2];
+    if (normalized_ndim < 1 || normalized_ndim > CLT_MAX_DIMS || !normalized_shape) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "normalized_ndim %d must be within 1..%d, with a shape from %p",
+                   normalized_ndim, CLT_MAX_DIMS, (const void *)normalized_shape);
+        return NULL;
+    }
+    for (int i = 0; i < normalized_ndim; i++)
+        if (normalized_shape[i] <= 0) {
+            clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "normalized_shape[%d] = %lld must be positive", i,
+                       (long long)normalized_shape[i]);
+            return NULL;
+        }
+    if (!(eps >= 0)) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "eps %g must not be negative", eps);
+        return NULL;
+    }
+    m = clt_module_new(&layer_norm_type);
+    if (!m)
+        return NULL;
+    ts[0] = clt_tensor_ones(normalized_ndim, normalized_shape, CLT_F32, clt_device_cpu());
+    ts[1] = clt_tensor_zeros(normalized_ndim, normalized_shape, CLT_F32, clt_device_cpu());
+    if (!adopt(m, fn, 2, 2, names, ts)) {
+        clt_module_release(m);
+        return NULL;
+    }
+    layer_norm *l = (layer_norm *)m;
+    l->weight = ts[0], l->bias = ts[1];
+    l->normalized_ndim = normalized_ndim, l->eps = eps;
+    return m;
+}
+
+/* ---- Embedding ---------------------------------------------------------------------------------------------- */
+
+typedef struct embedding {
+    clt_module base;
+    clt_tensor *weight; /* registered: "weight" */
+} embedding;
+
+static clt_tensor *embedding_forward(clt_module *self, clt_tensor *x)
+{
+    return clt_embedding(((embedding *)self)->weight, x);
+}
+
+static const clt_module_type embedding_type = {"Embedding", sizeof(embedding), embedding_forward, NULL, NULL};
+
+clt_module *clt_nn_embedding(int64_t num_embeddings, int64_t embedding_dim)
+{
+    static const char *const fn = "clt_nn_embedding";
+    static const char *const names[] = {"weight"};
+    clt_module *m;
+    clt_tensor *ts[1];
+    if (num_embeddings <= 0 || embedding_dim <= 0) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "num_embeddings %lld and embedding_dim %lld must be positive",
+                   (long long)num_embeddings, (long long)embedding_dim);
+        return NULL;
+    }
+    m = clt_module_new(&embedding_type);
+    if (!m)
+        return NULL;
+    ts[0] = clt_tensor_randn(2, (int64_t[]){num_embeddings, embedding_dim}, CLT_F32, clt_device_cpu());
+    if (!adopt(m, fn, 1, 1, names, ts)) {
+        clt_module_release(m);
+        return NULL;
+    }
+    ((embedding *)m)->weight = ts[0];
     return m;
 }
