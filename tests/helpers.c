@@ -36,6 +36,14 @@ void test_teardown(void)
     }
 }
 
+TCase *test_case(const char *name, int timeout)
+{
+    TCase *tc = tcase_create(name);
+    tcase_set_timeout(tc, timeout);
+    tcase_add_checked_fixture(tc, NULL, test_teardown);
+    return tc;
+}
+
 void test_sync_all(void)
 {
     int n = clt_device_count();

@@ -36,6 +36,9 @@ test_live test_live_now(void);
  * background kernel compilation meets the process's teardown). */
 void test_teardown(void);
 
+/* A test case with a timeout in seconds and test_teardown after every test. */
+TCase *test_case(const char *name, int timeout);
+
 /* Synchronises cpu and every gpu:N: finished asynchronous copies then release what they held. */
 void test_sync_all(void);
 

@@ -601,9 +601,7 @@ END_TEST
 Suite *suite_cast(void)
 {
     Suite *s = suite_create("cast");
-    TCase *tc = tcase_create("cast");
-    tcase_set_timeout(tc, 300);
-    tcase_add_checked_fixture(tc, NULL, test_teardown);
+    TCase *tc = test_case("cast", 300);
     ADD_DEVICE_TEST(tc, test_cast_all_pairs_match_host);
     ADD_DEVICE_TEST(tc, test_cast_expected_bits);
     ADD_DEVICE_TEST(tc, test_to_identity);

@@ -228,9 +228,7 @@ END_TEST
 Suite *suite_core(void)
 {
     Suite *s = suite_create("core");
-    TCase *tc = tcase_create("status");
-    tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, NULL, test_teardown);
+    TCase *tc = test_case("status", 120);
     tcase_add_test(tc, test_status_name_library_codes);
     tcase_add_test(tc, test_status_name_opencl_and_unknown);
     tcase_add_test(tc, test_status_str);
@@ -238,15 +236,11 @@ Suite *suite_core(void)
     tcase_add_test(tc, test_version);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("logging");
-    tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, NULL, test_teardown);
+    tc = test_case("logging", 120);
     tcase_add_test(tc, test_log_callback);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("dtype_and_free");
-    tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, NULL, test_teardown);
+    tc = test_case("dtype_and_free", 120);
     tcase_add_test(tc, test_dtype_names_and_sizes);
     tcase_add_test(tc, test_free);
     suite_add_tcase(s, tc);

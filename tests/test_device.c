@@ -424,9 +424,7 @@ END_TEST
 Suite *suite_device(void)
 {
     Suite *s = suite_create("device");
-    TCase *tc = tcase_create("device");
-    tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, NULL, test_teardown);
+    TCase *tc = test_case("device", 120);
     tcase_add_test(tc, test_device_list);
     tcase_add_test(tc, test_device_default_and_gpu);
     tcase_add_test(tc, test_device_set_current);

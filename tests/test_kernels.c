@@ -185,9 +185,7 @@ END_TEST
 Suite *suite_kernels(void)
 {
     Suite *s = suite_create("kernels");
-    TCase *tc = tcase_create("kernels");
-    tcase_set_timeout(tc, 900);
-    tcase_add_checked_fixture(tc, NULL, test_teardown);
+    TCase *tc = test_case("kernels", 900);
     tcase_add_test(tc, test_kernels_exact);
     tcase_add_test(tc, test_kernels_elementwise);
     tcase_add_test(tc, test_kernels_reduce_nn);

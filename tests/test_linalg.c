@@ -540,9 +540,7 @@ END_TEST
 Suite *suite_linalg(void)
 {
     Suite *s = suite_create("linalg");
-    TCase *tc = tcase_create("matmul");
-    tcase_set_timeout(tc, 600);
-    tcase_add_checked_fixture(tc, NULL, test_teardown); /* CLBlast's kernels compile slowly on PoCL the first time */
+    TCase *tc = test_case("matmul", 600); /* CLBlast's kernels compile slowly on PoCL the first time */
     ADD_DEVICE_TEST(tc, test_matmul_shapes);
     ADD_DEVICE_TEST(tc, test_matmul_views);
     ADD_DEVICE_TEST(tc, test_matmul_zero_sizes);

@@ -422,9 +422,7 @@ END_TEST
 Suite *suite_module(void)
 {
     Suite *s = suite_create("module");
-    TCase *tc = tcase_create("module");
-    tcase_set_timeout(tc, 600);
-    tcase_add_checked_fixture(tc, NULL, test_teardown);
+    TCase *tc = test_case("module", 600);
     tcase_add_test(tc, test_module_names);
     ADD_DEVICE_TEST(tc, test_module_to_in_place);
     ADD_DEVICE_TEST(tc, test_module_clone_and_forward);

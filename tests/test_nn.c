@@ -419,9 +419,7 @@ END_TEST
 Suite *suite_nn(void)
 {
     Suite *s = suite_create("nn");
-    TCase *tc = tcase_create("nn");
-    tcase_set_timeout(tc, 600);
-    tcase_add_checked_fixture(tc, NULL, test_teardown);
+    TCase *tc = test_case("nn", 600);
     ADD_DEVICE_TEST(tc, test_softmax);
     ADD_DEVICE_TEST(tc, test_losses);
     ADD_DEVICE_TEST(tc, test_gathers);

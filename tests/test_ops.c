@@ -597,9 +597,7 @@ END_TEST
 Suite *suite_ops(void)
 {
     Suite *s = suite_create("ops");
-    TCase *tc = tcase_create("elementwise");
-    tcase_set_timeout(tc, 300);
-    tcase_add_checked_fixture(tc, NULL, test_teardown);
+    TCase *tc = test_case("elementwise", 300);
     ADD_DEVICE_TEST(tc, test_ops_binary_matches_host);
     ADD_DEVICE_TEST(tc, test_ops_unary_matches_host);
     ADD_DEVICE_TEST(tc, test_ops_scalar_where_large);
@@ -608,9 +606,7 @@ Suite *suite_ops(void)
     ADD_DEVICE_TEST(tc, test_ops_bad_input);
     ADD_DEVICE_TEST(tc, test_ops_allocation_failures);
     suite_add_tcase(s, tc);
-    tc = tcase_create("views");
-    tcase_set_timeout(tc, 300);
-    tcase_add_checked_fixture(tc, NULL, test_teardown);
+    tc = test_case("views", 300);
     ADD_DEVICE_TEST(tc, test_views_share_storage);
     ADD_DEVICE_TEST(tc, test_views_bad_input);
     ADD_DEVICE_TEST(tc, test_cat_stack);

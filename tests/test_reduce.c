@@ -976,9 +976,7 @@ END_TEST
 Suite *suite_reduce(void)
 {
     Suite *s = suite_create("reduce");
-    TCase *tc = tcase_create("reduce");
-    tcase_set_timeout(tc, 300);
-    tcase_add_checked_fixture(tc, NULL, test_teardown);
+    TCase *tc = test_case("reduce", 300);
     ADD_DEVICE_TEST(tc, test_reduce_small_expected);
     ADD_DEVICE_TEST(tc, test_reduce_matches_host);
     ADD_DEVICE_TEST(tc, test_reduce_sizes);

@@ -1264,9 +1264,7 @@ END_TEST
 Suite *suite_tensor(void)
 {
     Suite *s = suite_create("tensor");
-    TCase *tc = tcase_create("create");
-    tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, NULL, test_teardown);
+    TCase *tc = test_case("create", 120);
     ADD_DEVICE_TEST(tc, test_from_data_round_trip);
     ADD_DEVICE_TEST(tc, test_properties);
     ADD_DEVICE_TEST(tc, test_zeros_ones);
@@ -1274,9 +1272,7 @@ Suite *suite_tensor(void)
     ADD_DEVICE_TEST(tc, test_arange);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("random");
-    tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, NULL, test_teardown);
+    tc = test_case("random", 120);
     ADD_DEVICE_TEST(tc, test_random_matches_cpu);
     ADD_DEVICE_TEST(tc, test_rand_uniform_range);
     ADD_DEVICE_TEST(tc, test_rand_sequence_and_seed);
@@ -1284,26 +1280,20 @@ Suite *suite_tensor(void)
     ADD_DEVICE_TEST(tc, test_random_bad_dtype);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("errors");
-    tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, NULL, test_teardown);
+    tc = test_case("errors", 120);
     ADD_DEVICE_TEST(tc, test_bad_shapes);
     ADD_DEVICE_TEST(tc, test_bad_device_dtype_data);
     ADD_DEVICE_TEST(tc, test_f64_unsupported);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("access");
-    tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, NULL, test_teardown);
+    tc = test_case("access", 120);
     ADD_DEVICE_TEST(tc, test_retain_release);
     ADD_DEVICE_TEST(tc, test_copy_to_host_errors);
     ADD_DEVICE_TEST(tc, test_tensor_data);
     ADD_DEVICE_TEST(tc, test_from_data_bool_bytes);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("format");
-    tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, NULL, test_teardown);
+    tc = test_case("format", 120);
     ADD_DEVICE_TEST(tc, test_format_basic);
     ADD_DEVICE_TEST(tc, test_format_nonfinite);
     ADD_DEVICE_TEST(tc, test_format_nonfinite_width);
@@ -1314,9 +1304,7 @@ Suite *suite_tensor(void)
     tcase_add_test(tc, test_format_null);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("faults");
-    tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, NULL, test_teardown);
+    tc = test_case("faults", 120);
     ADD_DEVICE_TEST(tc, test_fault_creation);
     suite_add_tcase(s, tc);
     return s;
