@@ -15,6 +15,14 @@
 /* min(max(x, lo), hi), as PyTorch: hi when lo > hi; NaN stays NaN. */
 #define CLT_CLAMP(x, lo, hi) (((x) < (lo) ? (lo) : (x)) > (hi) ? (hi) : ((x) < (lo) ? (lo) : (x)))
 
+/* The derivatives of gelu (Phi(x) + x phi(x)) and silu (s (1 + x (1 - s)), s = sigmoid(x)). */
+#define CLT_GELU_SLOPE(x)                                                                      \
+    ((erf((x) * (CT)0.70710678118654752440) + 1) / 2 +                                          \
+     (x) * exp(-(x) * (x) / 2) * (CT)0.39894228040143267794)
+#define CLT_SILU_SLOPE(x, s) ((s) * (1 + (x) * (1 - (s))))
+
+/* The operations' derivatives (name_backward) take the output's gradient as x and the saved
+ * input (gelu, silu, abs, clamp) or output (relu, sigmoid, tanh) as y. */
 #define CLT_EW_OPS(X)                                                                          \
     X(add, 2, x + y, CLT_WRAP((clt_u64)x + (clt_u64)y), T)                                     \
     X(sub, 2, x - y, CLT_WRAP((clt_u64)x - (clt_u64)y), T)                                     \
@@ -47,4 +55,11 @@
     X(lt, 2, x < y, x < y, B)                                                                  \
     X(le, 2, x <= y, x <= y, B)                                                                \
     X(gt, 2, x > y, x > y, B)                                                                  \
-    X(ge, 2, x >= y, x >= y, B)
+    X(ge, 2, x >= y, x >= y, B)                                                                \
+    X(relu_backward, 2, y > 0 ? x : 0, x, T)                                                   \
+    X(sigmoid_backward, 2, x * (1 - y) * y, x, T)                                              \
+    X(tanh_backward, 2, x * (1 - y * y), x, T)                                                 \
+    X(gelu_backward, 2, x * CLT_GELU_SLOPE(y), x, T)                                           \
+    X(silu_backward, 2, x * CLT_SILU_SLOPE(y, 1 / (1 + exp(-y))), x, T)                        \
+    X(abs_backward, 2, y > 0 ? x : y < 0 ? -x : 0, x, T)                                       \
+    X(clamp_backward, 2, y >= s0 && y <= s1 ? x : 0, x, T)

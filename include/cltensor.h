@@ -7,6 +7,8 @@
 #include "cltensor/device.h"
 #include "cltensor/tensor.h"
 #include "cltensor/ops.h"
+#include "cltensor/autograd.h"
 #include "cltensor/nn.h"
+#include "cltensor/optim.h"
 
 #endif

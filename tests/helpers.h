@@ -79,6 +79,7 @@ Suite *suite_reduce(void);
 Suite *suite_linalg(void);
 Suite *suite_nn(void);
 Suite *suite_module(void);
+Suite *suite_autograd(void);
 Suite *suite_kernels(void);
 
 #endif

@@ -147,7 +147,10 @@ START_TEST(test_module_clone_and_forward)
     }
     /* independent: changing the clone leaves the original */
     clt_tensor *w = clt_module_get_parameter(c, "seq.0.weight");
-    ck_assert_int_eq(clt_fill_(w, 0), CLT_OK);
+    ck_assert(clt_tensor_requires_grad(w) && clt_tensor_is_leaf(w));
+    ck_assert_int_eq(clt_fill_(w, 0), CLT_ERR_INVALID_ARGUMENT); /* a parameter, recorded */
+    CLT_NO_GRAD ck_assert_int_eq(clt_fill_(w, 0), CLT_OK);
+    ck_assert(clt_grad_is_enabled());
     clt_tensor *s = clt_sum(clt_module_get_parameter(&m->base, "seq.0.weight"), NULL, 0, false);
     float total;
     clt_tensor_copy_to_host(s, &total, sizeof total);

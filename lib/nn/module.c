@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "cltensor/nn.h"
+#include "autograd/graph.h"
+#include "cltensor/autograd.h"
 #include "core/core.h"
 #include "device/registry.h"
 #include "ops/ops_internal.h"
@@ -123,8 +125,14 @@ static clt_status add(const char *fn, clt_module *m, const char *name, int kind,
         m->state->entries = grown;
         m->state->capacity = cap;
     }
+    if (kind == PARAMETER && t->grad_fn)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "\"%s\" was made by a recorded operation (%s); a parameter must be a "
+                          "leaf: detach it first", name, t->grad_fn->d->name);
     if (!(e.name = clt__strdup(fn, name)))
         return CLT_ERR_OUT_OF_MEMORY;
+    if (kind == PARAMETER && clt__is_floating(t->dtype))
+        t->requires_grad = true; /* as nn.Parameter; clt_tensor_set_requires_grad freezes it */
     if (kind == CHILD)
         clt_module_retain(child);
     else
@@ -321,34 +329,42 @@ bool clt_module_is_training(const clt_module *m)
 
 /* ---- moving ------------------------------------------------------------------------------------------ */
 
-/* Moves every distinct tensor with options o: first every copy (any failure releases them and
- * changes nothing), then each tensor takes its copy's contents. */
+/* Moves every distinct tensor, and its gradient, with options o: first every copy (any failure
+ * releases them and changes nothing), then each tensor takes its copy's contents. */
 static clt_status migrate(const char *fn, clt_module *m, const clt_to_options *o, bool floats_only)
 {
     seen s = {0};
     clt_tensor **copies;
     clt_status st = CLT_OK;
+    bool prev;
     int r = foreach(fn, m, -1, NULL, NULL, &s);
     if (r)
         return r;
-    copies = clt__alloc_zeroed(fn, (size_t)(s.count ? s.count : 1) * sizeof *copies);
+    copies = clt__alloc_zeroed(fn, (size_t)(s.count ? 2 * s.count : 1) * sizeof *copies);
     if (!copies) {
         clt__free(s.items);
         return CLT_ERR_OUT_OF_MEMORY;
     }
+    prev = clt_grad_set_enabled(false);
     for (int i = 0; i < s.count && st == CLT_OK; i++) {
         clt_tensor *t = s.items[i];
-        clt_to_options opt = *o;
         if (floats_only && !clt__is_floating(clt_tensor_dtype(t)))
             continue;
-        copies[i] = clt_tensor_to_ex(t, &opt);
-        if (!copies[i])
+        copies[i] = clt_tensor_to_ex(t, o);
+        if (copies[i] && t->grad)
+            copies[s.count + i] = clt_tensor_to_ex(t->grad, o);
+        if (!copies[i] || (t->grad && !copies[s.count + i]))
             st = clt__rename_error(fn);
     }
+    clt_grad_set_enabled(prev);
     for (int i = 0; i < s.count; i++) {
-        if (st == CLT_OK && copies[i] && copies[i] != s.items[i])
-            clt__tensor_swap(s.items[i], copies[i]); /* cannot fail */
+        clt_tensor *t = s.items[i], *g = t->grad;
+        if (st == CLT_OK && copies[i] && copies[i] != t)
+            clt__tensor_swap(t, copies[i]); /* cannot fail */
+        if (st == CLT_OK && g && copies[s.count + i] && copies[s.count + i] != g)
+            clt__tensor_swap(g, copies[s.count + i]);
         clt_tensor_release(copies[i]);
+        clt_tensor_release(copies[s.count + i]);
     }
     clt__free(copies);
     clt__free(s.items);
@@ -413,6 +429,15 @@ static bool relocate_add(const char *fn, relocations *r, const void *from, void 
     return true;
 }
 
+/* An independent copy of t on dev: a leaf, whatever recording does. */
+static clt_tensor *copy_tensor(clt_tensor *t, clt_device *dev)
+{
+    bool prev = clt_grad_set_enabled(false);
+    clt_tensor *c = clt_tensor_to_ex(t, &(clt_to_options){.device = dev, .copy = true});
+    clt_grad_set_enabled(prev);
+    return c;
+}
+
 static clt_module *clone(const char *fn, const clt_module *m, clt_device *dev, relocations *r)
 {
     clt_module *c = clt_module_new(m->type);
@@ -430,14 +455,15 @@ static clt_module *clone(const char *fn, const clt_module *m, clt_device *dev, r
             st = add(fn, c, e->name, e->kind, is_child ? NULL : copy, is_child ? copy : NULL);
             continue;
         }
-        copy = is_child ? (void *)clone(fn, e->child, dev, r)
-                        : (void *)clt_tensor_to_ex(e->tensor, &(clt_to_options){.device = dev, .copy = true});
+        copy = is_child ? (void *)clone(fn, e->child, dev, r) : (void *)copy_tensor(e->tensor, dev);
         if (!copy) {
             st = clt__rename_error(fn);
             break;
         }
         st = relocate_add(fn, r, orig, copy) ? add(fn, c, e->name, e->kind, is_child ? NULL : copy, is_child ? copy : NULL)
                                             : CLT_ERR_OUT_OF_MEMORY;
+        if (!is_child)
+            ((clt_tensor *)copy)->requires_grad = e->tensor->requires_grad;
         /* the clone's registry holds it now (or nothing does, after a failure) */
         if (is_child)
             clt_module_release(copy);

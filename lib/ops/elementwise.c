@@ -7,6 +7,7 @@
 #include "cltensor/ops.h"
 #include "core/core.h"
 #include "device/registry.h"
+#include "autograd/derivatives.h"
 #include "ops_internal.h"
 
 /* bool 0 < integer 1 < floating 2 */
@@ -120,8 +121,8 @@ static clt_status convert_all(const char *fn, clt_tensor *const *in, int nin, cl
 }
 
 /* The general path: checks, promotion to `dtype`, broadcasting, a new output. */
-static clt_tensor *run(const char *fn, clt__ew_op op, clt_tensor *const *in, int nin,
-                       clt_dtype dtype, double s0, double s1)
+static clt_tensor *compute(const char *fn, clt__ew_op op, clt_tensor *const *in, int nin,
+                           clt_dtype dtype, double s0, double s1)
 {
     int ndim;
     int64_t shape[CLT_MAX_DIMS];
@@ -142,6 +143,27 @@ static clt_tensor *run(const char *fn, clt__ew_op op, clt_tensor *const *in, int
     for (int i = 0; i < nin; i++)
         clt_tensor_release(conv[i]);
     return out;
+}
+
+/* compute, recorded for autograd. */
+static clt_tensor *run(const char *fn, clt__ew_op op, clt_tensor *const *in, int nin,
+                       clt_dtype dtype, double s0, double s1)
+{
+    const clt__derivative *d = clt__ew_derivative(op);
+    bool prev, rec = clt__grad_begin(in, nin, &prev) && d;
+    clt_tensor *out = compute(fn, op, in, nin, dtype, s0, s1);
+    clt__grad_end(prev);
+    return rec ? clt__record(fn, d, in, nin, out, &(clt__node_args){.s0 = s0, .s1 = s1}) : out;
+}
+
+clt_tensor *clt__ew(const char *fn, clt__ew_op op, clt_tensor *a, clt_tensor *b, double s0,
+                    double s1)
+{
+    clt_tensor *in[2] = {a, b};
+    int nin = clt__ew_inputs(op);
+    if (clt__same_device(fn, in, nin) != CLT_OK)
+        return NULL;
+    return run(fn, op, in, nin, nin == 2 ? promote(a->dtype, b->dtype) : a->dtype, s0, s1);
 }
 
 static clt_tensor *unsupported(const char *fn, clt_dtype dtype, const clt_tensor *x)
@@ -297,7 +319,8 @@ static clt_status into(const char *fn, clt__ew_op op, clt_tensor *out, clt_tenso
     clt_status st;
     for (int i = 0; i < nin; i++)
         all[i + 1] = in[i];
-    if (clt__same_device(fn, all, nin + 1) != CLT_OK || broadcast(fn, all, nin + 1, &ndim, shape) != CLT_OK)
+    if (clt__same_device(fn, all, nin + 1) != CLT_OK || broadcast(fn, all, nin + 1, &ndim, shape) != CLT_OK ||
+        clt__inplace_check(fn, out, in, nin) != CLT_OK)
         return clt_last_status();
     if (!same_shape(out, ndim, shape)) {
         char a[256], b[256];
@@ -336,6 +359,8 @@ static clt_status into(const char *fn, clt__ew_op op, clt_tensor *out, clt_tenso
     }
     for (int i = 0; i < nin; i++)
         clt_tensor_release(conv[i]);
+    if (st == CLT_OK)
+        clt__tensor_bump_version(out);
     return st;
 }
 
@@ -400,6 +425,7 @@ clt_tensor *clt_cat(clt_tensor *const *xs, int n, int dim)
     int64_t shape[CLT_MAX_DIMS], at = 0;
     clt_dtype dt;
     clt_tensor *out;
+    bool prev, rec;
     if (!xs || n <= 0) {
         clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "no tensors to join (n = %d)", n);
         return NULL;
@@ -427,6 +453,7 @@ clt_tensor *clt_cat(clt_tensor *const *xs, int n, int dim)
         shape[dim] += xs[i]->shape[dim];
         dt = promote(dt, xs[i]->dtype);
     }
+    rec = clt__grad_begin(xs, n, &prev);
     out = clt__tensor_new(fn, xs[0]->storage->device, dt, xs[0]->ndim, shape);
     for (int i = 0; out && i < n; i++) {
         clt_tensor *part = clt_narrow(out, dim, at, xs[i]->shape[dim]);
@@ -439,7 +466,8 @@ clt_tensor *clt_cat(clt_tensor *const *xs, int n, int dim)
             out = NULL;
         }
     }
-    return out;
+    clt__grad_end(prev);
+    return rec ? clt__record(fn, &clt__d_cat, xs, n, out, &(clt__node_args){.dim = dim}) : out;
 }
 
 clt_tensor *clt_stack(clt_tensor *const *xs, int n, int dim)

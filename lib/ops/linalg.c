@@ -7,6 +7,7 @@
 
 #include "cltensor/ops.h"
 #include "core/core.h"
+#include "autograd/derivatives.h"
 #include "ops_internal.h"
 
 /* One operand as a batch of rows x cols matrices over a tensor's storage, in elements. */
@@ -251,7 +252,7 @@ static clt_tensor *run(const char *fn, int ndim, const int64_t *shape, mat *a, m
     return out;
 }
 
-clt_tensor *clt_matmul(clt_tensor *a, clt_tensor *b)
+static clt_tensor *matmul_impl(clt_tensor *a, clt_tensor *b)
 {
     static const char *const fn = "clt_matmul";
     clt_tensor *ts[2] = {a, b};
@@ -303,7 +304,7 @@ clt_tensor *clt_matmul(clt_tensor *a, clt_tensor *b)
     return run(fn, ndim, shape, &ma, &mb, NULL);
 }
 
-clt_tensor *clt_linear(clt_tensor *x, clt_tensor *weight, clt_tensor *bias)
+static clt_tensor *linear_impl(clt_tensor *x, clt_tensor *weight, clt_tensor *bias)
 {
     static const char *const fn = "clt_linear";
     clt_tensor *ts[3] = {x, weight, bias};
@@ -343,4 +344,24 @@ clt_tensor *clt_linear(clt_tensor *x, clt_tensor *weight, clt_tensor *bias)
     memcpy(shape, x->shape, sizeof shape);
     shape[x->ndim - 1] = weight->shape[0];
     return run(fn, x->ndim, shape, &mx, &mw, bias);
+}
+
+/* ---- autograd ------------------------------------------------------------------------------------ */
+
+clt_tensor *clt_matmul(clt_tensor *a, clt_tensor *b)
+{
+    clt_tensor *in[2] = {a, b}, *out;
+    bool prev, rec = clt__grad_begin(in, 2, &prev);
+    out = matmul_impl(a, b);
+    clt__grad_end(prev);
+    return rec ? clt__record("clt_matmul", &clt__d_matmul, in, 2, out, NULL) : out;
+}
+
+clt_tensor *clt_linear(clt_tensor *x, clt_tensor *weight, clt_tensor *bias)
+{
+    clt_tensor *in[3] = {x, weight, bias}, *out;
+    bool prev, rec = clt__grad_begin(in, 3, &prev);
+    out = linear_impl(x, weight, bias);
+    clt__grad_end(prev);
+    return rec ? clt__record("clt_linear", &clt__d_linear, in, bias ? 3 : 2, out, NULL) : out;
 }

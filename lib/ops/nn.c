@@ -9,6 +9,8 @@
 #include "cltensor/ops.h"
 #include "core/core.h"
 #include "device/registry.h"
+#include "autograd/derivatives.h"
+#include "cltensor/autograd.h"
 #include "ops_internal.h"
 
 /* One tensor (or NULL) against another's device. */
@@ -53,14 +55,28 @@ static clt_tensor *softmax_impl(const char *fn, clt_tensor *x, int dim, bool log
     return out;
 }
 
+/* softmax_impl, recorded for autograd as one operation. */
+static clt_tensor *softmax_recorded(const char *fn, clt_tensor *x, int dim, bool log)
+{
+    bool prev, rec = clt__grad_begin(&x, 1, &prev);
+    clt_tensor *out = softmax_impl(fn, x, dim, log);
+    clt__grad_end(prev);
+    if (!rec || !out)
+        return out;
+    if (dim < 0)
+        dim += x->ndim;
+    return clt__record(fn, log ? &clt__d_log_softmax : &clt__d_softmax, &x, 1, out,
+                       &(clt__node_args){.dim = x->ndim ? dim : 0});
+}
+
 clt_tensor *clt_softmax(clt_tensor *x, int dim)
 {
-    return softmax_impl("clt_softmax", x, dim, false);
+    return softmax_recorded("clt_softmax", x, dim, false);
 }
 
 clt_tensor *clt_log_softmax(clt_tensor *x, int dim)
 {
-    return softmax_impl("clt_log_softmax", x, dim, true);
+    return softmax_recorded("clt_log_softmax", x, dim, true);
 }
 
 /* ---- gathers ---------------------------------------------------------------------------------- */
@@ -96,7 +112,7 @@ static int64_t *host_indices(const char *fn, clt_tensor *idx, int64_t k, bool al
 }
 
 /* out = x with dimension dim indexed by the M indices in idx_dev (i64 on x's device). */
-static clt_tensor *gather(const char *fn, clt_tensor *x, int dim, clt_tensor *idx_dev, int64_t m)
+static clt_tensor *gather_impl(const char *fn, clt_tensor *x, int dim, clt_tensor *idx_dev, int64_t m)
 {
     clt_device *dev = x->storage->device;
     int64_t shape[CLT_MAX_DIMS];
@@ -124,6 +140,25 @@ static clt_tensor *gather(const char *fn, clt_tensor *x, int dim, clt_tensor *id
     return out;
 }
 
+/* gather_impl recorded for autograd; `host` holds the M indices too. */
+static clt_tensor *gather(const char *fn, clt_tensor *x, int dim, clt_tensor *idx_dev,
+                          const int64_t *host, int64_t m)
+{
+    clt__node_args args = {.dim = dim, .i0 = m, .i1 = x->shape[dim]};
+    bool prev, rec = clt__grad_begin(&x, 1, &prev);
+    clt_tensor *out = gather_impl(fn, x, dim, idx_dev, m);
+    clt__grad_end(prev);
+    if (!rec || !out)
+        return out;
+    if (!(args.idx = clt__alloc(fn, (size_t)(m ? m : 1) * sizeof *args.idx))) {
+        clt_tensor_release(out);
+        return NULL;
+    }
+    if (m)
+        memcpy(args.idx, host, (size_t)m * sizeof *args.idx);
+    return clt__record(fn, &clt__d_gather, &x, 1, out, &args);
+}
+
 clt_tensor *clt_index_select(clt_tensor *x, int dim, clt_tensor *index)
 {
     static const char *const fn = "clt_index_select";
@@ -140,10 +175,10 @@ clt_tensor *clt_index_select(clt_tensor *x, int dim, clt_tensor *index)
     host = host_indices(fn, index, x->shape[dim], false, 0, "index");
     if (!host)
         return NULL;
-    clt__free(host);
     c = clt__contiguous(fn, index);
-    out = c ? gather(fn, x, dim, c, (int64_t)index->numel) : NULL;
+    out = c ? gather(fn, x, dim, c, host, (int64_t)index->numel) : NULL;
     clt_tensor_release(c);
+    clt__free(host);
     return out;
 }
 
@@ -240,7 +275,7 @@ clt_tensor *clt_nll_loss(clt_tensor *log_probs, clt_tensor *target, clt_reductio
     /* -log_probs[i, target[i]], and 0 (not -x * 0, which is NaN for x = -inf) where ignored */
     flat = clt_reshape(lp, 1, &total);
     idx = flat ? clt_tensor_from_data(pos, CLT_I64, 1, &n, lp->storage->device) : NULL;
-    picked = idx ? gather(fn, flat, 0, idx, n) : NULL;
+    picked = idx ? gather(fn, flat, 0, idx, pos, n) : NULL;
     neg = picked ? clt_neg(picked) : NULL;
     keep = neg ? clt_tensor_from_data(keeps, CLT_BOOL, 1, &n, lp->storage->device) : NULL;
     zero = keep ? clt_tensor_zeros(0, NULL, lp->dtype, lp->storage->device) : NULL;
@@ -332,6 +367,7 @@ static clt_tensor *pool(const char *fn, clt_tensor *x, const clt_pool2d_options 
     int64_t shape[4];
     clt_tensor *in, *out = NULL, *arg = NULL;
     clt_device *dev;
+    bool prev, rec;
     if (indices)
         *indices = NULL;
     if (clt__tensor_check(fn, x) != CLT_OK || clt__need_floating(fn, x) != CLT_OK)
@@ -364,6 +400,7 @@ static clt_tensor *pool(const char *fn, clt_tensor *x, const clt_pool2d_options 
     c.OH = (size_t)oh, c.OW = (size_t)ow;
     shape[0] = x->shape[0], shape[1] = x->shape[1], shape[2] = oh, shape[3] = ow;
     dev = x->storage->device;
+    rec = clt__grad_begin(&x, 1, &prev);
     in = clt__contiguous(fn, x);
     out = in ? clt__tensor_new(fn, dev, x->dtype, 4, shape) : NULL;
     arg = out && is_max ? clt__tensor_new(fn, dev, CLT_I64, 4, shape) : NULL;
@@ -380,6 +417,13 @@ static clt_tensor *pool(const char *fn, clt_tensor *x, const clt_pool2d_options 
         out = NULL;
     }
     clt_tensor_release(in);
+    clt__grad_end(prev);
+    if (rec && out) {
+        clt_tensor *ins[2] = {x, arg};
+        c.in = c.out = c.arg = NULL;
+        out = clt__record(fn, is_max ? &clt__d_max_pool2d : &clt__d_avg_pool2d, ins, 2, out,
+                          &(clt__node_args){.conv = c});
+    }
     if (out && indices)
         *indices = arg;
     else
@@ -458,6 +502,8 @@ clt_tensor *clt_conv2d(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
             cols = NULL;
         }
     }
+    if (cols && clt_grad_is_enabled() && in->requires_grad)
+        cols = clt__record(fn, &clt__d_im2col, &in, 1, cols, &(clt__node_args){.conv = c});
     parts = cols ? clt__alloc_zeroed(fn, (size_t)groups * sizeof *parts) : NULL;
     for (int g = 0; parts && g < groups; g++) {
         /* (og, kg) @ (N, kg, L) -> (N, og, L) */
@@ -579,6 +625,7 @@ clt_tensor *clt_batch_norm(clt_tensor *x, clt_tensor *running_mean, clt_tensor *
         /* last, so that a failure before leaves the running statistics as they were:
          * running = (1 - momentum) * running + momentum * batch (unbiased variance) */
         int64_t n = (int64_t)x->numel / x->shape[1];
+        bool prev = clt_grad_set_enabled(false);
         clt_tensor *m1 = clt_mul_scalar(running_mean, 1 - momentum);
         clt_tensor *m2 = m1 ? clt_mul_scalar(mean, momentum) : NULL;
         clt_tensor *v1 = m2 ? clt_mul_scalar(running_var, 1 - momentum) : NULL;
@@ -590,6 +637,7 @@ clt_tensor *clt_batch_norm(clt_tensor *x, clt_tensor *running_mean, clt_tensor *
         }
         clt_tensor *tmp[6] = {m1, m2, v1, v2, nm, nv};
         release_all(tmp, 6);
+        clt_grad_set_enabled(prev);
     }
     if (!out)
         clt__rename_error(fn);

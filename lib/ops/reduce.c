@@ -9,6 +9,7 @@
 
 #include "cltensor/ops.h"
 #include "core/core.h"
+#include "autograd/derivatives.h"
 #include "ops_internal.h"
 
 /* How x is reduced: the dims, the permutation that moves them last, the rows and their length,
@@ -180,7 +181,7 @@ static clt_tensor *simple(const char *fn, clt__reduce_op op, clt_tensor *x, cons
     return out;
 }
 
-clt_tensor *clt_sum(clt_tensor *x, const int *dims, int ndims, bool keepdim)
+static clt_tensor *sum_impl(clt_tensor *x, const int *dims, int ndims, bool keepdim)
 {
     static const char *const fn = "clt_sum";
     clt_tensor *s = simple(fn, CLT_REDUCE_SUM, x, dims, ndims, keepdim);
@@ -189,12 +190,12 @@ clt_tensor *clt_sum(clt_tensor *x, const int *dims, int ndims, bool keepdim)
     return s;
 }
 
-clt_tensor *clt_max(clt_tensor *x, const int *dims, int ndims, bool keepdim)
+static clt_tensor *max_impl(clt_tensor *x, const int *dims, int ndims, bool keepdim)
 {
     return simple("clt_max", CLT_REDUCE_AMAX, x, dims, ndims, keepdim);
 }
 
-clt_tensor *clt_min(clt_tensor *x, const int *dims, int ndims, bool keepdim)
+static clt_tensor *min_impl(clt_tensor *x, const int *dims, int ndims, bool keepdim)
 {
     return simple("clt_min", CLT_REDUCE_AMIN, x, dims, ndims, keepdim);
 }
@@ -221,7 +222,7 @@ clt_tensor *clt_argmin_all(clt_tensor *x)
 
 /* ---- mean, var, std -------------------------------------------------------------------------- */
 
-clt_tensor *clt_mean(clt_tensor *x, const int *dims, int ndims, bool keepdim)
+static clt_tensor *mean_impl(clt_tensor *x, const int *dims, int ndims, bool keepdim)
 {
     static const char *const fn = "clt_mean";
     plan p;
@@ -268,12 +269,12 @@ static clt_tensor *variance(const char *fn, clt_tensor *x, const int *dims, int 
     return finish(fn, r, x->dtype);
 }
 
-clt_tensor *clt_var(clt_tensor *x, const int *dims, int ndims, int64_t correction, bool keepdim)
+static clt_tensor *var_impl(clt_tensor *x, const int *dims, int ndims, int64_t correction, bool keepdim)
 {
     return variance("clt_var", x, dims, ndims, correction, keepdim, false);
 }
 
-clt_tensor *clt_std(clt_tensor *x, const int *dims, int ndims, int64_t correction, bool keepdim)
+static clt_tensor *std_impl(clt_tensor *x, const int *dims, int ndims, int64_t correction, bool keepdim)
 {
     return variance("clt_std", x, dims, ndims, correction, keepdim, true);
 }
@@ -314,7 +315,7 @@ static clt_tensor *lse_rows(const char *fn, clt_tensor *xc, size_t rows, size_t 
     return r;
 }
 
-clt_tensor *clt_logsumexp(clt_tensor *x, const int *dims, int ndims, bool keepdim)
+static clt_tensor *logsumexp_impl(clt_tensor *x, const int *dims, int ndims, bool keepdim)
 {
     static const char *const fn = "clt_logsumexp";
     plan p;
@@ -350,4 +351,63 @@ clt_tensor *clt_logsumexp(clt_tensor *x, const int *dims, int ndims, bool keepdi
     clt_tensor_release(xc);
     clt_tensor_release(xf);
     return finish(fn, r, out);
+}
+
+/* ---- autograd ------------------------------------------------------------------------------------ */
+
+/* out, a reduction of x over dims, recorded for autograd with derivative d. */
+static clt_tensor *recorded(const char *fn, const clt__derivative *d, clt_tensor *x,
+                            clt_tensor *out, const int *dims, int ndims, bool keepdim,
+                            int64_t correction)
+{
+    clt__node_args args = {.i0 = correction};
+    if (!out)
+        return NULL;
+    clt__reduce_args(&args, x->ndim, dims, ndims, keepdim);
+    return clt__record(fn, d, &x, 1, out, &args);
+}
+
+#define RECORDED(name, d, call, correction)                                                    \
+    do {                                                                                       \
+        bool prev_, rec_ = clt__grad_begin(&x, 1, &prev_);                                     \
+        clt_tensor *out_ = call;                                                               \
+        clt__grad_end(prev_);                                                                  \
+        if (!rec_ || !out_ || !clt__is_floating(out_->dtype))                                  \
+            return out_;                                                                       \
+        return recorded(name, d, x, out_, dims, ndims, keepdim, correction);                   \
+    } while (0)
+
+clt_tensor *clt_sum(clt_tensor *x, const int *dims, int ndims, bool keepdim)
+{
+    RECORDED("clt_sum", &clt__d_sum, sum_impl(x, dims, ndims, keepdim), 0);
+}
+
+clt_tensor *clt_mean(clt_tensor *x, const int *dims, int ndims, bool keepdim)
+{
+    RECORDED("clt_mean", &clt__d_mean, mean_impl(x, dims, ndims, keepdim), 0);
+}
+
+clt_tensor *clt_max(clt_tensor *x, const int *dims, int ndims, bool keepdim)
+{
+    RECORDED("clt_max", &clt__d_amax, max_impl(x, dims, ndims, keepdim), 0);
+}
+
+clt_tensor *clt_min(clt_tensor *x, const int *dims, int ndims, bool keepdim)
+{
+    RECORDED("clt_min", &clt__d_amin, min_impl(x, dims, ndims, keepdim), 0);
+}
+
+clt_tensor *clt_var(clt_tensor *x, const int *dims, int ndims, int64_t correction, bool keepdim)
+{
+    RECORDED("clt_var", &clt__d_var, var_impl(x, dims, ndims, correction, keepdim), correction);
+}
+
+clt_tensor *clt_std(clt_tensor *x, const int *dims, int ndims, int64_t correction, bool keepdim)
+{
+    RECORDED("clt_std", &clt__d_std, std_impl(x, dims, ndims, correction, keepdim), correction);
+}
+
+clt_tensor *clt_logsumexp(clt_tensor *x, const int *dims, int ndims, bool keepdim)
+{
+    RECORDED("clt_logsumexp", &clt__d_logsumexp, logsumexp_impl(x, dims, ndims, keepdim), 0);
 }

@@ -1,7 +1,9 @@
 /* Explicit casting: clt_tensor_to, clt_tensor_to_dtype and clt_tensor_to_ex move a tensor to
  * another device and convert its dtype, blocking or not, and hand back events to wait on. */
+#include "autograd/derivatives.h"
 #include "core/core.h"
 #include "device/registry.h"
+#include "ops/ops_internal.h"
 #include "tensor_internal.h"
 
 /* A new tensor on x's device holding x converted to dtype (a plain copy for the same dtype,
@@ -135,7 +137,7 @@ static bool convert_at_source(const clt_device *src, const clt_device *dst, clt_
     return clt_dtype_size(to) < clt_dtype_size(from);
 }
 
-static clt_tensor *to_impl(const char *fn, clt_tensor *x, const clt_to_options *o)
+static clt_tensor *convert(const char *fn, clt_tensor *x, const clt_to_options *o)
 {
     clt_device *src, *dst, *queue;
     clt_dtype dtype;
@@ -186,6 +188,22 @@ static clt_tensor *to_impl(const char *fn, clt_tensor *x, const clt_to_options *
         return NULL;
     }
     *o->event = event;
+    return y;
+}
+
+/* convert, recorded for autograd when it makes a new floating tensor. */
+static clt_tensor *to_impl(const char *fn, clt_tensor *x, const clt_to_options *o)
+{
+    bool prev, rec = clt__grad_begin(&x, 1, &prev);
+    clt_tensor *y = convert(fn, x, o);
+    clt__grad_end(prev);
+    if (!rec || !y || y == x || !clt__is_floating(y->dtype))
+        return y;
+    y = clt__record(fn, &clt__d_to, &x, 1, y, NULL);
+    if (!y && o->event) {
+        clt_event_release(*o->event);
+        *o->event = NULL;
+    }
     return y;
 }
 

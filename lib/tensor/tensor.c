@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "autograd/graph.h"
 #include "core/core.h"
 #include "device/registry.h"
 #include "tensor_internal.h"
@@ -126,12 +127,17 @@ void clt__storage_release(clt__storage *s)
 
 void clt__tensor_swap(clt_tensor *a, clt_tensor *b)
 {
-    clt_tensor tmp = *a;
-    int ra = atomic_load(&a->refs), rb = atomic_load(&b->refs);
-    *a = *b;
-    *b = tmp;
-    atomic_store(&a->refs, ra);
-    atomic_store(&b->refs, rb);
+    clt_tensor ta = *a, tb = *b;
+    *a = tb;
+    *b = ta;
+    atomic_store(&a->refs, atomic_load(&ta.refs));
+    atomic_store(&b->refs, atomic_load(&tb.refs));
+    a->requires_grad = ta.requires_grad, b->requires_grad = tb.requires_grad;
+    a->grad = ta.grad, b->grad = tb.grad;
+    a->grad_fn = ta.grad_fn, b->grad_fn = tb.grad_fn;
+    a->accumulate = ta.accumulate, b->accumulate = tb.accumulate;
+    clt__tensor_bump_version(a);
+    clt__tensor_bump_version(b);
 }
 
 clt_tensor *clt_tensor_retain(clt_tensor *t)
@@ -145,6 +151,7 @@ void clt_tensor_release(clt_tensor *t)
 {
     if (!t || atomic_fetch_sub(&t->refs, 1) != 1)
         return;
+    clt__tensor_autograd_release(t);
     clt__storage_release(t->storage);
     clt__free(t);
 }

@@ -16,6 +16,7 @@ typedef struct clt__storage {
     pthread_mutex_t lock;                 /* guards the two fields below */
     const clt__backend *pending_backend;  /* another device still writing into this (host) */
     void *pending_event;                  /* storage: wait for this before touching it */
+    atomic_uint version;                  /* counts in-place writes (autograd's saved tensors) */
 } clt__storage;
 
 struct clt_tensor {
@@ -27,6 +28,11 @@ struct clt_tensor {
     int64_t strides[CLT_MAX_DIMS];    /* in elements */
     size_t numel;
     clt_dtype dtype;
+    /* autograd (lib/autograd): kept by clt__tensor_swap */
+    bool requires_grad;
+    clt_tensor *grad;                 /* accumulated gradient, or NULL */
+    struct clt__node *grad_fn;        /* the node that made this tensor; NULL for a leaf */
+    struct clt__node *accumulate;     /* a leaf's accumulation node, made on first use */
 };
 
 struct clt_event {
@@ -52,9 +58,15 @@ static inline void *clt__host_ptr(const clt_tensor *t)
 clt_tensor *clt__contiguous(const char *fn, clt_tensor *x);
 /* Normalises dim (negative counts from the end) or sets the error naming the valid range. */
 clt_status clt__dim_check(const char *fn, int *dim, int ndim);
-/* Exchanges everything but the reference counts of a and b: a handle keeps its identity while
- * taking another tensor's storage, shape, strides and dtype (modules moving in place). */
+/* Exchanges the data of a and b (storage, offset, shape, strides, dtype), keeping each handle's
+ * reference count and autograd state: a handle keeps its identity while taking another
+ * tensor's data (modules moving in place). Counts as an in-place write of both storages. */
 void clt__tensor_swap(clt_tensor *a, clt_tensor *b);
+/* Records an in-place write into t's storage (saved tensors compare versions). */
+static inline void clt__tensor_bump_version(clt_tensor *t)
+{
+    atomic_fetch_add(&t->storage->version, 1);
+}
 /* Writes "(2, 3)" into buf. */
 void clt__format_shape(char *buf, size_t size, int ndim, const int64_t *shape);
 

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "cltensor/ops.h"
+#include "autograd/derivatives.h"
+#include "cltensor/autograd.h"
 #include "core/core.h"
 #include "tensor_internal.h"
 
@@ -48,6 +50,15 @@ static clt_tensor *make_view(const char *fn, clt_tensor *x, int ndim, const int6
     return v;
 }
 
+/* v (a view or copy of x, or NULL) recorded for autograd with derivative d. */
+static clt_tensor *recorded(const char *fn, const clt__derivative *d, clt_tensor *x, clt_tensor *v,
+                            const clt__node_args *args)
+{
+    if (!v || !clt_grad_is_enabled() || !x->requires_grad)
+        return v;
+    return clt__record(fn, d, &x, 1, v, args);
+}
+
 /* Checks and normalises a dimension: -ndim .. ndim-1 (ndim+1 values for inserting ones). */
 static clt_status check_dim(const char *fn, int *dim, int ndim)
 {
@@ -86,7 +97,7 @@ clt_tensor *clt__contiguous(const char *fn, clt_tensor *x)
         clt_tensor_release(y);
         return NULL;
     }
-    return y;
+    return recorded(fn, &clt__d_identity, x, y, NULL);
 }
 
 clt_tensor *clt_contiguous(clt_tensor *x)
@@ -180,31 +191,35 @@ clt_tensor *clt_view(clt_tensor *x, int ndim, const int64_t *shape)
                    text);
         return NULL;
     }
-    return make_view(fn, x, ndim, s, st, x->offset);
+    return recorded(fn, &clt__d_view, x, make_view(fn, x, ndim, s, st, x->offset), NULL);
 }
 
 clt_tensor *clt_reshape(clt_tensor *x, int ndim, const int64_t *shape)
 {
     static const char *const fn = "clt_reshape";
     int64_t s[CLT_MAX_DIMS], st[CLT_MAX_DIMS];
-    clt_tensor *c, *v;
+    clt_tensor *c, *v = NULL;
+    bool prev, rec;
     if (clt__tensor_check(fn, x) != CLT_OK || infer_shape(fn, x, ndim, shape, s) != CLT_OK)
         return NULL;
     if (view_strides(x, ndim, s, st))
-        return make_view(fn, x, ndim, s, st, x->offset);
+        return recorded(fn, &clt__d_view, x, make_view(fn, x, ndim, s, st, x->offset), NULL);
+    rec = clt__grad_begin(&x, 1, &prev);
     c = clt__contiguous(fn, x);
-    if (!c)
-        return NULL;
-    view_strides(c, ndim, s, st);
-    v = make_view(fn, c, ndim, s, st, c->offset);
-    clt_tensor_release(c);
-    return v;
+    if (c) {
+        view_strides(c, ndim, s, st);
+        v = make_view(fn, c, ndim, s, st, c->offset);
+        clt_tensor_release(c);
+    }
+    clt__grad_end(prev);
+    return rec ? clt__record(fn, &clt__d_view, &x, 1, v, NULL) : v;
 }
 
 static clt_tensor *permute(const char *fn, clt_tensor *x, const int *dims)
 {
     int64_t s[CLT_MAX_DIMS], st[CLT_MAX_DIMS];
     bool seen[CLT_MAX_DIMS] = {false};
+    clt__node_args args = {0};
     if (clt__tensor_check(fn, x) != CLT_OK)
         return NULL;
     if (!dims && x->ndim > 0) {
@@ -223,8 +238,10 @@ static clt_tensor *permute(const char *fn, clt_tensor *x, const int *dims)
         seen[k] = true;
         s[d] = x->shape[k];
         st[d] = x->strides[k];
+        args.dims[d] = k;
     }
-    return make_view(fn, x, x->ndim, s, st, x->offset);
+    args.ndims = x->ndim;
+    return recorded(fn, &clt__d_permute, x, make_view(fn, x, x->ndim, s, st, x->offset), &args);
 }
 
 clt_tensor *clt_permute(clt_tensor *x, const int *dims)
@@ -240,7 +257,7 @@ clt_tensor *clt_transpose(clt_tensor *x, int dim0, int dim1)
         check_dim(fn, &dim1, x->ndim) != CLT_OK)
         return NULL;
     if (x->ndim == 0)
-        return make_view(fn, x, 0, x->shape, x->strides, x->offset);
+        return recorded(fn, &clt__d_view, x, make_view(fn, x, 0, x->shape, x->strides, x->offset), NULL);
     for (int d = 0; d < x->ndim; d++)
         dims[d] = d;
     dims[dim0] = dim1;
@@ -258,7 +275,7 @@ static clt_tensor *squeeze(const char *fn, clt_tensor *x, int only)
         s[n] = x->shape[d];
         st[n++] = x->strides[d];
     }
-    return make_view(fn, x, n, s, st, x->offset);
+    return recorded(fn, &clt__d_view, x, make_view(fn, x, n, s, st, x->offset), NULL);
 }
 
 clt_tensor *clt_squeeze(clt_tensor *x, int dim)
@@ -303,7 +320,7 @@ clt_tensor *clt_unsqueeze(clt_tensor *x, int dim)
             st[d] = x->strides[k++];
         }
     }
-    return make_view(fn, x, x->ndim + 1, s, st, x->offset);
+    return recorded(fn, &clt__d_view, x, make_view(fn, x, x->ndim + 1, s, st, x->offset), NULL);
 }
 
 clt_tensor *clt_slice(clt_tensor *x, int dim, int64_t start, int64_t end, int64_t step)
@@ -329,8 +346,10 @@ clt_tensor *clt_slice(clt_tensor *x, int dim, int64_t start, int64_t end, int64_
     memcpy(st, x->strides, sizeof st);
     s[dim] = (end - start + step - 1) / step;
     st[dim] = x->strides[dim] * step;
-    return make_view(fn, x, x->ndim, s, st,
-                     s[dim] ? x->offset + (size_t)(start * x->strides[dim]) : x->offset);
+    return recorded(fn, &clt__d_slice, x,
+                    make_view(fn, x, x->ndim, s, st,
+                              s[dim] ? x->offset + (size_t)(start * x->strides[dim]) : x->offset),
+                    &(clt__node_args){.dim = dim, .i0 = start, .i1 = end, .i2 = step});
 }
 
 clt_tensor *clt_narrow(clt_tensor *x, int dim, int64_t start, int64_t length)
@@ -365,7 +384,7 @@ clt_tensor *clt_expand(clt_tensor *x, int ndim, const int64_t *shape)
         s[d] = want_size;
         st[d] = k >= 0 && have_size == want_size ? x->strides[k] : 0;
     }
-    return make_view(fn, x, ndim, s, st, x->offset);
+    return recorded(fn, &clt__d_expand, x, make_view(fn, x, ndim, s, st, x->offset), NULL);
 bad:
     clt__format_shape(want, sizeof want, ndim > 0 && shape ? ndim : 0, shape);
     clt__format_shape(have, sizeof have, x->ndim, x->shape);

@@ -1,0 +1,68 @@
+/* Reverse-mode automatic differentiation, as PyTorch's autograd. A floating tensor marked with
+ * clt_tensor_set_requires_grad (module parameters are marked when registered) is a leaf; every
+ * differentiable operation of ops.h on tensors that require grad records a node of a graph in
+ * its result, and clt_backward walks that graph from a result back to the leaves, adding the
+ * gradients into each leaf's grad. Gradients are computed on the device of the tensors they
+ * belong to and have the leaf's dtype and shape.
+ *
+ * In-place operations (clt_add_, clt_mul_, clt_fill_, clt_copy_) on a tensor that requires grad,
+ * or taking one as input, are errors while recording: use the out-of-place forms, or run the
+ * update without recording (clt_grad_set_enabled(false), as optimizers do). A tensor a graph
+ * saved for its backward pass that is changed in place, or moved by clt_module_to, before the
+ * backward pass makes clt_backward fail with an error naming the operation. */
+#ifndef CLTENSOR_AUTOGRAD_H
+#define CLTENSOR_AUTOGRAD_H
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Marks x as a leaf whose gradient is wanted (or not). CLT_ERR_DTYPE for a tensor that is not
+ * floating; CLT_ERR_INVALID_ARGUMENT for a tensor made by a recorded operation (not a leaf:
+ * use clt_tensor_detach first). */
+CLT_API clt_status clt_tensor_set_requires_grad(clt_tensor *x, bool requires_grad);
+/* Whether x is a leaf marked as above or the result of a recorded operation. */
+CLT_API bool clt_tensor_requires_grad(const clt_tensor *x);
+/* Whether x was not made by a recorded operation (PyTorch's is_leaf). */
+CLT_API bool clt_tensor_is_leaf(const clt_tensor *x);
+/* The gradient accumulated into x by clt_backward, a new reference; NULL (and no error) when
+ * there is none yet. */
+CLT_API clt_tensor *clt_tensor_grad(const clt_tensor *x);
+/* Replaces x's gradient with grad (retained; NULL clears it, as PyTorch's x.grad = None).
+ * grad must have x's shape, dtype and device (CLT_ERR_SHAPE / _DTYPE / _DEVICE_MISMATCH). */
+CLT_API clt_status clt_tensor_set_grad(clt_tensor *x, clt_tensor *grad);
+/* The name of the node that made x ("MulBackward", "AddmmBackward"), a static string; NULL for
+ * a leaf or a tensor that records nothing. */
+CLT_API const char *clt_tensor_grad_fn_name(const clt_tensor *x);
+/* A new tensor sharing x's storage that records nothing and requires no grad (x.detach()). */
+CLT_API clt_tensor *clt_tensor_detach(clt_tensor *x);
+
+/* Computes the gradient of `root` with respect to every leaf that requires grad and that root
+ * was computed from, and adds it into the leaf's grad. `grad` is d(loss)/d(root), of root's
+ * shape, on root's device (converted to root's dtype); NULL means 1 and needs a root of one
+ * element. Unless retain_graph, the graph's saved tensors are freed afterwards and a second
+ * backward through it is CLT_ERR_INVALID_ARGUMENT. All or nothing: if any step fails, no grad
+ * has changed and the graph is kept. Graphs that share nodes must not be walked by two threads
+ * at once. */
+CLT_API clt_status clt_backward(clt_tensor *root, clt_tensor *grad, bool retain_graph);
+
+/* Whether this thread records operations for autograd (true unless turned off). */
+CLT_API bool clt_grad_is_enabled(void);
+/* Turns recording on or off for this thread (PyTorch's torch.set_grad_enabled); returns the
+ * previous setting, for restoring it. */
+CLT_API bool clt_grad_set_enabled(bool enabled);
+
+/* Runs the statement or block that follows without recording (PyTorch's `with torch.no_grad():`)
+ * and restores the previous setting after it. Leaving the block early by break, goto or
+ * return skips the restore: use clt_grad_set_enabled then. */
+#define CLT_NO_GRAD                                                                            \
+    for (int clt__ng_ = clt_grad_set_enabled(false) ? 3 : 2; clt__ng_ >= 2;                    \
+         clt_grad_set_enabled(clt__ng_ == 3), clt__ng_ = 0)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,64 @@
+/* Optimizers: SGD (momentum, dampening, Nesterov, weight decay), Adam and AdamW, as PyTorch's
+ * torch.optim. An optimizer holds a reference to each parameter and keeps its state (momentum
+ * buffers, moment estimates) on the parameter's device. When a parameter has moved since the
+ * last step (clt_module_to), the next step moves its state along first, so an optimizer made
+ * for a model on cpu keeps training correctly after the model moves to a GPU. */
+#ifndef CLTENSOR_OPTIM_H
+#define CLTENSOR_OPTIM_H
+
+#include "nn.h"
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct clt_optimizer clt_optimizer;
+
+/* torch.optim.SGD: with g the gradient (plus weight_decay * p), b = momentum * b + (1 -
+ * dampening) * g (b = g at the first step), then p -= lr * (nesterov ? g + momentum * b : b);
+ * without momentum p -= lr * g. */
+typedef struct clt_sgd_options {
+    double lr, momentum, dampening, weight_decay;
+    bool nesterov; /* needs momentum > 0 and dampening 0 */
+} clt_sgd_options;
+
+/* torch.optim.Adam and AdamW: m = beta1 m + (1 - beta1) g, v = beta2 v + (1 - beta2) g^2,
+ * p -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps). Adam adds weight_decay * p
+ * to g; AdamW multiplies p by (1 - lr * weight_decay) first. Zeroed betas and eps mean
+ * PyTorch's defaults (0.9, 0.999, 1e-8); a zero lr means 1e-3. */
+typedef struct clt_adam_options {
+    double lr, beta1, beta2, eps, weight_decay;
+} clt_adam_options;
+
+/* An optimizer over n floating parameters (each retained; repeated ones count once), or over
+ * every parameter of a module that requires grad. NULL with the last error set:
+ * CLT_ERR_INVALID_ARGUMENT for a NULL or non-leaf parameter or options out of range (a
+ * negative lr, momentum, weight decay, a beta outside [0, 1), Nesterov without momentum),
+ * CLT_ERR_DTYPE for a parameter that is not f32 or f64. */
+CLT_API clt_optimizer *clt_optim_sgd(clt_tensor *const *params, int n, const clt_sgd_options *options);
+CLT_API clt_optimizer *clt_optim_adam(clt_tensor *const *params, int n, const clt_adam_options *options);
+CLT_API clt_optimizer *clt_optim_adamw(clt_tensor *const *params, int n, const clt_adam_options *options);
+CLT_API clt_optimizer *clt_optim_sgd_module(clt_module *m, const clt_sgd_options *options);
+CLT_API clt_optimizer *clt_optim_adam_module(clt_module *m, const clt_adam_options *options);
+CLT_API clt_optimizer *clt_optim_adamw_module(clt_module *m, const clt_adam_options *options);
+/* Releases the optimizer, its state and its parameter references; accepts NULL. */
+CLT_API void clt_optim_free(clt_optimizer *opt);
+
+/* One update of every parameter that has a gradient (the others are skipped, as PyTorch does),
+ * without recording. State that must be made or moved is made or moved for every parameter
+ * before any update: if that fails (out of memory), nothing has changed. */
+CLT_API clt_status clt_optim_step(clt_optimizer *opt);
+/* Clears every parameter's gradient (PyTorch's zero_grad(set_to_none=True)). */
+CLT_API void clt_optim_zero_grad(clt_optimizer *opt);
+/* The learning rate, for schedules; CLT_ERR_INVALID_ARGUMENT for a negative or NaN rate. */
+CLT_API double clt_optim_lr(const clt_optimizer *opt);
+CLT_API clt_status clt_optim_set_lr(clt_optimizer *opt, double lr);
+/* Steps taken so far. */
+CLT_API int64_t clt_optim_steps(const clt_optimizer *opt);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

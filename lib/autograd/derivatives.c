@@ -1,0 +1,501 @@
+/* The derivative of every differentiable operation: given the gradient g of an operation's
+ * output, the gradients of its inputs, computed with the operations themselves (recording is
+ * off during a backward pass) and the backward kernels of the nn front end. Shapes a gradient
+ * broadcast to are summed back by the engine, so these return gradients in the output's
+ * broadcast shape where that is natural. */
+#include <string.h>
+
+#include "autograd/derivatives.h"
+#include "cltensor/ops.h"
+#include "core/core.h"
+#include "ops/ops_internal.h"
+
+/* Temporaries of one derivative, released together; once a step fails the later ones are not
+ * run (so the first error stays the last error). */
+typedef struct temps {
+    clt_tensor *t[16];
+    int n;
+    bool failed;
+} temps;
+
+static clt_tensor *keep(temps *s, clt_tensor *t)
+{
+    if (!t)
+        s->failed = true;
+    else if (s->n < 16)
+        s->t[s->n++] = t;
+    return t;
+}
+
+#define T(expr) (s.failed ? NULL : keep(&s, (expr)))
+
+/* Sets gi from t (retained) and releases the temporaries: the derivative's status. */
+static clt_status done(temps *s)
+{
+    for (int i = 0; i < s->n; i++)
+        clt_tensor_release(s->t[i]);
+    return s->failed ? clt_last_status() : CLT_OK;
+}
+
+static void give(temps *s, clt_tensor **gi, clt_tensor *t)
+{
+    if (!s->failed && t)
+        *gi = clt_tensor_retain(t);
+}
+
+static clt_tensor *scalar(double v, clt_tensor *like)
+{
+    return clt_tensor_full(0, NULL, v, like->dtype, like->storage->device);
+}
+
+/* ---- elementwise ------------------------------------------------------------------------------- */
+
+static clt_status add_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    for (int i = 0; i < n->ninputs; i++)
+        if (clt__node_wants(n, i))
+            gi[i] = clt_tensor_retain(g);
+    return CLT_OK;
+}
+
+static clt_status sub_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    if (clt__node_wants(n, 0))
+        gi[0] = clt_tensor_retain(g);
+    if (clt__node_wants(n, 1) && !(gi[1] = clt_neg(g)))
+        return clt_last_status();
+    return CLT_OK;
+}
+
+static clt_status mul_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    if (clt__node_wants(n, 0) && !(gi[0] = clt_mul(g, clt__node_saved(n, 1))))
+        return clt_last_status();
+    if (clt__node_wants(n, 1) && !(gi[1] = clt_mul(g, clt__node_saved(n, 0))))
+        return clt_last_status();
+    return CLT_OK;
+}
+
+static clt_status div_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    temps s = {0};
+    clt_tensor *q = T(clt_div(g, clt__node_saved(n, 1))); /* g / b */
+    if (clt__node_wants(n, 0))
+        give(&s, &gi[0], q);
+    if (clt__node_wants(n, 1)) /* -g a / b^2 = -(g / b) out */
+        give(&s, &gi[1], T(clt_neg(T(clt_mul(q, clt__node_saved_out(n))))));
+    return done(&s);
+}
+
+static clt_status pow_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    temps s = {0};
+    clt_tensor *a = clt__node_saved(n, 0), *b = clt__node_saved(n, 1);
+    if (clt__node_wants(n, 0)) /* g b a^(b - 1) */
+        give(&s, &gi[0], T(clt_mul(T(clt_mul(g, b)), T(clt_pow(a, T(clt_sub_scalar(b, 1)))))));
+    if (clt__node_wants(n, 1)) { /* g out log(a), 0 where a = 0 and b >= 0 */
+        clt_tensor *zero = T(scalar(0, g));
+        clt_tensor *at0 = T(clt_mul(T(clt_eq(a, zero)), T(clt_ge(b, zero))));
+        clt_tensor *v = T(clt_mul(T(clt_mul(g, clt__node_saved_out(n))), T(clt_log(a))));
+        give(&s, &gi[1], T(clt_where(at0, zero, v)));
+    }
+    return done(&s);
+}
+
+/* maximum and minimum: the gradient goes to the chosen side, half to each on a tie. */
+static clt_status extremum_bw(clt__node *n, clt_tensor *g, clt_tensor **gi, bool is_max)
+{
+    temps s = {0};
+    clt_tensor *a = clt__node_saved(n, 0), *b = clt__node_saved(n, 1);
+    clt_tensor *zero = T(scalar(0, g)), *half = T(clt_mul_scalar(g, 0.5));
+    clt_tensor *tie = T(clt_eq(a, b));
+    for (int i = 0; i < 2; i++) {
+        if (!clt__node_wants(n, i))
+            continue;
+        clt_tensor *x = i ? b : a, *y = i ? a : b;
+        clt_tensor *wins = T(is_max ? clt_gt(x, y) : clt_lt(x, y));
+        give(&s, &gi[i], T(clt_where(wins, g, T(clt_where(tie, half, zero)))));
+    }
+    return done(&s);
+}
+
+static clt_status maximum_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    return extremum_bw(n, g, gi, true);
+}
+
+static clt_status minimum_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    return extremum_bw(n, g, gi, false);
+}
+
+/* gi[0] = f(g, ...), for one-input operations. */
+#define UNARY_BW(name, expr)                                                                   \
+    static clt_status name##_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)                  \
+    {                                                                                          \
+        temps s = {0};                                                                         \
+        clt_tensor *x = clt__node_saved(n, 0), *y = clt__node_saved_out(n);                    \
+        (void)x, (void)y;                                                                      \
+        give(&s, &gi[0], T(expr));                                                             \
+        return done(&s);                                                                       \
+    }
+
+#define FUSED(op, u, v) clt__ew("clt_backward", CLT_EW_##op, u, v, n->a.s0, n->a.s1)
+
+UNARY_BW(mul_scalar, clt_mul_scalar(g, n->a.s0))
+UNARY_BW(div_scalar, clt_div_scalar(g, n->a.s0))
+UNARY_BW(rsub_scalar, clt_neg(g))
+UNARY_BW(pow_scalar, n->a.s0 == 0 ? clt_mul_scalar(g, 0)
+                                  : clt_mul(T(clt_mul_scalar(g, n->a.s0)),
+                                            T(clt_pow_scalar(x, n->a.s0 - 1))))
+UNARY_BW(neg, clt_neg(g))
+UNARY_BW(abs, FUSED(abs_backward, g, x))
+UNARY_BW(exp, clt_mul(g, y))
+UNARY_BW(log, clt_div(g, x))
+UNARY_BW(sqrt, clt_div(T(clt_mul_scalar(g, 0.5)), y))
+UNARY_BW(rsqrt, clt_mul(T(clt_mul_scalar(g, -0.5)), T(clt_pow_scalar(y, 3))))
+UNARY_BW(sin, clt_mul(g, T(clt_cos(x))))
+UNARY_BW(cos, clt_mul(g, T(clt_neg(T(clt_sin(x))))))
+UNARY_BW(tanh, FUSED(tanh_backward, g, y))
+UNARY_BW(sigmoid, FUSED(sigmoid_backward, g, y))
+UNARY_BW(relu, FUSED(relu_backward, g, y))
+UNARY_BW(gelu, FUSED(gelu_backward, g, x))
+UNARY_BW(silu, FUSED(silu_backward, g, x))
+UNARY_BW(clamp, FUSED(clamp_backward, g, x))
+
+static clt_status where_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    temps s = {0};
+    clt_tensor *cond = clt__node_saved(n, 0), *zero = T(scalar(0, g));
+    if (clt__node_wants(n, 1))
+        give(&s, &gi[1], T(clt_where(cond, g, zero)));
+    if (clt__node_wants(n, 2))
+        give(&s, &gi[2], T(clt_where(cond, zero, g)));
+    return done(&s);
+}
+
+#define IN0 1u
+#define IN1 2u
+#define OUT CLT__SAVE_OUT
+
+static const clt__derivative ew_derivatives[CLT_EW_COUNT] = {
+    [CLT_EW_add] = {"AddBackward", add_bw, 0},
+    [CLT_EW_sub] = {"SubBackward", sub_bw, 0},
+    [CLT_EW_mul] = {"MulBackward", mul_bw, IN0 | IN1},
+    [CLT_EW_div] = {"DivBackward", div_bw, IN1 | OUT},
+    [CLT_EW_pow] = {"PowBackward", pow_bw, IN0 | IN1 | OUT},
+    [CLT_EW_maximum] = {"MaximumBackward", maximum_bw, IN0 | IN1},
+    [CLT_EW_minimum] = {"MinimumBackward", minimum_bw, IN0 | IN1},
+    [CLT_EW_add_scalar] = {"AddBackward", add_bw, 0},
+    [CLT_EW_mul_scalar] = {"MulBackward", mul_scalar_bw, 0},
+    [CLT_EW_rsub_scalar] = {"RsubBackward", rsub_scalar_bw, 0},
+    [CLT_EW_div_scalar] = {"DivBackward", div_scalar_bw, 0},
+    [CLT_EW_pow_scalar] = {"PowBackward", pow_scalar_bw, IN0},
+    [CLT_EW_neg] = {"NegBackward", neg_bw, 0},
+    [CLT_EW_abs] = {"AbsBackward", abs_bw, IN0},
+    [CLT_EW_exp] = {"ExpBackward", exp_bw, OUT},
+    [CLT_EW_log] = {"LogBackward", log_bw, IN0},
+    [CLT_EW_sqrt] = {"SqrtBackward", sqrt_bw, OUT},
+    [CLT_EW_rsqrt] = {"RsqrtBackward", rsqrt_bw, OUT},
+    [CLT_EW_sin] = {"SinBackward", sin_bw, IN0},
+    [CLT_EW_cos] = {"CosBackward", cos_bw, IN0},
+    [CLT_EW_tanh] = {"TanhBackward", tanh_bw, OUT},
+    [CLT_EW_sigmoid] = {"SigmoidBackward", sigmoid_bw, OUT},
+    [CLT_EW_relu] = {"ReluBackward", relu_bw, OUT},
+    [CLT_EW_gelu] = {"GeluBackward", gelu_bw, IN0},
+    [CLT_EW_silu] = {"SiluBackward", silu_bw, IN0},
+    [CLT_EW_clamp] = {"ClampBackward", clamp_bw, IN0},
+    [CLT_EW_where] = {"WhereBackward", where_bw, IN0},
+};
+
+const clt__derivative *clt__ew_derivative(clt__ew_op op)
+{
+    return op >= 0 && op < CLT_EW_COUNT && ew_derivatives[op].backward ? &ew_derivatives[op] : NULL;
+}
+
+/* ---- views and copies ---------------------------------------------------------------------------- */
+
+static clt_status view_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    gi[0] = clt_reshape(g, n->inputs[0].ndim, n->inputs[0].shape);
+    return gi[0] ? CLT_OK : clt_last_status();
+}
+
+static clt_status permute_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    int inverse[CLT_MAX_DIMS];
+    for (int d = 0; d < n->a.ndims; d++)
+        inverse[n->a.dims[d]] = d;
+    gi[0] = clt_permute(g, inverse);
+    return gi[0] ? CLT_OK : clt_last_status();
+}
+
+static clt_status slice_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    temps s = {0};
+    const clt__node_input *in = &n->inputs[0];
+    clt_tensor *z = T(clt_tensor_zeros(in->ndim, in->shape, g->dtype, g->storage->device));
+    clt_tensor *part = T(clt_slice(z, n->a.dim, n->a.i0, n->a.i1, n->a.i2));
+    if (part && clt_copy_(part, g) != CLT_OK)
+        s.failed = true;
+    give(&s, &gi[0], z);
+    return done(&s);
+}
+
+static clt_status to_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    gi[0] = clt_tensor_to(g, n->inputs[0].device);
+    return gi[0] ? CLT_OK : clt_last_status();
+}
+
+static clt_status cat_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    int64_t at = 0;
+    for (int i = 0; i < n->ninputs; i++) {
+        int64_t len = n->inputs[i].shape[n->a.dim];
+        if (clt__node_wants(n, i) && !(gi[i] = clt_narrow(g, n->a.dim, at, len)))
+            return clt_last_status();
+        at += len;
+    }
+    return CLT_OK;
+}
+
+const clt__derivative clt__d_view = {"ViewBackward", view_bw, 0};
+const clt__derivative clt__d_permute = {"PermuteBackward", permute_bw, 0};
+const clt__derivative clt__d_slice = {"SliceBackward", slice_bw, 0};
+const clt__derivative clt__d_expand = {"ExpandBackward", add_bw, 0};
+const clt__derivative clt__d_identity = {"CloneBackward", add_bw, 0};
+const clt__derivative clt__d_to = {"ToCopyBackward", to_bw, 0};
+const clt__derivative clt__d_cat = {"CatBackward", cat_bw, 0};
+
+/* ---- reductions ---------------------------------------------------------------------------------- */
+
+/* t (a reduction's output shape) with the reduced dimensions back as size 1. */
+static clt_tensor *unsqueezed(const clt__node *n, clt_tensor *t)
+{
+    clt_tensor *r = clt_tensor_retain(t), *u;
+    if (n->a.keepdim)
+        return r;
+    for (int i = 0; r && i < n->a.ndims; i++) {
+        u = clt_unsqueeze(r, n->a.dims[i]);
+        clt_tensor_release(r);
+        r = u;
+    }
+    return r;
+}
+
+/* The number of elements each output element was reduced from. */
+static double reduced_count(const clt__node *n)
+{
+    double count = 1;
+    for (int i = 0; i < n->a.ndims; i++)
+        count *= (double)n->inputs[0].shape[n->a.dims[i]];
+    return count;
+}
+
+static clt_tensor *expanded(const clt__node *n, clt_tensor *t)
+{
+    return clt_expand(t, n->inputs[0].ndim, n->inputs[0].shape);
+}
+
+static clt_status sum_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    temps s = {0};
+    give(&s, &gi[0], T(expanded(n, T(unsqueezed(n, g)))));
+    return done(&s);
+}
+
+static clt_status mean_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    temps s = {0};
+    clt_tensor *m = T(clt_div_scalar(T(unsqueezed(n, g)), reduced_count(n)));
+    give(&s, &gi[0], T(expanded(n, m)));
+    return done(&s);
+}
+
+/* amax / amin: shared evenly among the elements equal to the extremum. */
+static clt_status extreme_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    temps s = {0};
+    clt_tensor *x = clt__node_saved(n, 0);
+    clt_tensor *mask = T(clt_eq(x, T(unsqueezed(n, clt__node_saved_out(n)))));
+    clt_tensor *count = T(clt_sum(mask, n->a.dims, n->a.ndims, true));
+    give(&s, &gi[0], T(clt_div(T(clt_mul(T(unsqueezed(n, g)), mask)), count)));
+    return done(&s);
+}
+
+/* var: g 2 (x - mean) / (N - correction); std: g (x - mean) / ((N - correction) std). */
+static clt_status spread_bw(clt__node *n, clt_tensor *g, clt_tensor **gi, bool root)
+{
+    temps s = {0};
+    clt_tensor *x = clt__node_saved(n, 0);
+    clt_tensor *dev = T(clt_sub(x, T(clt_mean(x, n->a.dims, n->a.ndims, true))));
+    double divisor = reduced_count(n) - (double)n->a.i0;
+    clt_tensor *scaled = T(clt_mul_scalar(T(unsqueezed(n, g)), (root ? 1.0 : 2.0) / divisor));
+    if (root)
+        scaled = T(clt_div(scaled, T(unsqueezed(n, clt__node_saved_out(n)))));
+    give(&s, &gi[0], T(clt_mul(scaled, dev)));
+    return done(&s);
+}
+
+static clt_status var_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    return spread_bw(n, g, gi, false);
+}
+
+static clt_status std_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    return spread_bw(n, g, gi, true);
+}
+
+static clt_status logsumexp_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    temps s = {0};
+    clt_tensor *x = clt__node_saved(n, 0);
+    clt_tensor *p = T(clt_exp(T(clt_sub(x, T(unsqueezed(n, clt__node_saved_out(n)))))));
+    give(&s, &gi[0], T(clt_mul(T(unsqueezed(n, g)), p)));
+    return done(&s);
+}
+
+const clt__derivative clt__d_sum = {"SumBackward", sum_bw, 0};
+const clt__derivative clt__d_mean = {"MeanBackward", mean_bw, 0};
+const clt__derivative clt__d_amax = {"AmaxBackward", extreme_bw, IN0 | OUT};
+const clt__derivative clt__d_amin = {"AminBackward", extreme_bw, IN0 | OUT};
+const clt__derivative clt__d_var = {"VarBackward", var_bw, IN0};
+const clt__derivative clt__d_std = {"StdBackward", std_bw, IN0 | OUT};
+const clt__derivative clt__d_logsumexp = {"LogsumexpBackward", logsumexp_bw, IN0 | OUT};
+
+/* ---- matrix products --------------------------------------------------------------------------- */
+
+/* The last two dimensions swapped. */
+static clt_tensor *mT(clt_tensor *t)
+{
+    return clt_transpose(t, -1, -2);
+}
+
+/* a @ b with a 1-D a as one row and a 1-D b as one column (the dimensions put back into g):
+ * ga = g @ b^T, gb = a^T @ g, summed over broadcast batches by the engine. */
+static clt_status matmul_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    temps s = {0};
+    clt_tensor *a = clt__node_saved(n, 0), *b = clt__node_saved(n, 1);
+    bool a1 = a->ndim == 1, b1 = b->ndim == 1;
+    clt_tensor *a2 = a1 ? T(clt_unsqueeze(a, 0)) : a, *b2 = b1 ? T(clt_unsqueeze(b, 1)) : b;
+    clt_tensor *g2 = g;
+    if (a1)
+        g2 = T(clt_unsqueeze(g2, g2->ndim - (b1 ? 0 : 1)));
+    if (b1)
+        g2 = T(clt_unsqueeze(g2, g2 ? g2->ndim : 0));
+    if (clt__node_wants(n, 0)) {
+        clt_tensor *ga = T(clt_matmul(g2, T(mT(b2))));
+        give(&s, &gi[0], a1 ? T(clt_squeeze(ga, -2)) : ga);
+    }
+    if (clt__node_wants(n, 1)) {
+        clt_tensor *gb = T(clt_matmul(T(mT(a2)), g2));
+        give(&s, &gi[1], b1 ? T(clt_squeeze(gb, -1)) : gb);
+    }
+    return done(&s);
+}
+
+/* x @ w^T + bias: gx = g @ w, gw = g2^T @ x2 over all rows, gbias = g summed by the engine. */
+static clt_status linear_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    temps s = {0};
+    clt_tensor *x = clt__node_saved(n, 0), *w = clt__node_saved(n, 1);
+    if (clt__node_wants(n, 0))
+        give(&s, &gi[0], T(clt_matmul(g, w)));
+    if (clt__node_wants(n, 1)) {
+        int64_t out = w->shape[0], in = w->shape[1];
+        int64_t rows = (int64_t)(x->numel / (size_t)(in ? in : 1));
+        clt_tensor *g2 = T(clt_reshape(g, 2, (int64_t[]){rows, out}));
+        clt_tensor *x2 = T(clt_reshape(x, 2, (int64_t[]){rows, in}));
+        give(&s, &gi[1], T(clt_matmul(T(mT(g2)), x2)));
+    }
+    if (n->ninputs > 2 && clt__node_wants(n, 2))
+        give(&s, &gi[2], g);
+    return done(&s);
+}
+
+const clt__derivative clt__d_matmul = {"MmBackward", matmul_bw, IN0 | IN1};
+const clt__derivative clt__d_linear = {"AddmmBackward", linear_bw, IN0 | IN1};
+
+/* ---- neural-network functions --------------------------------------------------------------------- */
+
+/* sum(t) along the softmax dimension, kept; t itself for a 0-d tensor. */
+static clt_tensor *sum_dim(const clt__node *n, clt_tensor *t)
+{
+    int dim = n->a.dim;
+    return t->ndim ? clt_sum(t, &dim, 1, true) : clt_tensor_retain(t);
+}
+
+/* softmax: y (g - sum(g y)); log_softmax: g - exp(y) sum(g). */
+static clt_status softmax_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    temps s = {0};
+    clt_tensor *y = clt__node_saved_out(n);
+    give(&s, &gi[0], T(clt_mul(y, T(clt_sub(g, T(sum_dim(n, T(clt_mul(g, y)))))))));
+    return done(&s);
+}
+
+static clt_status log_softmax_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    temps s = {0};
+    clt_tensor *y = clt__node_saved_out(n);
+    give(&s, &gi[0], T(clt_sub(g, T(clt_mul(T(clt_exp(y)), T(sum_dim(n, g)))))));
+    return done(&s);
+}
+
+static clt_status gather_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    gi[0] = clt__index_add("clt_backward", g, n->a.dim, n->a.idx, n->a.i1);
+    return gi[0] ? CLT_OK : clt_last_status();
+}
+
+static clt_status im2col_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    gi[0] = clt__col2im("clt_backward", g, &n->a.conv);
+    return gi[0] ? CLT_OK : clt_last_status();
+}
+
+static clt_status pool_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    gi[0] = clt__pool2d_backward("clt_backward", g, clt__node_saved(n, 1), &n->a.conv);
+    return gi[0] ? CLT_OK : clt_last_status();
+}
+
+const clt__derivative clt__d_softmax = {"SoftmaxBackward", softmax_bw, OUT};
+const clt__derivative clt__d_log_softmax = {"LogSoftmaxBackward", log_softmax_bw, OUT};
+const clt__derivative clt__d_gather = {"IndexSelectBackward", gather_bw, 0};
+const clt__derivative clt__d_im2col = {"Im2ColBackward", im2col_bw, 0};
+const clt__derivative clt__d_max_pool2d = {"MaxPool2DBackward", pool_bw, IN1};
+const clt__derivative clt__d_avg_pool2d = {"AvgPool2DBackward", pool_bw, 0};
+
+/* ---- recording ------------------------------------------------------------------------------------ */
+
+clt_tensor *clt__record(const char *fn, const clt__derivative *d, clt_tensor *const *in, int n,
+                        clt_tensor *out, const clt__node_args *args)
+{
+    clt__node *node;
+    if (!out)
+        return NULL;
+    node = clt__node_new(fn, d, in, n);
+    if (node && args) {
+        node->a = *args;
+        return clt__node_finish(fn, node, out);
+    }
+    if (args)
+        clt__free(args->idx);
+    return clt__node_finish(fn, node, out);
+}
+
+void clt__reduce_args(clt__node_args *args, int ndim, const int *dims, int ndims, bool keepdim)
+{
+    bool on[CLT_MAX_DIMS] = {false};
+    for (int i = 0; i < ndims; i++)
+        on[dims[i] < 0 ? dims[i] + ndim : dims[i]] = true;
+    args->ndims = 0;
+    for (int d = 0; d < ndim; d++)
+        if (ndims == 0 || on[d])
+            args->dims[args->ndims++] = d;
+    args->keepdim = keepdim;
+}

@@ -1,0 +1,292 @@
+/* The backward pass: walks the graph from a root in dependency order, runs every node's
+ * derivative, sums and converts the gradients each input receives, and adds the gradients of
+ * the leaves into their grad only once every step has succeeded. */
+#include <string.h>
+
+#include "autograd/graph.h"
+#include "cltensor/autograd.h"
+#include "cltensor/ops.h"
+#include "core/core.h"
+#include "ops/ops_internal.h"
+
+static const char *const fn = "clt_backward";
+
+/* The nodes reachable from a root, in the order they were found. */
+typedef struct walk {
+    clt__node **nodes;
+    int count, capacity;
+} walk;
+
+static clt_status push(walk *w, clt__node *n)
+{
+    if (w->count == w->capacity) {
+        int cap = w->capacity ? 2 * w->capacity : 64;
+        clt__node **grown = clt__alloc(fn, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return clt_last_status();
+        if (w->count)
+            memcpy(grown, w->nodes, (size_t)w->count * sizeof *grown);
+        clt__free(w->nodes);
+        w->nodes = grown;
+        w->capacity = cap;
+    }
+    w->nodes[w->count++] = n;
+    return CLT_OK;
+}
+
+/* Finds every node reachable from root and counts the edges into each (deps). */
+static clt_status discover(clt__node *root, walk *w)
+{
+    root->seen = true;
+    if (push(w, root) != CLT_OK)
+        return clt_last_status();
+    for (int k = 0; k < w->count; k++) {
+        clt__node *n = w->nodes[k];
+        for (int i = 0; i < n->ninputs; i++) {
+            clt__node *next = n->inputs[i].next;
+            if (!next)
+                continue;
+            next->deps++;
+            if (!next->seen) {
+                next->seen = true;
+                if (push(w, next) != CLT_OK)
+                    return clt_last_status();
+            }
+        }
+    }
+    return CLT_OK;
+}
+
+/* Every node's saved tensors are still there and unchanged. */
+static clt_status check_saved(const walk *w)
+{
+    for (int k = 0; k < w->count; k++) {
+        clt__node *n = w->nodes[k];
+        if (!n->d)
+            continue;
+        if (n->freed)
+            return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                              "the graph through %s was freed by an earlier backward pass; pass "
+                              "retain_graph = true to the first one to go through it twice",
+                              n->d->name);
+        for (int i = 0; i <= n->ninputs; i++)
+            if (n->saved[i] && atomic_load(&n->saved[i]->storage->version) != n->versions[i])
+                return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                                  "a tensor %s saved for its backward pass was changed in place "
+                                  "or moved since (version %u, saved at %u)",
+                                  n->d->name, atomic_load(&n->saved[i]->storage->version),
+                                  n->versions[i]);
+    }
+    return CLT_OK;
+}
+
+/* g reshaped, summed and converted to what input e expects; consumes g. */
+static clt_tensor *fit(clt_tensor *g, const clt__node_input *e)
+{
+    int dims[CLT_MAX_DIMS], nd = 0, lead = g->ndim - e->ndim;
+    bool same = lead == 0;
+    clt_tensor *t;
+    for (int d = 0; same && d < e->ndim; d++)
+        same = g->shape[d] == e->shape[d];
+    if (!same) {
+        if (lead < 0)
+            goto shape_error;
+        for (int d = 0; d < g->ndim; d++) {
+            if (d < lead || (e->shape[d - lead] == 1 && g->shape[d] != 1))
+                dims[nd++] = d;
+            else if (e->shape[d - lead] != g->shape[d])
+                goto shape_error;
+        }
+        t = nd ? clt_sum(g, dims, nd, true) : clt_tensor_retain(g);
+        clt_tensor_release(g);
+        g = t ? clt_reshape(t, e->ndim, e->shape) : NULL;
+        clt_tensor_release(t);
+        if (!g)
+            return NULL;
+    }
+    if (g->storage->device != e->device) {
+        clt__error(CLT_ERR_DEVICE_MISMATCH, fn, "a gradient on %s for an input on %s",
+                   g->storage->device->name, e->device->name);
+        clt_tensor_release(g);
+        return NULL;
+    }
+    if (g->dtype != e->dtype) {
+        t = clt_tensor_to_dtype(g, e->dtype);
+        clt_tensor_release(g);
+        g = t;
+    }
+    return g;
+shape_error:;
+    char a[256], b[256];
+    clt__format_shape(a, sizeof a, g->ndim, g->shape);
+    clt__format_shape(b, sizeof b, e->ndim, e->shape);
+    clt__error(CLT_ERR_SHAPE, fn, "a gradient of shape %s for an input of shape %s", a, b);
+    clt_tensor_release(g);
+    return NULL;
+}
+
+/* next->grad += g; consumes g. */
+static clt_status accumulate(clt__node *next, clt_tensor *g)
+{
+    clt_tensor *sum;
+    if (!next->grad) {
+        next->grad = g;
+        return CLT_OK;
+    }
+    sum = clt_add(next->grad, g);
+    clt_tensor_release(g);
+    if (!sum)
+        return clt_last_status();
+    clt_tensor_release(next->grad);
+    next->grad = sum;
+    return CLT_OK;
+}
+
+/* Runs node n's derivative on its accumulated gradient and passes the results on; pushes the
+ * inputs whose every gradient has arrived onto the ready list. */
+static clt_status run_node(clt__node *n, walk *ready)
+{
+    clt_tensor *gi_small[4] = {NULL}, **gi = gi_small, *g;
+    clt_status st = CLT_OK;
+    if (n->ninputs > 4 && !(gi = clt__alloc_zeroed(fn, (size_t)n->ninputs * sizeof *gi)))
+        return clt_last_status();
+    g = clt__contiguous(fn, n->grad);
+    if (!g || n->d->backward(n, g, gi) != CLT_OK)
+        st = clt__rename_error(fn);
+    clt_tensor_release(g);
+    for (int i = 0; i < n->ninputs; i++) {
+        clt__node *next = n->inputs[i].next;
+        if (st == CLT_OK && next && gi[i]) {
+            clt_tensor *f = fit(gi[i], &n->inputs[i]);
+            gi[i] = NULL;
+            st = f ? accumulate(next, f) : clt_last_status();
+        }
+        clt_tensor_release(gi[i]);
+        if (next && --next->deps == 0 && next->grad && st == CLT_OK)
+            st = push(ready, next);
+    }
+    if (gi != gi_small)
+        clt__free(gi);
+    return st;
+}
+
+/* The gradient each leaf will have: its current grad plus what arrived. */
+static clt_tensor *new_leaf_grad(clt__node *acc)
+{
+    clt_tensor *leaf = acc->leaf, *g = acc->grad;
+    if (g->storage->device != leaf->storage->device || g->dtype != leaf->dtype) {
+        clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
+                   "a leaf was moved or converted (now %s on %s) after the graph was recorded "
+                   "(%s on %s): compute the loss again",
+                   clt_dtype_name(leaf->dtype), leaf->storage->device->name,
+                   clt_dtype_name(g->dtype), g->storage->device->name);
+        return NULL;
+    }
+    if (!leaf->grad)
+        return clt__contiguous(fn, g);
+    return clt_add(leaf->grad, g);
+}
+
+static clt_tensor *root_grad(clt_tensor *root, clt_tensor *grad)
+{
+    if (!grad) {
+        if (root->numel != 1) {
+            char a[256];
+            clt__format_shape(a, sizeof a, root->ndim, root->shape);
+            clt__error(CLT_ERR_SHAPE, fn,
+                       "the root has shape %s: a gradient is implied only for one element; "
+                       "pass one of its shape", a);
+            return NULL;
+        }
+        return clt_tensor_ones(root->ndim, root->shape, root->dtype, root->storage->device);
+    }
+    if (grad->storage->device != root->storage->device) {
+        clt__error(CLT_ERR_DEVICE_MISMATCH, fn, "the gradient is on %s, the root on %s",
+                   grad->storage->device->name, root->storage->device->name);
+        return NULL;
+    }
+    if (grad->ndim != root->ndim ||
+        memcmp(grad->shape, root->shape, sizeof(int64_t) * (size_t)root->ndim)) {
+        char a[256], b[256];
+        clt__format_shape(a, sizeof a, grad->ndim, grad->shape);
+        clt__format_shape(b, sizeof b, root->ndim, root->shape);
+        clt__error(CLT_ERR_SHAPE, fn, "the gradient has shape %s, the root %s", a, b);
+        return NULL;
+    }
+    return clt_tensor_to_dtype(grad, root->dtype);
+}
+
+clt_status clt_backward(clt_tensor *root, clt_tensor *grad, bool retain_graph)
+{
+    walk all = {0}, ready = {0};
+    clt__node *start;
+    clt_tensor **sums = NULL;
+    clt_status st;
+    bool prev;
+    if (clt__tensor_check(fn, root) != CLT_OK)
+        return clt_last_status();
+    if (!root->requires_grad)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "the tensor does not require grad: it was not computed from a tensor "
+                          "that does, with recording on");
+    prev = clt_grad_set_enabled(false);
+    start = clt__grad_edge(fn, root); /* a leaf: its own accumulation node */
+    st = start ? CLT_OK : clt_last_status();
+    if (st == CLT_OK && !(start->grad = root_grad(root, grad)))
+        st = clt_last_status();
+    if (st == CLT_OK)
+        st = discover(start, &all);
+    if (st == CLT_OK)
+        st = check_saved(&all);
+    if (st == CLT_OK)
+        st = push(&ready, start);
+    /* Kahn's order: a node runs once every gradient it receives has arrived */
+    for (int k = 0; st == CLT_OK && k < ready.count; k++) {
+        clt__node *n = ready.nodes[k];
+        if (n->d)
+            st = run_node(n, &ready);
+    }
+    /* the leaves' new gradients, all made before any is set */
+    if (st == CLT_OK && ready.count && !(sums = clt__alloc_zeroed(fn, (size_t)ready.count * sizeof *sums)))
+        st = clt_last_status();
+    for (int k = 0; st == CLT_OK && k < ready.count; k++) {
+        clt__node *n = ready.nodes[k];
+        if (!n->d && n->leaf && n->grad && !(sums[k] = new_leaf_grad(n)))
+            st = clt__rename_error(fn);
+    }
+    for (int k = 0; st == CLT_OK && k < ready.count; k++) {
+        clt__node *n = ready.nodes[k];
+        if (sums[k]) {
+            clt_tensor_release(n->leaf->grad);
+            n->leaf->grad = sums[k];
+            sums[k] = NULL;
+        }
+        if (n->d && !retain_graph) {
+            for (int i = 0; i <= n->ninputs; i++) {
+                clt_tensor_release(n->saved[i]);
+                n->saved[i] = NULL;
+            }
+            n->freed = true;
+        }
+    }
+    for (int k = 0; sums && k < ready.count; k++)
+        clt_tensor_release(sums[k]);
+    for (int k = 0; k < all.count; k++) {
+        clt__node *n = all.nodes[k];
+        clt_tensor_release(n->grad);
+        n->grad = NULL;
+        n->deps = 0;
+        n->seen = false;
+    }
+    if (start) {
+        clt_tensor_release(start->grad);
+        start->grad = NULL;
+        start->seen = false;
+    }
+    clt__node_release(start);
+    clt__free(sums);
+    clt__free(all.nodes);
+    clt__free(ready.nodes);
+    clt_grad_set_enabled(prev);
+    return st;
+}

@@ -1,0 +1,263 @@
+/* The autograd graph: recording mode, nodes and their saved tensors, leaves' accumulation
+ * nodes, and the public accessors of a tensor's autograd state. */
+#include <pthread.h>
+#include <string.h>
+
+#include "autograd/graph.h"
+#include "cltensor/autograd.h"
+#include "core/core.h"
+#include "ops/ops_internal.h"
+
+static _Thread_local bool grad_disabled;
+/* Guards making a leaf's accumulation node, which threads sharing a leaf may race to do. */
+static pthread_mutex_t accumulate_lock = PTHREAD_MUTEX_INITIALIZER;
+
+bool clt_grad_is_enabled(void)
+{
+    return !grad_disabled;
+}
+
+bool clt_grad_set_enabled(bool enabled)
+{
+    bool prev = !grad_disabled;
+    grad_disabled = !enabled;
+    return prev;
+}
+
+bool clt__any_requires_grad(clt_tensor *const *in, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (in[i] && in[i]->requires_grad)
+            return true;
+    return false;
+}
+
+bool clt__grad_begin(clt_tensor *const *in, int n, bool *prev)
+{
+    bool rec = !grad_disabled && clt__any_requires_grad(in, n);
+    *prev = clt_grad_set_enabled(false);
+    return rec;
+}
+
+void clt__grad_end(bool prev)
+{
+    clt_grad_set_enabled(prev);
+}
+
+/* ---- nodes ------------------------------------------------------------------------------------ */
+
+void clt__node_release(clt__node *n)
+{
+    if (!n || atomic_fetch_sub(&n->refs, 1) != 1)
+        return;
+    for (int i = 0; i < n->ninputs; i++)
+        clt__node_release(n->inputs[i].next);
+    for (int i = 0; n->saved && i <= n->ninputs; i++)
+        clt_tensor_release(n->saved[i]);
+    clt_tensor_release(n->grad);
+    clt__free(n->a.idx);
+    clt__free(n->inputs);
+    clt__free(n->saved);
+    clt__free(n->versions);
+    clt__free(n);
+}
+
+static clt__node *node_alloc(const char *fn, int ninputs)
+{
+    clt__node *n = clt__alloc_zeroed(fn, sizeof *n);
+    if (!n)
+        return NULL;
+    atomic_init(&n->refs, 1);
+    n->ninputs = ninputs;
+    if (ninputs && !(n->inputs = clt__alloc_zeroed(fn, (size_t)ninputs * sizeof *n->inputs))) {
+        clt__free(n);
+        return NULL;
+    }
+    return n;
+}
+
+clt__node *clt__grad_edge(const char *fn, clt_tensor *x)
+{
+    clt__node *n;
+    if (x->grad_fn) {
+        atomic_fetch_add(&x->grad_fn->refs, 1);
+        return x->grad_fn;
+    }
+    pthread_mutex_lock(&accumulate_lock);
+    if (!x->accumulate && (x->accumulate = node_alloc(fn, 0)) != NULL)
+        x->accumulate->leaf = x;
+    n = x->accumulate;
+    if (n)
+        atomic_fetch_add(&n->refs, 1);
+    pthread_mutex_unlock(&accumulate_lock);
+    return n;
+}
+
+static clt_status save(const char *fn, clt__node *node, int slot, clt_tensor *t)
+{
+    if (!t)
+        return CLT_OK;
+    node->saved[slot] = clt__tensor_alias(fn, t);
+    if (!node->saved[slot])
+        return clt_last_status();
+    node->versions[slot] = atomic_load(&t->storage->version);
+    return CLT_OK;
+}
+
+clt__node *clt__node_new(const char *fn, const clt__derivative *d, clt_tensor *const *in, int n)
+{
+    clt__node *node = node_alloc(fn, n);
+    if (!node)
+        return NULL;
+    node->d = d;
+    node->saved = clt__alloc_zeroed(fn, (size_t)(n + 1) * sizeof *node->saved);
+    node->versions = node->saved ? clt__alloc_zeroed(fn, (size_t)(n + 1) * sizeof *node->versions) : NULL;
+    if (!node->versions)
+        goto fail;
+    for (int i = 0; i < n; i++) {
+        clt__node_input *e = &node->inputs[i];
+        if (!in[i])
+            continue;
+        e->ndim = in[i]->ndim;
+        memcpy(e->shape, in[i]->shape, sizeof e->shape);
+        e->dtype = in[i]->dtype;
+        e->device = in[i]->storage->device;
+        if (in[i]->requires_grad && !(e->next = clt__grad_edge(fn, in[i])))
+            goto fail;
+        if ((d->save & (1u << i)) && save(fn, node, i, in[i]) != CLT_OK)
+            goto fail;
+    }
+    return node;
+fail:
+    clt__node_release(node);
+    return NULL;
+}
+
+clt_tensor *clt__node_finish(const char *fn, clt__node *node, clt_tensor *out)
+{
+    bool ok = node && out;
+    if (ok && (node->d->save & CLT__SAVE_OUT))
+        ok = save(fn, node, node->ninputs, out) == CLT_OK;
+    if (!ok) {
+        clt__node_release(node);
+        clt_tensor_release(out);
+        return NULL;
+    }
+    out->grad_fn = node;
+    out->requires_grad = true;
+    return out;
+}
+
+/* ---- tensors ---------------------------------------------------------------------------------- */
+
+clt_tensor *clt__tensor_alias(const char *fn, clt_tensor *t)
+{
+    clt_tensor *v = clt__alloc_zeroed(fn, sizeof *v);
+    if (!v)
+        return NULL;
+    atomic_init(&v->refs, 1);
+    atomic_fetch_add(&t->storage->refs, 1);
+    v->storage = t->storage;
+    v->offset = t->offset;
+    v->ndim = t->ndim;
+    memcpy(v->shape, t->shape, sizeof v->shape);
+    memcpy(v->strides, t->strides, sizeof v->strides);
+    v->numel = t->numel;
+    v->dtype = t->dtype;
+    return v;
+}
+
+void clt__tensor_autograd_release(clt_tensor *t)
+{
+    clt_tensor_release(t->grad);
+    clt__node_release(t->grad_fn);
+    if (t->accumulate) {
+        pthread_mutex_lock(&accumulate_lock);
+        t->accumulate->leaf = NULL;
+        pthread_mutex_unlock(&accumulate_lock);
+        clt__node_release(t->accumulate);
+    }
+    t->grad = NULL, t->grad_fn = t->accumulate = NULL;
+}
+
+clt_status clt__inplace_check(const char *fn, clt_tensor *out, clt_tensor *const *in, int n)
+{
+    if (grad_disabled)
+        return CLT_OK;
+    if (out->requires_grad)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "the tensor requires grad: an in-place operation on it cannot be "
+                          "recorded (use the out-of-place form, or turn recording off)");
+    if (clt__any_requires_grad(in, n))
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "an input requires grad: an in-place operation cannot be recorded "
+                          "(use the out-of-place form, or turn recording off)");
+    return CLT_OK;
+}
+
+clt_status clt_tensor_set_requires_grad(clt_tensor *x, bool requires_grad)
+{
+    static const char *const fn = "clt_tensor_set_requires_grad";
+    if (clt__tensor_check(fn, x) != CLT_OK)
+        return clt_last_status();
+    if (x->grad_fn)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "the tensor was made by %s, not a leaf: detach it first", x->grad_fn->d->name);
+    if (requires_grad && !clt__is_floating(x->dtype))
+        return clt__error(CLT_ERR_DTYPE, fn, "only floating tensors can require grad, not %s",
+                          clt_dtype_name(x->dtype));
+    x->requires_grad = requires_grad;
+    return CLT_OK;
+}
+
+bool clt_tensor_requires_grad(const clt_tensor *x)
+{
+    return x && x->requires_grad;
+}
+
+bool clt_tensor_is_leaf(const clt_tensor *x)
+{
+    return x && !x->grad_fn;
+}
+
+clt_tensor *clt_tensor_grad(const clt_tensor *x)
+{
+    return x ? clt_tensor_retain(x->grad) : NULL;
+}
+
+clt_status clt_tensor_set_grad(clt_tensor *x, clt_tensor *grad)
+{
+    static const char *const fn = "clt_tensor_set_grad";
+    if (clt__tensor_check(fn, x) != CLT_OK)
+        return clt_last_status();
+    if (grad) {
+        if (grad->storage->device != x->storage->device)
+            return clt__error(CLT_ERR_DEVICE_MISMATCH, fn, "the gradient is on %s, the tensor on %s",
+                              grad->storage->device->name, x->storage->device->name);
+        if (grad->dtype != x->dtype)
+            return clt__error(CLT_ERR_DTYPE, fn, "the gradient is %s, the tensor %s",
+                              clt_dtype_name(grad->dtype), clt_dtype_name(x->dtype));
+        if (grad->ndim != x->ndim || memcmp(grad->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim)) {
+            char a[256], b[256];
+            clt__format_shape(a, sizeof a, grad->ndim, grad->shape);
+            clt__format_shape(b, sizeof b, x->ndim, x->shape);
+            return clt__error(CLT_ERR_SHAPE, fn, "the gradient has shape %s, the tensor %s", a, b);
+        }
+    }
+    clt_tensor_retain(grad);
+    clt_tensor_release(x->grad);
+    x->grad = grad;
+    return CLT_OK;
+}
+
+const char *clt_tensor_grad_fn_name(const clt_tensor *x)
+{
+    return x && x->grad_fn ? x->grad_fn->d->name : NULL;
+}
+
+clt_tensor *clt_tensor_detach(clt_tensor *x)
+{
+    if (clt__tensor_check("clt_tensor_detach", x) != CLT_OK)
+        return NULL;
+    return clt__tensor_alias("clt_tensor_detach", x);
+}

@@ -1,0 +1,706 @@
+/* Autograd suite: the gradient of every differentiable operation against central finite
+ * differences in f64 on every device, and the graph's behaviour: leaves, accumulation,
+ * detach, no-grad mode, retain_graph, errors for a freed graph and for tensors changed in
+ * place, all-or-nothing backward under allocation failures, and no leak after many steps. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+
+/* n pseudo-random values in [lo, hi). */
+static void fill_noise(double *v, int64_t n, unsigned seed, double lo, double hi)
+{
+    uint32_t s = seed * 747796405u + 12345u;
+    for (int64_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        v[i] = lo + (hi - lo) * ((double)(s >> 8) / 16777216.0);
+    }
+}
+
+static clt_tensor *make(clt_device *dev, clt_dtype dt, const double *v, int ndim, const int64_t *shape)
+{
+    clt_tensor *h = clt_tensor_from_data(v, CLT_F64, ndim, shape, clt_device_cpu());
+    clt_tensor *t = clt_tensor_to_ex(h, &(clt_to_options){.device = dev, .dtype = dt});
+    ck_assert_msg(t != NULL, "%s", clt_last_error());
+    clt_tensor_release(h);
+    return t;
+}
+
+static double *to_host(clt_tensor *t)
+{
+    clt_tensor *c = clt_tensor_to_ex(t, &(clt_to_options){.device = clt_device_cpu(), .dtype = CLT_F64});
+    ck_assert_msg(c != NULL, "%s", clt_last_error());
+    double *v = test_bytes(c);
+    clt_tensor_release(c);
+    return v;
+}
+
+static double scalar_of(clt_tensor *t)
+{
+    double *v = to_host(t), r = v[0];
+    free(v);
+    return r;
+}
+
+/* ---- the operations under test ------------------------------------------------------------- */
+
+typedef clt_tensor *(*op_fn)(clt_tensor **x, clt_device *dev);
+
+typedef struct gcase {
+    const char *name;
+    op_fn f;
+    int nin;
+    int ndim[3];
+    int64_t shape[3][4];
+    double lo, hi; /* the inputs' range */
+} gcase;
+
+/* Releases a and b and returns r (computed before the call): a case's last line. */
+static clt_tensor *rel(clt_tensor *r, clt_tensor *a, clt_tensor *b)
+{
+    clt_tensor_release(a);
+    clt_tensor_release(b);
+    return r;
+}
+
+static clt_tensor *op_view(clt_tensor **x, clt_device *d) { (void)d; return clt_view(x[0], CLT_SHAPE(3, 4)); }
+static clt_tensor *op_reshape_copy(clt_tensor **x, clt_device *d)
+{
+    clt_tensor *t = clt_transpose(x[0], 0, 1);
+    (void)d;
+    return rel(clt_reshape(t, CLT_SHAPE(12)), t, NULL);
+}
+static clt_tensor *op_permute(clt_tensor **x, clt_device *d) { (void)d; return clt_permute(x[0], (int[]){2, 0, 1}); }
+static clt_tensor *op_squeeze(clt_tensor **x, clt_device *d)
+{
+    clt_tensor *t = clt_squeeze(x[0], 1), *u = clt_unsqueeze(t, 0), *v = clt_squeeze_all(u);
+    clt_tensor *r = clt_mul(v, v);
+    (void)d;
+    clt_tensor_release(v);
+    return rel(r, t, u);
+}
+static clt_tensor *op_narrow(clt_tensor **x, clt_device *d) { (void)d; return clt_narrow(x[0], 1, 1, 3); }
+static clt_tensor *op_slice(clt_tensor **x, clt_device *d) { (void)d; return clt_slice(x[0], 0, 1, 5, 2); }
+static clt_tensor *op_expand(clt_tensor **x, clt_device *d)
+{
+    clt_tensor *e = clt_expand(x[0], CLT_SHAPE(2, 3, 4));
+    (void)d;
+    return rel(clt_mul(e, e), e, NULL);
+}
+static clt_tensor *op_contiguous(clt_tensor **x, clt_device *d)
+{
+    clt_tensor *t = clt_transpose(x[0], 0, 1);
+    (void)d;
+    return rel(clt_contiguous(t), t, NULL);
+}
+static clt_tensor *op_cat(clt_tensor **x, clt_device *d) { (void)d; return clt_cat(x, 2, 0); }
+static clt_tensor *op_stack(clt_tensor **x, clt_device *d) { (void)d; return clt_stack(x, 2, 1); }
+static clt_tensor *op_to(clt_tensor **x, clt_device *d)
+{
+    clt_tensor *h = clt_tensor_to(x[0], clt_device_cpu()), *s = clt_sin(h);
+    return rel(clt_tensor_to(s, d), h, s);
+}
+static clt_tensor *op_add(clt_tensor **x, clt_device *d) { (void)d; return clt_add(x[0], x[1]); }
+static clt_tensor *op_sub(clt_tensor **x, clt_device *d) { (void)d; return clt_sub(x[0], x[1]); }
+static clt_tensor *op_mul(clt_tensor **x, clt_device *d) { (void)d; return clt_mul(x[0], x[1]); }
+static clt_tensor *op_div(clt_tensor **x, clt_device *d) { (void)d; return clt_div(x[0], x[1]); }
+static clt_tensor *op_pow(clt_tensor **x, clt_device *d) { (void)d; return clt_pow(x[0], x[1]); }
+static clt_tensor *op_maximum(clt_tensor **x, clt_device *d) { (void)d; return clt_maximum(x[0], x[1]); }
+static clt_tensor *op_minimum(clt_tensor **x, clt_device *d) { (void)d; return clt_minimum(x[0], x[1]); }
+static clt_tensor *op_scalars(clt_tensor **x, clt_device *d)
+{
+    clt_tensor *a = clt_add_scalar(x[0], 1.5), *b = clt_mul_scalar(a, 2), *c = clt_sub_scalar(b, 0.5);
+    clt_tensor *e = clt_div_scalar(c, 3), *r = clt_pow_scalar(e, 2.5);
+    (void)d;
+    clt_tensor_release(a);
+    return rel(rel(r, b, c), e, NULL);
+}
+#define UNARY_CASE(name) \
+    static clt_tensor *op_##name(clt_tensor **x, clt_device *d) { (void)d; return clt_##name(x[0]); }
+UNARY_CASE(neg)
+UNARY_CASE(abs)
+UNARY_CASE(exp)
+UNARY_CASE(log)
+UNARY_CASE(sqrt)
+UNARY_CASE(rsqrt)
+UNARY_CASE(sin)
+UNARY_CASE(cos)
+UNARY_CASE(tanh)
+UNARY_CASE(sigmoid)
+UNARY_CASE(relu)
+UNARY_CASE(gelu)
+UNARY_CASE(silu)
+static clt_tensor *op_clamp(clt_tensor **x, clt_device *d) { (void)d; return clt_clamp(x[0], -1, 1); }
+static clt_tensor *op_where(clt_tensor **x, clt_device *d)
+{
+    clt_tensor *z = clt_tensor_zeros(0, NULL, CLT_F64, d), *c = clt_gt(x[1], z);
+    return rel(clt_where(c, x[0], x[1]), z, c);
+}
+static clt_tensor *op_sum(clt_tensor **x, clt_device *d) { (void)d; return clt_sum(x[0], (int[]){1}, 1, false); }
+static clt_tensor *op_sum_all(clt_tensor **x, clt_device *d) { (void)d; return clt_sum(x[0], NULL, 0, false); }
+static clt_tensor *op_mean(clt_tensor **x, clt_device *d) { (void)d; return clt_mean(x[0], (int[]){0, -1}, 2, true); }
+static clt_tensor *op_max(clt_tensor **x, clt_device *d) { (void)d; return clt_max(x[0], (int[]){1}, 1, false); }
+static clt_tensor *op_min(clt_tensor **x, clt_device *d) { (void)d; return clt_min(x[0], NULL, 0, false); }
+static clt_tensor *op_var(clt_tensor **x, clt_device *d) { (void)d; return clt_var(x[0], (int[]){1}, 1, 1, false); }
+static clt_tensor *op_std(clt_tensor **x, clt_device *d) { (void)d; return clt_std(x[0], (int[]){0}, 1, 0, true); }
+static clt_tensor *op_logsumexp(clt_tensor **x, clt_device *d) { (void)d; return clt_logsumexp(x[0], (int[]){1}, 1, false); }
+static clt_tensor *op_matmul(clt_tensor **x, clt_device *d) { (void)d; return clt_matmul(x[0], x[1]); }
+static clt_tensor *op_linear(clt_tensor **x, clt_device *d) { (void)d; return clt_linear(x[0], x[1], x[2]); }
+static clt_tensor *op_linear_nobias(clt_tensor **x, clt_device *d) { (void)d; return clt_linear(x[0], x[1], NULL); }
+static clt_tensor *op_softmax(clt_tensor **x, clt_device *d) { (void)d; return clt_softmax(x[0], 1); }
+static clt_tensor *op_log_softmax(clt_tensor **x, clt_device *d) { (void)d; return clt_log_softmax(x[0], 0); }
+static clt_tensor *targets(clt_device *d)
+{
+    int64_t t[] = {2, 0, -100, 3, 2};
+    return clt_tensor_from_data(t, CLT_I64, CLT_SHAPE(5), d);
+}
+static clt_tensor *op_nll(clt_tensor **x, clt_device *d)
+{
+    clt_tensor *t = targets(d), *lp = clt_log_softmax(x[0], 1);
+    return rel(clt_nll_loss(lp, t, CLT_REDUCTION_MEAN, -100), t, lp);
+}
+static clt_tensor *op_cross_entropy(clt_tensor **x, clt_device *d)
+{
+    clt_tensor *t = targets(d);
+    return rel(clt_cross_entropy(x[0], t, CLT_REDUCTION_SUM, -100), t, NULL);
+}
+static clt_tensor *op_mse(clt_tensor **x, clt_device *d) { (void)d; return clt_mse_loss(x[0], x[1], CLT_REDUCTION_MEAN); }
+static clt_tensor *op_index_select(clt_tensor **x, clt_device *d)
+{
+    int64_t i[] = {3, 0, 3, 1, 3};
+    clt_tensor *idx = clt_tensor_from_data(i, CLT_I64, CLT_SHAPE(5), d);
+    return rel(clt_index_select(x[0], 1, idx), idx, NULL);
+}
+static clt_tensor *op_embedding(clt_tensor **x, clt_device *d)
+{
+    int64_t i[] = {4, 1, 1, 0, 4, 4};
+    clt_tensor *idx = clt_tensor_from_data(i, CLT_I64, CLT_SHAPE(2, 3), d);
+    return rel(clt_embedding(x[0], idx), idx, NULL);
+}
+static clt_tensor *op_conv2d(clt_tensor **x, clt_device *d)
+{
+    clt_conv2d_options o = {.stride = {2, 1}, .padding = {1, 1}, .groups = 2};
+    (void)d;
+    return clt_conv2d(x[0], x[1], x[2], &o);
+}
+static clt_tensor *op_conv2d_dilated(clt_tensor **x, clt_device *d)
+{
+    clt_conv2d_options o = {.dilation = {2, 1}, .padding = {0, 2}};
+    (void)d;
+    return clt_conv2d(x[0], x[1], NULL, &o);
+}
+static clt_tensor *op_max_pool(clt_tensor **x, clt_device *d)
+{
+    clt_pool2d_options o = {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}};
+    (void)d;
+    return clt_max_pool2d(x[0], &o, NULL);
+}
+static clt_tensor *op_avg_pool(clt_tensor **x, clt_device *d)
+{
+    clt_pool2d_options o = {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 1}, .exclude_padding = true};
+    (void)d;
+    return clt_avg_pool2d(x[0], &o);
+}
+static clt_tensor *op_avg_pool_pad(clt_tensor **x, clt_device *d)
+{
+    clt_pool2d_options o = {.kernel = {2, 2}, .padding = {1, 0}};
+    (void)d;
+    return clt_avg_pool2d(x[0], &o);
+}
+static clt_tensor *op_batch_norm(clt_tensor **x, clt_device *d)
+{
+    (void)d;
+    return clt_batch_norm(x[0], NULL, NULL, x[1], x[2], true, 0.1, 1e-5);
+}
+static clt_tensor *op_layer_norm(clt_tensor **x, clt_device *d)
+{
+    (void)d;
+    return clt_layer_norm(x[0], 1, x[1], x[2], 1e-5);
+}
+static clt_tensor *op_dropout(clt_tensor **x, clt_device *d)
+{
+    (void)d;
+    clt_manual_seed(7);
+    return clt_dropout(x[0], 0.4, true);
+}
+
+#define S1(a) 1, {1}, {{a}}
+static const gcase cases[] = {
+    {"view", op_view, 1, {2}, {{2, 6}}, -2, 2},
+    {"reshape (copying)", op_reshape_copy, 1, {2}, {{3, 4}}, -2, 2},
+    {"permute", op_permute, 1, {3}, {{2, 3, 4}}, -2, 2},
+    {"squeeze, unsqueeze", op_squeeze, 1, {3}, {{2, 1, 3}}, -2, 2},
+    {"narrow", op_narrow, 1, {2}, {{3, 5}}, -2, 2},
+    {"slice", op_slice, 1, {2}, {{6, 2}}, -2, 2},
+    {"expand", op_expand, 1, {2}, {{3, 1}}, -2, 2},
+    {"contiguous", op_contiguous, 1, {2}, {{3, 4}}, -2, 2},
+    {"cat", op_cat, 2, {2, 2}, {{2, 3}, {4, 3}}, -2, 2},
+    {"stack", op_stack, 2, {2, 2}, {{2, 3}, {2, 3}}, -2, 2},
+    {"to", op_to, 1, {2}, {{2, 3}}, -2, 2},
+    {"add (broadcast)", op_add, 2, {2, 1}, {{2, 3}, {3}}, -2, 2},
+    {"sub (broadcast)", op_sub, 2, {2, 2}, {{3, 1}, {1, 4}}, -2, 2},
+    {"mul (broadcast)", op_mul, 2, {3, 2}, {{2, 2, 3}, {2, 1}}, -2, 2},
+    {"div", op_div, 2, {2, 2}, {{2, 3}, {2, 3}}, 0.5, 2},
+    {"pow", op_pow, 2, {1, 1}, {{5}, {5}}, 0.5, 2},
+    {"maximum", op_maximum, 2, {2, 1}, {{3, 4}, {4}}, -2, 2},
+    {"minimum", op_minimum, 2, {2, 2}, {{3, 4}, {3, 4}}, -2, 2},
+    {"scalar operations", op_scalars, S1(6), 0.5, 2},
+    {"neg", op_neg, S1(6), -2, 2},
+    {"abs", op_abs, S1(6), -2, 2},
+    {"exp", op_exp, S1(6), -2, 2},
+    {"log", op_log, S1(6), 0.2, 3},
+    {"sqrt", op_sqrt, S1(6), 0.2, 3},
+    {"rsqrt", op_rsqrt, S1(6), 0.2, 3},
+    {"sin", op_sin, S1(6), -3, 3},
+    {"cos", op_cos, S1(6), -3, 3},
+    {"tanh", op_tanh, S1(6), -2, 2},
+    {"sigmoid", op_sigmoid, S1(6), -3, 3},
+    {"relu", op_relu, S1(8), -2, 2},
+    {"gelu", op_gelu, S1(8), -3, 3},
+    {"silu", op_silu, S1(8), -3, 3},
+    {"clamp", op_clamp, S1(8), -2, 2},
+    {"where", op_where, 2, {2, 2}, {{2, 4}, {2, 4}}, -2, 2},
+    {"sum", op_sum, 1, {3}, {{2, 3, 2}}, -2, 2},
+    {"sum of all", op_sum_all, 1, {2}, {{2, 3}}, -2, 2},
+    {"mean", op_mean, 1, {3}, {{2, 3, 2}}, -2, 2},
+    {"max", op_max, 1, {2}, {{3, 4}}, -2, 2},
+    {"min", op_min, 1, {2}, {{3, 4}}, -2, 2},
+    {"var", op_var, 1, {2}, {{3, 4}}, -2, 2},
+    {"std", op_std, 1, {2}, {{3, 4}}, -2, 2},
+    {"logsumexp", op_logsumexp, 1, {2}, {{3, 4}}, -2, 2},
+    {"matmul", op_matmul, 2, {2, 2}, {{3, 4}, {4, 2}}, -2, 2},
+    {"matmul (batches broadcast)", op_matmul, 2, {4, 3}, {{2, 1, 3, 4}, {3, 4, 2}}, -2, 2},
+    {"matmul (vector, matrix)", op_matmul, 2, {1, 3}, {{4}, {2, 4, 3}}, -2, 2},
+    {"matmul (matrix, vector)", op_matmul, 2, {2, 1}, {{3, 4}, {4}}, -2, 2},
+    {"matmul (vectors)", op_matmul, 2, {1, 1}, {{4}, {4}}, -2, 2},
+    {"linear", op_linear, 3, {3, 2, 1}, {{2, 3, 4}, {5, 4}, {5}}, -2, 2},
+    {"linear (vector, no bias)", op_linear_nobias, 2, {1, 2}, {{4}, {3, 4}}, -2, 2},
+    {"softmax", op_softmax, 1, {2}, {{3, 4}}, -2, 2},
+    {"log_softmax", op_log_softmax, 1, {2}, {{3, 4}}, -2, 2},
+    {"nll_loss", op_nll, 1, {2}, {{5, 4}}, -2, 2},
+    {"cross_entropy", op_cross_entropy, 1, {2}, {{5, 4}}, -2, 2},
+    {"mse_loss", op_mse, 2, {2, 2}, {{2, 3}, {2, 3}}, -2, 2},
+    {"index_select", op_index_select, 1, {2}, {{2, 5}}, -2, 2},
+    {"embedding", op_embedding, 1, {2}, {{5, 3}}, -2, 2},
+    {"conv2d", op_conv2d, 3, {4, 4, 1}, {{1, 4, 5, 4}, {4, 2, 3, 3}, {4}}, -2, 2},
+    {"conv2d (dilated)", op_conv2d_dilated, 2, {4, 4}, {{2, 1, 5, 3}, {2, 1, 2, 2}}, -2, 2},
+    {"max_pool2d", op_max_pool, 1, {4}, {{1, 2, 5, 6}}, -2, 2},
+    {"avg_pool2d", op_avg_pool, 1, {4}, {{1, 2, 5, 4}}, -2, 2},
+    {"avg_pool2d (padding counted)", op_avg_pool_pad, 1, {4}, {{2, 1, 4, 4}}, -2, 2},
+    {"batch_norm", op_batch_norm, 3, {4, 1, 1}, {{4, 3, 2, 1}, {3}, {3}}, -2, 2},
+    {"layer_norm", op_layer_norm, 3, {3, 1, 1}, {{2, 3, 4}, {4}, {4}}, -2, 2},
+    {"dropout", op_dropout, 1, {2}, {{4, 5}}, -2, 2},
+};
+
+static int64_t numel_of(int ndim, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++)
+        n *= shape[d];
+    return n;
+}
+
+/* sum(f(x) * w): the scalar whose gradient the check compares. */
+static clt_tensor *weighted(const gcase *c, clt_tensor **x, clt_device *dev, clt_dtype dt,
+                            clt_tensor **w)
+{
+    clt_tensor *out = c->f(x, dev);
+    ck_assert_msg(out != NULL, "%s on %s: %s", c->name, clt_device_name(dev), clt_last_error());
+    if (!*w) {
+        int64_t n = clt_tensor_numel(out);
+        double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+        fill_noise(v, n, 99, -1, 1);
+        *w = make(dev, dt, v, clt_tensor_ndim(out), clt_tensor_shape(out));
+        free(v);
+    }
+    clt_tensor *p = clt_mul(out, *w), *s = clt_sum(p, NULL, 0, false);
+    ck_assert_msg(s != NULL, "%s: %s", c->name, clt_last_error());
+    return rel(s, out, p);
+}
+
+static void gradcheck(const gcase *c, clt_device *dev)
+{
+    bool f64 = clt_device_get_info(dev)->fp64;
+    clt_dtype dt = f64 ? CLT_F64 : CLT_F32;
+    double eps = f64 ? 1e-6 : 1e-2, tol = f64 ? 1e-6 : 2e-2;
+    double *v[3];
+    clt_tensor *x[3] = {NULL}, *w = NULL, *loss;
+    test_live before = test_live_now();
+    for (int i = 0; i < c->nin; i++) {
+        int64_t n = numel_of(c->ndim[i], c->shape[i]);
+        v[i] = malloc((size_t)n * sizeof *v[i]);
+        fill_noise(v[i], n, 11 + (unsigned)i, c->lo, c->hi);
+        x[i] = make(dev, dt, v[i], c->ndim[i], c->shape[i]);
+        ck_assert_int_eq(clt_tensor_set_requires_grad(x[i], true), CLT_OK);
+    }
+    loss = weighted(c, x, dev, dt, &w);
+    ck_assert_msg(clt_tensor_grad_fn_name(loss) != NULL, "%s", c->name);
+    ck_assert_msg(clt_backward(loss, NULL, false) == CLT_OK, "%s on %s: %s", c->name,
+                  clt_device_name(dev), clt_last_error());
+    clt_tensor_release(loss);
+    for (int i = 0; i < c->nin; i++) {
+        int64_t n = numel_of(c->ndim[i], c->shape[i]);
+        clt_tensor *g = clt_tensor_grad(x[i]);
+        ck_assert_msg(g != NULL, "%s: input %d has no gradient", c->name, i);
+        ck_assert_int_eq(clt_tensor_dtype(g), dt);
+        ck_assert_ptr_eq(clt_tensor_device(g), dev);
+        double *a = to_host(g);
+        clt_tensor_release(g);
+        for (int64_t j = 0; j < n; j++) {
+            double num, lp, lm, keep = v[i][j];
+            clt_tensor *xs[3];
+            for (int side = 0; side < 2; side++) {
+                v[i][j] = keep + (side ? -eps : eps);
+                for (int k = 0; k < c->nin; k++)
+                    xs[k] = make(dev, dt, v[k], c->ndim[k], c->shape[k]);
+                clt_tensor *l = weighted(c, xs, dev, dt, &w);
+                *(side ? &lm : &lp) = scalar_of(l);
+                clt_tensor_release(l);
+                for (int k = 0; k < c->nin; k++)
+                    clt_tensor_release(xs[k]);
+            }
+            v[i][j] = keep;
+            num = (lp - lm) / (2 * eps);
+            ck_assert_msg(fabs(a[j] - num) <= tol * fmax(1.0, fabs(num)),
+                          "%s on %s: d/d input %d [%lld] is %.10g, finite differences %.10g",
+                          c->name, clt_device_name(dev), i, (long long)j, a[j], num);
+        }
+        free(a);
+    }
+    clt_tensor_release(w);
+    for (int i = 0; i < c->nin; i++) {
+        clt_tensor_release(x[i]);
+        free(v[i]);
+    }
+    ck_assert_live_eq(test_live_now(), before);
+}
+
+START_TEST(test_autograd_gradients)
+{
+    clt_device *dev = test_device(_i);
+    const char *only = getenv("CLT_TEST_GRAD_CASES"); /* a name substring, for debugging */
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        if (!only || strstr(cases[k].name, only))
+            gradcheck(&cases[k], dev);
+}
+END_TEST
+
+/* ---- the graph -------------------------------------------------------------------------------- */
+
+/* Asserts t holds n values equal to want within tol (relative to max(1, |want|)). */
+static void expect(clt_tensor *t, const double *want, int64_t n, double tol, const char *what)
+{
+    ck_assert_msg(t != NULL, "%s: no tensor", what);
+    ck_assert_int_eq(clt_tensor_numel(t), n);
+    double *v = to_host(t);
+    for (int64_t i = 0; i < n; i++)
+        ck_assert_msg(fabs(v[i] - want[i]) <= tol * fmax(1.0, fabs(want[i])),
+                      "%s: element %lld is %.9g, want %.9g", what, (long long)i, v[i], want[i]);
+    free(v);
+}
+
+static void expect_grad(clt_tensor *x, const double *want, int64_t n, const char *what)
+{
+    clt_tensor *g = clt_tensor_grad(x);
+    expect(g, want, n, 1e-6, what);
+    clt_tensor_release(g);
+}
+
+static const double xs[6] = {1, -2, 3, 0.5, -1.5, 2};
+
+START_TEST(test_autograd_leaves)
+{
+    clt_device *dev = test_device(_i);
+    clt_tensor *x = make(dev, CLT_F32, xs, CLT_SHAPE(2, 3));
+    clt_tensor *i = clt_tensor_zeros(CLT_SHAPE(3), CLT_I64, dev);
+    ck_assert(!clt_tensor_requires_grad(x) && clt_tensor_is_leaf(x));
+    ck_assert_ptr_null(clt_tensor_grad(x));
+    ck_assert_int_eq(clt_tensor_set_requires_grad(i, true), CLT_ERR_DTYPE);
+    ck_assert_error_has("clt_tensor_set_requires_grad: only floating tensors can require grad, not i64");
+    ck_assert_int_eq(clt_tensor_set_requires_grad(x, true), CLT_OK);
+
+    clt_tensor *y = clt_mul_scalar(x, 2);
+    ck_assert(clt_tensor_requires_grad(y) && !clt_tensor_is_leaf(y));
+    ck_assert_str_eq(clt_tensor_grad_fn_name(y), "MulBackward");
+    ck_assert_ptr_null(clt_tensor_grad_fn_name(x));
+    ck_assert_int_eq(clt_tensor_set_requires_grad(y, false), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("made by MulBackward, not a leaf");
+    /* an operation on tensors none of which requires grad records nothing */
+    clt_tensor *f = clt_add(i, i);
+    ck_assert(!clt_tensor_requires_grad(f));
+    clt_tensor_release(f);
+
+    clt_tensor *d = clt_tensor_detach(y);
+    ck_assert(!clt_tensor_requires_grad(d) && clt_tensor_is_leaf(d));
+    double twice[6];
+    for (int k = 0; k < 6; k++)
+        twice[k] = 2 * xs[k];
+    expect(d, twice, 6, 0, "detach");
+    clt_tensor *e = clt_exp(d);
+    ck_assert(!clt_tensor_requires_grad(e));
+    clt_tensor_release(e);
+
+    clt_tensor *z = NULL;
+    CLT_NO_GRAD z = clt_mul(x, x);
+    ck_assert(clt_grad_is_enabled());
+    ck_assert(!clt_tensor_requires_grad(z) && clt_tensor_is_leaf(z));
+    ck_assert(clt_grad_set_enabled(false) == true);
+    ck_assert(!clt_grad_is_enabled());
+    clt_tensor *w = clt_mul(x, x);
+    ck_assert(!clt_tensor_requires_grad(w));
+    ck_assert(clt_grad_set_enabled(true) == false);
+    clt_tensor_release(w), clt_tensor_release(z), clt_tensor_release(d), clt_tensor_release(y);
+    clt_tensor_release(i), clt_tensor_release(x);
+}
+END_TEST
+
+START_TEST(test_autograd_accumulation)
+{
+    clt_device *dev = test_device(_i);
+    clt_tensor *x = make(dev, CLT_F32, xs, CLT_SHAPE(2, 3));
+    double want[6];
+    clt_tensor_set_requires_grad(x, true);
+    for (int round = 1; round <= 2; round++) { /* sum(x * x): 2x, then 4x */
+        clt_tensor *sq = clt_mul(x, x), *l = clt_sum(sq, NULL, 0, false);
+        ck_assert_int_eq(clt_backward(l, NULL, false), CLT_OK);
+        for (int k = 0; k < 6; k++)
+            want[k] = 2 * round * xs[k];
+        expect_grad(x, want, 6, "accumulated");
+        clt_tensor_release(l), clt_tensor_release(sq);
+    }
+    ck_assert_int_eq(clt_tensor_set_grad(x, NULL), CLT_OK);
+    ck_assert_ptr_null(clt_tensor_grad(x));
+
+    /* two paths into one tensor: y = x^2, z = y + 3 y -> dz/dx = 8 x */
+    clt_tensor *y = clt_mul(x, x), *y3 = clt_mul_scalar(y, 3), *z = clt_add(y, y3);
+    clt_tensor *l = clt_sum(z, NULL, 0, false);
+    ck_assert_int_eq(clt_backward(l, NULL, true), CLT_OK);
+    for (int k = 0; k < 6; k++)
+        want[k] = 8 * xs[k];
+    expect_grad(x, want, 6, "two paths");
+    /* retained: once more, then the graph is freed */
+    ck_assert_int_eq(clt_backward(l, NULL, false), CLT_OK);
+    for (int k = 0; k < 6; k++)
+        want[k] = 16 * xs[k];
+    expect_grad(x, want, 6, "retained graph");
+    ck_assert_int_eq(clt_backward(l, NULL, false), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_backward: the graph through");
+    ck_assert_error_has("was freed by an earlier backward pass; pass retain_graph");
+    expect_grad(x, want, 6, "after the refused backward");
+
+    /* a root of several elements needs its gradient */
+    clt_tensor_release(z), clt_tensor_release(y);
+    y = clt_mul(x, x);
+    z = clt_add(y, y);
+    ck_assert_int_eq(clt_backward(z, NULL, false), CLT_ERR_SHAPE);
+    ck_assert_error_has("clt_backward: the root has shape (2, 3)");
+    clt_tensor *half = clt_tensor_full(CLT_SHAPE(2, 3), 0.5, CLT_F32, dev);
+    clt_tensor *bad = clt_tensor_ones(CLT_SHAPE(3), CLT_F32, dev);
+    ck_assert_int_eq(clt_backward(y, bad, false), CLT_ERR_SHAPE);
+    ck_assert_int_eq(clt_tensor_set_grad(x, NULL), CLT_OK);
+    ck_assert_int_eq(clt_backward(y, half, false), CLT_OK); /* 0.5 * 2x */
+    expect_grad(x, xs, 6, "given gradient");
+    ck_assert_int_eq(clt_backward(bad, NULL, false), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_backward: the tensor does not require grad");
+    ck_assert_int_eq(clt_tensor_set_grad(x, bad), CLT_ERR_SHAPE);
+    ck_assert_error_has("clt_tensor_set_grad: the gradient has shape (3,), the tensor (2, 3)");
+    clt_tensor_release(bad), clt_tensor_release(half), clt_tensor_release(l);
+    clt_tensor_release(z), clt_tensor_release(y3), clt_tensor_release(y), clt_tensor_release(x);
+}
+END_TEST
+
+START_TEST(test_autograd_in_place)
+{
+    clt_device *dev = test_device(_i);
+    clt_tensor *x = make(dev, CLT_F32, xs, CLT_SHAPE(2, 3));
+    clt_tensor *a = make(dev, CLT_F32, xs, CLT_SHAPE(2, 3));
+    clt_tensor *one = clt_tensor_ones(0, NULL, CLT_F32, dev);
+    clt_tensor_set_requires_grad(x, true);
+    ck_assert_int_eq(clt_add_(x, one), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_add_: the tensor requires grad");
+    expect(x, xs, 6, 0, "x after the refused add_");
+    ck_assert_int_eq(clt_mul_(a, x), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_mul_: an input requires grad");
+    CLT_NO_GRAD ck_assert_int_eq(clt_mul_(x, one), CLT_OK);
+    ck_assert(clt_grad_is_enabled());
+
+    /* a tensor saved for backward, changed in place before it */
+    clt_tensor *y = clt_mul(x, a), *l = clt_sum(y, NULL, 0, false);
+    ck_assert_int_eq(clt_add_(a, one), CLT_OK); /* a requires no grad: allowed */
+    ck_assert_int_eq(clt_backward(l, NULL, false), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_backward: a tensor MulBackward saved for its backward pass was changed in place");
+    ck_assert_ptr_null(clt_tensor_grad(x));
+    clt_tensor_release(l), clt_tensor_release(y), clt_tensor_release(one);
+    clt_tensor_release(a), clt_tensor_release(x);
+}
+END_TEST
+
+/* ---- a small model ------------------------------------------------------------------------------- */
+
+static clt_module *mlp(void)
+{
+    clt_manual_seed(3);
+    clt_module *parts[3] = {clt_nn_linear(6, 8, true), clt_nn_tanh(), clt_nn_linear(8, 3, true)};
+    clt_module *m = clt_nn_sequential(parts, 3);
+    for (int k = 0; k < 3; k++)
+        clt_module_release(parts[k]);
+    return m;
+}
+
+/* cross_entropy(m(x), t) for a fixed batch of 5 on m's device. */
+static clt_tensor *mlp_loss(clt_module *m)
+{
+    double v[30];
+    int64_t t[5] = {0, 2, 1, 1, 0};
+    clt_device *dev = clt_module_device(m);
+    fill_noise(v, 30, 5, -1, 1);
+    clt_tensor *x = make(dev, CLT_F32, v, CLT_SHAPE(5, 6));
+    clt_tensor *tt = clt_tensor_from_data(t, CLT_I64, CLT_SHAPE(5), dev);
+    clt_tensor *y = clt_module_forward(m, x);
+    clt_tensor *l = clt_cross_entropy(y, tt, CLT_REDUCTION_MEAN, -100);
+    ck_assert_msg(l != NULL, "%s", clt_last_error());
+    clt_tensor_release(y), clt_tensor_release(tt), clt_tensor_release(x);
+    return l;
+}
+
+typedef struct grads {
+    const char *names[8];
+    double *values[8];
+    int64_t sizes[8];
+    int n;
+} grads;
+
+static int collect_grad(const char *name, clt_tensor *p, void *user)
+{
+    grads *g = user;
+    clt_tensor *t = clt_tensor_grad(p);
+    ck_assert_msg(t != NULL, "%s has no gradient", name);
+    ck_assert_ptr_eq(clt_tensor_device(t), clt_tensor_device(p));
+    g->names[g->n] = name;
+    g->sizes[g->n] = clt_tensor_numel(t);
+    g->values[g->n++] = to_host(t);
+    clt_tensor_release(t);
+    return 0;
+}
+
+static void free_grads(grads *g)
+{
+    for (int k = 0; k < g->n; k++)
+        free(g->values[k]);
+}
+
+START_TEST(test_autograd_mlp_matches_cpu)
+{
+    clt_device *dev = test_device(_i);
+    clt_module *m = mlp(), *copy = clt_module_clone_to(m, dev);
+    grads on_cpu = {0}, on_dev = {0};
+    clt_tensor *l = mlp_loss(m), *lc = mlp_loss(copy);
+    ck_assert_int_eq(clt_backward(l, NULL, false), CLT_OK);
+    ck_assert_int_eq(clt_backward(lc, NULL, false), CLT_OK);
+    clt_module_foreach_parameter(m, collect_grad, &on_cpu);
+    clt_module_foreach_parameter(copy, collect_grad, &on_dev);
+    ck_assert_int_eq(on_cpu.n, 4);
+    for (int k = 0; k < on_cpu.n; k++)
+        for (int64_t j = 0; j < on_cpu.sizes[k]; j++)
+            ck_assert_msg(fabs(on_dev.values[k][j] - on_cpu.values[k][j]) <=
+                              1e-5 * fmax(1e-2, fabs(on_cpu.values[k][j])),
+                          "%s[%lld] on %s: %.9g, on cpu %.9g", on_cpu.names[k], (long long)j,
+                          clt_device_name(dev), on_dev.values[k][j], on_cpu.values[k][j]);
+    /* the gradients move with the module, handles and values unchanged */
+    clt_tensor *w = clt_module_get_parameter(m, "0.weight"), *gw = clt_tensor_grad(w);
+    ck_assert_int_eq(clt_module_to(m, dev), CLT_OK);
+    clt_tensor *gw2 = clt_tensor_grad(w);
+    ck_assert_ptr_eq(gw2, gw);
+    ck_assert_ptr_eq(clt_tensor_device(gw), dev);
+    expect(gw, on_cpu.values[0], on_cpu.sizes[0], 0, "moved gradient");
+    clt_tensor_release(gw2), clt_tensor_release(gw);
+    free_grads(&on_cpu), free_grads(&on_dev);
+    clt_tensor_release(lc), clt_tensor_release(l);
+    clt_module_release(copy), clt_module_release(m);
+}
+END_TEST
+
+static int clear_grad(const char *name, clt_tensor *p, void *user)
+{
+    (void)name, (void)user;
+    return clt_tensor_set_grad(p, NULL);
+}
+
+START_TEST(test_autograd_no_leak)
+{
+    clt_device *dev = test_device(_i);
+    clt_module *m = mlp();
+    test_live before = {0};
+    ck_assert_int_eq(clt_module_to(m, dev), CLT_OK);
+    for (int step = 0; step < 40; step++) {
+        clt_module_foreach_parameter(m, clear_grad, NULL);
+        if (step == 1)
+            before = test_live_now();
+        clt_tensor *l = mlp_loss(m);
+        ck_assert_int_eq(clt_backward(l, NULL, false), CLT_OK);
+        clt_tensor_release(l);
+    }
+    clt_module_foreach_parameter(m, clear_grad, NULL);
+    ck_assert_live_eq(test_live_now(), before);
+    clt_module_release(m);
+}
+END_TEST
+
+typedef struct backward_case {
+    clt_module *m;
+    clt_tensor *loss;
+} backward_case;
+
+static bool run_backward(void *ctx)
+{
+    backward_case *c = ctx;
+    return clt_backward(c->loss, NULL, true) == CLT_OK;
+}
+
+static double grad_total(clt_module *m)
+{
+    grads g = {0};
+    double total = 0;
+    clt_module_foreach_parameter(m, collect_grad, &g);
+    for (int k = 0; k < g.n; k++)
+        for (int64_t j = 0; j < g.sizes[k]; j++)
+            total += fabs(g.values[k][j]);
+    free_grads(&g);
+    return total;
+}
+
+START_TEST(test_autograd_allocation_failures)
+{
+    clt_device *dev = test_device(_i);
+    backward_case c = {mlp(), NULL};
+    ck_assert_int_eq(clt_module_to(c.m, dev), CLT_OK);
+    c.loss = mlp_loss(c.m);
+    test_fault_sweep(run_backward, &c, "clt_backward", CLT__HOST);
+    test_fault_sweep(run_backward, &c, "clt_backward", CLT__DEVICE);
+    /* a failed backward changes no gradient */
+    double total = grad_total(c.m);
+    clt__fault_inject(CLT__DEVICE, 4);
+    ck_assert_int_ne(clt_backward(c.loss, NULL, true), CLT_OK);
+    clt__fault_inject(CLT__DEVICE, 0);
+    ck_assert(grad_total(c.m) == total);
+    clt_tensor_release(c.loss);
+    clt_module_release(c.m);
+}
+END_TEST
+
+Suite *suite_autograd(void)
+{
+    Suite *s = suite_create("autograd");
+    TCase *tc = test_case("autograd", 900);
+    ADD_DEVICE_TEST(tc, test_autograd_leaves);
+    ADD_DEVICE_TEST(tc, test_autograd_accumulation);
+    ADD_DEVICE_TEST(tc, test_autograd_in_place);
+    ADD_DEVICE_TEST(tc, test_autograd_mlp_matches_cpu);
+    ADD_DEVICE_TEST(tc, test_autograd_no_leak);
+    ADD_DEVICE_TEST(tc, test_autograd_allocation_failures);
+    ADD_DEVICE_TEST(tc, test_autograd_gradients);
+    suite_add_tcase(s, tc);
+    return s;
+}
