@@ -144,6 +144,21 @@ typedef struct clt__conv_call {
     size_t in_offset, out_offset, arg_offset;
 } clt__conv_call;
 
+/* One optimizer update over n contiguous elements of an f32 or f64 parameter (see
+ * cl/optim_step.cl): SGD uses m (the momentum buffer, when momentum is not 0; with `first` it
+ * is written, not read), Adam and AdamW use m and v (the moment estimates). bias1 and bias2 are
+ * Adam's 1 - beta^t. State buffers are contiguous from element 0; unused ones are NULL. */
+typedef enum clt__optim_kind { CLT_OPTIM_SGD, CLT_OPTIM_ADAM, CLT_OPTIM_ADAMW } clt__optim_kind;
+typedef struct clt__optim_call {
+    clt__optim_kind kind;
+    clt_dtype dtype;
+    size_t n;
+    void *param, *grad, *m, *v;
+    size_t param_offset, grad_offset;
+    double lr, momentum, dampening, weight_decay, beta1, beta2, eps, bias1, bias2;
+    bool nesterov, first;
+} clt__optim_call;
+
 /* Buffers are opaque handles (`void *`); offsets are in bytes for transfers and fills and in
  * elements for kernels. Every function sets the last error, naming `fn`, when it fails.
  * Work on one device runs in the order it was queued. */
@@ -177,6 +192,8 @@ struct clt__backend {
     clt_status (*index_select)(const char *fn, clt_device *dev, const clt__index_call *call);
     clt_status (*im2col)(const char *fn, clt_device *dev, const clt__conv_call *call);
     clt_status (*pool2d)(const char *fn, clt_device *dev, const clt__conv_call *call);
+    /* --- optimizers (lib/host/host_optim.c, lib/opencl/cl_optim.c) --- */
+    clt_status (*optim_step)(const char *fn, clt_device *dev, const clt__optim_call *call);
     /* n uniform [0, 1) or standard normal values of a floating dtype from Philox counters
      * counter, counter + 1, ... under key `seed` (4 values a counter, 2 for f64). */
     clt_status (*random)(const char *fn, clt_device *dev, void *buf, size_t off, clt_dtype dtype,

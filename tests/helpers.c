@@ -145,3 +145,31 @@ void *test_bytes(const clt_tensor *t)
     ck_assert_int_eq(clt_tensor_copy_to_host(t, p, n), CLT_OK);
     return p;
 }
+
+double *test_values(clt_tensor *t)
+{
+    clt_tensor *c = clt_tensor_to_ex(t, &(clt_to_options){.device = clt_device_cpu(), .dtype = CLT_F64});
+    ck_assert_msg(c != NULL, "%s", clt_last_error());
+    double *v = test_bytes(c);
+    clt_tensor_release(c);
+    return v;
+}
+
+void test_noise(double *v, int64_t n, unsigned seed, double lo, double hi)
+{
+    uint32_t s = seed * 747796405u + 12345u;
+    for (int64_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        v[i] = lo + (hi - lo) * ((double)(s >> 8) / 16777216.0);
+    }
+}
+
+clt_tensor *test_tensor(clt_device *dev, clt_dtype dtype, const double *v, int ndim,
+                        const int64_t *shape)
+{
+    clt_tensor *h = clt_tensor_from_data(v, CLT_F64, ndim, shape, clt_device_cpu());
+    clt_tensor *t = h ? clt_tensor_to_ex(h, &(clt_to_options){.device = dev, .dtype = dtype}) : NULL;
+    ck_assert_msg(t != NULL, "%s", clt_last_error());
+    clt_tensor_release(h);
+    return t;
+}

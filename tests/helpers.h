@@ -69,6 +69,13 @@ const char *test_temp_dir(void);
 
 /* The tensor's bytes, copied to a buffer the test frees with free(). */
 void *test_bytes(const clt_tensor *t);
+/* The tensor's values as doubles (any dtype, any device), a buffer the test frees. */
+double *test_values(clt_tensor *t);
+/* n pseudo-random values in [lo, hi) from seed. */
+void test_noise(double *v, int64_t n, unsigned seed, double lo, double hi);
+/* A tensor of dtype on dev holding the doubles v (asserts success). */
+clt_tensor *test_tensor(clt_device *dev, clt_dtype dtype, const double *v, int ndim,
+                        const int64_t *shape);
 
 Suite *suite_core(void);
 Suite *suite_device(void);

@@ -9,33 +9,9 @@
 
 #include "helpers.h"
 
-/* n pseudo-random values in [lo, hi). */
-static void fill_noise(double *v, int64_t n, unsigned seed, double lo, double hi)
-{
-    uint32_t s = seed * 747796405u + 12345u;
-    for (int64_t i = 0; i < n; i++) {
-        s = s * 1664525u + 1013904223u;
-        v[i] = lo + (hi - lo) * ((double)(s >> 8) / 16777216.0);
-    }
-}
-
-static clt_tensor *make(clt_device *dev, clt_dtype dt, const double *v, int ndim, const int64_t *shape)
-{
-    clt_tensor *h = clt_tensor_from_data(v, CLT_F64, ndim, shape, clt_device_cpu());
-    clt_tensor *t = clt_tensor_to_ex(h, &(clt_to_options){.device = dev, .dtype = dt});
-    ck_assert_msg(t != NULL, "%s", clt_last_error());
-    clt_tensor_release(h);
-    return t;
-}
-
-static double *to_host(clt_tensor *t)
-{
-    clt_tensor *c = clt_tensor_to_ex(t, &(clt_to_options){.device = clt_device_cpu(), .dtype = CLT_F64});
-    ck_assert_msg(c != NULL, "%s", clt_last_error());
-    double *v = test_bytes(c);
-    clt_tensor_release(c);
-    return v;
-}
+#define fill_noise test_noise
+#define make test_tensor
+#define to_host test_values
 
 static double scalar_of(clt_tensor *t)
 {

@@ -83,6 +83,8 @@ static int program_sources(const char *name, const char **names)
     names[n++] = "scalar";
     if (strcmp(name, "elementwise") == 0)
         names[n++] = "elementwise_ops";
+    if (strcmp(name, "optim") == 0)
+        names[n++] = "optim_step";
     names[n++] = name;
     return n;
 }

@@ -1,0 +1,339 @@
+/* Optimizers: SGD, Adam and AdamW over a set of parameters, with per-parameter state kept on
+ * the parameter's device (and moved there before a step when the parameter has moved), updated
+ * by the backends' fused optimizer kernel. */
+#include <math.h>
+#include <string.h>
+
+#include "autograd/graph.h"
+#include "cltensor/autograd.h"
+#include "cltensor/optim.h"
+#include "core/core.h"
+#include "ops/ops_internal.h"
+
+/* One parameter and its state. */
+typedef struct slot {
+    clt_tensor *param;
+    clt_tensor *m, *v; /* SGD's momentum buffer; Adam's moment estimates */
+    int64_t steps;     /* updates of this parameter so far */
+} slot;
+
+struct clt_optimizer {
+    clt__optim_kind kind;
+    clt_sgd_options sgd;
+    clt_adam_options adam;
+    int count;
+    slot *slots;
+    int64_t steps;
+};
+
+static const char *kind_fn(clt__optim_kind kind)
+{
+    return kind == CLT_OPTIM_SGD ? "clt_optim_sgd" : kind == CLT_OPTIM_ADAM ? "clt_optim_adam"
+                                                                            : "clt_optim_adamw";
+}
+
+static clt_status check_sgd(const char *fn, clt_sgd_options *o)
+{
+    if (!(o->lr >= 0) || !(o->momentum >= 0) || !(o->dampening >= 0) || !(o->weight_decay >= 0))
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "lr %g, momentum %g, dampening %g and weight_decay %g must not be "
+                          "negative", o->lr, o->momentum, o->dampening, o->weight_decay);
+    if (o->nesterov && (o->momentum <= 0 || o->dampening != 0))
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "Nesterov momentum needs momentum > 0 and dampening 0 (got %g and %g)",
+                          o->momentum, o->dampening);
+    return CLT_OK;
+}
+
+static clt_status check_adam(const char *fn, clt_adam_options *o)
+{
+    o->lr = o->lr == 0 ? 1e-3 : o->lr;
+    o->beta1 = o->beta1 == 0 ? 0.9 : o->beta1;
+    o->beta2 = o->beta2 == 0 ? 0.999 : o->beta2;
+    o->eps = o->eps == 0 ? 1e-8 : o->eps;
+    if (!(o->lr > 0) || !(o->eps > 0) || !(o->weight_decay >= 0) || !(o->beta1 > 0 && o->beta1 < 1) ||
+        !(o->beta2 > 0 && o->beta2 < 1))
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "lr %g and eps %g must be positive, weight_decay %g not negative, "
+                          "betas %g and %g in [0, 1)", o->lr, o->eps, o->weight_decay, o->beta1,
+                          o->beta2);
+    return CLT_OK;
+}
+
+static clt_status check_param(const char *fn, clt_tensor *p, int i)
+{
+    if (!p)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "parameter %d is NULL", i);
+    if (p->grad_fn)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "parameter %d was made by %s: parameters must be leaves", i,
+                          p->grad_fn->d->name);
+    if (p->dtype != CLT_F32 && p->dtype != CLT_F64)
+        return clt__error(CLT_ERR_DTYPE, fn, "parameter %d is %s: optimizers update f32 and f64",
+                          i, clt_dtype_name(p->dtype));
+    if (!clt_tensor_is_contiguous(p))
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "parameter %d is not contiguous", i);
+    return CLT_OK;
+}
+
+void clt_optim_free(clt_optimizer *opt)
+{
+    if (!opt)
+        return;
+    for (int i = 0; i < opt->count; i++) {
+        clt_tensor_release(opt->slots[i].param);
+        clt_tensor_release(opt->slots[i].m);
+        clt_tensor_release(opt->slots[i].v);
+    }
+    clt__free(opt->slots);
+    clt__free(opt);
+}
+
+static clt_optimizer *make(clt__optim_kind kind, clt_tensor *const *params, int n,
+                           const clt_sgd_options *sgd, const clt_adam_options *adam)
+{
+    const char *fn = kind_fn(kind);
+    clt_optimizer *opt;
+    if (n < 0 || (n > 0 && !params) || (kind == CLT_OPTIM_SGD ? !sgd : !adam)) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "needs options and %d parameters (params %s)", n,
+                   params ? "given" : "NULL");
+        return NULL;
+    }
+    for (int i = 0; i < n; i++)
+        if (check_param(fn, params[i], i) != CLT_OK)
+            return NULL;
+    opt = clt__alloc_zeroed(fn, sizeof *opt);
+    if (!opt)
+        return NULL;
+    opt->kind = kind;
+    if (sgd)
+        opt->sgd = *sgd;
+    if (adam)
+        opt->adam = *adam;
+    if ((sgd && check_sgd(fn, &opt->sgd) != CLT_OK) || (adam && check_adam(fn, &opt->adam) != CLT_OK) ||
+        !(opt->slots = clt__alloc_zeroed(fn, (size_t)(n ? n : 1) * sizeof *opt->slots))) {
+        clt_optim_free(opt);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        bool repeated = false;
+        for (int k = 0; k < opt->count && !repeated; k++)
+            repeated = opt->slots[k].param == params[i];
+        if (!repeated)
+            opt->slots[opt->count++].param = clt_tensor_retain(params[i]);
+    }
+    return opt;
+}
+
+clt_optimizer *clt_optim_sgd(clt_tensor *const *params, int n, const clt_sgd_options *options)
+{
+    return make(CLT_OPTIM_SGD, params, n, options, NULL);
+}
+
+clt_optimizer *clt_optim_adam(clt_tensor *const *params, int n, const clt_adam_options *options)
+{
+    return make(CLT_OPTIM_ADAM, params, n, NULL, options);
+}
+
+clt_optimizer *clt_optim_adamw(clt_tensor *const *params, int n, const clt_adam_options *options)
+{
+    return make(CLT_OPTIM_ADAMW, params, n, NULL, options);
+}
+
+/* ---- from a module -------------------------------------------------------------------------- */
+
+typedef struct gathered {
+    clt_tensor **items;
+    int count, capacity;
+    bool failed;
+} gathered;
+
+static int gather_cb(const char *name, clt_tensor *t, void *user)
+{
+    gathered *g = user;
+    (void)name;
+    if (!t->requires_grad)
+        return 0;
+    if (g->count == g->capacity) {
+        int cap = g->capacity ? 2 * g->capacity : 16;
+        clt_tensor **grown = clt__alloc("clt_optim", (size_t)cap * sizeof *grown);
+        if (!grown) {
+            g->failed = true;
+            return 1;
+        }
+        if (g->count)
+            memcpy(grown, g->items, (size_t)g->count * sizeof *grown);
+        clt__free(g->items);
+        g->items = grown;
+        g->capacity = cap;
+    }
+    g->items[g->count++] = t;
+    return 0;
+}
+
+static clt_optimizer *from_module(clt__optim_kind kind, clt_module *m, const clt_sgd_options *sgd,
+                                  const clt_adam_options *adam)
+{
+    gathered g = {0};
+    clt_optimizer *opt = NULL;
+    if (!m) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, kind_fn(kind), "module is NULL");
+        return NULL;
+    }
+    if (clt_module_foreach_parameter(m, gather_cb, &g) == 0 && !g.failed)
+        opt = make(kind, g.items, g.count, sgd, adam);
+    else if (!g.failed)
+        clt__rename_error(kind_fn(kind));
+    clt__free(g.items);
+    return opt;
+}
+
+clt_optimizer *clt_optim_sgd_module(clt_module *m, const clt_sgd_options *options)
+{
+    return from_module(CLT_OPTIM_SGD, m, options, NULL);
+}
+
+clt_optimizer *clt_optim_adam_module(clt_module *m, const clt_adam_options *options)
+{
+    return from_module(CLT_OPTIM_ADAM, m, NULL, options);
+}
+
+clt_optimizer *clt_optim_adamw_module(clt_module *m, const clt_adam_options *options)
+{
+    return from_module(CLT_OPTIM_ADAMW, m, NULL, options);
+}
+
+/* ---- stepping ------------------------------------------------------------------------------- */
+
+/* What one parameter's update needs, made before any update. */
+typedef struct prepared {
+    clt_tensor *grad;  /* contiguous */
+    clt_tensor *m, *v; /* the state on the parameter's device, new or moved (else NULL) */
+} prepared;
+
+/* The state tensor s for parameter p: s itself when it fits, a moved copy when p moved (or
+ * changed dtype), zeros when there is none. *made receives a new reference or NULL. */
+static clt_status state_for(const char *fn, clt_tensor *p, clt_tensor *s, clt_tensor **made)
+{
+    *made = NULL;
+    if (s && s->storage->device == p->storage->device && s->dtype == p->dtype)
+        return CLT_OK;
+    if (s && s->numel != p->numel)
+        return clt__error(CLT_ERR_SHAPE, fn, "a parameter changed its number of elements (%zu, "
+                          "its state has %zu)", p->numel, s->numel);
+    *made = s ? clt_tensor_to_ex(s, &(clt_to_options){.device = p->storage->device, .dtype = p->dtype})
+              : clt_tensor_zeros(p->ndim, p->shape, p->dtype, p->storage->device);
+    return *made ? CLT_OK : clt__rename_error(fn);
+}
+
+static clt_status prepare(const char *fn, const clt_optimizer *opt, const slot *s, prepared *w)
+{
+    clt_tensor *p = s->param;
+    bool needs_m = opt->kind != CLT_OPTIM_SGD || opt->sgd.momentum != 0;
+    clt_status st = check_param(fn, p, (int)(s - opt->slots));
+    if (st == CLT_OK && (p->grad->storage->device != p->storage->device || p->grad->dtype != p->dtype))
+        st = clt__error(CLT_ERR_DEVICE_MISMATCH, fn, "parameter %d is %s on %s, its gradient %s on %s",
+                        (int)(s - opt->slots), clt_dtype_name(p->dtype), p->storage->device->name,
+                        clt_dtype_name(p->grad->dtype), p->grad->storage->device->name);
+    if (st == CLT_OK && !(w->grad = clt__contiguous(fn, p->grad)))
+        st = clt_last_status();
+    if (st == CLT_OK && needs_m)
+        st = state_for(fn, p, s->m, &w->m);
+    if (st == CLT_OK && opt->kind != CLT_OPTIM_SGD)
+        st = state_for(fn, p, s->v, &w->v);
+    return st;
+}
+
+static clt_status update(const char *fn, clt_optimizer *opt, slot *s, const prepared *w)
+{
+    clt_tensor *p = s->param;
+    clt_device *dev = p->storage->device;
+    double t = (double)(s->steps + 1);
+    if (w->m) {
+        clt_tensor_release(s->m);
+        s->m = clt_tensor_retain(w->m);
+    }
+    if (w->v) {
+        clt_tensor_release(s->v);
+        s->v = clt_tensor_retain(w->v);
+    }
+    clt__optim_call c = {.kind = opt->kind, .dtype = p->dtype, .n = p->numel,
+                         .param = p->storage->buf, .param_offset = p->offset,
+                         .grad = w->grad->storage->buf, .grad_offset = w->grad->offset,
+                         .m = s->m ? s->m->storage->buf : NULL,
+                         .v = s->v ? s->v->storage->buf : NULL, .first = s->steps == 0};
+    if (opt->kind == CLT_OPTIM_SGD) {
+        c.lr = opt->sgd.lr, c.momentum = opt->sgd.momentum, c.dampening = opt->sgd.dampening;
+        c.weight_decay = opt->sgd.weight_decay, c.nesterov = opt->sgd.nesterov;
+    } else {
+        c.lr = opt->adam.lr, c.beta1 = opt->adam.beta1, c.beta2 = opt->adam.beta2;
+        c.eps = opt->adam.eps, c.weight_decay = opt->adam.weight_decay;
+        c.bias1 = 1 - pow(opt->adam.beta1, t), c.bias2 = 1 - pow(opt->adam.beta2, t);
+    }
+    s->steps++;
+    clt__tensor_bump_version(p);
+    if (p->numel == 0)
+        return CLT_OK;
+    if (clt__storage_sync(fn, p->storage) != CLT_OK)
+        return clt_last_status();
+    return dev->backend->optim_step(fn, dev, &c);
+}
+
+clt_status clt_optim_step(clt_optimizer *opt)
+{
+    static const char *const fn = "clt_optim_step";
+    prepared *w;
+    clt_status st = CLT_OK;
+    if (!opt)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "optimizer is NULL");
+    w = clt__alloc_zeroed(fn, (size_t)(opt->count ? opt->count : 1) * sizeof *w);
+    if (!w)
+        return clt_last_status();
+    bool prev = clt_grad_set_enabled(false);
+    for (int i = 0; i < opt->count && st == CLT_OK; i++)
+        if (opt->slots[i].param->grad)
+            st = prepare(fn, opt, &opt->slots[i], &w[i]);
+    for (int i = 0; i < opt->count && st == CLT_OK; i++)
+        if (w[i].grad)
+            st = update(fn, opt, &opt->slots[i], &w[i]);
+    if (st == CLT_OK)
+        opt->steps++;
+    for (int i = 0; i < opt->count; i++) {
+        clt_tensor_release(w[i].grad);
+        clt_tensor_release(w[i].m);
+        clt_tensor_release(w[i].v);
+    }
+    clt_grad_set_enabled(prev);
+    clt__free(w);
+    return st;
+}
+
+void clt_optim_zero_grad(clt_optimizer *opt)
+{
+    for (int i = 0; opt && i < opt->count; i++)
+        clt_tensor_set_grad(opt->slots[i].param, NULL);
+}
+
+double clt_optim_lr(const clt_optimizer *opt)
+{
+    if (!opt)
+        return NAN;
+    return opt->kind == CLT_OPTIM_SGD ? opt->sgd.lr : opt->adam.lr;
+}
+
+clt_status clt_optim_set_lr(clt_optimizer *opt, double lr)
+{
+    static const char *const fn = "clt_optim_set_lr";
+    if (!opt || !(lr >= 0))
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "needs an optimizer and a rate >= 0 (got %g)", lr);
+    if (opt->kind == CLT_OPTIM_SGD)
+        opt->sgd.lr = lr;
+    else
+        opt->adam.lr = lr;
+    return CLT_OK;
+}
+
+int64_t clt_optim_steps(const clt_optimizer *opt)
+{
+    return opt ? opt->steps : 0;
+}
