@@ -15,6 +15,7 @@ packages=(
   libclblast-dev                    # GEMM on OpenCL devices
   libopenblas-dev                   # CBLAS GEMM on the host
   check libsubunit-dev              # the unit-test framework
+  zlib1g-dev                        # zlib: samples/train_digits reads the gzip-compressed digits data
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,347 @@
+/* Training on the handwritten digits (8x8 images, samples/data/digits.csv.gz): a small MLP and
+ * a small CNN, on the device named on the command line, as this PyTorch does it:
+ *
+ *     torch.manual_seed(0)
+ *     mlp = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))
+ *     cnn = DigitsCNN()     # x.view(-1, 1, 8, 8), Conv2d(1, 16, 3, padding=1), ReLU, MaxPool2d(2),
+ *                           # Conv2d(16, 32, 3, padding=1), ReLU, Flatten, Linear(32 * 4 * 4, 10)
+ *     model.to(device)
+ *     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+ *     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.9)
+ *     for epoch in range(epochs):
+ *         model.train()
+ *         for x, y in loader:                  # shuffled minibatches of 64 from 80% of the rows
+ *             x, y = x.to(device), y.to(device)
+ *             loss = F.cross_entropy(model(x), y)
+ *             optimizer.zero_grad()
+ *             loss.backward()
+ *             optimizer.step()
+ *         model.eval()
+ *         with torch.no_grad():                # the 20% held out
+ *             accuracy = (model(x_test).argmax(1) == y_test).float().mean()
+ *         scheduler.step()
+ *
+ * Usage: train_digits [device] [--epochs N] [--model mlp|cnn|both] [--out DIR] [--data FILE]
+ * Prints a progress line per epoch and the held-out accuracy of each model, and writes the
+ * curves (training loss and held-out accuracy per epoch) to DIR/train_digits.csv and
+ * DIR/train_digits.svg. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cltensor.h>
+
+#include "train_util.h"
+
+#define SEED 0
+#define BATCH_SIZE 64
+#define LEARNING_RATE 1e-2
+#define LR_GAMMA 0.9 /* the learning rate's factor after each epoch */
+#define DEFAULT_EPOCHS 20
+
+/* Any library failure ends the program with its message (PyTorch raises). */
+#define CHECK(expr)                                                                            \
+    do {                                                                                       \
+        if (!(expr)) {                                                                         \
+            fflush(stdout);                                                                    \
+            fprintf(stderr, "train_digits: %s\n", clt_last_error());                           \
+            exit(1);                                                                           \
+        }                                                                                      \
+    } while (0)
+
+/* A tensor or module made by the library, checked. */
+static clt_tensor *must(clt_tensor *t)
+{
+    CHECK(t);
+    return t;
+}
+
+static clt_module *must_module(clt_module *m)
+{
+    CHECK(m);
+    return m;
+}
+
+/* x = x.to(device): the tensor on dev, the old reference released. */
+static clt_tensor *to_device(clt_tensor *x, clt_device *dev)
+{
+    clt_tensor *moved = must(clt_tensor_to(x, dev));
+    clt_tensor_release(x);
+    return moved;
+}
+
+/* loss.item() of an f32 scalar. */
+static double item(const clt_tensor *t)
+{
+    float v;
+    CHECK(clt_tensor_copy_to_host(t, &v, sizeof v) == CLT_OK);
+    return v;
+}
+
+/* nn.Sequential(*layers), taking over the layers' references. */
+static clt_module *sequential(clt_module *const *layers, int n)
+{
+    clt_module *seq = clt_nn_sequential(layers, n);
+    for (int i = 0; i < n; i++)
+        clt_module_release(layers[i]);
+    return must_module(seq);
+}
+
+/* ---- the models ----------------------------------------------------------------------------- */
+
+static clt_module *mlp_new(void)
+{
+    return sequential((clt_module *[]){must_module(clt_nn_linear(64, 256, true)),
+                                       must_module(clt_nn_relu()),
+                                       must_module(clt_nn_linear(256, 10, true))},
+                      3);
+}
+
+/* class DigitsCNN(nn.Module): the 64 pixels as one 8x8 channel through two convolutions. */
+typedef struct DigitsCNN {
+    clt_module base; /* first, like the base class */
+    clt_module *layers;
+} DigitsCNN;
+
+static clt_tensor *cnn_forward(clt_module *self, clt_tensor *x)
+{
+    clt_tensor *image = clt_view(x, CLT_SHAPE(-1, 1, 8, 8)); /* x.view(-1, 1, 8, 8) */
+    if (!image)
+        return NULL;
+    clt_tensor *y = clt_module_forward(((DigitsCNN *)self)->layers, image);
+    clt_tensor_release(image);
+    return y;
+}
+
+static const clt_module_type cnn_type = {"DigitsCNN", sizeof(DigitsCNN), cnn_forward, NULL, NULL};
+
+static clt_module *cnn_new(void)
+{
+    const clt_conv2d_options same = {.padding = {1, 1}};
+    const clt_pool2d_options halve = {.kernel = {2, 2}};
+    DigitsCNN *m = (DigitsCNN *)must_module(clt_module_new(&cnn_type));
+    m->layers = sequential((clt_module *[]){must_module(clt_nn_conv2d(1, 16, 3, 3, &same, true)),
+                                            must_module(clt_nn_relu()),
+                                            must_module(clt_nn_max_pool2d(&halve)),
+                                            must_module(clt_nn_conv2d(16, 32, 3, 3, &same, true)),
+                                            must_module(clt_nn_relu()),
+                                            must_module(clt_nn_flatten()),
+                                            must_module(clt_nn_linear(32 * 4 * 4, 10, true))},
+                           7);
+    CHECK(clt_module_register_module(&m->base, "layers", m->layers) == CLT_OK);
+    clt_module_release(m->layers); /* the model holds it */
+    return &m->base;
+}
+
+/* ---- training ------------------------------------------------------------------------------- */
+
+/* The fraction of the held-out rows whose largest logit is at the right class. */
+static double evaluate(clt_module *model, clt_tensor *x_test, clt_tensor *y_test)
+{
+    int64_t correct = 0;
+    clt_module_train(model, false); /* model.eval() */
+    CLT_NO_GRAD {                   /* with torch.no_grad(): */
+        clt_tensor *logits = must(clt_module_forward(model, x_test));
+        clt_tensor *predicted = must(clt_argmax(logits, 1, false));
+        clt_tensor *hits = must(clt_eq(predicted, y_test));
+        clt_tensor *count = must(clt_sum(hits, NULL, 0, false));
+        CHECK(clt_tensor_copy_to_host(count, &correct, sizeof correct) == CLT_OK);
+        clt_tensor_release(count);
+        clt_tensor_release(hits);
+        clt_tensor_release(predicted);
+        clt_tensor_release(logits);
+    }
+    return (double)correct / (double)clt_tensor_numel(y_test);
+}
+
+/* One training step on a minibatch; its loss. */
+static double train_step(clt_module *model, clt_optimizer *optimizer, clt_tensor *x, clt_tensor *y)
+{
+    clt_tensor *logits = must(clt_module_forward(model, x));
+    clt_tensor *loss = must(clt_cross_entropy(logits, y, CLT_REDUCTION_MEAN, -100));
+    clt_optim_zero_grad(optimizer);
+    CHECK(clt_backward(loss, NULL, false) == CLT_OK);
+    CHECK(clt_optim_step(optimizer) == CLT_OK);
+    double value = item(loss);
+    clt_tensor_release(loss);
+    clt_tensor_release(logits);
+    return value;
+}
+
+/* Trains `model` for `epochs` epochs on `device`, filling loss[] and accuracy[] per epoch. */
+static void fit(const char *name, clt_module *model, clt_device *device, loader *train,
+                clt_tensor *x_test, clt_tensor *y_test, int epochs, double *loss, double *accuracy)
+{
+    bool tty = isatty(STDOUT_FILENO);
+    CHECK(clt_module_to(model, device) == CLT_OK); /* model.to(device) */
+    clt_optimizer *optimizer =
+        clt_optim_adam_module(model, &(clt_adam_options){.lr = LEARNING_RATE});
+    CHECK(optimizer);
+    for (int epoch = 1; epoch <= epochs; epoch++) {
+        progress p = {name, epoch, epochs, 0, train->data->n, 0, 0, -1, 0};
+        double start = now_s(), loss_sum = 0;
+        clt_tensor *x, *y;
+        int64_t n;
+        clt_module_train(model, true); /* model.train() */
+        for (loader_shuffle(train); (n = loader_next(train, &x, &y)) != 0;) {
+            CHECK(n > 0);
+            x = to_device(x, device);
+            y = to_device(y, device);
+            loss_sum += train_step(model, optimizer, x, y) * (double)n;
+            clt_tensor_release(x);
+            clt_tensor_release(y);
+            p.done += n;
+            p.loss = loss_sum / (double)p.done;
+            p.samples_per_s = (double)p.done / (now_s() - start);
+            progress_show(&p, tty);
+        }
+        CHECK(clt_device_synchronize(device) == CLT_OK);
+        p.samples_per_s = (double)p.done / (now_s() - start);
+        loss[epoch - 1] = p.loss;
+        accuracy[epoch - 1] = p.accuracy = evaluate(model, x_test, y_test);
+        p.epoch_s = now_s() - start;
+        progress_show(&p, tty);
+        CHECK(clt_optim_set_lr(optimizer, clt_optim_lr(optimizer) * LR_GAMMA) == CLT_OK);
+    }
+    clt_optim_free(optimizer);
+}
+
+/* ---- command line --------------------------------------------------------------------------- */
+
+typedef struct options {
+    const char *device, *model, *out, *data;
+    int epochs;
+} options;
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: train_digits [device] [--epochs N] [--model mlp|cnn|both] [--out DIR] "
+               "[--data FILE]\n"
+               "  device   cpu, gpu, gpu:N (default: gpu:0 if there is one, else cpu)\n"
+               "  --epochs training epochs per model (default %d)\n"
+               "  --model  which model to train (default both)\n"
+               "  --out    where train_digits.csv and train_digits.svg go (default .)\n"
+               "  --data   the digits CSV (default %s)\n",
+               DEFAULT_EPOCHS, TRAIN_DIGITS_DATA);
+}
+
+static int parse_args(int argc, char **argv, options *o)
+{
+    *o = (options){NULL, "both", ".", TRAIN_DIGITS_DATA, DEFAULT_EPOCHS};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *value = NULL;
+        char *end = NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            exit(0);
+        }
+        if (a[0] != '-' && !o->device) {
+            o->device = a;
+            continue;
+        }
+        if (i + 1 < argc)
+            value = argv[++i];
+        if (value && !strcmp(a, "--epochs") && (o->epochs = (int)strtol(value, &end, 10)) > 0 &&
+            !*end)
+            continue;
+        if (value && !strcmp(a, "--model") &&
+            (!strcmp(value, "mlp") || !strcmp(value, "cnn") || !strcmp(value, "both"))) {
+            o->model = value;
+            continue;
+        }
+        if (value && !strcmp(a, "--out")) {
+            o->out = value;
+            continue;
+        }
+        if (value && !strcmp(a, "--data")) {
+            o->data = value;
+            continue;
+        }
+        fprintf(stderr, "train_digits: bad argument: %s%s%s\n", a, value ? " " : "",
+                value ? value : "");
+        usage(stderr);
+        return -1;
+    }
+    return 0;
+}
+
+/* DIR/NAME into buf; 0 if it fits. */
+static int join(char *buf, size_t size, const char *dir, const char *name)
+{
+    int n = snprintf(buf, size, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= size) {
+        fprintf(stderr, "train_digits: path too long: %s/%s\n", dir, name);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const char *const models[] = {"mlp", "cnn"};
+    options opt;
+    if (parse_args(argc, argv, &opt) != 0)
+        return 2;
+    clt_device *device = opt.device ? clt_device_get(opt.device) : clt_device_default();
+    CHECK(device);
+    printf("Using device: %s\n", clt_device_name(device));
+
+    /* The data: pixels 0..16 scaled to [0, 1]; a fixed shuffled split, 20% held out. */
+    dataset all, train, test;
+    if (dataset_read_csv_gz(opt.data, 64, 10, 16.0, &all) != 0)
+        return 1;
+    int rc = dataset_split(&all, 0.2, SEED, &train, &test);
+    dataset_free(&all);
+    if (rc != 0)
+        return 1;
+    printf("%lld training and %lld held-out images from %s\n", (long long)train.n,
+           (long long)test.n, opt.data);
+    clt_tensor *x_test = to_device(must(dataset_features(&test)), device);
+    clt_tensor *y_test = to_device(must(dataset_labels(&test)), device);
+
+    curve curves[2];
+    int ncurves = 0;
+    double *history = malloc(4 * (size_t)opt.epochs * sizeof *history);
+    if (!history) {
+        fprintf(stderr, "train_digits: out of memory\n");
+        return 1;
+    }
+    for (int k = 0; k < 2; k++) {
+        if (strcmp(opt.model, "both") && strcmp(opt.model, models[k]))
+            continue;
+        clt_manual_seed(SEED); /* torch.manual_seed(0): each model starts the same either way */
+        clt_module *model = k == 0 ? mlp_new() : cnn_new();
+        loader batches;
+        if (loader_init(&batches, &train, BATCH_SIZE, SEED) != 0)
+            return 1;
+        printf("%s: %s, %lld parameters\n", models[k], clt_module_type_name(model),
+               (long long)clt_module_parameter_count(model));
+        double *loss = history + 2 * k * opt.epochs, *accuracy = loss + opt.epochs;
+        fit(models[k], model, device, &batches, x_test, y_test, opt.epochs, loss, accuracy);
+        curves[ncurves++] = (curve){models[k], loss, accuracy};
+        loader_free(&batches);
+        clt_module_release(model);
+    }
+    for (int c = 0; c < ncurves; c++) {
+        double a = curves[c].accuracy[opt.epochs - 1];
+        printf("%s: held-out accuracy %.2f%% (%lld of %lld)\n", curves[c].model, 100 * a,
+               (long long)(a * (double)test.n + 0.5), (long long)test.n);
+    }
+
+    char csv[4096], svg[4096];
+    rc = join(csv, sizeof csv, opt.out, "train_digits.csv") ||
+         join(svg, sizeof svg, opt.out, "train_digits.svg") ||
+         write_curves_csv(csv, curves, ncurves, opt.epochs) ||
+         write_curves_svg(svg, curves, ncurves, opt.epochs);
+    if (rc == 0)
+        printf("wrote %s and %s\n", csv, svg);
+
+    free(history);
+    clt_tensor_release(y_test);
+    clt_tensor_release(x_test);
+    dataset_free(&test);
+    dataset_free(&train);
+    CHECK(clt_device_synchronize(device) == CLT_OK);
+    return rc ? 1 : 0;
+}
