@@ -83,6 +83,8 @@ static int program_sources(const char *name, const char **names)
     names[n++] = "scalar";
     if (strcmp(name, "elementwise") == 0)
         names[n++] = "elementwise_ops";
+    else if (strcmp(name, "nn") == 0)
+        names[n++] = "window";
     names[n++] = name;
     return n;
 }
