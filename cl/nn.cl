@@ -1,7 +1,9 @@
 /* Neural-network kernels, built per dtype with the options of elementwise.cl (-DDT, -DST, -DCT,
  * -DKIND): index_select (embedding, picking targets), im2col (convolution as a matrix product)
- * and 2-D max and average pooling over NCHW tensors. Every operand is contiguous; offsets are in
- * elements. */
+ * and 2-D max and average pooling over NCHW tensors, and the adjoints the backward passes use
+ * (index_add, col2im, pool2d_backward), each a gather: one work-item sums what reaches its
+ * output element in a fixed order, so results never depend on scheduling. Every operand is
+ * contiguous; offsets are in elements. window.cl comes first. */
 
 #define CLT_CAT_(a, b) a##b
 #define CLT_CAT(a, b) CLT_CAT_(a, b)
@@ -80,4 +82,82 @@ __kernel void pool2d(__global ST *out, ulong out_off, __global long *arg, ulong 
         long count = count_pad ? (long)kh * kw : inside;
         out[out_off + i] = STORE(sum / (CT)count);
     }
+}
+
+/* out[a, k, b] = the sum of src[a, m, b] over the m with idx[m] == k, which are order[starts[k]]
+ * .. order[starts[k + 1] - 1], in that order; src is A x M x B, out A x K x B. One work-item an
+ * output element. */
+__kernel void index_add(__global ST *out, ulong out_off, __global const ST *src, ulong src_off,
+                        __global const long *starts, ulong starts_off, __global const long *order,
+                        ulong order_off, ulong A, ulong K, ulong B, ulong M)
+{
+    ulong i = get_global_id(0);
+    if (i >= A * K * B)
+        return;
+    ulong b = i % B, k = (i / B) % K, a = i / (B * K);
+    __global const ST *col = src + src_off + a * M * B + b;
+    CT sum = 0;
+    for (long p = starts[starts_off + k]; p < starts[starts_off + k + 1]; p++)
+        sum += LOAD(col[(ulong)order[order_off + p] * B]);
+    out[out_off + i] = STORE(sum);
+}
+
+/* The adjoint of im2col: out[n, c, h, w] = the sum of the column entries im2col reads from
+ * (h, w), taps (y, x) in order. Columns are N x (C * kh * kw) x (OH * OW); out is N x C x H x W.
+ * One work-item an image element. */
+__kernel void col2im(__global ST *out, ulong out_off, __global const ST *in, ulong in_off,
+                     ulong N, ulong C, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw,
+                     int sh, int sw, int ph, int pw, int dh, int dw)
+{
+    ulong i = get_global_id(0);
+    if (i >= N * C * H * W)
+        return;
+    long w = (long)(i % W), h = (long)((i / W) % H);
+    ulong cols = OH * OW, nc = i / (W * H);
+    __global const ST *rows = in + in_off + nc * (ulong)(kh * kw) * cols;
+    CT sum = 0;
+    for (int y = 0; y < kh; y++) {
+        long oy = clt_window_at(h, y, sh, ph, dh, OH);
+        for (int x = 0; oy >= 0 && x < kw; x++) {
+            long ox = clt_window_at(w, x, sw, pw, dw, OW);
+            if (ox >= 0)
+                sum += LOAD(rows[(ulong)(y * kw + x) * cols + (ulong)(oy * (long)OW + ox)]);
+        }
+    }
+    out[out_off + i] = STORE(sum);
+}
+
+/* The gradient of pool2d: out[n, c, h, w] gathers in[n, c, oy, ox] over the windows holding
+ * (h, w), taps in order. Max: only the windows whose index in `arg` is h * W + w. Average: each
+ * divided by the forward divisor, kh * kw with count_pad, else the taps inside the image. One
+ * work-item an input element. */
+__kernel void pool2d_backward(__global ST *out, ulong out_off, __global const long *arg,
+                              ulong arg_off, __global const ST *in, ulong in_off, ulong NC,
+                              ulong H, ulong W, ulong OH, ulong OW, int kh, int kw, int sh,
+                              int sw, int ph, int pw, int dh, int dw, int is_max, int count_pad)
+{
+    ulong i = get_global_id(0);
+    if (i >= NC * H * W)
+        return;
+    long w = (long)(i % W), h = (long)((i / W) % H);
+    ulong plane = (i / (W * H)) * OH * OW;
+    CT sum = 0;
+    for (int y = 0; y < kh; y++) {
+        long oy = clt_window_at(h, y, sh, ph, dh, OH);
+        long rows = oy < 0 || count_pad ? kh : clt_window_taps_inside(oy, kh, sh, ph, dh, H);
+        for (int x = 0; oy >= 0 && x < kw; x++) {
+            long ox = clt_window_at(w, x, sw, pw, dw, OW);
+            if (ox < 0)
+                continue;
+            ulong o = plane + (ulong)(oy * (long)OW + ox);
+            if (is_max) {
+                if (arg[arg_off + o] == h * (long)W + w)
+                    sum += LOAD(in[in_off + o]);
+            } else {
+                long cols = count_pad ? kw : clt_window_taps_inside(ox, kw, sw, pw, dw, W);
+                sum += LOAD(in[in_off + o]) / (CT)(rows * cols);
+            }
+        }
+    }
+    out[out_off + i] = STORE(sum);
 }

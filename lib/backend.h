@@ -129,12 +129,25 @@ typedef struct clt__index_call {
     size_t src_offset, idx_offset, out_offset;
 } clt__index_call;
 
+/* The adjoint of the gather: out[a, k, b] = the sum of src[a, m, b] over the m with idx[m] == k
+ * (0 where there is none), with src A x M x B and out A x K x B, both contiguous and of a
+ * floating dtype (f16 and bf16 add in f32). The indices come sorted, in compressed form: starts
+ * holds K + 1 i64 values, order M, and order[starts[k]] .. order[starts[k + 1] - 1] are the m
+ * with idx[m] == k, increasing; sums run in that order. Offsets in elements. */
+typedef struct clt__index_add_call {
+    clt_dtype dtype;
+    size_t A, K, B, M;
+    void *src, *starts, *order, *out;
+    size_t src_offset, starts_offset, order_offset, out_offset;
+} clt__index_add_call;
+
 /* Sliding windows over N x C x H x W images (contiguous): im2col writes the columns for
  * convolution, N x (C * kh * kw) x (OH * OW); pool2d writes N x C x OH x OW maxima (and their
  * flat indices within each H x W plane to `arg`, i64) or averages. Window (y, x) of output
  * (oy, ox) reads row oy * sh - ph + y * dh, column ox * sw - pw + x * dw; outside the image it
  * reads 0 (im2col) or nothing (pooling; averages divide by kh * kw with count_pad, else by the
- * elements inside). */
+ * elements inside). col2im and pool2d_backward take the same geometry the other way round:
+ * `in` has the shape of the forward output, `out` that of the image. */
 typedef struct clt__conv_call {
     clt_dtype dtype;
     size_t N, C, H, W, OH, OW;
@@ -194,6 +207,17 @@ struct clt__backend {
     clt_status (*pool2d)(const char *fn, clt_device *dev, const clt__conv_call *call);
     /* --- optimizers (lib/host/host_optim.c, lib/opencl/cl_optim.c) --- */
     clt_status (*optim_step)(const char *fn, clt_device *dev, const clt__optim_call *call);
+    /* The adjoint of im2col, for the backward passes: `in` holds columns as im2col lays them
+     * out, `out` (N x C x H x W) is overwritten, each element the sum of the column entries
+     * im2col would read from it, taps in order. Floating dtypes (f16 and bf16 add in f32). */
+    clt_status (*col2im)(const char *fn, clt_device *dev, const clt__conv_call *call);
+    /* The gradient of pool2d: `in` the output's gradient (N x C x OH x OW), `arg` for max
+     * pooling the indices pool2d wrote, `out` the input's gradient (N x C x H x W),
+     * overwritten. Max: each element gathers the windows whose index names it; average: each
+     * window's gradient divided by the divisor pool2d used. Floating dtypes. */
+    clt_status (*pool2d_backward)(const char *fn, clt_device *dev, const clt__conv_call *call);
+    /* The index-add described at clt__index_add_call, queued on the device. */
+    clt_status (*index_add)(const char *fn, clt_device *dev, const clt__index_add_call *call);
     /* n uniform [0, 1) or standard normal values of a floating dtype from Philox counters
      * counter, counter + 1, ... under key `seed` (4 values a counter, 2 for f64). */
     clt_status (*random)(const char *fn, clt_device *dev, void *buf, size_t off, clt_dtype dtype,

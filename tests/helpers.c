@@ -173,3 +173,16 @@ clt_tensor *test_tensor(clt_device *dev, clt_dtype dtype, const double *v, int n
     clt_tensor_release(h);
     return t;
 }
+
+clt_module *test_mlp(int64_t in, int64_t hidden, int64_t out, clt_module *activation,
+                     uint64_t seed)
+{
+    clt_manual_seed(seed);
+    clt_module *parts[3] = {clt_nn_linear(in, hidden, true), activation,
+                            clt_nn_linear(hidden, out, true)};
+    clt_module *m = clt_nn_sequential(parts, 3);
+    ck_assert_msg(m != NULL, "%s", clt_last_error());
+    for (int k = 0; k < 3; k++)
+        clt_module_release(parts[k]);
+    return m;
+}

@@ -73,6 +73,10 @@ void *test_bytes(const clt_tensor *t);
 double *test_values(clt_tensor *t);
 /* n pseudo-random values in [lo, hi) from seed. */
 void test_noise(double *v, int64_t n, unsigned seed, double lo, double hi);
+/* Sequential(Linear(in, hidden), activation, Linear(hidden, out)) on cpu, initialised after
+ * clt_manual_seed(seed); takes over the activation's reference. */
+clt_module *test_mlp(int64_t in, int64_t hidden, int64_t out, clt_module *activation,
+                     uint64_t seed);
 /* A tensor of dtype on dev holding the doubles v (asserts success). */
 clt_tensor *test_tensor(clt_device *dev, clt_dtype dtype, const double *v, int ndim,
                         const int64_t *shape);
@@ -87,6 +91,7 @@ Suite *suite_linalg(void);
 Suite *suite_nn(void);
 Suite *suite_module(void);
 Suite *suite_autograd(void);
+Suite *suite_optim(void);
 Suite *suite_kernels(void);
 
 #endif

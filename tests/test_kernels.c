@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "helpers.h"
+#include "ops/ops_internal.h"
 
 static const clt_dtype dtypes[] = {CLT_F32, CLT_F64, CLT_F16, CLT_BF16,
                                    CLT_I32, CLT_I64, CLT_U8,  CLT_BOOL};
@@ -182,6 +183,94 @@ START_TEST(test_kernels_reduce_nn)
 }
 END_TEST
 
+/* The adjoints of the backward passes: col2im, pool2d_backward (max and average) and index_add,
+ * each a gather in the host's order, so the sums agree bit for bit but for the division. */
+START_TEST(test_kernels_adjoints)
+{
+    static const char *const fn = "test_kernels_adjoints";
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    clt_manual_seed(5);
+    clt_tensor *h = clt_tensor_randn(CLT_SHAPE(2, 3, 5, 4), CLT_F32, cpu), *g = clt_tensor_to(h, dev);
+    clt__conv_call c;
+    const clt_conv2d_options co = {{2, 1}, {1, 2}, {2, 1}, 1};
+    ck_assert_int_eq(clt__conv2d_geometry(fn, h, 2, 3, &co, &c), CLT_OK);
+    int64_t rows = 3 * 2 * 3, cols = (int64_t)(c.OH * c.OW);
+    clt_tensor *hc = clt_tensor_randn(CLT_SHAPE(2, rows, cols), CLT_F32, cpu), *gc = clt_tensor_to(hc, dev);
+    clt_tensor *a = clt__col2im(fn, gc, &c), *b = clt__col2im(fn, hc, &c);
+    assert_same(a, b, "col2im");
+    clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(gc), clt_tensor_release(hc);
+
+    const clt_pool2d_options pools[2] = {
+        {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 1}, .exclude_padding = true},
+        {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 1}, .dilation = {1, 2}},
+    };
+    for (int is_max = 0; is_max < 2; is_max++) {
+        clt_tensor *hi = NULL, *gi = NULL;
+        clt_tensor *hy = is_max ? clt_max_pool2d(h, &pools[1], &hi) : clt_avg_pool2d(h, &pools[0]);
+        ck_assert_msg(hy != NULL, "%s", clt_last_error());
+        ck_assert_int_eq(clt__pool2d_geometry(fn, h, &pools[is_max], is_max, &c), CLT_OK);
+        gi = hi ? clt_tensor_to(hi, dev) : NULL;
+        clt_tensor *gy = clt_tensor_to(hy, dev);
+        a = clt__pool2d_backward(fn, gy, gi, &c), b = clt__pool2d_backward(fn, hy, hi, &c);
+        if (is_max)
+            assert_same(a, b, "max pool backward");
+        else
+            assert_near(a, b, "avg pool backward");
+        clt_tensor *all[] = {a, b, gy, gi, hy, hi};
+        for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+            clt_tensor_release(all[k]);
+    }
+    const int64_t idx[] = {1, 3, 1, 0, 1};
+    clt_tensor *ht = clt_transpose(h, 1, 3), *gt = clt_transpose(g, 1, 3); /* (2, 4, 5, 3) */
+    a = clt__index_add(fn, gt, 2, idx, 4), b = clt__index_add(fn, ht, 2, idx, 4);
+    assert_same(a, b, "index_add");
+    clt_tensor *all[] = {a, b, gt, ht, g, h};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        clt_tensor_release(all[k]);
+}
+END_TEST
+
+/* The derivatives' fused kernels and the optimizers' update, against cpu. */
+static clt_tensor *activations(clt_tensor *x)
+{
+    clt_tensor *parts[7] = {clt_relu(x), clt_sigmoid(x), clt_tanh(x), clt_gelu(x), clt_silu(x),
+                            clt_abs(x), clt_clamp(x, -0.5, 0.5)};
+    clt_tensor *all = clt_stack(parts, 7, 0), *s = clt_sum(all, NULL, 0, false);
+    for (int k = 0; k < 7; k++)
+        clt_tensor_release(parts[k]);
+    clt_tensor_release(all);
+    return s;
+}
+
+START_TEST(test_kernels_training)
+{
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    clt_manual_seed(9);
+    clt_tensor *x[2];
+    x[0] = clt_tensor_randn(CLT_SHAPE(2, 5), CLT_F32, cpu);
+    x[1] = clt_tensor_to(x[0], dev);
+    for (int opt_kind = 0; opt_kind < 2; opt_kind++) {
+        clt_optimizer *opts[2];
+        for (int d = 0; d < 2; d++) {
+            clt_tensor_set_requires_grad(x[d], true);
+            clt_tensor *l = activations(x[d]);
+            ck_assert_int_eq(clt_backward(l, NULL, false), CLT_OK);
+            clt_tensor_release(l);
+            opts[d] = opt_kind ? clt_optim_adam(&x[d], 1, &(clt_adam_options){.lr = 0.1})
+                               : clt_optim_sgd(&x[d], 1, &(clt_sgd_options){.lr = 0.1, .momentum = 0.5});
+            ck_assert_int_eq(clt_optim_step(opts[d]), CLT_OK);
+            ck_assert_int_eq(clt_optim_step(opts[d]), CLT_OK);
+        }
+        clt_tensor *g0 = clt_tensor_grad(x[0]), *g1 = clt_tensor_grad(x[1]);
+        assert_near(g1, g0, "fused backward kernels");
+        assert_near(x[1], x[0], opt_kind ? "Adam" : "SGD");
+        clt_tensor_release(g0), clt_tensor_release(g1);
+        clt_optim_free(opts[0]), clt_optim_free(opts[1]);
+    }
+    clt_tensor_release(x[0]), clt_tensor_release(x[1]);
+}
+END_TEST
+
 Suite *suite_kernels(void)
 {
     Suite *s = suite_create("kernels");
@@ -189,6 +278,8 @@ Suite *suite_kernels(void)
     tcase_add_test(tc, test_kernels_exact);
     tcase_add_test(tc, test_kernels_elementwise);
     tcase_add_test(tc, test_kernels_reduce_nn);
+    tcase_add_test(tc, test_kernels_adjoints);
+    tcase_add_test(tc, test_kernels_training);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,10 +1,13 @@
 /* Neural-network suite: softmax, losses, gathers, convolution, pooling, normalisation and
- * dropout on every device, against the host and against references computed here in double. */
+ * dropout on every device, against the host and against references computed here in double;
+ * and the adjoint kernels of the backward passes (index_add, col2im, pool2d_backward) against
+ * references written in scatter form. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "helpers.h"
+#include "ops/ops_internal.h"
 
 /* A cpu tensor of dtype from doubles, moved to dev. */
 static clt_tensor *make(clt_device *dev, clt_dtype dt, const double *v, int ndim, const int64_t *shape)
@@ -28,20 +31,28 @@ static double *noise(int64_t n, unsigned seed)
     return v;
 }
 
+/* The values of t (any device, any dtype) as doubles, row-major; the caller frees them. */
+static double *values(clt_tensor *t)
+{
+    clt_tensor *c = clt_tensor_to_ex(t, &(clt_to_options){.device = clt_device_cpu(), .dtype = CLT_F64});
+    ck_assert_msg(c != NULL, "%s", clt_last_error());
+    double *v = test_bytes(c);
+    clt_tensor_release(c);
+    return v;
+}
+
 /* Asserts t (any device, any floating dtype) holds want (n values) within tol, relative to
  * max(1, |want|), and releases t. */
 static void check(clt_tensor *t, const double *want, int64_t n, double tol, const char *what)
 {
     ck_assert_msg(t != NULL, "%s: %s", what, clt_last_error());
     ck_assert_int_eq(clt_tensor_numel(t), n);
-    clt_tensor *c = clt_tensor_to_ex(t, &(clt_to_options){.device = clt_device_cpu(), .dtype = CLT_F64});
-    double *v = test_bytes(c);
+    double *v = values(t);
     for (int64_t i = 0; i < n; i++)
         ck_assert_msg((isnan(v[i]) && isnan(want[i])) || v[i] == want[i] ||
                           fabs(v[i] - want[i]) <= tol * fmax(1.0, fabs(want[i])),
                       "%s: element %lld is %.9g, want %.9g", what, (long long)i, v[i], want[i]);
     free(v);
-    clt_tensor_release(c);
     clt_tensor_release(t);
 }
 
@@ -381,8 +392,197 @@ START_TEST(test_dropout)
 }
 END_TEST
 
+/* ---- adjoints --------------------------------------------------------------------------------- */
+
+/* The floating dtypes, with the tolerance of an adjoint's result relative to max(1, |want|):
+ * float accumulation, or one rounding of the result for f16 and bf16. */
+static const struct {
+    clt_dtype dtype;
+    double tol;
+} adjoint_dtypes[] = {{CLT_F32, 1e-5}, {CLT_F64, 1e-12}, {CLT_F16, 1e-3}, {CLT_BF16, 8e-3}};
+#define ADJOINT_DTYPES (int)(sizeof adjoint_dtypes / sizeof *adjoint_dtypes)
+
+/* n values of noise as a tensor of dtype on dev; *v receives them as stored (rounded). */
+static clt_tensor *noisy(clt_device *dev, clt_dtype dt, unsigned seed, double **v, int ndim,
+                         const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++)
+        n *= shape[d];
+    double *raw = noise(n, seed);
+    clt_tensor *t = make(dev, dt, raw, ndim, shape);
+    free(raw);
+    *v = values(t);
+    return t;
+}
+
+START_TEST(test_col2im)
+{
+    static const struct {
+        int h, w, kh, kw;
+        clt_conv2d_options o;
+    } cases[] = {
+        {5, 6, 3, 2, {{0, 0}, {0, 0}, {0, 0}, 0}},
+        {7, 6, 3, 3, {{2, 1}, {1, 2}, {1, 1}, 1}},
+        {7, 8, 2, 3, {{2, 3}, {1, 1}, {2, 2}, 1}},
+        {8, 7, 2, 1, {{3, 2}, {0, 1}, {1, 1}, 1}}, /* rows no window reads */
+    };
+    clt_device *dev = test_device(_i);
+    for (int t = 0; t < ADJOINT_DTYPES; t++)
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+            const int n = 2, ch = 3, h = cases[k].h, w = cases[k].w, kh = cases[k].kh, kw = cases[k].kw;
+            clt_tensor *x = clt_tensor_zeros(CLT_SHAPE(n, ch, h, w), adjoint_dtypes[t].dtype, dev);
+            clt__conv_call g;
+            ck_assert_int_eq(clt__conv2d_geometry("test_col2im", x, kh, kw, &cases[k].o, &g), CLT_OK);
+            int oh = (int)g.OH, ow = (int)g.OW, rows = ch * kh * kw, cols = oh * ow;
+            double *cv, *want = calloc((size_t)(n * ch * h * w), sizeof *want);
+            clt_tensor *ct = noisy(dev, adjoint_dtypes[t].dtype, (unsigned)k + 20, &cv, CLT_SHAPE(n, rows, cols));
+            for (int b = 0; b < n; b++) /* scatter: every column entry to where im2col read it */
+                for (int r = 0; r < rows; r++)
+                    for (int col = 0; col < cols; col++) {
+                        int c = r / (kh * kw), y = r / kw % kh, xx = r % kw;
+                        int iy = col / ow * g.sh - g.ph + y * g.dh, ix = col % ow * g.sw - g.pw + xx * g.dw;
+                        if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+                            want[((b * ch + c) * h + iy) * w + ix] += cv[(b * rows + r) * cols + col];
+                    }
+            char what[64];
+            snprintf(what, sizeof what, "col2im %s case %zu", clt_dtype_name(adjoint_dtypes[t].dtype), k);
+            clt_tensor *img = clt__col2im("test_col2im", ct, &g);
+            ck_assert_msg(img && clt_tensor_ndim(img) == 4 && clt_tensor_size(img, 2) == h, "%s: %s", what, clt_last_error());
+            check(img, want, n * ch * h * w, adjoint_dtypes[t].tol, what);
+            clt_tensor_release(ct), clt_tensor_release(x);
+            free(want), free(cv);
+        }
+}
+END_TEST
+
+/* The gradient of pooling against the scatter form: every window's gradient to the element its
+ * index names (max) or to each element inside it over the forward divisor (average). */
+START_TEST(test_pool2d_backward)
+{
+    static const struct {
+        bool is_max;
+        clt_pool2d_options o;
+    } cases[] = {
+        {true, {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 1}, .dilation = {1, 2}}}, /* overlapping */
+        {true, {.kernel = {2, 2}, .padding = {1, 0}}},
+        {false, {.kernel = {3, 3}, .stride = {2, 1}, .padding = {1, 1}}}, /* counting the padding */
+        {false, {.kernel = {3, 2}, .stride = {1, 2}, .padding = {1, 1}, .exclude_padding = true}},
+    };
+    clt_device *dev = test_device(_i);
+    const int n = 2, ch = 3, h = 5, w = 6;
+    for (int t = 0; t < ADJOINT_DTYPES; t++)
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+            clt_dtype dt = adjoint_dtypes[t].dtype;
+            const clt_pool2d_options *o = &cases[k].o;
+            double *xv = noise(n * ch * h * w, 11), *gv, *want = calloc((size_t)(n * ch * h * w), sizeof *want);
+            for (int i = 0; i < n * ch * h * w; i++) /* halves: ties, which the first element wins */
+                xv[i] = round(xv[i] * 2) / 2;
+            clt_tensor *x = make(dev, dt, xv, CLT_SHAPE(n, ch, h, w)), *idx = NULL;
+            clt_tensor *y = cases[k].is_max ? clt_max_pool2d(x, o, &idx) : clt_avg_pool2d(x, o);
+            ck_assert_msg(y != NULL, "%s", clt_last_error());
+            clt__conv_call g;
+            ck_assert_int_eq(clt__pool2d_geometry("test_pool2d_backward", x, o, cases[k].is_max, &g), CLT_OK);
+            int oh = (int)g.OH, ow = (int)g.OW;
+            ck_assert_int_eq(clt_tensor_size(y, 2), oh);
+            clt_tensor *gy = noisy(dev, dt, (unsigned)k + 30, &gv, CLT_SHAPE(n, ch, oh, ow));
+            int64_t *at = idx ? test_bytes(idx) : NULL;
+            for (int p = 0; p < n * ch; p++)
+                for (int oy = 0; oy < oh; oy++)
+                    for (int ox = 0; ox < ow; ox++) {
+                        int o_at = (p * oh + oy) * ow + ox, inside = 0;
+                        if (at) {
+                            if (at[o_at] >= 0)
+                                want[p * h * w + at[o_at]] += gv[o_at];
+                            continue;
+                        }
+                        for (int pass = 0; pass < 2; pass++) /* count, then spread */
+                            for (int ky = 0; ky < g.kh; ky++)
+                                for (int kx = 0; kx < g.kw; kx++) {
+                                    int iy = oy * g.sh - g.ph + ky * g.dh, ix = ox * g.sw - g.pw + kx * g.dw;
+                                    if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+                                        continue;
+                                    if (pass == 0)
+                                        inside++;
+                                    else
+                                        want[(p * h + iy) * w + ix] += gv[o_at] / (o->exclude_padding ? inside : g.kh * g.kw);
+                                }
+                    }
+            char what[64];
+            snprintf(what, sizeof what, "pool2d_backward %s case %zu", clt_dtype_name(dt), k);
+            check(clt__pool2d_backward("test_pool2d_backward", gy, idx, &g), want, n * ch * h * w, adjoint_dtypes[t].tol, what);
+            clt_tensor_release(gy), clt_tensor_release(y), clt_tensor_release(idx), clt_tensor_release(x);
+            free(at), free(want), free(gv), free(xv);
+        }
+    /* a window wholly in the padding (index -1) passes nothing on */
+    clt_tensor *one = clt_tensor_full(CLT_SHAPE(1, 1, 1, 1), 5, CLT_F32, dev), *idx = NULL;
+    clt_pool2d_options po = {.kernel = {2, 2}, .padding = {1, 1}, .dilation = {2, 2}};
+    clt_tensor *y = clt_max_pool2d(one, &po, &idx);
+    clt__conv_call g;
+    ck_assert_int_eq(clt__pool2d_geometry("test_pool2d_backward", one, &po, true, &g), CLT_OK);
+    check(clt__pool2d_backward("test_pool2d_backward", one, idx, &g), (double[]){0}, 1, 0, "a window in the padding");
+    ck_assert_ptr_null(clt__pool2d_backward("test_pool2d_backward", one, NULL, &g));
+    ck_assert_error_has("test_pool2d_backward: max pooling's gradient needs its i64 indices");
+    clt_tensor_release(y), clt_tensor_release(idx), clt_tensor_release(one);
+}
+END_TEST
+
+/* clt__index_add of src along dim against the scatter form out[a, idx[m], b] += src[a, m, b]. */
+static void check_index_add(clt_tensor *src, int dim, const int64_t *idx, int64_t k, double tol,
+                            const char *what)
+{
+    int nd = clt_tensor_ndim(src);
+    int64_t a_n = 1, m_n = clt_tensor_size(src, dim), b_n = 1, shape[CLT_MAX_DIMS];
+    for (int d = 0; d < nd; d++) {
+        shape[d] = d == dim ? k : clt_tensor_size(src, d);
+        a_n *= d < dim ? shape[d] : 1;
+        b_n *= d > dim ? shape[d] : 1;
+    }
+    double *sv = values(src), *want = calloc((size_t)(a_n * k * b_n) + 1, sizeof *want);
+    for (int64_t a = 0; a < a_n; a++)
+        for (int64_t m = 0; m < m_n; m++)
+            for (int64_t b = 0; b < b_n; b++)
+                want[(a * k + idx[m]) * b_n + b] += sv[(a * m_n + m) * b_n + b];
+    clt_tensor *out = clt__index_add("test_index_add", src, dim, idx, k);
+    ck_assert_msg(out != NULL, "%s: %s", what, clt_last_error());
+    ck_assert_int_eq(clt_tensor_ndim(out), nd);
+    for (int d = 0; d < nd; d++)
+        ck_assert_int_eq(clt_tensor_size(out, d), shape[d]);
+    check(out, want, a_n * k * b_n, tol, what);
+    free(want), free(sv);
+}
+
+START_TEST(test_index_add)
+{
+    static const int64_t idx[] = {3, 0, 3, 3, 0}; /* repeated; 1, 2 (and 4, 5) never hit */
+    clt_device *dev = test_device(_i);
+    for (int t = 0; t < ADJOINT_DTYPES; t++) {
+        clt_dtype dt = adjoint_dtypes[t].dtype;
+        double tol = adjoint_dtypes[t].tol, *v, *u;
+        char what[64];
+        clt_tensor *src = noisy(dev, dt, 40, &v, CLT_SHAPE(2, 5, 3));
+        clt_tensor *base = noisy(dev, dt, 41, &u, CLT_SHAPE(3, 2, 5)), *view = clt_transpose(base, 0, 2);
+        snprintf(what, sizeof what, "index_add %s", clt_dtype_name(dt));
+        check_index_add(src, 1, idx, 4, tol, what);
+        check_index_add(view, 0, idx, 6, tol, what); /* a transposed view, along dim 0 */
+        check_index_add(base, 2, idx, 4, tol, what); /* along the last */
+        clt_tensor *out = clt__index_add("test_index_add", base, -1, idx, 4);
+        ck_assert_int_eq(clt_tensor_size(out, 2), 4);
+        clt_tensor_release(out), clt_tensor_release(view), clt_tensor_release(base), clt_tensor_release(src);
+        free(u), free(v);
+    }
+    clt_tensor *none = clt_tensor_zeros(CLT_SHAPE(2, 0, 3), CLT_F32, dev);
+    const double zeros[18] = {0};
+    check(clt__index_add("test_index_add", none, 1, NULL, 3), zeros, 18, 0, "no indices");
+    clt_tensor *ints = clt_tensor_ones(CLT_SHAPE(5), CLT_I32, dev);
+    ck_assert_ptr_null(clt__index_add("test_index_add", ints, 0, idx, 4));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_DTYPE);
+    clt_tensor_release(ints), clt_tensor_release(none);
+}
+END_TEST
+
 typedef struct nn_case {
-    clt_tensor *x, *w, *t, *img;
+    clt_tensor *x, *w, *t, *img, *xt;
     int which;
 } nn_case;
 
@@ -393,6 +593,7 @@ static bool run_nn_case(void *ctx)
     switch (c->which) {
     case 0: r = clt_softmax(c->x, 1); break;
     case 1: r = clt_cross_entropy(c->x, c->t, CLT_REDUCTION_MEAN, -100); break;
+    case 2: r = clt__index_add("clt__index_add", c->xt, 0, (const int64_t[]){1, 0, 3, 1}, 5); break;
     default: r = clt_conv2d(c->img, c->w, NULL, NULL); break;
     }
     clt_tensor_release(r);
@@ -401,18 +602,19 @@ static bool run_nn_case(void *ctx)
 
 START_TEST(test_nn_allocation_failures)
 {
-    static const char *const fns[] = {"clt_softmax", "clt_cross_entropy", "clt_conv2d"};
+    static const char *const fns[] = {"clt_softmax", "clt_cross_entropy", "clt__index_add", "clt_conv2d"};
     clt_device *dev = test_device(_i);
     int64_t tv[] = {1, 0, 3, 2};
     nn_case c = {clt_tensor_rand(CLT_SHAPE(4, 4), CLT_F32, dev),
                  clt_tensor_ones(CLT_SHAPE(2, 1, 2, 2), CLT_F32, dev),
-                 clt_tensor_from_data(tv, CLT_I64, CLT_SHAPE(4), dev), NULL, 0};
+                 clt_tensor_from_data(tv, CLT_I64, CLT_SHAPE(4), dev), NULL, NULL, 0};
     c.img = clt_reshape(c.x, CLT_SHAPE(1, 1, 4, 4));
-    for (c.which = 0; c.which < 3; c.which++) {
+    c.xt = clt_transpose(c.x, 0, 1); /* index_add copies it contiguous first */
+    for (c.which = 0; c.which < 4; c.which++) {
         test_fault_sweep(run_nn_case, &c, fns[c.which], CLT__HOST);
         test_fault_sweep(run_nn_case, &c, fns[c.which], CLT__DEVICE);
     }
-    clt_tensor_release(c.img), clt_tensor_release(c.t), clt_tensor_release(c.w), clt_tensor_release(c.x);
+    clt_tensor_release(c.xt), clt_tensor_release(c.img), clt_tensor_release(c.t), clt_tensor_release(c.w), clt_tensor_release(c.x);
 }
 END_TEST
 
@@ -426,6 +628,9 @@ Suite *suite_nn(void)
     ADD_DEVICE_TEST(tc, test_nn_edges);
     ADD_DEVICE_TEST(tc, test_conv2d);
     ADD_DEVICE_TEST(tc, test_pooling);
+    ADD_DEVICE_TEST(tc, test_col2im);
+    ADD_DEVICE_TEST(tc, test_pool2d_backward);
+    ADD_DEVICE_TEST(tc, test_index_add);
     ADD_DEVICE_TEST(tc, test_normalisation);
     ADD_DEVICE_TEST(tc, test_dropout);
     ADD_DEVICE_TEST(tc, test_nn_allocation_failures);

@@ -3,6 +3,7 @@
  * off during a backward pass) and the backward kernels of the nn front end. Shapes a gradient
  * broadcast to are summed back by the engine, so these return gradients in the output's
  * broadcast shape where that is natural. */
+#include <stdio.h>
 #include <string.h>
 
 #include "autograd/derivatives.h"
@@ -10,18 +11,29 @@
 #include "core/core.h"
 #include "ops/ops_internal.h"
 
-/* Temporaries of one derivative, released together; once a step fails the later ones are not
- * run (so the first error stays the last error). */
+/* Temporaries of one derivative, released together. Calls nested in one expression still run
+ * after a failure (with NULL arguments), so the first failure's error is kept and restored. */
 typedef struct temps {
     clt_tensor *t[16];
     int n;
     bool failed;
+    clt_status status;
+    char error[512];
 } temps;
+
+static void failed(temps *s)
+{
+    if (s->failed)
+        return;
+    s->failed = true;
+    s->status = clt_last_status();
+    snprintf(s->error, sizeof s->error, "%s", clt_last_error());
+}
 
 static clt_tensor *keep(temps *s, clt_tensor *t)
 {
     if (!t)
-        s->failed = true;
+        failed(s);
     else if (s->n < 16)
         s->t[s->n++] = t;
     return t;
@@ -29,12 +41,15 @@ static clt_tensor *keep(temps *s, clt_tensor *t)
 
 #define T(expr) (s.failed ? NULL : keep(&s, (expr)))
 
-/* Sets gi from t (retained) and releases the temporaries: the derivative's status. */
+/* Releases the temporaries: the derivative's status, with the first failure's error. */
 static clt_status done(temps *s)
 {
+    const char *cause = strstr(s->error, ": ");
     for (int i = 0; i < s->n; i++)
         clt_tensor_release(s->t[i]);
-    return s->failed ? clt_last_status() : CLT_OK;
+    if (!s->failed)
+        return CLT_OK;
+    return clt__error(s->status, "clt_backward", "%s", cause ? cause + 2 : s->error);
 }
 
 static void give(temps *s, clt_tensor **gi, clt_tensor *t)
@@ -237,7 +252,7 @@ static clt_status slice_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
     clt_tensor *z = T(clt_tensor_zeros(in->ndim, in->shape, g->dtype, g->storage->device));
     clt_tensor *part = T(clt_slice(z, n->a.dim, n->a.i0, n->a.i1, n->a.i2));
     if (part && clt_copy_(part, g) != CLT_OK)
-        s.failed = true;
+        failed(&s);
     give(&s, &gi[0], z);
     return done(&s);
 }

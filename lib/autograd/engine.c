@@ -288,5 +288,5 @@ clt_status clt_backward(clt_tensor *root, clt_tensor *grad, bool retain_graph)
     clt__free(all.nodes);
     clt__free(ready.nodes);
     clt_grad_set_enabled(prev);
-    return st;
+    return st == CLT_OK ? CLT_OK : clt__rename_error(fn);
 }

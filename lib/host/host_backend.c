@@ -166,6 +166,9 @@ clt_status clt__host_index_select(const char *fn, clt_device *dev, const clt__in
 clt_status clt__host_im2col(const char *fn, clt_device *dev, const clt__conv_call *c);
 clt_status clt__host_pool2d(const char *fn, clt_device *dev, const clt__conv_call *c);
 clt_status clt__host_optim_step(const char *fn, clt_device *dev, const clt__optim_call *c);
+clt_status clt__host_col2im(const char *fn, clt_device *dev, const clt__conv_call *c);
+clt_status clt__host_pool2d_backward(const char *fn, clt_device *dev, const clt__conv_call *c);
+clt_status clt__host_index_add(const char *fn, clt_device *dev, const clt__index_add_call *c);
 
 const clt__backend clt__host_backend = {
     .name = "host",
@@ -181,6 +184,9 @@ const clt__backend clt__host_backend = {
     .im2col = clt__host_im2col,
     .pool2d = clt__host_pool2d,
     .optim_step = clt__host_optim_step,
+    .col2im = clt__host_col2im,
+    .pool2d_backward = clt__host_pool2d_backward,
+    .index_add = clt__host_index_add,
     .elementwise = clt__host_elementwise,
     /* reductions */
     .reduce = clt__host_reduce,

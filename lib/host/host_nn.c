@@ -1,9 +1,11 @@
 /* The host backend's neural-network kernels (see cl/nn.cl): index_select, im2col and 2-D
- * pooling, as plain loops; pooling computes in the same type as the OpenCL kernels. */
+ * pooling, and their adjoints index_add, col2im and pool2d_backward, as plain loops; the
+ * floating ones compute in the same type and order as the OpenCL kernels. */
 #include <string.h>
 
 #include "backend.h"
 #include "scalar_host.h"
+#include "window.cl"
 
 clt_status clt__host_index_select(const char *fn, clt_device *dev, const clt__index_call *c)
 {
@@ -87,19 +89,109 @@ clt_status clt__host_im2col(const char *fn, clt_device *dev, const clt__conv_cal
         }                                                                                      \
     }
 
+/* The adjoints, as gathers in the order of the OpenCL kernels (so both give the same sums). */
+#define HOST_COL2IM                                                                            \
+    static void CLT_CAT(col2im_, DT)(const clt__conv_call *c)                                  \
+    {                                                                                          \
+        size_t cols = c->OH * c->OW;                                                           \
+        ST *out = (ST *)c->out + c->out_offset;                                                \
+        for (size_t i = 0; i < c->N * c->C * c->H * c->W; i++) {                               \
+            long w = (long)(i % c->W), h = (long)((i / c->W) % c->H);                          \
+            const ST *rows = (const ST *)c->in + c->in_offset +                                \
+                             i / (c->W * c->H) * (size_t)(c->kh * c->kw) * cols;               \
+            CT sum = 0;                                                                        \
+            for (int y = 0; y < c->kh; y++) {                                                  \
+                long oy = clt_window_at(h, y, c->sh, c->ph, c->dh, c->OH);                     \
+                for (int x = 0; oy >= 0 && x < c->kw; x++) {                                   \
+                    long ox = clt_window_at(w, x, c->sw, c->pw, c->dw, c->OW);                 \
+                    if (ox >= 0)                                                               \
+                        sum += LOAD(rows[(size_t)(y * c->kw + x) * cols +                      \
+                                         (size_t)(oy * (long)c->OW + ox)]);                    \
+                }                                                                              \
+            }                                                                                  \
+            out[i] = STORE(sum);                                                               \
+        }                                                                                      \
+    }
+
+#define HOST_POOL_BACKWARD                                                                     \
+    static void CLT_CAT(pool_backward_, DT)(const clt__conv_call *c)                           \
+    {                                                                                          \
+        const ST *in = (const ST *)c->in + c->in_offset;                                       \
+        const int64_t *arg = c->arg ? (const int64_t *)c->arg + c->arg_offset : NULL;          \
+        ST *out = (ST *)c->out + c->out_offset;                                                \
+        for (size_t i = 0; i < c->N * c->C * c->H * c->W; i++) {                               \
+            long w = (long)(i % c->W), h = (long)((i / c->W) % c->H);                          \
+            size_t plane = i / (c->W * c->H) * c->OH * c->OW;                                  \
+            CT sum = 0;                                                                        \
+            for (int y = 0; y < c->kh; y++) {                                                  \
+                long oy = clt_window_at(h, y, c->sh, c->ph, c->dh, c->OH);                     \
+                long rows = oy < 0 || c->count_pad ? c->kh                                     \
+                            : clt_window_taps_inside(oy, c->kh, c->sh, c->ph, c->dh, c->H);    \
+                for (int x = 0; oy >= 0 && x < c->kw; x++) {                                   \
+                    long ox = clt_window_at(w, x, c->sw, c->pw, c->dw, c->OW);                 \
+                    if (ox < 0)                                                                \
+                        continue;                                                              \
+                    size_t o = plane + (size_t)(oy * (long)c->OW + ox);                        \
+                    if (c->is_max) {                                                           \
+                        if (arg[o] == h * (long)c->W + w)                                      \
+                            sum += LOAD(in[o]);                                                \
+                    } else {                                                                   \
+                        long cols = c->count_pad ? c->kw                                       \
+                            : clt_window_taps_inside(ox, c->kw, c->sw, c->pw, c->dw, c->W);    \
+                        sum += LOAD(in[o]) / (CT)(rows * cols);                                \
+                    }                                                                          \
+                }                                                                              \
+            }                                                                                  \
+            out[i] = STORE(sum);                                                               \
+        }                                                                                      \
+    }
+
+#define HOST_INDEX_ADD                                                                         \
+    static void CLT_CAT(index_add_, DT)(const clt__index_add_call *c)                          \
+    {                                                                                          \
+        const int64_t *starts = (const int64_t *)c->starts + c->starts_offset;                 \
+        const int64_t *order = (const int64_t *)c->order + c->order_offset;                    \
+        ST *out = (ST *)c->out + c->out_offset;                                                \
+        for (size_t i = 0; i < c->A * c->K * c->B; i++) {                                      \
+            size_t b = i % c->B, k = (i / c->B) % c->K, a = i / (c->B * c->K);                 \
+            const ST *col = (const ST *)c->src + c->src_offset + a * c->M * c->B + b;          \
+            CT sum = 0;                                                                        \
+            for (int64_t p = starts[k]; p < starts[k + 1]; p++)                                \
+                sum += LOAD(col[(size_t)order[p] * c->B]);                                     \
+            out[i] = STORE(sum);                                                               \
+        }                                                                                      \
+    }
+
+/* The floating kernels of one dtype. */
+typedef struct host_floating {
+    void (*pool)(const clt__conv_call *c);
+    void (*col2im)(const clt__conv_call *c);
+    void (*pool_backward)(const clt__conv_call *c);
+    void (*index_add)(const clt__index_add_call *c);
+} host_floating;
+
+#define HOST_FLOATING                                                                          \
+    HOST_POOL                                                                                  \
+    HOST_COL2IM                                                                                \
+    HOST_POOL_BACKWARD                                                                         \
+    HOST_INDEX_ADD                                                                             \
+    static const host_floating CLT_CAT(floating_, DT) = {                                      \
+        CLT_CAT(pool_, DT), CLT_CAT(col2im_, DT), CLT_CAT(pool_backward_, DT),                 \
+        CLT_CAT(index_add_, DT)};
+
 #define KIND flt
 #define CT float
 #define DT f32
 #define ST float
-HOST_POOL
+HOST_FLOATING
 #undef DT
 #undef ST
 #define DT f16
 #define ST clt_u16
-HOST_POOL
+HOST_FLOATING
 #undef DT
 #define DT bf16
-HOST_POOL
+HOST_FLOATING
 #undef DT
 #undef ST
 #undef KIND
@@ -108,17 +200,30 @@ HOST_POOL
 #define CT double
 #define DT f64
 #define ST double
-HOST_POOL
+HOST_FLOATING
 
-clt_status clt__host_pool2d(const char *fn, clt_device *dev, const clt__conv_call *c)
+/* The kernels of a floating dtype (f32 for any other). */
+static const host_floating *floating(clt_dtype dtype)
 {
-    (void)fn;
-    (void)dev;
-    switch (c->dtype) {
-    case CLT_F64: pool_f64(c); break;
-    case CLT_F16: pool_f16(c); break;
-    case CLT_BF16: pool_bf16(c); break;
-    default: pool_f32(c); break;
+    switch (dtype) {
+    case CLT_F64: return &floating_f64;
+    case CLT_F16: return &floating_f16;
+    case CLT_BF16: return &floating_bf16;
+    default: return &floating_f32;
     }
-    return CLT_OK;
 }
+
+/* The backend entry clt__host_<name>: the floating kernel `member` of the call's dtype. */
+#define HOST_ENTRY(name, call_type, member)                                                    \
+    clt_status clt__host_##name(const char *fn, clt_device *dev, const call_type *c)           \
+    {                                                                                          \
+        (void)fn;                                                                              \
+        (void)dev;                                                                             \
+        floating(c->dtype)->member(c);                                                         \
+        return CLT_OK;                                                                         \
+    }
+
+HOST_ENTRY(pool2d, clt__conv_call, pool)
+HOST_ENTRY(col2im, clt__conv_call, col2im)
+HOST_ENTRY(pool2d_backward, clt__conv_call, pool_backward)
+HOST_ENTRY(index_add, clt__index_add_call, index_add)

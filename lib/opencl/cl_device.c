@@ -453,6 +453,9 @@ clt_status clt__cl_index_select(const char *fn, clt_device *dev, const clt__inde
 clt_status clt__cl_im2col(const char *fn, clt_device *dev, const clt__conv_call *c);
 clt_status clt__cl_pool2d(const char *fn, clt_device *dev, const clt__conv_call *c);
 clt_status clt__cl_optim_step(const char *fn, clt_device *dev, const clt__optim_call *c);
+clt_status clt__cl_col2im(const char *fn, clt_device *dev, const clt__conv_call *c);
+clt_status clt__cl_pool2d_backward(const char *fn, clt_device *dev, const clt__conv_call *c);
+clt_status clt__cl_index_add(const char *fn, clt_device *dev, const clt__index_add_call *c);
 
 const clt__backend clt__cl_backend = {
     .name = "opencl",
@@ -468,6 +471,9 @@ const clt__backend clt__cl_backend = {
     .im2col = clt__cl_im2col,
     .pool2d = clt__cl_pool2d,
     .optim_step = clt__cl_optim_step,
+    .col2im = clt__cl_col2im,
+    .pool2d_backward = clt__cl_pool2d_backward,
+    .index_add = clt__cl_index_add,
     .elementwise = clt__cl_elementwise,
     /* reductions */
     .reduce = clt__cl_reduce,

@@ -1,5 +1,6 @@
 /* The OpenCL backend's neural-network kernels (cl/nn.cl): index_select, im2col and 2-D
- * pooling, one work-item an output element. */
+ * pooling, and their adjoints index_add, col2im and pool2d_backward; one work-item an output
+ * element. */
 #include "cl_internal.h"
 #include "core/core.h"
 
@@ -30,7 +31,10 @@ static int geometry(const clt__conv_call *c, cl_ulong *u, cl_int *w, clt__cl_arg
     return at;
 }
 
-clt_status clt__cl_im2col(const char *fn, clt_device *dev, const clt__conv_call *c)
+/* im2col ("im2col", n the column count) or its adjoint ("col2im", n the image size): the same
+ * arguments, one work-item an output element. */
+static clt_status columns(const char *fn, clt_device *dev, const clt__conv_call *c,
+                          const char *kernel, size_t n)
 {
     cl_mem out = c->out, in = c->in;
     cl_ulong oo = c->out_offset, io = c->in_offset, N = c->N, C = c->C, u[4];
@@ -39,12 +43,25 @@ clt_status clt__cl_im2col(const char *fn, clt_device *dev, const clt__conv_call 
         {sizeof out, &out}, {sizeof oo, &oo}, {sizeof in, &in}, {sizeof io, &io},
         {sizeof N, &N},     {sizeof C, &C},
     };
-    int n = geometry(c, u, w, args, 6);
-    return clt__cl_launch(fn, dev, "nn", clt__cl_dtype_options(c->dtype), "im2col", args, n,
-                          c->N * c->C * (size_t)(c->kh * c->kw) * c->OH * c->OW, NULL);
+    int nargs = geometry(c, u, w, args, 6);
+    return clt__cl_launch(fn, dev, "nn", clt__cl_dtype_options(c->dtype), kernel, args, nargs, n,
+                          NULL);
 }
 
-clt_status clt__cl_pool2d(const char *fn, clt_device *dev, const clt__conv_call *c)
+clt_status clt__cl_im2col(const char *fn, clt_device *dev, const clt__conv_call *c)
+{
+    return columns(fn, dev, c, "im2col", c->N * c->C * (size_t)(c->kh * c->kw) * c->OH * c->OW);
+}
+
+clt_status clt__cl_col2im(const char *fn, clt_device *dev, const clt__conv_call *c)
+{
+    return columns(fn, dev, c, "col2im", c->N * c->C * c->H * c->W);
+}
+
+/* pool2d or pool2d_backward: the same arguments (arg, when NULL, stands in as out, unused),
+ * n work-items. */
+static clt_status pooling(const char *fn, clt_device *dev, const clt__conv_call *c,
+                          const char *kernel, size_t n)
 {
     cl_mem out = c->out, in = c->in, arg = c->arg ? (cl_mem)c->arg : (cl_mem)c->out;
     cl_ulong oo = c->out_offset, ao = c->arg ? c->arg_offset : 0, io = c->in_offset;
@@ -54,9 +71,34 @@ clt_status clt__cl_pool2d(const char *fn, clt_device *dev, const clt__conv_call 
         {sizeof out, &out}, {sizeof oo, &oo}, {sizeof arg, &arg}, {sizeof ao, &ao},
         {sizeof in, &in},   {sizeof io, &io}, {sizeof NC, &NC},
     };
-    int n = geometry(c, u, w, args, 7);
-    args[n++] = (clt__cl_arg){sizeof is_max, &is_max};
-    args[n++] = (clt__cl_arg){sizeof count_pad, &count_pad};
-    return clt__cl_launch(fn, dev, "nn", clt__cl_dtype_options(c->dtype), "pool2d", args, n,
-                          c->N * c->C * c->OH * c->OW, NULL);
+    int nargs = geometry(c, u, w, args, 7);
+    args[nargs++] = (clt__cl_arg){sizeof is_max, &is_max};
+    args[nargs++] = (clt__cl_arg){sizeof count_pad, &count_pad};
+    return clt__cl_launch(fn, dev, "nn", clt__cl_dtype_options(c->dtype), kernel, args, nargs, n,
+                          NULL);
+}
+
+clt_status clt__cl_pool2d(const char *fn, clt_device *dev, const clt__conv_call *c)
+{
+    return pooling(fn, dev, c, "pool2d", c->N * c->C * c->OH * c->OW);
+}
+
+clt_status clt__cl_pool2d_backward(const char *fn, clt_device *dev, const clt__conv_call *c)
+{
+    return pooling(fn, dev, c, "pool2d_backward", c->N * c->C * c->H * c->W);
+}
+
+clt_status clt__cl_index_add(const char *fn, clt_device *dev, const clt__index_add_call *c)
+{
+    cl_mem out = c->out, src = c->src, starts = c->starts, order = c->order;
+    cl_ulong oo = c->out_offset, so = c->src_offset, sto = c->starts_offset, oro = c->order_offset;
+    cl_ulong A = c->A, K = c->K, B = c->B, M = c->M;
+    const clt__cl_arg args[] = {
+        {sizeof out, &out},       {sizeof oo, &oo},       {sizeof src, &src}, {sizeof so, &so},
+        {sizeof starts, &starts}, {sizeof sto, &sto},     {sizeof order, &order},
+        {sizeof oro, &oro},       {sizeof A, &A},         {sizeof K, &K},     {sizeof B, &B},
+        {sizeof M, &M},
+    };
+    return clt__cl_launch(fn, dev, "nn", clt__cl_dtype_options(c->dtype), "index_add", args, 12,
+                          c->A * c->K * c->B, NULL);
 }

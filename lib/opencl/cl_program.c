@@ -85,6 +85,8 @@ static int program_sources(const char *name, const char **names)
         names[n++] = "elementwise_ops";
     if (strcmp(name, "optim") == 0)
         names[n++] = "optim_step";
+    else if (strcmp(name, "nn") == 0)
+        names[n++] = "window";
     names[n++] = name;
     return n;
 }

@@ -360,44 +360,56 @@ static int64_t out_size(int64_t in, int k, int s, int p, int d)
     return (in + 2 * p - span) / s + 1;
 }
 
+/* Fills c->OH and c->OW from the rest of the geometry, or fails with CLT_ERR_SHAPE when the
+ * kernel (or window: `what`) does not fit the input. */
+static clt_status output_size(const char *fn, clt__conv_call *c, const char *what)
+{
+    int64_t oh = out_size((int64_t)c->H, c->kh, c->sh, c->ph, c->dh);
+    int64_t ow = out_size((int64_t)c->W, c->kw, c->sw, c->pw, c->dw);
+    if (oh < 1 || ow < 1)
+        return clt__error(CLT_ERR_SHAPE, fn, "the %dx%d %s does not fit the %zux%zu input", c->kh,
+                          c->kw, what, c->H, c->W);
+    c->OH = (size_t)oh, c->OW = (size_t)ow;
+    return CLT_OK;
+}
+
+clt_status clt__pool2d_geometry(const char *fn, const clt_tensor *x, const clt_pool2d_options *o,
+                                bool is_max, clt__conv_call *c)
+{
+    if (!o || x->ndim != 4 || o->kernel[0] <= 0 || o->kernel[1] <= 0 || o->stride[0] < 0 ||
+        o->stride[1] < 0 || o->padding[0] < 0 || o->padding[1] < 0 || o->dilation[0] < 0 ||
+        o->dilation[1] < 0 || 2 * o->padding[0] > o->kernel[0] || 2 * o->padding[1] > o->kernel[1] ||
+        (!is_max && (o->dilation[0] > 1 || o->dilation[1] > 1)))
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "needs an (N, C, H, W) input (got %d dimensions) and options with a "
+                          "positive kernel, padding at most half of it, no negative values (and no "
+                          "dilation for average pooling)",
+                          x->ndim);
+    *c = (clt__conv_call){.dtype = x->dtype, .N = (size_t)x->shape[0], .C = (size_t)x->shape[1],
+                          .H = (size_t)x->shape[2], .W = (size_t)x->shape[3],
+                          .kh = o->kernel[0], .kw = o->kernel[1],
+                          .sh = or_default(o->stride[0], o->kernel[0]),
+                          .sw = or_default(o->stride[1], o->kernel[1]), .ph = o->padding[0],
+                          .pw = o->padding[1], .dh = or_default(o->dilation[0], 1),
+                          .dw = or_default(o->dilation[1], 1), .is_max = is_max,
+                          .count_pad = !o->exclude_padding};
+    return output_size(fn, c, "window");
+}
+
 static clt_tensor *pool(const char *fn, clt_tensor *x, const clt_pool2d_options *o, bool is_max,
                         clt_tensor **indices)
 {
-    clt__conv_call c = {0};
+    clt__conv_call c;
     int64_t shape[4];
     clt_tensor *in, *out = NULL, *arg = NULL;
     clt_device *dev;
     bool prev, rec;
     if (indices)
         *indices = NULL;
-    if (clt__tensor_check(fn, x) != CLT_OK || clt__need_floating(fn, x) != CLT_OK)
+    if (clt__tensor_check(fn, x) != CLT_OK || clt__need_floating(fn, x) != CLT_OK ||
+        clt__pool2d_geometry(fn, x, o, is_max, &c) != CLT_OK)
         return NULL;
-    if (!o || x->ndim != 4 || o->kernel[0] <= 0 || o->kernel[1] <= 0 || o->stride[0] < 0 ||
-        o->stride[1] < 0 || o->padding[0] < 0 || o->padding[1] < 0 || o->dilation[0] < 0 ||
-        o->dilation[1] < 0 || 2 * o->padding[0] > o->kernel[0] || 2 * o->padding[1] > o->kernel[1] ||
-        (!is_max && (o->dilation[0] > 1 || o->dilation[1] > 1))) {
-        clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                   "needs an (N, C, H, W) input (got %d dimensions) and options with a positive "
-                   "kernel, padding at most half of it, no negative values (and no dilation for "
-                   "average pooling)",
-                   x->ndim);
-        return NULL;
-    }
-    c = (clt__conv_call){.dtype = x->dtype, .N = (size_t)x->shape[0], .C = (size_t)x->shape[1],
-                         .H = (size_t)x->shape[2], .W = (size_t)x->shape[3],
-                         .kh = o->kernel[0], .kw = o->kernel[1],
-                         .sh = or_default(o->stride[0], o->kernel[0]),
-                         .sw = or_default(o->stride[1], o->kernel[1]), .ph = o->padding[0],
-                         .pw = o->padding[1], .dh = or_default(o->dilation[0], 1),
-                         .dw = or_default(o->dilation[1], 1), .is_max = is_max,
-                         .count_pad = !o->exclude_padding};
-    int64_t oh = out_size(x->shape[2], c.kh, c.sh, c.ph, c.dh), ow = out_size(x->shape[3], c.kw, c.sw, c.pw, c.dw);
-    if (oh < 0 || ow < 0) {
-        clt__error(CLT_ERR_SHAPE, fn, "the %dx%d window does not fit the %lldx%lld input",
-                   c.kh, c.kw, (long long)x->shape[2], (long long)x->shape[3]);
-        return NULL;
-    }
-    c.OH = (size_t)oh, c.OW = (size_t)ow;
+    int64_t oh = (int64_t)c.OH, ow = (int64_t)c.OW;
     shape[0] = x->shape[0], shape[1] = x->shape[1], shape[2] = oh, shape[3] = ow;
     dev = x->storage->device;
     rec = clt__grad_begin(&x, 1, &prev);
@@ -441,6 +453,23 @@ clt_tensor *clt_avg_pool2d(clt_tensor *x, const clt_pool2d_options *options)
     return pool("clt_avg_pool2d", x, options, false, NULL);
 }
 
+clt_status clt__conv2d_geometry(const char *fn, const clt_tensor *x, int kh, int kw,
+                                const clt_conv2d_options *o, clt__conv_call *c)
+{
+    static const clt_conv2d_options defaults = {{1, 1}, {0, 0}, {1, 1}, 1};
+    o = o ? o : &defaults;
+    if (o->stride[0] < 0 || o->stride[1] < 0 || o->padding[0] < 0 || o->padding[1] < 0 ||
+        o->dilation[0] < 0 || o->dilation[1] < 0)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "strides, padding and dilation must not be negative");
+    *c = (clt__conv_call){.dtype = x->dtype, .N = (size_t)x->shape[0], .C = (size_t)x->shape[1],
+                          .H = (size_t)x->shape[2], .W = (size_t)x->shape[3], .kh = kh, .kw = kw,
+                          .sh = or_default(o->stride[0], 1), .sw = or_default(o->stride[1], 1),
+                          .ph = o->padding[0], .pw = o->padding[1],
+                          .dh = or_default(o->dilation[0], 1), .dw = or_default(o->dilation[1], 1)};
+    return output_size(fn, c, "kernel");
+}
+
 clt_tensor *clt_conv2d(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
                        const clt_conv2d_options *o)
 {
@@ -472,24 +501,9 @@ clt_tensor *clt_conv2d(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
                    a, b, groups);
         return NULL;
     }
-    if (o->stride[0] < 0 || o->stride[1] < 0 || o->padding[0] < 0 || o->padding[1] < 0 ||
-        o->dilation[0] < 0 || o->dilation[1] < 0) {
-        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "strides, padding and dilation must not be negative");
+    if (clt__conv2d_geometry(fn, x, (int)weight->shape[2], (int)weight->shape[3], o, &c) != CLT_OK)
         return NULL;
-    }
-    c = (clt__conv_call){.dtype = x->dtype, .N = (size_t)x->shape[0], .C = (size_t)x->shape[1],
-                         .H = (size_t)x->shape[2], .W = (size_t)x->shape[3],
-                         .kh = (int)weight->shape[2], .kw = (int)weight->shape[3],
-                         .sh = or_default(o->stride[0], 1), .sw = or_default(o->stride[1], 1),
-                         .ph = o->padding[0], .pw = o->padding[1],
-                         .dh = or_default(o->dilation[0], 1), .dw = or_default(o->dilation[1], 1)};
-    int64_t oh = out_size(x->shape[2], c.kh, c.sh, c.ph, c.dh), ow = out_size(x->shape[3], c.kw, c.sw, c.pw, c.dw);
-    if (oh <= 0 || ow <= 0) {
-        clt__error(CLT_ERR_SHAPE, fn, "the %dx%d kernel does not fit the %lldx%lld input", c.kh,
-                   c.kw, (long long)x->shape[2], (long long)x->shape[3]);
-        return NULL;
-    }
-    c.OH = (size_t)oh, c.OW = (size_t)ow;
+    int64_t oh = (int64_t)c.OH, ow = (int64_t)c.OW;
     dev = x->storage->device;
     int64_t k = x->shape[1] * c.kh * c.kw, l = oh * ow, og = weight->shape[0] / groups;
     int64_t kg = k / groups;

@@ -1,8 +1,10 @@
-/* What the operation front ends share: argument checks and re-raising a failed step's error
- * under the operation's own name. */
+/* What the operation front ends share: argument checks, re-raising a failed step's error under
+ * the operation's own name, and the window geometry and adjoint kernels the backward passes
+ * call. */
 #ifndef CLT_OPS_INTERNAL_H
 #define CLT_OPS_INTERNAL_H
 
+#include "cltensor/ops.h"
 #include "tensor/tensor_internal.h"
 
 /* f32, f64, f16 or bf16. */
@@ -26,15 +28,31 @@ clt_status clt__rename_error(const char *fn);
 clt_tensor *clt__ew(const char *fn, clt__ew_op op, clt_tensor *a, clt_tensor *b, double s0,
                     double s1);
 
-/* Backward kernels of the nn front end (lib/ops/nn.c), each a new tensor or NULL with the error
- * naming fn. index_add: src's dimension dim summed into k rows by the host indices (already
- * checked to lie in 0..k-1), the adjoint of index_select. col2im: columns N x (C kh kw) x
- * (OH OW) summed into an N x C x H x W image, the adjoint of im2col, for the geometry's
- * N..OW, kh..dw and dtype. pool2d_backward: the gradient of an N x C x H x W input of max
- * pooling (indices: its i64 indices) or average pooling (indices NULL) from the output's. */
+/* The geometry of 2-D pooling (lib/ops/nn.c) of x (N, C, H, W) under options o, as clt_max_pool2d
+ * (is_max) or clt_avg_pool2d use it: fills *c but for its buffers and offsets, or returns the
+ * error naming fn (invalid options, a window that does not fit). */
+clt_status clt__pool2d_geometry(const char *fn, const clt_tensor *x, const clt_pool2d_options *o,
+                                bool is_max, clt__conv_call *c);
+/* The geometry of clt_conv2d of x (N, C, H, W) with a kh x kw kernel under options o (NULL: the
+ * defaults): fills *c but for its buffers and offsets, or returns the error naming fn. */
+clt_status clt__conv2d_geometry(const char *fn, const clt_tensor *x, int kh, int kw,
+                                const clt_conv2d_options *o, clt__conv_call *c);
+
+/* The adjoints (lib/ops/nn_adjoint.c). Each returns a new tensor of its (floating) input's
+ * dtype, or NULL with the error naming fn; inputs need not be contiguous; geometries' buffers,
+ * offsets and dtype are ignored. */
+/* index_select's: src's shape with dimension dim (negative counts from the end) of size k,
+ * element j along it the sum of the slices i of src with host_idx[i] == j (0 where there is
+ * none); host_idx holds src->shape[dim] indices already checked to lie in 0..k-1. */
 clt_tensor *clt__index_add(const char *fn, clt_tensor *src, int dim, const int64_t *host_idx,
                            int64_t k);
-clt_tensor *clt__col2im(const char *fn, clt_tensor *cols, const clt__conv_call *geometry);
+/* im2col's: the N x C x H x W image whose elements sum the entries of cols (N x (C * kh * kw)
+ * x (OH * OW), as im2col lays them out) read from them; the geometry as clt__conv2d_geometry
+ * fills it. */
+clt_tensor *clt__col2im(const char *fn, clt_tensor *cols, const clt__conv_call *shape_of_call);
+/* Pooling's: the gradient of the input (N x C x H x W) from grad_out (N x C x OH x OW), with
+ * the i64 indices clt_max_pool2d gave for max pooling, NULL for average pooling; the geometry
+ * as clt__pool2d_geometry fills it (its is_max must match). */
 clt_tensor *clt__pool2d_backward(const char *fn, clt_tensor *grad_out, clt_tensor *indices,
                                  const clt__conv_call *geometry);
 

@@ -1,0 +1,306 @@
+/* Optimizer suite: SGD (momentum, dampening, Nesterov, weight decay), Adam and AdamW against
+ * references computed here in double on every device; state that follows a model moved to
+ * another device; argument errors; allocation failures that change nothing; and the same loss
+ * trajectory on cpu and on every OpenCL device. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "helpers.h"
+
+enum { N = 7, STEPS = 4 };
+
+/* The reference: the update rules of torch.optim in double. kind 0 SGD, 1 Adam, 2 AdamW. */
+typedef struct ref {
+    int kind;
+    double lr, momentum, dampening, wd, beta1, beta2, eps;
+    bool nesterov;
+    double p[N], m[N], v[N];
+} ref;
+
+static void ref_step(ref *r, const double *g0, int t)
+{
+    for (int i = 0; i < N; i++) {
+        double g = g0[i], p = r->p[i];
+        if (r->kind == 2)
+            p *= 1 - r->lr * r->wd;
+        else
+            g += r->wd * p;
+        if (r->kind == 0) {
+            if (r->momentum != 0) {
+                r->m[i] = t == 1 ? g : r->momentum * r->m[i] + (1 - r->dampening) * g;
+                g = r->nesterov ? g + r->momentum * r->m[i] : r->m[i];
+            }
+            p -= r->lr * g;
+        } else {
+            r->m[i] = r->beta1 * r->m[i] + (1 - r->beta1) * g;
+            r->v[i] = r->beta2 * r->v[i] + (1 - r->beta2) * g * g;
+            double b1 = 1 - pow(r->beta1, t), b2 = 1 - pow(r->beta2, t);
+            p -= r->lr / b1 * r->m[i] / (sqrt(r->v[i]) / sqrt(b2) + r->eps);
+        }
+        r->p[i] = p;
+    }
+}
+
+/* Runs STEPS steps of opt (over p) and of the reference with the same gradients. */
+static void compare(clt_device *dev, clt_dtype dt, ref *r, clt_optimizer *opt, clt_tensor *p,
+                    const char *what)
+{
+    double tol = dt == CLT_F64 ? 1e-12 : 2e-6;
+    for (int t = 1; t <= STEPS; t++) {
+        double g[N];
+        test_noise(g, N, 40 + (unsigned)t, -1, 1);
+        clt_tensor *gt = test_tensor(dev, dt, g, CLT_SHAPE(N));
+        ck_assert_int_eq(clt_tensor_set_grad(p, gt), CLT_OK);
+        clt_tensor_release(gt);
+        ck_assert_msg(clt_optim_step(opt) == CLT_OK, "%s: %s", what, clt_last_error());
+        ref_step(r, g, t);
+        double *got = test_values(p);
+        for (int i = 0; i < N; i++)
+            ck_assert_msg(fabs(got[i] - r->p[i]) <= tol * fmax(1, fabs(r->p[i])),
+                          "%s on %s, step %d, element %d: %.12g, want %.12g", what,
+                          clt_device_name(dev), t, i, got[i], r->p[i]);
+        free(got);
+    }
+    ck_assert_int_eq(clt_optim_steps(opt), STEPS);
+}
+
+static clt_tensor *parameter(clt_device *dev, clt_dtype dt, ref *r)
+{
+    test_noise(r->p, N, 3, -2, 2);
+    clt_tensor *p = test_tensor(dev, dt, r->p, CLT_SHAPE(N));
+    ck_assert_int_eq(clt_tensor_set_requires_grad(p, true), CLT_OK);
+    return p;
+}
+
+START_TEST(test_optim_rules)
+{
+    clt_device *dev = test_device(_i);
+    clt_dtype dts[2] = {CLT_F32, CLT_F64};
+    const clt_sgd_options sgds[] = {
+        {.lr = 0.1},
+        {.lr = 0.05, .momentum = 0.9, .dampening = 0.1, .weight_decay = 0.01},
+        {.lr = 0.05, .momentum = 0.8, .nesterov = true, .weight_decay = 0.02},
+    };
+    const clt_adam_options adam = {.lr = 0.01, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-6,
+                                   .weight_decay = 0.05};
+    for (int d = 0; d < 2; d++) {
+        clt_dtype dt = dts[d];
+        if (dt == CLT_F64 && !clt_device_get_info(dev)->fp64)
+            continue;
+        for (int k = 0; k < 3; k++) {
+            ref r = {.kind = 0, .lr = sgds[k].lr, .momentum = sgds[k].momentum,
+                     .dampening = sgds[k].dampening, .wd = sgds[k].weight_decay,
+                     .nesterov = sgds[k].nesterov};
+            clt_tensor *p = parameter(dev, dt, &r);
+            clt_optimizer *opt = clt_optim_sgd(&p, 1, &sgds[k]);
+            ck_assert_msg(opt != NULL, "%s", clt_last_error());
+            compare(dev, dt, &r, opt, p, "SGD");
+            clt_optim_free(opt);
+            clt_tensor_release(p);
+        }
+        for (int kind = 1; kind <= 2; kind++) {
+            ref r = {.kind = kind, .lr = adam.lr, .beta1 = adam.beta1, .beta2 = adam.beta2,
+                     .eps = adam.eps, .wd = adam.weight_decay};
+            clt_tensor *p = parameter(dev, dt, &r);
+            clt_optimizer *opt = kind == 1 ? clt_optim_adam(&p, 1, &adam) : clt_optim_adamw(&p, 1, &adam);
+            ck_assert_msg(opt != NULL, "%s", clt_last_error());
+            compare(dev, dt, &r, opt, p, kind == 1 ? "Adam" : "AdamW");
+            clt_optim_free(opt);
+            clt_tensor_release(p);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_optim_arguments)
+{
+    clt_device *dev = test_device(_i);
+    clt_tensor *p = clt_tensor_zeros(CLT_SHAPE(3), CLT_F32, dev);
+    clt_tensor *q = clt_tensor_ones(CLT_SHAPE(3), CLT_F32, dev);
+    clt_tensor *i = clt_tensor_zeros(CLT_SHAPE(3), CLT_I64, dev);
+    clt_tensor_set_requires_grad(q, true);
+    clt_tensor *made = clt_mul_scalar(q, 2);
+    ck_assert_ptr_null(clt_optim_sgd(&p, 1, &(clt_sgd_options){.lr = 0.1, .nesterov = true}));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_optim_sgd: Nesterov momentum needs momentum > 0 and dampening 0");
+    ck_assert_ptr_null(clt_optim_sgd(&p, 1, &(clt_sgd_options){.lr = -1}));
+    ck_assert_error_has("clt_optim_sgd: lr -1");
+    ck_assert_ptr_null(clt_optim_adam(&i, 1, &(clt_adam_options){0}));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_DTYPE);
+    ck_assert_error_has("clt_optim_adam: parameter 0 is i64");
+    ck_assert_ptr_null(clt_optim_adamw(&made, 1, &(clt_adam_options){.beta1 = 1}));
+    ck_assert_error_has("clt_optim_adamw: parameter 0 was made by MulBackward");
+    ck_assert_ptr_null(clt_optim_adamw(&q, 1, &(clt_adam_options){.beta2 = 1.5}));
+    ck_assert_error_has("betas 0.9 and 1.5");
+
+    /* a parameter without a gradient is skipped; zero_grad clears; lr can change */
+    clt_tensor *both[3] = {p, q, q};
+    clt_optimizer *opt = clt_optim_sgd(both, 3, &(clt_sgd_options){.lr = 0.5});
+    ck_assert_ptr_nonnull(opt);
+    clt_tensor *g = clt_tensor_ones(CLT_SHAPE(3), CLT_F32, dev);
+    ck_assert_int_eq(clt_tensor_set_grad(q, g), CLT_OK);
+    ck_assert_int_eq(clt_optim_step(opt), CLT_OK); /* q -= 0.5 once, though listed twice */
+    double *pv = test_values(p), *qv = test_values(q);
+    for (int k = 0; k < 3; k++)
+        ck_assert(pv[k] == 0 && qv[k] == 0.5);
+    free(pv), free(qv);
+    ck_assert_int_eq(clt_optim_set_lr(opt, -1), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clt_optim_set_lr(opt, 0.25), CLT_OK);
+    ck_assert(clt_optim_lr(opt) == 0.25);
+    clt_optim_zero_grad(opt);
+    ck_assert_ptr_null(clt_tensor_grad(q));
+    ck_assert_int_eq(clt_optim_step(opt), CLT_OK); /* nothing to do */
+    clt_optim_free(opt);
+    clt_optim_free(NULL);
+    clt_tensor_release(g), clt_tensor_release(made), clt_tensor_release(i);
+    clt_tensor_release(q), clt_tensor_release(p);
+}
+END_TEST
+
+/* ---- a model trained on a synthetic task -------------------------------------------------------- */
+
+static clt_module *model(void)
+{
+    return test_mlp(4, 16, 3, clt_nn_relu(), 11);
+}
+
+/* Batch b of a fixed synthetic data set: 4 features, the class of the largest of the first
+ * three. */
+static void batch(clt_device *dev, int b, clt_tensor **x, clt_tensor **t)
+{
+    double v[16 * 4];
+    int64_t c[16];
+    test_noise(v, 16 * 4, 100 + (unsigned)b, -1, 1);
+    for (int i = 0; i < 16; i++) {
+        const double *r = &v[i * 4];
+        c[i] = r[0] > r[1] ? (r[0] > r[2] ? 0 : 2) : (r[1] > r[2] ? 1 : 2);
+    }
+    *x = test_tensor(dev, CLT_F32, v, CLT_SHAPE(16, 4));
+    *t = clt_tensor_from_data(c, CLT_I64, CLT_SHAPE(16), dev);
+}
+
+/* One epoch of 8 batches: the mean loss. */
+static double epoch(clt_module *m, clt_optimizer *opt)
+{
+    double total = 0;
+    clt_device *dev = clt_module_device(m);
+    for (int b = 0; b < 8; b++) {
+        clt_tensor *x, *t;
+        batch(dev, b, &x, &t);
+        clt_optim_zero_grad(opt);
+        clt_tensor *y = clt_module_forward(m, x);
+        clt_tensor *l = clt_cross_entropy(y, t, CLT_REDUCTION_MEAN, -100);
+        ck_assert_msg(l != NULL, "%s", clt_last_error());
+        ck_assert_int_eq(clt_backward(l, NULL, false), CLT_OK);
+        ck_assert_msg(clt_optim_step(opt) == CLT_OK, "%s", clt_last_error());
+        double *v = test_values(l);
+        total += v[0];
+        free(v);
+        clt_tensor_release(l), clt_tensor_release(y), clt_tensor_release(t), clt_tensor_release(x);
+    }
+    return total / 8;
+}
+
+START_TEST(test_optim_same_trajectory)
+{
+    clt_device *dev = test_device(_i);
+    clt_module *a = model(), *b = model();
+    clt_optimizer *oa = clt_optim_sgd_module(a, &(clt_sgd_options){.lr = 0.2, .momentum = 0.9});
+    clt_optimizer *ob = clt_optim_sgd_module(b, &(clt_sgd_options){.lr = 0.2, .momentum = 0.9});
+    ck_assert_int_eq(clt_module_to(b, dev), CLT_OK);
+    double first = 0, last = 0;
+    for (int e = 0; e < 5; e++) {
+        double la = epoch(a, oa), lb = epoch(b, ob);
+        ck_assert_msg(fabs(la - lb) <= 1e-4 * fabs(la), "epoch %d: loss %.9g on cpu, %.9g on %s",
+                      e, la, lb, clt_device_name(dev));
+        if (e == 0)
+            first = la;
+        last = la;
+    }
+    ck_assert_msg(last < 0.7 * first, "training does not learn: %g -> %g", first, last);
+    clt_optim_free(ob), clt_optim_free(oa);
+    clt_module_release(b), clt_module_release(a);
+}
+END_TEST
+
+/* An optimizer made on cpu keeps training a model moved to dev after two epochs exactly as one
+ * whose model stayed on cpu. */
+START_TEST(test_optim_state_follows_the_model)
+{
+    clt_device *dev = test_device(_i);
+    clt_module *a = model(), *b = model();
+    clt_adam_options o = {.lr = 0.01};
+    clt_optimizer *oa = clt_optim_adam_module(a, &o), *oa2 = clt_optim_adam_module(b, &o);
+    for (int e = 0; e < 2; e++)
+        ck_assert(epoch(a, oa) == epoch(b, oa2));
+    ck_assert_int_eq(clt_module_to(b, dev), CLT_OK);
+    for (int e = 0; e < 2; e++) {
+        double la = epoch(a, oa), lb = epoch(b, oa2);
+        ck_assert_msg(fabs(la - lb) <= 1e-4 * fabs(la), "after the move, epoch %d: %.9g on cpu, %.9g on %s",
+                      e, la, lb, clt_device_name(dev));
+    }
+    clt_tensor *w = clt_module_get_parameter(b, "2.weight");
+    ck_assert_ptr_eq(clt_tensor_device(w), dev);
+    clt_optim_free(oa2), clt_optim_free(oa);
+    clt_module_release(b), clt_module_release(a);
+}
+END_TEST
+
+typedef struct step_case {
+    clt_module *m;
+    clt_optimizer *opt;
+} step_case;
+
+static bool run_step(void *ctx)
+{
+    step_case *c = ctx;
+    return clt_optim_step(c->opt) == CLT_OK;
+}
+
+static double weight_sum(clt_module *m)
+{
+    clt_tensor *s = clt_sum(clt_module_get_parameter(m, "0.weight"), NULL, 0, false);
+    double *v = test_values(s), r = v[0];
+    free(v);
+    clt_tensor_release(s);
+    return r;
+}
+
+START_TEST(test_optim_allocation_failures)
+{
+    clt_device *dev = test_device(_i);
+    step_case c = {model(), NULL};
+    clt_tensor *x, *t;
+    c.opt = clt_optim_adam_module(c.m, &(clt_adam_options){.lr = 0.01});
+    ck_assert_int_eq(clt_module_to(c.m, dev), CLT_OK);
+    batch(dev, 0, &x, &t);
+    clt_tensor *y = clt_module_forward(c.m, x), *l = clt_cross_entropy(y, t, CLT_REDUCTION_MEAN, -100);
+    ck_assert_int_eq(clt_backward(l, NULL, false), CLT_OK);
+    /* the first step makes the state: a failure there leaves every parameter as it was */
+    double before = weight_sum(c.m);
+    clt__fault_inject(clt_device_get_info(dev)->type == CLT_DEVICE_HOST ? CLT__HOST : CLT__DEVICE, 3);
+    ck_assert_int_ne(clt_optim_step(c.opt), CLT_OK);
+    clt__fault_inject(CLT__HOST, 0), clt__fault_inject(CLT__DEVICE, 0);
+    ck_assert_error_has("clt_optim_step: ");
+    ck_assert(weight_sum(c.m) == before);
+    ck_assert_int_eq(clt_optim_steps(c.opt), 0);
+    test_fault_sweep(run_step, &c, "clt_optim_step", CLT__HOST);
+    test_fault_sweep(run_step, &c, "clt_optim_step", CLT__DEVICE);
+    clt_tensor_release(l), clt_tensor_release(y), clt_tensor_release(t), clt_tensor_release(x);
+    clt_optim_free(c.opt);
+    clt_module_release(c.m);
+}
+END_TEST
+
+Suite *suite_optim(void)
+{
+    Suite *s = suite_create("optim");
+    TCase *tc = test_case("optim", 900);
+    ADD_DEVICE_TEST(tc, test_optim_rules);
+    ADD_DEVICE_TEST(tc, test_optim_arguments);
+    ADD_DEVICE_TEST(tc, test_optim_same_trajectory);
+    ADD_DEVICE_TEST(tc, test_optim_state_follows_the_model);
+    ADD_DEVICE_TEST(tc, test_optim_allocation_failures);
+    suite_add_tcase(s, tc);
+    return s;
+}
