@@ -179,7 +179,8 @@ static void fit(const char *name, clt_module *model, clt_device *device, loader 
         clt_optim_adam_module(model, &(clt_adam_options){.lr = LEARNING_RATE});
     CHECK(optimizer);
     for (int epoch = 1; epoch <= epochs; epoch++) {
-        progress p = {name, epoch, epochs, 0, train->data->n, 0, 0, -1, 0};
+        progress p = {.model = name, .epoch = epoch, .epochs = epochs, .total = train->data->n,
+                      .accuracy = -1 /* still running */};
         double start = now_s(), loss_sum = 0;
         clt_tensor *x, *y;
         int64_t n;
@@ -228,7 +229,7 @@ static void usage(FILE *f)
 
 static int parse_args(int argc, char **argv, options *o)
 {
-    *o = (options){NULL, "both", ".", TRAIN_DIGITS_DATA, DEFAULT_EPOCHS};
+    *o = (options){.model = "both", .out = ".", .data = TRAIN_DIGITS_DATA, .epochs = DEFAULT_EPOCHS};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *value = NULL;
         char *end = NULL;
@@ -242,9 +243,11 @@ static int parse_args(int argc, char **argv, options *o)
         }
         if (i + 1 < argc)
             value = argv[++i];
-        if (value && !strcmp(a, "--epochs") && (o->epochs = (int)strtol(value, &end, 10)) > 0 &&
-            !*end)
+        long epochs = value ? strtol(value, &end, 10) : 0;
+        if (!strcmp(a, "--epochs") && epochs > 0 && epochs <= 100000 && !*end) {
+            o->epochs = (int)epochs;
             continue;
+        }
         if (value && !strcmp(a, "--model") &&
             (!strcmp(value, "mlp") || !strcmp(value, "cnn") || !strcmp(value, "both"))) {
             o->model = value;

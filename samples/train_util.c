@@ -75,9 +75,10 @@ static int parse_row(const char *line, int64_t classes, double scale, dataset *d
 int dataset_read_csv_gz(const char *path, int64_t features, int64_t classes, double scale,
                         dataset *out)
 {
-    dataset d = {NULL, NULL, 0, features};
+    dataset d = {.features = features};
     int64_t capacity = 0;
     char line[4096];
+    errno = 0;
     gzFile f = gzopen(path, "rb");
     if (!f) {
         fprintf(stderr, "cannot open %s: %s\n", path, errno ? strerror(errno) : "out of memory");
@@ -117,8 +118,10 @@ fail:
 /* A new data set of rows[0..n-1] of d. */
 static int take_rows(const dataset *d, const int64_t *rows, int64_t n, dataset *out)
 {
-    *out = (dataset){malloc((size_t)(n * d->features) * sizeof(float)),
-                     malloc((size_t)n * sizeof(int64_t)), n, d->features};
+    *out = (dataset){.x = malloc((size_t)(n * d->features) * sizeof(float)),
+                     .y = malloc((size_t)n * sizeof(int64_t)),
+                     .n = n,
+                     .features = d->features};
     if (!out->x || !out->y) {
         fprintf(stderr, "out of memory splitting the data set\n");
         dataset_free(out);
@@ -173,9 +176,13 @@ clt_tensor *dataset_labels(const dataset *d)
 
 int loader_init(loader *l, const dataset *d, int64_t batch_size, uint64_t seed)
 {
-    *l = (loader){d, batch_size, d->n, malloc((size_t)d->n * sizeof(int64_t)),
-                  malloc((size_t)(batch_size * d->features) * sizeof(float)),
-                  malloc((size_t)batch_size * sizeof(int64_t)), seed};
+    *l = (loader){.data = d,
+                  .batch_size = batch_size,
+                  .pos = d->n, /* no batch before the first shuffle */
+                  .order = malloc((size_t)d->n * sizeof(int64_t)),
+                  .xbuf = malloc((size_t)(batch_size * d->features) * sizeof(float)),
+                  .ybuf = malloc((size_t)batch_size * sizeof(int64_t)),
+                  .rng = seed};
     if (!l->order || !l->xbuf || !l->ybuf) {
         fprintf(stderr, "out of memory making the loader\n");
         loader_free(l);
