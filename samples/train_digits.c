@@ -229,7 +229,8 @@ static void usage(FILE *f)
 
 static int parse_args(int argc, char **argv, options *o)
 {
-    *o = (options){.model = "both", .out = ".", .data = TRAIN_DIGITS_DATA, .epochs = DEFAULT_EPOCHS};
+    *o = (options){.model = "both", .out = ".", .data = TRAIN_DIGITS_DATA,
+                   .epochs = DEFAULT_EPOCHS};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *value = NULL;
         char *end = NULL;

@@ -31,7 +31,7 @@
         }                                                                                      \
     } while (0)
 
-/* ---- the models, as PyTorch would write them -------------------------------------------------- */
+/* ---- the models, as PyTorch would write them ------------------------------------------------- */
 
 /* nn.Sequential(*layers), taking over the layers' references. */
 static clt_module *sequential(clt_module *const *layers, int n)
@@ -95,7 +95,7 @@ static double step_time(clt_module *model, int ndim, const int64_t *shape, clt_d
     return median(t, REPEATS);
 }
 
-/* ---- the MLP step by hand: cblas_sgemm and loops ------------------------------------------------ */
+/* ---- the MLP step by hand: cblas_sgemm and loops --------------------------------------------- */
 
 enum { IN = 784, HID = 256, OUT = 10 };
 
@@ -181,7 +181,7 @@ static double blas_step_time(void)
     return median(t, REPEATS);
 }
 
-/* ---- PyTorch -------------------------------------------------------------------------------------- */
+/* ---- PyTorch --------------------------------------------------------------------------------- */
 
 typedef struct torch_ref {
     char version[64]; /* "" when PyTorch was not found */
@@ -227,7 +227,8 @@ static void report(const char *name, clt_device *dev, double t, const torch_ref 
 {
     printf("{\"name\": \"%s\", \"device\": \"%s\", \"batch\": %d, \"time_s\": %.6e, "
            "\"samples_per_s\": %.0f, \"pytorch\": \"%s\"",
-           name, clt_device_name(dev), BATCH, t, BATCH / t, torch->version[0] ? torch->version : "none");
+           name, clt_device_name(dev), BATCH, t, BATCH / t,
+           torch->version[0] ? torch->version : "none");
     if (torch->version[0])
         printf(", \"reference\": \"PyTorch CPU\", \"reference_threads\": %d, "
                "\"reference_time_s\": %.6e, \"ratio_to_reference\": %.3f",
