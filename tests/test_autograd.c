@@ -401,6 +401,12 @@ START_TEST(test_autograd_leaves)
     ck_assert(clt_tensor_requires_grad(y) && !clt_tensor_is_leaf(y));
     ck_assert_str_eq(clt_tensor_grad_fn_name(y), "MulBackward");
     ck_assert_ptr_null(clt_tensor_grad_fn_name(x));
+    char *text = clt_tensor_format(y);
+    ck_assert_msg(strstr(text, "grad_fn=<MulBackward>)") != NULL, "%s", text);
+    clt_free(text);
+    text = clt_tensor_format(x);
+    ck_assert_msg(strstr(text, "requires_grad=True)") != NULL, "%s", text);
+    clt_free(text);
     ck_assert_int_eq(clt_tensor_set_requires_grad(y, false), CLT_ERR_INVALID_ARGUMENT);
     ck_assert_error_has("made by MulBackward, not a leaf");
     /* an operation on tensors none of which requires grad records nothing */
