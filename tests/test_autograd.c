@@ -401,6 +401,12 @@ START_TEST(test_autograd_leaves)
     ck_assert(clt_tensor_requires_grad(y) && !clt_tensor_is_leaf(y));
     ck_assert_str_eq(clt_tensor_grad_fn_name(y), "MulBackward");
     ck_assert_ptr_null(clt_tensor_grad_fn_name(x));
+    char *text = clt_tensor_format(y);
+    ck_assert_msg(strstr(text, "grad_fn=<MulBackward>)") != NULL, "%s", text);
+    clt_free(text);
+    text = clt_tensor_format(x);
+    ck_assert_msg(strstr(text, "requires_grad=True)") != NULL, "%s", text);
+    clt_free(text);
     ck_assert_int_eq(clt_tensor_set_requires_grad(y, false), CLT_ERR_INVALID_ARGUMENT);
     ck_assert_error_has("made by MulBackward, not a leaf");
     /* an operation on tensors none of which requires grad records nothing */
@@ -510,6 +516,37 @@ START_TEST(test_autograd_in_place)
     ck_assert_ptr_null(clt_tensor_grad(x));
     clt_tensor_release(l), clt_tensor_release(y), clt_tensor_release(one);
     clt_tensor_release(a), clt_tensor_release(x);
+}
+END_TEST
+
+/* Gradients keep each leaf's dtype through promotion, conversion and f16 arithmetic. */
+START_TEST(test_autograd_dtypes)
+{
+    clt_device *dev = test_device(_i);
+    clt_tensor *x = make(dev, CLT_F32, xs, CLT_SHAPE(2, 3));
+    clt_tensor *h = make(dev, CLT_F16, xs, CLT_SHAPE(2, 3));
+    clt_tensor *d = make(dev, CLT_F64, xs, CLT_SHAPE(3));
+    clt_tensor_set_requires_grad(x, true);
+    clt_tensor_set_requires_grad(h, true);
+    /* f32 * f64 -> f64; f16 -> f32; f16 * f16 stays f16 */
+    clt_tensor *p = clt_mul(x, d), *hf = clt_tensor_to_dtype(h, CLT_F32), *hh = clt_mul(h, h);
+    clt_tensor *s1 = clt_sum(p, NULL, 0, false), *s2 = clt_sum(hf, NULL, 0, false);
+    clt_tensor *s3 = clt_sum(hh, NULL, 0, false);
+    ck_assert_int_eq(clt_tensor_dtype(s1), CLT_F64);
+    ck_assert_int_eq(clt_backward(s1, NULL, false), CLT_OK);
+    ck_assert_int_eq(clt_backward(s2, NULL, false), CLT_OK);
+    ck_assert_int_eq(clt_backward(s3, NULL, false), CLT_OK);
+    clt_tensor *gx = clt_tensor_grad(x), *gh = clt_tensor_grad(h);
+    ck_assert_int_eq(clt_tensor_dtype(gx), CLT_F32);
+    ck_assert_int_eq(clt_tensor_dtype(gh), CLT_F16);
+    double wx[6], wh[6];
+    for (int k = 0; k < 6; k++)
+        wx[k] = xs[k % 3], wh[k] = 1 + 2 * xs[k];
+    expect(gx, wx, 6, 1e-6, "f32 through f64");
+    expect(gh, wh, 6, 1e-3, "f16");
+    clt_tensor *all[] = {gh, gx, s3, s2, s1, hh, hf, p, d, h, x};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        clt_tensor_release(all[k]);
 }
 END_TEST
 
@@ -670,6 +707,7 @@ Suite *suite_autograd(void)
     ADD_DEVICE_TEST(tc, test_autograd_leaves);
     ADD_DEVICE_TEST(tc, test_autograd_accumulation);
     ADD_DEVICE_TEST(tc, test_autograd_in_place);
+    ADD_DEVICE_TEST(tc, test_autograd_dtypes);
     ADD_DEVICE_TEST(tc, test_autograd_mlp_matches_cpu);
     ADD_DEVICE_TEST(tc, test_autograd_no_leak);
     ADD_DEVICE_TEST(tc, test_autograd_allocation_failures);

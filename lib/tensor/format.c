@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cltensor/autograd.h"
 #include "core/core.h"
 #include "tensor_internal.h"
 
@@ -180,7 +181,8 @@ static void write_block(strbuf *b, const clt_tensor *t, const double *v, const f
     sb_add(b, "]");
 }
 
-/* ", device='gpu:0'" and ", dtype=f64" as PyTorch's _add_suffixes adds them. `last` is its
+/* ", device='gpu:0'", ", dtype=f64" and ", grad_fn=<MulBackward>" (or ", requires_grad=True")
+ * as PyTorch's _add_suffixes adds them. `last` is its
  * measure of the last line, which starts two above the real length: a suffix goes on a new line
  * when last + 2 + its length would pass 80. */
 static void add_suffix(strbuf *b, const char *suffix, size_t *last)
@@ -246,6 +248,13 @@ char *clt_tensor_format(const clt_tensor *t)
         char dt[32];
         snprintf(dt, sizeof dt, "dtype=%s", clt_dtype_name(t->dtype));
         add_suffix(&b, dt, &last);
+    }
+    if (clt_tensor_grad_fn_name(t)) {
+        char node[96];
+        snprintf(node, sizeof node, "grad_fn=<%s>", clt_tensor_grad_fn_name(t));
+        add_suffix(&b, node, &last);
+    } else if (t->requires_grad) {
+        add_suffix(&b, "requires_grad=True", &last);
     }
     sb_add(&b, ")");
     if (b.failed)
