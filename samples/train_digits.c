@@ -71,11 +71,11 @@ static clt_tensor *to_device(clt_tensor *x, clt_device *dev)
     return moved;
 }
 
-/* loss.item() of an f32 scalar. */
+/* loss.item() */
 static double item(const clt_tensor *t)
 {
-    float v;
-    CHECK(clt_tensor_copy_to_host(t, &v, sizeof v) == CLT_OK);
+    double v;
+    CHECK(clt_tensor_item(t, &v) == CLT_OK);
     return v;
 }
 

@@ -186,6 +186,23 @@ START_TEST(test_properties)
     ck_assert_int_eq(clt_tensor_numel(NULL), 0);
     ck_assert_int_eq(clt_tensor_dtype(NULL), CLT_DTYPE_NONE);
     ck_assert_ptr_null(clt_tensor_device(NULL));
+
+    /* item: the one element of any dtype as a double */
+    static const clt_dtype dts[] = {CLT_F32, CLT_F64, CLT_F16, CLT_BF16, CLT_I32, CLT_I64, CLT_U8, CLT_BOOL};
+    for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) {
+        double v = -1;
+        clt_tensor *one = clt_tensor_full(CLT_SHAPE(1, 1), dts[k] == CLT_BOOL ? 1 : 3.5, dts[k], dev);
+        ck_assert_int_eq(clt_tensor_item(one, &v), CLT_OK);
+        double want = dts[k] == CLT_BOOL ? 1 : k < 4 ? 3.5 : 3; /* the first four are floating */
+        ck_assert_msg(v == want, "item of %s: %g", clt_dtype_name(dts[k]), v);
+        clt_tensor_release(one);
+    }
+    double v = 7;
+    t = clt_tensor_zeros(CLT_SHAPE(2), CLT_F32, dev);
+    ck_assert_int_eq(clt_tensor_item(t, &v), CLT_ERR_SHAPE);
+    ck_assert_str_eq(clt_last_error(), "clt_tensor_item: a tensor of shape (2,) has 2 elements, not one");
+    ck_assert(v == 7);
+    clt_tensor_release(t);
 }
 END_TEST
 

@@ -96,6 +96,9 @@ CLT_API clt_device *clt_tensor_device(const clt_tensor *t);
 /* Copies the elements, row-major, into `dst` of `nbytes` (at least numel * dtype size), from any
  * device; waits for pending work on the tensor first. */
 CLT_API clt_status clt_tensor_copy_to_host(const clt_tensor *t, void *dst, size_t nbytes);
+/* The value of a one-element tensor of any dtype and device as a double (PyTorch's x.item()),
+ * waiting for pending work on it; CLT_ERR_SHAPE unless t has exactly one element. */
+CLT_API clt_status clt_tensor_item(const clt_tensor *t, double *value);
 /* The address of element 0 of a cpu tensor, after pending copies into it have finished; the
  * elements lie at the tensor's strides from it (clt_tensor_strides; row-major when contiguous).
  * Valid while the tensor lives; an address that must not be read for a tensor without

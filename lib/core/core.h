@@ -16,6 +16,9 @@
 
 /* Records "fn: message" as this thread's last error and returns `status`. */
 clt_status clt__error(clt_status status, const char *fn, const char *fmt, ...) CLT__PRINTF(3, 4);
+/* Re-raises the last error under fn, keeping its cause: a step of fn failed. Returns the
+ * status. */
+clt_status clt__rename_error(const char *fn);
 /* Appends text to this thread's last error message (for build logs). */
 void clt__error_append(const char *text);
 

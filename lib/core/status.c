@@ -162,3 +162,11 @@ void clt__log(clt_log_level level, const char *fmt, ...)
     va_end(ap);
     fn(level, message, user);
 }
+
+clt_status clt__rename_error(const char *fn)
+{
+    char cause[1024];
+    const char *colon = strstr(clt_last_error(), ": ");
+    snprintf(cause, sizeof cause, "%s", colon ? colon + 2 : clt_last_error());
+    return clt__error(clt_last_status(), fn, "%s", cause);
+}

@@ -29,11 +29,3 @@ clt_status clt__need_floating(const char *fn, const clt_tensor *x)
                       "input with clt_tensor_to_dtype)",
                       clt_dtype_name(x->dtype), x->storage->device->name);
 }
-
-clt_status clt__rename_error(const char *fn)
-{
-    char cause[1024];
-    const char *colon = strstr(clt_last_error(), ": ");
-    snprintf(cause, sizeof cause, "%s", colon ? colon + 2 : clt_last_error());
-    return clt__error(clt_last_status(), fn, "%s", cause);
-}

@@ -18,9 +18,6 @@ static inline bool clt__is_floating(clt_dtype t)
 clt_status clt__same_device(const char *fn, clt_tensor *const *ts, int n);
 /* CLT_ERR_DTYPE naming the dtype and device unless x is floating. */
 clt_status clt__need_floating(const char *fn, const clt_tensor *x);
-/* Re-raises the last error under fn, keeping its cause: a step of fn failed. Returns the
- * status. */
-clt_status clt__rename_error(const char *fn);
 
 /* The elementwise operation op on a (and b, for two inputs; else NULL) with scalars s0, s1,
  * promoted and broadcast as the public operations, recorded for autograd as they are. Reaches

@@ -222,6 +222,33 @@ clt_status clt_tensor_copy_to_host(const clt_tensor *t, void *dst, size_t nbytes
     return st;
 }
 
+clt_status clt_tensor_item(const clt_tensor *t, double *value)
+{
+    static const char *const fn = "clt_tensor_item";
+    unsigned char raw[8];
+    bool floating;
+    int64_t i = 0;
+    clt_status st = clt__tensor_check(fn, t);
+    if (st != CLT_OK)
+        return st;
+    if (!value)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "value is NULL");
+    if (t->numel != 1) {
+        char shape[256];
+        clt__format_shape(shape, sizeof shape, t->ndim, t->shape);
+        return clt__error(CLT_ERR_SHAPE, fn, "a tensor of shape %s has %zu elements, not one",
+                          shape, t->numel);
+    }
+    if ((st = clt_tensor_copy_to_host(t, raw, sizeof raw)) != CLT_OK)
+        return clt__rename_error(fn);
+    floating = t->dtype == CLT_F32 || t->dtype == CLT_F64 || t->dtype == CLT_F16 || t->dtype == CLT_BF16;
+    if (floating)
+        return clt__host_backend.cast(fn, NULL, raw, 0, t->dtype, value, 0, CLT_F64, 1);
+    st = clt__host_backend.cast(fn, NULL, raw, 0, t->dtype, &i, 0, CLT_I64, 1);
+    *value = (double)i;
+    return st;
+}
+
 void *clt_tensor_data(clt_tensor *t)
 {
     static const char *const fn = "clt_tensor_data";
