@@ -42,7 +42,8 @@ START_TEST(test_status_name_opencl_and_unknown)
     ck_assert_str_eq(clt_status_name(-30), "CL_INVALID_VALUE");
     ck_assert_str_eq(clt_status_name(-54), "CL_INVALID_WORK_GROUP_SIZE");
     /* values that are neither the library's nor OpenCL's */
-    ck_assert_str_eq(clt_status_name(1), "UNKNOWN");
+    ck_assert_str_eq(clt_status_name(CLT_END), "CLT_END");
+    ck_assert_str_eq(clt_status_name(2), "UNKNOWN");
     ck_assert_str_eq(clt_status_name(-999), "UNKNOWN");
     ck_assert_str_eq(clt_status_name(-1012), "UNKNOWN");
     ck_assert_str_eq(clt_status_name(-2000), "UNKNOWN");
@@ -60,7 +61,8 @@ START_TEST(test_status_str)
     ck_assert_str_eq(clt_status_str(CLT_ERR_INTERNAL), "internal error");
     ck_assert_str_eq(clt_status_str(-5), "OpenCL error");
     ck_assert_str_eq(clt_status_str(-999), "OpenCL error");
-    ck_assert_str_eq(clt_status_str(1), "unknown status");
+    ck_assert_str_eq(clt_status_str(CLT_END), "the end of the data (not an error)");
+    ck_assert_str_eq(clt_status_str(2), "unknown status");
     ck_assert_str_eq(clt_status_str(-1012), "unknown status");
 }
 END_TEST
@@ -83,6 +85,12 @@ START_TEST(test_last_error_after_failure)
     ck_assert_msg(strncmp(clt_last_error(), "clt_tensor_zeros: ", 18) == 0,
                   "last error \"%s\" does not name clt_tensor_zeros", clt_last_error());
     ck_assert_error_has("-5");
+
+    /* callbacks report their failures the same way */
+    ck_assert_int_eq(clt_set_error(CLT_ERR_IO, "my_dataset", "row %d is bad", 7), CLT_ERR_IO);
+    ck_assert_str_eq(clt_last_error(), "my_dataset: row 7 is bad");
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_IO);
+    t = clt_tensor_zeros(CLT_SHAPE(2, -5), CLT_F32, cpu);
 
     /* a successful call keeps the last failure */
     t = clt_tensor_zeros(CLT_SHAPE(2), CLT_F32, cpu);

@@ -35,6 +35,7 @@ typedef int clt_status;
 
 #define CLT_STATUS_MAP(X)                                                                      \
     X(OK, 0, "success")                                                                        \
+    X(END, 1, "the end of the data (not an error)")                                            \
     X(ERR_INVALID_ARGUMENT, -1000, "invalid argument")                                         \
     X(ERR_OUT_OF_MEMORY, -1001, "out of host memory")                                          \
     X(ERR_DEVICE_OUT_OF_MEMORY, -1002, "out of device memory")                                 \
@@ -66,6 +67,13 @@ CLT_API const char *clt_last_error(void);
 CLT_API clt_status clt_last_status(void);
 /* Forgets the last error of this thread. */
 CLT_API void clt_clear_error(void);
+/* Sets this thread's last error to "where: message" (printf format) and returns status: how
+ * callbacks the library calls (datasets, module forwards) report a failure with its cause. */
+CLT_API clt_status clt_set_error(clt_status status, const char *where, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 
 typedef enum clt_log_level {
     CLT_LOG_DEBUG = 0,

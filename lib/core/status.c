@@ -95,6 +95,16 @@ clt_status clt__error(clt_status status, const char *fn, const char *fmt, ...)
     return status;
 }
 
+clt_status clt_set_error(clt_status status, const char *where, const char *fmt, ...)
+{
+    va_list ap;
+    char message[sizeof last_message];
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt ? fmt : "", ap);
+    va_end(ap);
+    return clt__error(status, where ? where : "(callback)", "%s", message);
+}
+
 void clt__error_append(const char *text)
 {
     size_t used = strlen(last_message);
