@@ -222,6 +222,20 @@ struct clt__backend {
      * counter, counter + 1, ... under key `seed` (4 values a counter, 2 for f64). */
     clt_status (*random)(const char *fn, clt_device *dev, void *buf, size_t off, clt_dtype dtype,
                          size_t n, bool normal, uint64_t seed, uint64_t counter);
+    /* --- the data loader's staging and copies (lib/host/host_backend.c, lib/opencl) --- */
+    /* nbytes > 0 of host memory the device copies from fastest (OpenCL: a page-locked
+     * CL_MEM_ALLOC_HOST_PTR buffer, mapped): *ptr is its address, *handle what staging_free
+     * takes. Counted as a device allocation. */
+    clt_status (*staging_alloc)(const char *fn, clt_device *dev, size_t nbytes, void **handle,
+                                void **ptr);
+    void (*staging_free)(clt_device *dev, void *handle, void *ptr);
+    /* Queues a copy of nbytes from staging memory at ptr into buf (from byte 0) on the device's
+     * copy queue and returns at once: *event (NULL: already done) completes when the copy has. */
+    clt_status (*upload)(const char *fn, clt_device *dev, void *buf, const void *ptr,
+                         size_t nbytes, void **event);
+    /* Makes the work queued on the device after this call wait for event (an upload's), without
+     * blocking the caller. */
+    clt_status (*queue_wait)(const char *fn, clt_device *dev, void *event);
     clt_status (*synchronize)(const char *fn, clt_device *dev);
     /* An event that completes when all work queued so far on the device has (NULL: done). */
     clt_status (*marker)(const char *fn, clt_device *dev, void **event);

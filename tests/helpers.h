@@ -92,6 +92,7 @@ Suite *suite_nn(void);
 Suite *suite_module(void);
 Suite *suite_autograd(void);
 Suite *suite_optim(void);
+Suite *suite_loader(void);
 Suite *suite_kernels(void);
 
 #endif

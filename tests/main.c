@@ -51,6 +51,7 @@ int main(int argc, char **argv)
     srunner_add_suite(runner, suite_module());
     srunner_add_suite(runner, suite_autograd());
     srunner_add_suite(runner, suite_optim());
+    srunner_add_suite(runner, suite_loader());
     srunner_add_suite(runner, suite_kernels());
     srunner_set_fork_status(runner, CK_FORK);
     srunner_run(runner, only, NULL, CK_NORMAL);

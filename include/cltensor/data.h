@@ -69,6 +69,14 @@ typedef struct clt_csv_options {
  * with another number of columns than the first, or a label that is not an integer. */
 CLT_API clt_dataset *clt_dataset_csv(const char *path, const clt_csv_options *options);
 
+/* torch.utils.data.Subset: items indices[0], ..., indices[n - 1] of d (retained), checked to
+ * lie in 0..length-1. */
+CLT_API clt_dataset *clt_dataset_subset(clt_dataset *d, const int64_t *indices, int64_t n);
+/* torch.utils.data.random_split into two: a permutation of d's items from seed, its first
+ * `first_length` items as *first and the rest as *rest (both new). All or nothing. */
+CLT_API clt_status clt_dataset_split(clt_dataset *d, int64_t first_length, uint64_t seed,
+                                     clt_dataset **first, clt_dataset **rest);
+
 CLT_API clt_dataset *clt_dataset_retain(clt_dataset *d);
 /* Accepts NULL. */
 CLT_API void clt_dataset_release(clt_dataset *d);

@@ -18,4 +18,8 @@ struct clt_dataset {
     void *user;
 };
 
+/* order[0..n-1] = 0..n-1, shuffled (Fisher-Yates) by a generator seeded from seed and stream
+ * when shuffle is true: the same on every machine. */
+void clt__data_order(int64_t *order, int64_t n, bool shuffle, uint64_t seed, uint64_t stream);
+
 #endif

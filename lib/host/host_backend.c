@@ -146,6 +146,35 @@ static clt_status host_marker(const char *fn, clt_device *dev, void **event)
     return CLT_OK;
 }
 
+static clt_status host_staging_alloc(const char *fn, clt_device *dev, size_t nbytes,
+                                     void **handle, void **ptr)
+{
+    (void)dev;
+    *handle = *ptr = clt__alloc_aligned(fn, nbytes, 64);
+    return *ptr ? CLT_OK : clt_last_status();
+}
+
+static void host_staging_free(clt_device *dev, void *handle, void *ptr)
+{
+    (void)dev, (void)ptr;
+    clt__free(handle);
+}
+
+static clt_status host_upload(const char *fn, clt_device *dev, void *buf, const void *ptr,
+                              size_t nbytes, void **event)
+{
+    (void)fn, (void)dev;
+    memcpy(buf, ptr, nbytes);
+    *event = NULL;
+    return CLT_OK;
+}
+
+static clt_status host_queue_wait(const char *fn, clt_device *dev, void *event)
+{
+    (void)fn, (void)dev, (void)event;
+    return CLT_OK;
+}
+
 static clt_status host_event_wait(const char *fn, void *event)
 {
     (void)fn;
@@ -194,6 +223,10 @@ const clt__backend clt__host_backend = {
     .gemm = clt__host_gemm,
     .synchronize = host_synchronize,
     .marker = host_marker,
+    .staging_alloc = host_staging_alloc,
+    .staging_free = host_staging_free,
+    .upload = host_upload,
+    .queue_wait = host_queue_wait,
     .event_wait = host_event_wait,
     .event_release = host_event_release,
 };

@@ -210,13 +210,18 @@ clt_status clt__cl_start(const char *fn, clt_device *dev)
         cd->context = clCreateContext(props, 1, &cd->id, NULL, NULL, &err);
         if (err == CL_SUCCESS) {
             cd->queue = clCreateCommandQueue(cd->context, cd->id, 0, &err);
+            if (err == CL_SUCCESS) {
+                cd->copy_queue = clCreateCommandQueue(cd->context, cd->id, 0, &err);
+                if (err != CL_SUCCESS)
+                    clReleaseCommandQueue(cd->queue);
+            }
             if (err != CL_SUCCESS)
                 clReleaseContext(cd->context);
         }
         if (err == CL_SUCCESS)
             cd->started = true;
         else
-            st = clt__cl_error(fn, dev, err, "creating the OpenCL context and queue");
+            st = clt__cl_error(fn, dev, err, "creating the OpenCL context and queues");
     }
     pthread_mutex_unlock(&cd->lock);
     return st;
@@ -398,9 +403,80 @@ static clt_status cl_synchronize(const char *fn, clt_device *dev)
     cl_int err;
     if (!q)
         return CLT_OK;
-    err = clFinish(q);
+    err = clFinish(clt__cl(dev)->copy_queue);
+    if (err == CL_SUCCESS)
+        err = clFinish(q);
     clt__cl_reap(dev, true);
     return err == CL_SUCCESS ? CLT_OK : clt__cl_error(fn, dev, err, "waiting for the queue");
+}
+
+/* ---- the data loader's staging memory and copy queue ---------------------------------------- */
+
+static clt_status cl_staging_alloc(const char *fn, clt_device *dev, size_t nbytes, void **handle,
+                                   void **ptr)
+{
+    clt__cl_device *cd = clt__cl(dev);
+    cl_int err = CL_SUCCESS;
+    cl_mem buf = NULL;
+    clt_status st = clt__cl_start(fn, dev);
+    *handle = *ptr = NULL;
+    if (st != CLT_OK)
+        return st;
+    if (clt__fault_check(CLT__DEVICE))
+        err = CL_MEM_OBJECT_ALLOCATION_FAILURE;
+    else
+        buf = clCreateBuffer(cd->context, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, nbytes, NULL, &err);
+    if (err == CL_SUCCESS) {
+        *ptr = clEnqueueMapBuffer(cd->copy_queue, buf, CL_TRUE, CL_MAP_WRITE, 0, nbytes, 0, NULL,
+                                  NULL, &err);
+        if (err != CL_SUCCESS)
+            clReleaseMemObject(buf);
+    }
+    if (err != CL_SUCCESS) {
+        *ptr = NULL;
+        return clt__error(CLT_ERR_DEVICE_OUT_OF_MEMORY, fn,
+                          "out of memory allocating %zu bytes of page-locked staging for %s (%s)",
+                          nbytes, dev->name, clt_status_name(err));
+    }
+    *handle = buf;
+    clt__live_add(CLT__DEVICE, 1);
+    return CLT_OK;
+}
+
+static void cl_staging_free(clt_device *dev, void *handle, void *ptr)
+{
+    clt__cl_device *cd = clt__cl(dev);
+    if (!handle)
+        return;
+    clEnqueueUnmapMemObject(cd->copy_queue, (cl_mem)handle, ptr, 0, NULL, NULL);
+    clFinish(cd->copy_queue);
+    clReleaseMemObject((cl_mem)handle);
+    clt__live_add(CLT__DEVICE, -1);
+}
+
+static clt_status cl_upload(const char *fn, clt_device *dev, void *buf, const void *ptr,
+                            size_t nbytes, void **event)
+{
+    clt__cl_device *cd = clt__cl(dev);
+    cl_event ev = NULL;
+    cl_int err = clEnqueueWriteBuffer(cd->copy_queue, (cl_mem)buf, CL_FALSE, 0, nbytes, ptr, 0,
+                                      NULL, &ev);
+    *event = NULL;
+    if (err != CL_SUCCESS)
+        return clt__cl_error(fn, dev, err, "queueing a copy to the device");
+    clFlush(cd->copy_queue);
+    *event = ev;
+    return CLT_OK;
+}
+
+static clt_status cl_queue_wait(const char *fn, clt_device *dev, void *event)
+{
+    cl_event ev = event;
+    cl_int err;
+    if (!ev)
+        return CLT_OK;
+    err = clEnqueueBarrierWithWaitList(clt__cl(dev)->queue, 1, &ev, NULL);
+    return err == CL_SUCCESS ? CLT_OK : clt__cl_error(fn, dev, err, "ordering work after a copy");
 }
 
 static clt_status cl_marker(const char *fn, clt_device *dev, void **event)
@@ -481,6 +557,10 @@ const clt__backend clt__cl_backend = {
     .gemm = clt__cl_gemm,
     .synchronize = cl_synchronize,
     .marker = cl_marker,
+    .staging_alloc = cl_staging_alloc,
+    .staging_free = cl_staging_free,
+    .upload = cl_upload,
+    .queue_wait = cl_queue_wait,
     .event_wait = cl_event_wait,
     .event_release = cl_event_release,
 };

@@ -36,6 +36,7 @@ typedef struct clt__cl_device {
     bool started;         /* context and queue exist */
     cl_context context;
     cl_command_queue queue;
+    cl_command_queue copy_queue; /* the data loader's uploads, ordered against queue by events */
     clt__cl_program *programs;
     struct clt__cl_deferred *deferred; /* work waiting for asynchronous transfers */
     char strings[5][256]; /* backing store of info.name, vendor, platform, versions */

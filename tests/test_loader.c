@@ -1,0 +1,179 @@
+/* Loader suite, on every device: every item exactly once per epoch in order or shuffled (with
+ * and without drop_last), the order reproducible from the seed, batches on the requested device
+ * holding the right items, an error inside the dataset reaching the caller with its message,
+ * and stopping early, restarting and freeing that leak nothing. */
+#include <stdlib.h>
+
+#include "helpers.h"
+
+enum { ITEMS = 10 };
+
+/* Item i: x = (i, 10 + i) as f32, y = i as i64; item `bad` fails. */
+typedef struct counting {
+    int64_t bad;
+} counting;
+
+static clt_status counting_get(void *user, int64_t i, void *const *out)
+{
+    counting *c = user;
+    float *x = out[0];
+    if (i == c->bad)
+        return clt_set_error(CLT_ERR_IO, "counting", "cannot read item %lld", (long long)i);
+    x[0] = (float)i;
+    x[1] = (float)(10 + i);
+    *(int64_t *)out[1] = i;
+    return CLT_OK;
+}
+
+static clt_dataset *counting_new(counting *c)
+{
+    clt_field fields[2] = {{CLT_F32, 1, {2}}, {CLT_I64, 0, {0}}};
+    clt_dataset *d = clt_dataset_new(ITEMS, 2, fields, counting_get, NULL, c);
+    ck_assert_msg(d != NULL, "%s", clt_last_error());
+    return d;
+}
+
+/* Runs one epoch; records the items in order into seen (returns how many) after checking each
+ * batch's device, shapes and contents. */
+static int epoch(clt_loader *l, clt_device *dev, int64_t batch_size, int64_t *seen)
+{
+    clt_tensor *b[2];
+    clt_status st;
+    int n = 0;
+    while ((st = clt_loader_next(l, b)) == CLT_OK) {
+        int64_t rows = clt_tensor_size(b[1], 0);
+        ck_assert_ptr_eq(clt_tensor_device(b[0]), dev);
+        ck_assert_ptr_eq(clt_tensor_device(b[1]), dev);
+        ck_assert_int_eq(clt_tensor_ndim(b[0]), 2);
+        ck_assert_int_eq(clt_tensor_size(b[0], 0), rows);
+        ck_assert_int_eq(clt_tensor_size(b[0], 1), 2);
+        ck_assert_int_eq(clt_tensor_dtype(b[1]), CLT_I64);
+        ck_assert(rows >= 1 && rows <= batch_size);
+        double *x = test_values(b[0]), *y = test_values(b[1]);
+        for (int64_t r = 0; r < rows; r++) {
+            ck_assert(x[2 * r] == y[r] && x[2 * r + 1] == 10 + y[r]);
+            ck_assert_int_lt(n, ITEMS);
+            seen[n++] = (int64_t)y[r];
+        }
+        free(x), free(y);
+        clt_tensor_release(b[0]), clt_tensor_release(b[1]);
+    }
+    ck_assert_msg(st == CLT_END, "%s", clt_last_error());
+    return n;
+}
+
+START_TEST(test_loader_epochs)
+{
+    clt_device *dev = test_device(_i);
+    counting c = {-1};
+    clt_dataset *d = counting_new(&c);
+    test_live before = test_live_now();
+    for (int shuffle = 0; shuffle < 2; shuffle++) {
+        for (int drop = 0; drop < 2; drop++) {
+            clt_loader_options o = {.batch_size = 3, .shuffle = shuffle, .seed = 42,
+                                    .drop_last = drop, .device = dev};
+            clt_loader *l = clt_loader_new(d, &o), *twin = clt_loader_new(d, &o);
+            ck_assert_msg(l && twin, "%s", clt_last_error());
+            ck_assert_int_eq(clt_loader_batches(l), drop ? 3 : 4);
+            int64_t first[ITEMS], second[ITEMS], again[ITEMS];
+            int n1 = epoch(l, dev, 3, first), n2 = epoch(l, dev, 3, second);
+            ck_assert_int_eq(epoch(twin, dev, 3, again), n1);
+            ck_assert_int_eq(clt_loader_epoch(l), 2);
+            ck_assert_int_eq(n1, drop ? 9 : ITEMS);
+            ck_assert_int_eq(n2, n1);
+            bool counted[ITEMS] = {false}, same_order = true, sorted = true;
+            for (int k = 0; k < n1; k++) {
+                ck_assert_msg(!counted[first[k]], "item %lld twice", (long long)first[k]);
+                counted[first[k]] = true;
+                ck_assert_int_eq(again[k], first[k]); /* the seed fixes the order */
+                same_order &= first[k] == second[k];
+                sorted &= first[k] == k;
+            }
+            /* without shuffling, in order; with it, another order every epoch */
+            ck_assert(shuffle ? !sorted && !same_order : sorted && same_order);
+            clt_loader_free(twin);
+            clt_loader_free(l);
+        }
+    }
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), before);
+    clt_dataset_release(d);
+}
+END_TEST
+
+START_TEST(test_loader_dataset_error)
+{
+    clt_device *dev = test_device(_i);
+    counting c = {4};
+    clt_dataset *d = counting_new(&c);
+    clt_loader *l = clt_loader_new(d, &(clt_loader_options){.batch_size = 3, .device = dev});
+    clt_tensor *b[2];
+    int ok = 0, failed = 0;
+    clt_status st;
+    while ((st = clt_loader_next(l, b)) != CLT_END) {
+        if (st == CLT_OK) {
+            ok++;
+            clt_tensor_release(b[0]), clt_tensor_release(b[1]);
+            continue;
+        }
+        failed++;
+        ck_assert_int_eq(st, CLT_ERR_IO);
+        ck_assert_str_eq(clt_last_error(), "clt_loader_next: item 4: counting: cannot read item 4");
+    }
+    ck_assert_int_eq(ok, 3); /* the batch of items 3, 4, 5 is lost, the others come */
+    ck_assert_int_eq(failed, 1);
+    clt_loader_free(l);
+
+    ck_assert_ptr_null(clt_loader_new(NULL, NULL));
+    ck_assert_error_has("clt_loader_new: the dataset is NULL");
+    ck_assert_ptr_null(clt_loader_new(d, &(clt_loader_options){.batch_size = -2}));
+    ck_assert_error_has("batch_size -2 must be positive");
+    ck_assert_int_eq(clt_loader_next(NULL, b), CLT_ERR_INVALID_ARGUMENT);
+    clt_dataset_release(d);
+}
+END_TEST
+
+START_TEST(test_loader_early_stop)
+{
+    clt_device *dev = test_device(_i);
+    counting c = {-1};
+    clt_dataset *d = counting_new(&c);
+    test_live before = test_live_now();
+    clt_tensor *b[2];
+    int64_t seen[ITEMS];
+    /* stop after one batch, with more prepared ahead: freeing drops them */
+    clt_loader *l = clt_loader_new(d, &(clt_loader_options){.batch_size = 2, .device = dev, .prefetch = 3});
+    ck_assert_int_eq(clt_loader_next(l, b), CLT_OK);
+    clt_loader_free(l);
+    clt_tensor_release(b[0]), clt_tensor_release(b[1]); /* a batch outlives its loader */
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), before);
+
+    /* restart abandons the epoch: the next batch is the first of a new one */
+    l = clt_loader_new(d, &(clt_loader_options){.batch_size = 4, .device = dev});
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(clt_loader_next(l, b), CLT_OK);
+        clt_tensor_release(b[0]), clt_tensor_release(b[1]);
+    }
+    clt_loader_restart(l);
+    ck_assert_int_eq(epoch(l, dev, 4, seen), ITEMS);
+    ck_assert_int_eq(seen[0], 0);
+    ck_assert_int_eq(clt_loader_epoch(l), 2);
+    clt_loader_free(l);
+    clt_loader_free(NULL);
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), before);
+    clt_dataset_release(d);
+}
+END_TEST
+
+Suite *suite_loader(void)
+{
+    Suite *s = suite_create("loader");
+    TCase *tc = test_case("loader", 600);
+    ADD_DEVICE_TEST(tc, test_loader_epochs);
+    ADD_DEVICE_TEST(tc, test_loader_dataset_error);
+    ADD_DEVICE_TEST(tc, test_loader_early_stop);
+    suite_add_tcase(s, tc);
+    return s;
+}
