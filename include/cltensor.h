@@ -10,5 +10,6 @@
 #include "cltensor/autograd.h"
 #include "cltensor/nn.h"
 #include "cltensor/optim.h"
+#include "cltensor/data.h"
 
 #endif

@@ -96,7 +96,7 @@ const char *test_temp_dir(void)
     return path;
 }
 
-static void write_file(const char *dir, const char *name, const char *text)
+void test_write_file(const char *dir, const char *name, const char *text)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -124,14 +124,14 @@ bool test_use_vendors(bool pocl, bool oclgrind)
         ck_assert_ptr_nonnull(f);
         ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
         fclose(f);
-        write_file(dir, "pocl.icd", line);
+        test_write_file(dir, "pocl.icd", line);
     }
     if (oclgrind) {
         ck_assert_msg(CLT_TEST_OCLGRIND_ICD[0] != '\0',
                       "oclgrind was not found at build time (apt-get install oclgrind)");
         char line[512];
         snprintf(line, sizeof line, "%s\n", CLT_TEST_OCLGRIND_ICD);
-        write_file(dir, "oclgrind.icd", line);
+        test_write_file(dir, "oclgrind.icd", line);
     }
     setenv("OCL_ICD_VENDORS", dir, 1);
     return true;

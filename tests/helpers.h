@@ -61,6 +61,8 @@ bool test_host_only(void);
 
 /* A fresh temporary folder (created); the string lives until the process ends. */
 const char *test_temp_dir(void);
+/* Writes `text` into the file dir/name (asserts success). */
+void test_write_file(const char *dir, const char *name, const char *text);
 
 /* Asserts that the last error's message contains `text`. */
 #define ck_assert_error_has(text) ck_assert_msg(strstr(clt_last_error(), text) != NULL,          \
@@ -94,5 +96,6 @@ Suite *suite_autograd(void);
 Suite *suite_optim(void);
 Suite *suite_loader(void);
 Suite *suite_kernels(void);
+Suite *suite_data(void);
 
 #endif
