@@ -167,6 +167,44 @@ START_TEST(test_loader_early_stop)
 }
 END_TEST
 
+START_TEST(test_loader_subsets)
+{
+    counting c = {-1};
+    clt_dataset *d = counting_new(&c), *train = NULL, *test = NULL, *again = NULL, *rest = NULL;
+    ck_assert_int_eq(clt_dataset_split(d, 7, 5, &train, &test), CLT_OK);
+    ck_assert_int_eq(clt_dataset_split(d, 7, 5, &again, &rest), CLT_OK);
+    ck_assert_int_eq(clt_dataset_length(train), 7);
+    ck_assert_int_eq(clt_dataset_length(test), 3);
+    bool seen[ITEMS] = {false};
+    for (int k = 0; k < ITEMS; k++) {
+        clt_dataset *part = k < 7 ? train : test, *twin = k < 7 ? again : rest;
+        clt_tensor *f[2], *g[2];
+        ck_assert_int_eq(clt_dataset_get(part, k < 7 ? k : k - 7, f), CLT_OK);
+        ck_assert_int_eq(clt_dataset_get(twin, k < 7 ? k : k - 7, g), CLT_OK);
+        int64_t i = *(int64_t *)clt_tensor_data(f[1]);
+        ck_assert(!seen[i]); /* a permutation: every item in one part, once */
+        seen[i] = true;
+        ck_assert_int_eq(*(int64_t *)clt_tensor_data(g[1]), i); /* the seed fixes it */
+        ck_assert(((float *)clt_tensor_data(f[0]))[1] == (float)(10 + i));
+        clt_tensor_release(f[0]), clt_tensor_release(f[1]);
+        clt_tensor_release(g[0]), clt_tensor_release(g[1]);
+    }
+    const int64_t picks[3] = {9, 0, 9};
+    clt_dataset *sub = clt_dataset_subset(d, picks, 3);
+    clt_tensor *f[2];
+    ck_assert_int_eq(clt_dataset_get(sub, 2, f), CLT_OK);
+    ck_assert_int_eq(*(int64_t *)clt_tensor_data(f[1]), 9);
+    clt_tensor_release(f[0]), clt_tensor_release(f[1]);
+    const int64_t bad[1] = {10};
+    ck_assert_ptr_null(clt_dataset_subset(d, bad, 1));
+    ck_assert_error_has("clt_dataset_subset: index 10 (element 0) is outside the dataset's 0..9");
+    ck_assert_int_eq(clt_dataset_split(d, 11, 0, &train, &test), CLT_ERR_INVALID_ARGUMENT);
+    clt_dataset *all[] = {sub, rest, again, test, train, d};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        clt_dataset_release(all[k]);
+}
+END_TEST
+
 Suite *suite_loader(void)
 {
     Suite *s = suite_create("loader");
@@ -174,6 +212,7 @@ Suite *suite_loader(void)
     ADD_DEVICE_TEST(tc, test_loader_epochs);
     ADD_DEVICE_TEST(tc, test_loader_dataset_error);
     ADD_DEVICE_TEST(tc, test_loader_early_stop);
+    tcase_add_test(tc, test_loader_subsets);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -38,19 +38,23 @@ typedef struct clt_field {
 typedef struct clt_dataset clt_dataset;
 
 /* Writes item `index` (0 <= index < length) of a user's dataset: field k's elements, row-major
- * in its dtype, into out[k]. It may run on the loader's thread, concurrently with the caller's
- * own work, but never concurrently with itself. CLT_OK, or an error status (report the cause
- * with clt_set_error: the loader hands it on with its message). */
+ * in its dtype, into out[k]. It may run on a loader's thread, concurrently with the caller's
+ * own work, but never concurrently with itself (the dataset holds a lock around it). CLT_OK, or
+ * an error status (report the cause with clt_set_error: the loader hands it on with its
+ * message). */
 typedef clt_status (*clt_dataset_get_fn)(void *user, int64_t index, void *const *out);
 
 /* A dataset of `length` items with nfields fields (1 .. CLT_DATA_MAX_FIELDS) read by get;
  * destroy (optional) frees `user` with the dataset. One reference, or NULL with the last error
- * set (and destroy not called). */
+ * set (and destroy not called): CLT_ERR_INVALID_ARGUMENT, CLT_ERR_DTYPE for a bad dtype,
+ * CLT_ERR_SHAPE for a bad field shape. */
 CLT_API clt_dataset *clt_dataset_new(int64_t length, int nfields, const clt_field *fields,
                                      clt_dataset_get_fn get, void (*destroy)(void *user),
                                      void *user);
 /* torch.utils.data.TensorDataset: item i is row i of each of n cpu tensors, which must have the
- * same first dimension (retained; not copied). */
+ * same first dimension (CLT_ERR_SHAPE otherwise; CLT_ERR_DEVICE_MISMATCH for a tensor on
+ * another device). Contiguous tensors are retained and read when items are; others are copied
+ * once, here. */
 CLT_API clt_dataset *clt_dataset_tensors(clt_tensor *const *tensors, int n);
 
 /* A CSV file of numbers without a header, gzip-compressed or plain (told apart by its first
@@ -64,9 +68,13 @@ typedef struct clt_csv_options {
     int ndim;         /* the features' shape, or 0 */
     int64_t shape[CLT_MAX_DIMS - 1];
 } clt_csv_options;
-/* Reads the whole file. CLT_ERR_IO for a file that cannot be read (naming it and why);
- * CLT_ERR_INVALID_ARGUMENT naming the line and column of a value that is not a number, a row
- * with another number of columns than the first, or a label that is not an integer. */
+/* Reads the whole file; options NULL means all zeros (the label in column 0). Blank lines,
+ * CRLF line ends and blanks around values are accepted; numbers are read with strtod (the C
+ * locale's decimal point unless the program changed LC_NUMERIC). CLT_ERR_IO for a file that
+ * cannot be read (naming it and why); CLT_ERR_INVALID_ARGUMENT naming the line and column of a
+ * value that is not a number, a row with another number of columns than the first, a label
+ * that is not an integer, or a file without rows; CLT_ERR_SHAPE for a shape that does not hold
+ * the features. */
 CLT_API clt_dataset *clt_dataset_csv(const char *path, const clt_csv_options *options);
 
 /* torch.utils.data.Subset: items indices[0], ..., indices[n - 1] of d (retained), checked to
@@ -84,7 +92,8 @@ CLT_API void clt_dataset_release(clt_dataset *d);
 CLT_API int64_t clt_dataset_length(const clt_dataset *d);
 CLT_API int clt_dataset_fields(const clt_dataset *d);
 CLT_API const clt_field *clt_dataset_field(const clt_dataset *d, int k);
-/* Item index as one new cpu tensor per field (fields[k] of shape field k's), for inspection. */
+/* Item index as one new cpu tensor per field (fields[k] of shape field k's), for inspection;
+ * on failure every fields[k] is NULL. */
 CLT_API clt_status clt_dataset_get(clt_dataset *d, int64_t index, clt_tensor **fields);
 
 typedef struct clt_loader clt_loader;

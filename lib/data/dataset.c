@@ -58,6 +58,7 @@ clt_dataset *clt_dataset_new(int64_t length, int nfields, const clt_field *field
     if (!d)
         return NULL;
     atomic_init(&d->refs, 1);
+    pthread_mutex_init(&d->lock, NULL);
     d->length = length;
     d->nfields = nfields;
     memcpy(d->fields, fields, (size_t)nfields * sizeof *fields);
@@ -81,6 +82,7 @@ void clt_dataset_release(clt_dataset *d)
         return;
     if (d->destroy)
         d->destroy(d->user);
+    pthread_mutex_destroy(&d->lock);
     clt__free(d);
 }
 
@@ -122,7 +124,7 @@ clt_status clt_dataset_get(clt_dataset *d, int64_t index, clt_tensor **fields)
         }
         out[made] = d->item_bytes[made] ? clt__host_ptr(fields[made]) : (void *)&no_elements;
     }
-    st = d->get(d->user, index, out);
+    st = clt__dataset_read(d, index, out);
     if (st == CLT_OK)
         return CLT_OK;
     if (clt_last_status() != st) /* the get function reported no cause */

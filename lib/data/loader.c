@@ -155,7 +155,7 @@ static void prepare(clt_loader *l, slot *s, int64_t b)
         for (int f = 0; f < d->nfields; f++)
             out[f] = base[f] + (size_t)i * d->item_bytes[f];
         clt_clear_error();
-        clt_status st = d->get(d->user, item, out);
+        clt_status st = clt__dataset_read(d, item, out);
         if (st != CLT_OK) {
             if (clt_last_status() == CLT_OK) /* the dataset gave no message */
                 clt__error(st, "the dataset", "failed (%s)", clt_status_name(st));

@@ -33,7 +33,7 @@ typedef struct subset {
 static clt_status subset_get(void *user, int64_t index, void *const *out)
 {
     subset *s = user;
-    return s->parent->get(s->parent->user, s->indices[index], out);
+    return clt__dataset_read(s->parent, s->indices[index], out);
 }
 
 static void subset_destroy(void *user)

@@ -29,15 +29,13 @@ static clt_status synthetic_get(void *user, int64_t i, void *const *out)
     return CLT_OK;
 }
 
-/* The compute step: four elementwise passes and a reduction over the batch. */
+/* The compute step: one reduction over the batch (on PoCL about as long as the batch's copy,
+ * so that neither hides the other trivially). */
 static clt_status step(clt_tensor *x)
 {
-    clt_tensor *a = clt_mul_scalar(x, 1.5), *b = a ? clt_tanh(a) : NULL;
-    clt_tensor *c = b ? clt_mul(b, x) : NULL, *d = c ? clt_sigmoid(c) : NULL;
-    clt_tensor *s = d ? clt_sum(d, NULL, 0, false) : NULL;
+    clt_tensor *s = clt_sum(x, NULL, 0, false);
     clt_status st = s ? CLT_OK : clt_last_status();
-    clt_tensor_release(s), clt_tensor_release(d), clt_tensor_release(c);
-    clt_tensor_release(b), clt_tensor_release(a);
+    clt_tensor_release(s);
     return st;
 }
 
