@@ -5,13 +5,15 @@
  *     mlp = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))
  *     cnn = DigitsCNN()     # x.view(-1, 1, 8, 8), Conv2d(1, 16, 3, padding=1), ReLU, MaxPool2d(2),
  *                           # Conv2d(16, 32, 3, padding=1), ReLU, Flatten, Linear(32 * 4 * 4, 10)
+ *     data = CsvDataset("digits.csv.gz", scale=1/16)  # 64 pixels 0..16 and a label
+ *     train, test = random_split(data, [1438, 359], generator=torch.Generator().manual_seed(0))
+ *     loader = DataLoader(train, batch_size=64, shuffle=True)   # onto the device, prefetched
  *     model.to(device)
  *     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
  *     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.9)
  *     for epoch in range(epochs):
  *         model.train()
- *         for x, y in loader:                  # shuffled minibatches of 64 from 80% of the rows
- *             x, y = x.to(device), y.to(device)
+ *         for x, y in loader:                  # shuffled minibatches of 64, already on the device
  *             loss = F.cross_entropy(model(x), y)
  *             optimizer.zero_grad()
  *             loss.backward()
@@ -61,14 +63,6 @@ static clt_module *must_module(clt_module *m)
 {
     CHECK(m);
     return m;
-}
-
-/* x = x.to(device): the tensor on dev, the old reference released. */
-static clt_tensor *to_device(clt_tensor *x, clt_device *dev)
-{
-    clt_tensor *moved = must(clt_tensor_to(x, dev));
-    clt_tensor_release(x);
-    return moved;
 }
 
 /* loss.item() */
@@ -169,9 +163,11 @@ static double train_step(clt_module *model, clt_optimizer *optimizer, clt_tensor
     return value;
 }
 
-/* Trains `model` for `epochs` epochs on `device`, filling loss[] and accuracy[] per epoch. */
-static void fit(const char *name, clt_module *model, clt_device *device, loader *train,
-                clt_tensor *x_test, clt_tensor *y_test, int epochs, double *loss, double *accuracy)
+/* Trains `model` for `epochs` epochs on `device` with batches from `train`, filling loss[] and
+ * accuracy[] per epoch. */
+static void fit(const char *name, clt_module *model, clt_device *device, clt_loader *train,
+                int64_t train_items, clt_tensor *x_test, clt_tensor *y_test, int epochs,
+                double *loss, double *accuracy)
 {
     bool tty = isatty(STDOUT_FILENO);
     CHECK(clt_module_to(model, device) == CLT_OK); /* model.to(device) */
@@ -179,24 +175,23 @@ static void fit(const char *name, clt_module *model, clt_device *device, loader 
         clt_optim_adam_module(model, &(clt_adam_options){.lr = LEARNING_RATE});
     CHECK(optimizer);
     for (int epoch = 1; epoch <= epochs; epoch++) {
-        progress p = {.model = name, .epoch = epoch, .epochs = epochs, .total = train->data->n,
+        progress p = {.model = name, .epoch = epoch, .epochs = epochs, .total = train_items,
                       .accuracy = -1 /* still running */};
         double start = now_s(), loss_sum = 0;
-        clt_tensor *x, *y;
-        int64_t n;
+        clt_tensor *batch[2]; /* x, y */
+        clt_status st;
         clt_module_train(model, true); /* model.train() */
-        for (loader_shuffle(train); (n = loader_next(train, &x, &y)) != 0;) {
-            CHECK(n > 0);
-            x = to_device(x, device);
-            y = to_device(y, device);
-            loss_sum += train_step(model, optimizer, x, y) * (double)n;
-            clt_tensor_release(x);
-            clt_tensor_release(y);
+        while ((st = clt_loader_next(train, batch)) == CLT_OK) { /* for x, y in loader: */
+            int64_t n = clt_tensor_size(batch[1], 0);
+            loss_sum += train_step(model, optimizer, batch[0], batch[1]) * (double)n;
+            clt_tensor_release(batch[0]);
+            clt_tensor_release(batch[1]);
             p.done += n;
             p.loss = loss_sum / (double)p.done;
             p.samples_per_s = (double)p.done / (now_s() - start);
             progress_show(&p, tty);
         }
+        CHECK(st == CLT_END);
         CHECK(clt_device_synchronize(device) == CLT_OK);
         p.samples_per_s = (double)p.done / (now_s() - start);
         loss[epoch - 1] = p.loss;
@@ -292,17 +287,24 @@ int main(int argc, char **argv)
     printf("Using device: %s\n", clt_device_name(device));
 
     /* The data: pixels 0..16 scaled to [0, 1]; a fixed shuffled split, 20% held out. */
-    dataset all, train, test;
-    if (dataset_read_csv_gz(opt.data, 64, 10, 16.0, &all) != 0)
-        return 1;
-    int rc = dataset_split(&all, 0.2, SEED, &train, &test);
-    dataset_free(&all);
-    if (rc != 0)
-        return 1;
-    printf("%lld training and %lld held-out images from %s\n", (long long)train.n,
-           (long long)test.n, opt.data);
-    clt_tensor *x_test = to_device(must(dataset_features(&test)), device);
-    clt_tensor *y_test = to_device(must(dataset_labels(&test)), device);
+    clt_dataset *all = clt_dataset_csv(opt.data, &(clt_csv_options){.label_column = -1,
+                                                                     .scale = 1.0 / 16});
+    CHECK(all);
+    int64_t total = clt_dataset_length(all), held_out = total / 5;
+    clt_dataset *train, *test;
+    CHECK(clt_dataset_split(all, total - held_out, SEED, &train, &test) == CLT_OK);
+    clt_dataset_release(all);
+    printf("%lld training and %lld held-out images from %s\n", (long long)(total - held_out),
+           (long long)held_out, opt.data);
+    /* the held-out images as one batch on the device */
+    clt_tensor *test_batch[2];
+    clt_loader *whole = clt_loader_new(test, &(clt_loader_options){.batch_size = held_out,
+                                                                   .device = device});
+    CHECK(whole);
+    CHECK(clt_loader_next(whole, test_batch) == CLT_OK);
+    clt_loader_free(whole);
+    clt_tensor *x_test = test_batch[0], *y_test = test_batch[1];
+    int rc;
 
     curve curves[2];
     int ncurves = 0;
@@ -316,21 +318,22 @@ int main(int argc, char **argv)
             continue;
         clt_manual_seed(SEED); /* torch.manual_seed(0): each model starts the same either way */
         clt_module *model = k == 0 ? mlp_new() : cnn_new();
-        loader batches;
-        if (loader_init(&batches, &train, BATCH_SIZE, SEED) != 0)
-            return 1;
+        clt_loader *batches = clt_loader_new(train, &(clt_loader_options){
+            .batch_size = BATCH_SIZE, .shuffle = true, .seed = SEED, .device = device});
+        CHECK(batches);
         printf("%s: %s, %lld parameters\n", models[k], clt_module_type_name(model),
                (long long)clt_module_parameter_count(model));
         double *loss = history + 2 * k * opt.epochs, *accuracy = loss + opt.epochs;
-        fit(models[k], model, device, &batches, x_test, y_test, opt.epochs, loss, accuracy);
+        fit(models[k], model, device, batches, total - held_out, x_test, y_test, opt.epochs, loss,
+            accuracy);
         curves[ncurves++] = (curve){models[k], loss, accuracy};
-        loader_free(&batches);
+        clt_loader_free(batches);
         clt_module_release(model);
     }
     for (int c = 0; c < ncurves; c++) {
         double a = curves[c].accuracy[opt.epochs - 1];
         printf("%s: held-out accuracy %.2f%% (%lld of %lld)\n", curves[c].model, 100 * a,
-               (long long)(a * (double)test.n + 0.5), (long long)test.n);
+               (long long)(a * (double)held_out + 0.5), (long long)held_out);
     }
 
     char csv[4096], svg[4096];
@@ -344,8 +347,8 @@ int main(int argc, char **argv)
     free(history);
     clt_tensor_release(y_test);
     clt_tensor_release(x_test);
-    dataset_free(&test);
-    dataset_free(&train);
+    clt_dataset_release(test);
+    clt_dataset_release(train);
     CHECK(clt_device_synchronize(device) == CLT_OK);
     return rc ? 1 : 0;
 }

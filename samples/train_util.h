@@ -1,7 +1,6 @@
-/* What the training sample takes from outside PyTorch in Python: reading a gzip CSV (pandas),
- * a shuffled split and shuffled minibatches (torch.utils.data), a progress line (tqdm) and the
- * curves written as CSV and as an SVG line plot (matplotlib). Plain C and zlib; on an I/O failure
- * each function prints why to stderr and returns -1 (0 on success). */
+/* What the training sample takes from outside PyTorch in Python: a progress line (tqdm) and the
+ * curves written as CSV and as an SVG line plot (matplotlib). Plain C; on an I/O failure each
+ * function prints why to stderr and returns -1 (0 on success). */
 #ifndef TRAIN_UTIL_H
 #define TRAIN_UTIL_H
 
@@ -9,45 +8,6 @@
 #include <stdint.h>
 
 #include <cltensor.h>
-
-/* A labelled data set in host memory: row i is x[i * features ...] with class y[i]. */
-typedef struct dataset {
-    float *x;
-    int64_t *y;
-    int64_t n, features;
-} dataset;
-
-/* Reads a gzip-compressed CSV without header whose rows are `features` numbers then an integer
- * label in 0..classes-1; every feature is divided by `scale`. */
-int dataset_read_csv_gz(const char *path, int64_t features, int64_t classes, double scale,
-                        dataset *out);
-/* Shuffles the rows with `seed` and puts the last n * test_fraction of them into *test, the
- * rest into *train (new copies; d is unchanged). */
-int dataset_split(const dataset *d, double test_fraction, uint64_t seed, dataset *train,
-                  dataset *test);
-void dataset_free(dataset *d);
-/* The whole set as a (n, features) f32 tensor and a (n,) i64 tensor on cpu; NULL (with the
- * library's last error set) on failure. */
-clt_tensor *dataset_features(const dataset *d);
-clt_tensor *dataset_labels(const dataset *d);
-
-/* Shuffled minibatches of a data set: torch.utils.data.DataLoader(d, batch_size, shuffle=True)
- * with its own seeded generator. */
-typedef struct loader {
-    const dataset *data;
-    int64_t batch_size, pos, *order;
-    float *xbuf;
-    int64_t *ybuf;
-    uint64_t rng;
-} loader;
-
-int loader_init(loader *l, const dataset *d, int64_t batch_size, uint64_t seed);
-void loader_free(loader *l);
-/* Starts an epoch: a new order of the rows. */
-void loader_shuffle(loader *l);
-/* The next minibatch of the epoch as new cpu tensors x (n, features) f32 and y (n,) i64;
- * returns n, 0 when the epoch is over, -1 with the library's last error set on failure. */
-int64_t loader_next(loader *l, clt_tensor **x, clt_tensor **y);
 
 /* A monotonic clock in seconds. */
 double now_s(void);
