@@ -11,5 +11,6 @@
 #include "cltensor/nn.h"
 #include "cltensor/optim.h"
 #include "cltensor/data.h"
+#include "cltensor/parallel.h"
 
 #endif

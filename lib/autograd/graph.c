@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "autograd/derivatives.h"
 #include "autograd/graph.h"
 #include "cltensor/autograd.h"
 #include "core/core.h"
@@ -146,6 +147,23 @@ clt_tensor *clt__node_finish(const char *fn, clt__node *node, clt_tensor *out)
     out->grad_fn = node;
     out->requires_grad = true;
     return out;
+}
+
+clt_status clt__grad_link_copy(const char *fn, clt_tensor *t, clt_tensor *source)
+{
+    clt__node *node = clt__node_new(fn, &clt__d_to, &source, 1);
+    if (!node)
+        return clt_last_status();
+    clt__node_release(t->grad_fn);
+    t->grad_fn = node;
+    t->requires_grad = true;
+    return CLT_OK;
+}
+
+void clt__grad_unlink(clt_tensor *t)
+{
+    clt__node_release(t->grad_fn);
+    t->grad_fn = NULL;
 }
 
 /* ---- tensors ---------------------------------------------------------------------------------- */

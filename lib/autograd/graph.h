@@ -105,6 +105,12 @@ static inline clt_tensor *clt__node_saved_out(const clt__node *n)
     return n->saved[n->ninputs];
 }
 
+/* Makes t, whose data is a copy of source's, the result of a recorded copy from source:
+ * gradients reaching t flow on to source (DataParallel's replica parameters). Replaces t's
+ * node; t stays the same handle. clt__grad_unlink makes t a leaf again. */
+clt_status clt__grad_link_copy(const char *fn, clt_tensor *t, clt_tensor *source);
+void clt__grad_unlink(clt_tensor *t);
+
 /* A new handle over t's storage, shape and strides that records nothing (detach). */
 clt_tensor *clt__tensor_alias(const char *fn, clt_tensor *t);
 /* Drops a tensor's autograd state: its grad, its node and its accumulation node. */

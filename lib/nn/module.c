@@ -9,6 +9,7 @@
 #include "cltensor/autograd.h"
 #include "core/core.h"
 #include "device/registry.h"
+#include "module_internal.h"
 #include "ops/ops_internal.h"
 
 enum { PARAMETER, BUFFER, CHILD };
@@ -23,6 +24,7 @@ typedef struct entry {
 struct clt__module_state {
     atomic_int refs;
     bool training;
+    bool any_input_device; /* forward moves its input itself (DataParallel) */
     entry *entries;
     int count, capacity;
 };
@@ -45,6 +47,11 @@ clt_module *clt_module_new(const clt_module_type *type)
     atomic_init(&m->state->refs, 1);
     m->state->training = true;
     return m;
+}
+
+void clt__module_accept_any_device(clt_module *m)
+{
+    m->state->any_input_device = true;
 }
 
 clt_module *clt_module_retain(clt_module *m)
@@ -518,7 +525,8 @@ clt_tensor *clt_module_forward(clt_module *m, clt_tensor *x)
         return NULL;
     }
     dev = clt_module_device(m);
-    if (clt_module_parameter_count(m) > 0 && dev != clt_tensor_device(x)) {
+    if (!m->state->any_input_device && clt_module_parameter_count(m) > 0 &&
+        dev != clt_tensor_device(x)) {
         clt__error(CLT_ERR_DEVICE_MISMATCH, fn, "the input is on %s, the module (%s) on %s",
                    clt_device_name(clt_tensor_device(x)), m->type->name, dev->name);
         return NULL;

@@ -1,0 +1,39 @@
+/* Data parallelism over several devices: PyTorch's nn.DataParallel. The wrapper is a module
+ * whose only child is the wrapped module (registered as "module", so its parameters are the
+ * wrapper's: optimizers, clt_module_to and clt_module_clone_to work on it unchanged). Its
+ * forward splits the batch along dimension 0 into one chunk per device (as even as possible;
+ * a batch smaller than the number of devices uses as many devices as it has rows), copies each
+ * chunk to its device, runs the wrapped module on the first device and a replica of it on each
+ * other device at the same time (one thread each), and gathers the outputs along dimension 0
+ * on the output device. The replicas persist between calls and are refreshed only when a
+ * parameter or buffer of the wrapped module has changed since (an optimizer step, an in-place
+ * update, a move), where PyTorch copies the whole model on every forward. Backward sends each
+ * replica's parameter gradients back to the wrapped module's parameters, where they are summed
+ * with the first device's own. Buffers are copied from the wrapped module; what a replica's
+ * forward writes into its buffers (batch norm's running statistics) is not kept, as in
+ * PyTorch. */
+#ifndef CLTENSOR_PARALLEL_H
+#define CLTENSOR_PARALLEL_H
+
+#include "nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A DataParallel wrapper of `module` (retained) over devices[0 .. n-1] (n 0 and devices NULL:
+ * every GPU, or cpu when there is none), gathering on output_device (NULL: devices[0]). The
+ * wrapped module must be on devices[0] when the wrapper runs. NULL with the last error set:
+ * CLT_ERR_INVALID_ARGUMENT for a NULL module, a device listed twice or more than 64 devices. */
+CLT_API clt_module *clt_nn_data_parallel(clt_module *module, clt_device *const *devices, int n,
+                                         clt_device *output_device);
+/* The wrapped module (borrowed): PyTorch's model.module. NULL for another module type. */
+CLT_API clt_module *clt_data_parallel_module(const clt_module *dp);
+/* The devices a DataParallel wrapper runs on (borrowed, *n of them). */
+CLT_API clt_device *const *clt_data_parallel_devices(const clt_module *dp, int *n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
