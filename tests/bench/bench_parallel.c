@@ -1,0 +1,91 @@
+/* DataParallel's speed-up: training steps per second of a compute-bound MLP step (784-1024-1024-10,
+ * batch 512, forward, cross_entropy, backward, SGD) on one device against DataParallel over two,
+ * measured in the same run. Without arguments it splits PoCL into two sub-devices
+ * (CLT_SUBDEVICES=2, unless already set) and compares gpu:0 alone with gpu:0 + gpu:1: two
+ * halves of the same CPU, so the best possible ratio is 2. One JSON line; medians of 5 runs of
+ * 10 steps after a warm-up.
+ *   bench_parallel [device device]   (default: gpu:0 gpu:1) */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cltensor.h>
+
+#include "bench_util.h"
+
+enum { IN = 784, HIDDEN = 1024, OUT = 10, BATCH = 512, STEPS = 10, RUNS = 5 };
+
+static clt_module *mlp(void)
+{
+    clt_manual_seed(1);
+    clt_module *layers[5] = {clt_nn_linear(IN, HIDDEN, true), clt_nn_relu(),
+                             clt_nn_linear(HIDDEN, HIDDEN, true), clt_nn_relu(),
+                             clt_nn_linear(HIDDEN, OUT, true)};
+    clt_module *m = clt_nn_sequential(layers, 5);
+    for (int k = 0; k < 5; k++)
+        clt_module_release(layers[k]);
+    return m;
+}
+
+/* Seconds per step, the median of RUNS runs; -1 on failure. */
+static double time_steps(clt_module *model, clt_device *dev)
+{
+    clt_optimizer *opt = clt_optim_sgd_module(model, &(clt_sgd_options){.lr = 0.01});
+    clt_tensor *x = clt_tensor_randn(CLT_SHAPE(BATCH, IN), CLT_F32, dev);
+    int64_t labels[BATCH];
+    for (int i = 0; i < BATCH; i++)
+        labels[i] = i % OUT;
+    clt_tensor *y = clt_tensor_from_data(labels, CLT_I64, CLT_SHAPE(BATCH), dev);
+    double t[RUNS];
+    if (!opt || !x || !y)
+        return -1;
+    for (int r = -1; r < RUNS; r++) { /* run -1 warms up */
+        double t0 = now_s();
+        for (int s = 0; s < STEPS; s++) {
+            clt_tensor *out = clt_module_forward(model, x);
+            clt_tensor *loss = out ? clt_cross_entropy(out, y, CLT_REDUCTION_MEAN, -100) : NULL;
+            clt_optim_zero_grad(opt);
+            if (!loss || clt_backward(loss, NULL, false) != CLT_OK || clt_optim_step(opt) != CLT_OK)
+                return -1;
+            clt_tensor_release(loss), clt_tensor_release(out);
+        }
+        clt_device_synchronize(dev);
+        if (r >= 0)
+            t[r] = (now_s() - t0) / STEPS;
+    }
+    clt_tensor_release(y), clt_tensor_release(x);
+    clt_optim_free(opt);
+    return median(t, RUNS);
+}
+
+int main(int argc, char **argv)
+{
+    const char *names[2] = {"gpu:0", "gpu:1"};
+    if (argc == 3)
+        names[0] = argv[1], names[1] = argv[2];
+    else
+        setenv("CLT_SUBDEVICES", "2", 0);
+    clt_device *devs[2] = {clt_device_get(names[0]), clt_device_get(names[1])};
+    if (!devs[0] || !devs[1]) {
+        fprintf(stderr, "bench_parallel: %s\n", clt_last_error());
+        return 1;
+    }
+    clt_module *one = mlp(), *wrapped = mlp(), *dp = NULL;
+    if (clt_module_to(one, devs[0]) != CLT_OK || clt_module_to(wrapped, devs[0]) != CLT_OK ||
+        !(dp = clt_nn_data_parallel(wrapped, devs, 2, NULL))) {
+        fprintf(stderr, "bench_parallel: %s\n", clt_last_error());
+        return 1;
+    }
+    double single = time_steps(one, devs[0]), parallel = time_steps(dp, devs[0]);
+    if (single < 0 || parallel < 0) {
+        fprintf(stderr, "bench_parallel: %s\n", clt_last_error());
+        return 1;
+    }
+    printf("{\"name\": \"data parallel train step mlp %d-%d-%d-%d\", \"devices\": \"%s + %s\", "
+           "\"batch\": %d, \"one_device_steps_per_s\": %.2f, \"two_devices_steps_per_s\": %.2f, "
+           "\"speedup\": %.3f}\n",
+           IN, HIDDEN, HIDDEN, OUT, names[0], names[1], BATCH, 1 / single, 1 / parallel,
+           single / parallel);
+    clt_device_synchronize(devs[1]);
+    clt_module_release(dp), clt_module_release(wrapped), clt_module_release(one);
+    return 0;
+}
