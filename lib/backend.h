@@ -261,7 +261,10 @@ bool clt__ew_gives_bool(clt__ew_op op);
 extern const clt__backend clt__host_backend;
 clt_status clt__host_describe(clt_device *dev);
 /* Appends every OpenCL device of every platform to *devices (GPU and accelerator types first,
- * in platform order, then CPU types), growing *count. No platform at all is not an error. */
-clt_status clt__cl_enumerate(const char *fn, clt_device ***devices, int *count);
+ * in platform order, then CPU types), growing *count. With subdevices > 1 each CPU-type device
+ * that can be is split into that many equal sub-devices, listed in its place (CLT_SUBDEVICES).
+ * No platform at all is not an error. */
+clt_status clt__cl_enumerate(const char *fn, unsigned subdevices, clt_device ***devices,
+                             int *count);
 
 #endif

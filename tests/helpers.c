@@ -146,6 +146,17 @@ void *test_bytes(const clt_tensor *t)
     return p;
 }
 
+void test_assert_same_bytes(const clt_tensor *a, const clt_tensor *b)
+{
+    size_t n = (size_t)clt_tensor_numel(a) * clt_dtype_size(clt_tensor_dtype(a));
+    ck_assert_int_eq(clt_tensor_dtype(a), clt_tensor_dtype(b));
+    ck_assert_int_eq(clt_tensor_numel(a), clt_tensor_numel(b));
+    void *x = test_bytes(a), *y = test_bytes(b);
+    ck_assert_mem_eq(x, y, n);
+    free(x);
+    free(y);
+}
+
 double *test_values(clt_tensor *t)
 {
     clt_tensor *c = clt_tensor_to_ex(t, &(clt_to_options){.device = clt_device_cpu(), .dtype = CLT_F64});

@@ -71,6 +71,8 @@ void test_write_file(const char *dir, const char *name, const char *text);
 
 /* The tensor's bytes, copied to a buffer the test frees with free(). */
 void *test_bytes(const clt_tensor *t);
+/* Asserts that a and b (any devices) hold the same dtype, element count and bytes. */
+void test_assert_same_bytes(const clt_tensor *a, const clt_tensor *b);
 /* The tensor's values as doubles (any dtype, any device), a buffer the test frees. */
 double *test_values(clt_tensor *t);
 /* n pseudo-random values in [lo, hi) from seed. */

@@ -1,5 +1,6 @@
 /* Device suite: enumeration, names, the default and current device, platforms (none, one,
- * two), CLT_VISIBLE_DEVICES, synchronisation and kernel builds from CLT_KERNEL_DIR. */
+ * two), CLT_VISIBLE_DEVICES, CLT_SUBDEVICES, the current-device guard (CLT_WITH_DEVICE),
+ * synchronisation and kernel builds from CLT_KERNEL_DIR. */
 #include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -10,6 +11,14 @@
 #include <cltensor/opencl.h>
 
 bool clt__cl_usable(const char *c_version, const char *profile, const char **why);
+
+/* Whether the description of the device called `name` ("gpu:1") has `text` in its name. */
+static bool name_has(const char *name, const char *text)
+{
+    const clt_device_info *info = clt_device_get_info(clt_device_get(name));
+    ck_assert_msg(info != NULL, "%s", clt_last_error());
+    return strstr(info->name, text) != NULL;
+}
 
 START_TEST(test_device_list)
 {
@@ -134,6 +143,10 @@ START_TEST(test_device_no_platform)
     ck_assert_float_eq(((float *)clt_tensor_data(y))[3], 3.0f);
     clt_tensor_release(y);
     clt_tensor_release(x);
+    /* no device given: cpu, as there is no GPU */
+    x = clt_tensor_ones(CLT_SHAPE(2), CLT_F32, NULL);
+    ck_assert_ptr_eq(clt_tensor_device(x), clt_device_cpu());
+    clt_tensor_release(x);
 }
 END_TEST
 
@@ -160,7 +173,7 @@ START_TEST(test_device_visible_reorder)
     setenv("CLT_VISIBLE_DEVICES", "1,0", 1);
     ck_assert_int_eq(clt_device_count(), 2);
     ck_assert_int_eq(clt_device_get_info(clt_device_get("gpu:0"))->type, CLT_DEVICE_OPENCL_CPU);
-    ck_assert_ptr_nonnull(strstr(clt_device_get_info(clt_device_get("gpu:1"))->name, "Oclgrind"));
+    ck_assert(name_has("gpu:1", "Oclgrind"));
 }
 END_TEST
 
@@ -170,7 +183,7 @@ START_TEST(test_device_visible_substring)
         return;
     setenv("CLT_VISIBLE_DEVICES", " oclGRIND ", 1);
     ck_assert_int_eq(clt_device_count(), 1);
-    ck_assert_ptr_nonnull(strstr(clt_device_get_info(clt_device_get("gpu:0"))->name, "Oclgrind"));
+    ck_assert(name_has("gpu:0", "Oclgrind"));
     ck_assert_ptr_null(clt_device_get("gpu:1"));
 }
 END_TEST
@@ -412,12 +425,445 @@ START_TEST(test_device_kernel_dir_sources)
     clt_tensor *c = clt_tensor_randn(CLT_SHAPE(33), CLT_F32, clt_device_cpu());
     ck_assert_ptr_nonnull(g);
     ck_assert_ptr_nonnull(c);
-    void *gb = test_bytes(g), *cb = test_bytes(c);
-    ck_assert_mem_eq(gb, cb, 33 * sizeof(float));
-    free(gb);
-    free(cb);
+    test_assert_same_bytes(g, c);
     clt_tensor_release(g);
     clt_tensor_release(c);
+}
+END_TEST
+
+/* ---- CLT_SUBDEVICES ---------------------------------------------------------------------------- */
+
+/* Two GPUs: PoCL and Oclgrind (no kernel runs), or PoCL split in two (kernels run). */
+static bool two_gpus(bool split)
+{
+    if (!test_use_vendors(true, !split))
+        return false;
+    if (split)
+        setenv("CLT_SUBDEVICES", "2", 1);
+    ck_assert_int_eq(clt_device_count(), 2);
+    return true;
+}
+
+/* The compute units of the device a sub-device was split from. */
+static cl_uint parent_units(clt_device *dev)
+{
+    cl_device_id parent = NULL;
+    cl_uint units = 0;
+    ck_assert_int_eq(clGetDeviceInfo(clt_device_cl_device(dev), CL_DEVICE_PARENT_DEVICE,
+                                     sizeof parent, &parent, NULL), CL_SUCCESS);
+    ck_assert_ptr_nonnull(parent);
+    ck_assert_int_eq(clGetDeviceInfo(parent, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units,
+                                     NULL), CL_SUCCESS);
+    return units;
+}
+
+/* PoCL's one CPU device becomes gpu:0 and gpu:1, each with half its compute units, each with
+ * its own context. */
+START_TEST(test_device_subdevices_split)
+{
+    if (!two_gpus(true))
+        return;
+    for (int i = 0; i < 2; i++) {
+        char name[16], suffix[32];
+        snprintf(name, sizeof name, "gpu:%d", i);
+        snprintf(suffix, sizeof suffix, " (sub-device %d of 2)", i + 1);
+        clt_device *dev = clt_device_get(name);
+        const clt_device_info *info = clt_device_get_info(dev);
+        cl_uint units = 0;
+        ck_assert_int_eq(info->type, CLT_DEVICE_OPENCL_CPU);
+        ck_assert_str_eq(info->platform, "Portable Computing Language");
+        ck_assert_ptr_nonnull(strstr(info->name, "pthread"));
+        ck_assert_str_eq(info->name + strlen(info->name) - strlen(suffix), suffix);
+        clGetDeviceInfo(clt_device_cl_device(dev), CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units,
+                        &units, NULL);
+        ck_assert_uint_eq(info->compute_units, units);
+        ck_assert_uint_ge(info->compute_units, 1);
+        ck_assert_uint_eq(info->compute_units, parent_units(dev) / 2);
+    }
+    clt_device *g0 = clt_device_get("gpu:0"), *g1 = clt_device_get("gpu:1");
+    ck_assert_ptr_ne(clt_device_cl_device(g0), clt_device_cl_device(g1));
+    ck_assert_ptr_ne(clt_device_cl_context(g0, false), clt_device_cl_context(g1, false));
+}
+END_TEST
+
+/* Operations on each sub-device give the host's results. */
+START_TEST(test_device_subdevices_ops)
+{
+    double va[12], vb[20];
+    if (!two_gpus(true))
+        return;
+    test_noise(va, 12, 1, -1, 1);
+    test_noise(vb, 20, 2, -1, 1);
+    clt_device *cpu = clt_device_cpu();
+    clt_tensor *a = test_tensor(cpu, CLT_F32, va, CLT_SHAPE(3, 4));
+    clt_tensor *b = test_tensor(cpu, CLT_F32, vb, CLT_SHAPE(4, 5));
+    clt_tensor *want[3] = {clt_add(a, a), clt_sum(a, NULL, 0, false), clt_matmul(a, b)};
+    for (int d = 0; d < 2; d++) {
+        clt_device *dev = test_device(d + 1);
+        clt_tensor *da = clt_tensor_to(a, dev), *db = clt_tensor_to(b, dev);
+        clt_tensor *got[3] = {clt_add(da, da), clt_sum(da, NULL, 0, false), clt_matmul(da, db)};
+        for (int k = 0; k < 3; k++) {
+            ck_assert_msg(got[k] != NULL, "%s", clt_last_error());
+            ck_assert_ptr_eq(clt_tensor_device(got[k]), dev);
+            int64_t n = clt_tensor_numel(want[k]);
+            double *w = test_values(want[k]), *g = test_values(got[k]);
+            for (int64_t i = 0; i < n; i++)
+                ck_assert_double_eq_tol(g[i], w[i], 1e-5);
+            free(w);
+            free(g);
+            clt_tensor_release(got[k]);
+        }
+        clt_tensor_release(da);
+        clt_tensor_release(db);
+    }
+    for (int k = 0; k < 3; k++)
+        clt_tensor_release(want[k]);
+    clt_tensor_release(a);
+    clt_tensor_release(b);
+}
+END_TEST
+
+/* gpu:0 -> gpu:1 -> cpu keeps every bit. */
+START_TEST(test_device_subdevices_copy)
+{
+    if (!two_gpus(true))
+        return;
+    clt_manual_seed(7);
+    clt_tensor *x = clt_tensor_randn(CLT_SHAPE(257), CLT_F32, clt_device_get("gpu:0"));
+    clt_tensor *y = clt_tensor_to(x, clt_device_get("gpu:1"));
+    clt_tensor *z = clt_tensor_to(y, clt_device_cpu());
+    ck_assert_ptr_nonnull(z);
+    ck_assert_ptr_ne(y, x);
+    ck_assert_ptr_eq(clt_tensor_device(y), clt_device_get("gpu:1"));
+    test_assert_same_bytes(x, z);
+    clt_tensor_release(z);
+    clt_tensor_release(y);
+    clt_tensor_release(x);
+}
+END_TEST
+
+/* Only CPU-type devices split: Oclgrind (a GPU) stays whole and first. */
+START_TEST(test_device_subdevices_two_platforms)
+{
+    if (!test_use_vendors(true, true))
+        return;
+    setenv("CLT_SUBDEVICES", "2", 1);
+    ck_assert_int_eq(clt_device_count(), 3);
+    ck_assert_int_eq(clt_device_get_info(clt_device_get("gpu:0"))->type, CLT_DEVICE_GPU);
+    ck_assert(name_has("gpu:0", "Oclgrind") && !name_has("gpu:0", "sub-device"));
+    ck_assert(name_has("gpu:1", "(sub-device 1 of 2)"));
+    ck_assert(name_has("gpu:2", "(sub-device 2 of 2)"));
+}
+END_TEST
+
+/* CLT_VISIBLE_DEVICES chooses among the sub-devices, by index or by name. */
+START_TEST(test_device_subdevices_visible)
+{
+    if (!test_use_vendors(true, false))
+        return;
+    setenv("CLT_SUBDEVICES", " 2 ", 1);
+    setenv("CLT_VISIBLE_DEVICES", _i ? "SUB-DEVICE 2" : "1", 1);
+    ck_assert_int_eq(clt_device_count(), 1);
+    ck_assert(name_has("gpu:0", "(sub-device 2 of 2)"));
+}
+END_TEST
+
+typedef struct log_text {
+    char text[4096];
+} log_text;
+
+static void append_log(clt_log_level level, const char *message, void *user)
+{
+    log_text *log = user;
+    size_t used = strlen(log->text);
+    (void)level;
+    snprintf(log->text + used, sizeof log->text - used, "%s\n", message);
+}
+
+/* 1 and empty mean no split; a device that cannot be split into N stays whole, with a
+ * warning. */
+START_TEST(test_device_subdevices_whole)
+{
+    static const char *const values[] = {"1", "", "64"};
+    static log_text log;
+    if (!test_use_vendors(true, false))
+        return;
+    setenv("CLT_SUBDEVICES", values[_i], 1);
+    clt_set_log_callback(append_log, &log, CLT_LOG_WARN);
+    ck_assert_int_eq(clt_device_count(), 1);
+    ck_assert(!name_has("gpu:0", "sub-device"));
+    if (_i == 2) {
+        ck_assert_msg(strstr(log.text, "CLT_SUBDEVICES=64: OpenCL device pthread") != NULL &&
+                          strstr(log.text, "stays whole: it has 2 compute units") != NULL,
+                      "logged \"%s\"", log.text);
+    } else {
+        ck_assert_ptr_null(strstr(log.text, "CLT_SUBDEVICES"));
+    }
+    clt_set_log_callback(NULL, NULL, CLT_LOG_WARN);
+}
+END_TEST
+
+/* A bad value is an error at first use, for every device function, like CLT_VISIBLE_DEVICES. */
+START_TEST(test_device_subdevices_bad)
+{
+    static const char *const values[] = {"abc", "0", "100", "2x", "-2", "65"};
+    char expect[64];
+    if (!test_use_vendors(true, false))
+        return;
+    setenv("CLT_SUBDEVICES", values[_i], 1);
+    ck_assert_int_eq(clt_device_count(), CLT_ERR_ENVIRONMENT);
+    snprintf(expect, sizeof expect, "clt_device_count: CLT_SUBDEVICES=\"%s\": ", values[_i]);
+    ck_assert_error_has(expect);
+    ck_assert_error_has("a whole number from 1 (no split) to 64");
+    ck_assert_ptr_null(clt_device_get("gpu:0"));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_ENVIRONMENT);
+    ck_assert_ptr_null(clt_device_cpu());
+    ck_assert_ptr_null(clt_device_default());
+    ck_assert_ptr_null(clt_tensor_zeros(CLT_SHAPE(2), CLT_F32, NULL));
+    ck_assert_error_has("clt_tensor_zeros: CLT_SUBDEVICES=");
+}
+END_TEST
+
+/* ---- the current-device guard ------------------------------------------------------------------ */
+
+START_TEST(test_device_guard_push_pop)
+{
+    clt_device_guard outer, inner;
+    static char other[64]; /* memory that is not a device of the library */
+    clt_device *not_a_device = (clt_device *)other;
+    if (!two_gpus(false))
+        return;
+    clt_device *g0 = clt_device_get("gpu:0"), *g1 = clt_device_get("gpu:1");
+    ck_assert_int_eq(clt_device_guard_push(&outer, g1), CLT_OK);
+    ck_assert(outer.active);
+    ck_assert_ptr_eq(outer.previous, g0);
+    ck_assert_ptr_eq(clt_device_current(), g1);
+    ck_assert_ptr_eq(clt_device_get("gpu"), g1);
+    ck_assert_int_eq(clt_device_guard_push(&inner, g0), CLT_OK);
+    ck_assert_ptr_eq(inner.previous, g1);
+    ck_assert_ptr_eq(clt_device_current(), g0);
+    clt_device_guard_pop(&inner);
+    ck_assert(!inner.active);
+    ck_assert_ptr_eq(clt_device_current(), g1);
+    clt_device_guard_pop(&inner); /* a second pop does nothing */
+    ck_assert_ptr_eq(clt_device_current(), g1);
+    clt_device_guard_pop(&outer);
+    ck_assert_ptr_eq(clt_device_current(), g0);
+
+    /* failures change nothing and leave the guard inactive */
+    ck_assert_int_eq(clt_device_set_current(g1), CLT_OK);
+    ck_assert_int_eq(clt_device_guard_push(&inner, NULL), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_device_guard_push: device is NULL");
+    ck_assert(!inner.active);
+    ck_assert_int_eq(clt_device_guard_push(&inner, clt_device_cpu()), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_device_guard_push: cpu is not a GPU");
+    ck_assert(!inner.active);
+    ck_assert_int_eq(clt_device_guard_push(&inner, not_a_device), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("is not a device of this library");
+    ck_assert_int_eq(clt_device_set_current(not_a_device), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clt_device_guard_push(NULL, g0), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("guard is NULL");
+    clt_device_guard_pop(&inner);
+    clt_device_guard_pop(NULL);
+    ck_assert_ptr_eq(clt_device_current(), g1);
+}
+END_TEST
+
+/* Nested blocks: each restores what it replaced. */
+START_TEST(test_device_with_nested)
+{
+    int ran = 0;
+    if (!two_gpus(_i == 1))
+        return;
+    clt_device *g0 = clt_device_get("gpu:0"), *g1 = clt_device_get("gpu:1");
+    CLT_WITH_DEVICE(g1) {
+        ck_assert_ptr_eq(clt_device_current(), g1);
+        CLT_WITH_DEVICE(g0) {
+            ck_assert_ptr_eq(clt_device_current(), g0);
+            CLT_WITH_DEVICE(g1) {
+                ck_assert_ptr_eq(clt_device_get("gpu"), g1);
+                ran++;
+            }
+            ck_assert_ptr_eq(clt_device_current(), g0);
+            ran++;
+        }
+        ck_assert_ptr_eq(clt_device_current(), g1);
+        ran++;
+    }
+    ck_assert_int_eq(ran, 3);
+    ck_assert_ptr_eq(clt_device_current(), g0);
+}
+END_TEST
+
+/* Returns from inside the block. */
+static clt_device *current_inside(clt_device *dev)
+{
+    CLT_WITH_DEVICE(dev) {
+        return clt_device_current();
+    }
+    return NULL;
+}
+
+/* break, continue, goto and return out of the block all restore the previous device; the
+ * statements after them do not run. */
+START_TEST(test_device_with_exits)
+{
+    int after = 0, loops = 0;
+    if (!two_gpus(false))
+        return;
+    clt_device *g0 = clt_device_get("gpu:0"), *g1 = clt_device_get("gpu:1");
+
+    CLT_WITH_DEVICE(g1) {
+        if (clt_device_current() == g1)
+            break;
+        after++;
+    }
+    ck_assert_ptr_eq(clt_device_current(), g0);
+
+    CLT_WITH_DEVICE(g1) {
+        loops++;
+        if (loops < 10)
+            continue; /* ends the block: it runs once */
+        after++;
+    }
+    ck_assert_int_eq(loops, 1);
+    ck_assert_ptr_eq(clt_device_current(), g0);
+
+    ck_assert_ptr_eq(current_inside(g1), g1);
+    ck_assert_ptr_eq(clt_device_current(), g0);
+
+    ck_assert_int_eq(clt_device_set_current(g1), CLT_OK);
+    CLT_WITH_DEVICE(g0) {
+        CLT_WITH_DEVICE(g1) {
+            if (clt_device_current() == g1)
+                goto out;
+            after++;
+        }
+        after++;
+    }
+out:
+    ck_assert_ptr_eq(clt_device_current(), g1);
+
+    /* break inside an enclosing loop leaves only the block */
+    for (int i = 0; i < 3; i++) {
+        CLT_WITH_DEVICE(g0) {
+            break;
+        }
+        loops++;
+    }
+    ck_assert_int_eq(loops, 4);
+    ck_assert_ptr_eq(clt_device_current(), g1);
+    ck_assert_int_eq(after, 0);
+}
+END_TEST
+
+/* A device that cannot be current: the block does not run and the error says why. */
+START_TEST(test_device_with_cpu)
+{
+    int ran = 0;
+    clt_device *before = clt_device_count() > 0 ? clt_device_current() : NULL;
+    CLT_WITH_DEVICE(clt_device_cpu()) {
+        ran++;
+    }
+    ck_assert_int_eq(ran, 0);
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_device_guard_push: cpu is not a GPU");
+    CLT_WITH_DEVICE(NULL) {
+        ran++;
+    }
+    ck_assert_int_eq(ran, 0);
+    ck_assert_error_has("clt_device_guard_push: device is NULL");
+    if (before)
+        ck_assert_ptr_eq(clt_device_current(), before);
+}
+END_TEST
+
+typedef struct thread_seen {
+    clt_device *set, *start, *inside, *end;
+} thread_seen;
+
+/* A thread starts at gpu:0, makes `set` current for a while, then for good. */
+static void *thread_sets_current(void *arg)
+{
+    thread_seen *seen = arg;
+    seen->start = clt_device_current();
+    CLT_WITH_DEVICE(seen->set) {
+        seen->inside = clt_device_current();
+    }
+    clt_device_set_current(seen->set);
+    seen->end = clt_device_current();
+    return NULL;
+}
+
+START_TEST(test_device_with_threads)
+{
+    pthread_t thread;
+    if (!two_gpus(false))
+        return;
+    clt_device *g0 = clt_device_get("gpu:0"), *g1 = clt_device_get("gpu:1");
+    thread_seen seen = {.set = g1};
+
+    /* another thread's current device is its own */
+    ck_assert_int_eq(pthread_create(&thread, NULL, thread_sets_current, &seen), 0);
+    pthread_join(thread, NULL);
+    ck_assert_ptr_eq(seen.start, g0);
+    ck_assert_ptr_eq(seen.inside, g1);
+    ck_assert_ptr_eq(seen.end, g1);
+    ck_assert_ptr_eq(clt_device_current(), g0);
+
+    /* a new thread starts at gpu:0 whatever the creating thread has made current */
+    CLT_WITH_DEVICE(g1) {
+        thread_seen inner = {.set = g0};
+        ck_assert_int_eq(pthread_create(&thread, NULL, thread_sets_current, &inner), 0);
+        pthread_join(thread, NULL);
+        ck_assert_ptr_eq(inner.start, g0);
+        ck_assert_ptr_eq(inner.end, g0);
+        ck_assert_ptr_eq(clt_device_current(), g1);
+    }
+    ck_assert_ptr_eq(clt_device_current(), g0);
+}
+END_TEST
+
+/* Creation functions given no device use the current GPU. */
+START_TEST(test_device_with_creation)
+{
+    double v[4] = {1, 2, 3, 4};
+    if (!two_gpus(true))
+        return;
+    clt_device *g0 = clt_device_get("gpu:0"), *g1 = clt_device_get("gpu:1");
+    for (int pass = 0; pass < 2; pass++) {
+        clt_device *want = pass ? g1 : g0;
+        if (pass)
+            ck_assert_int_eq(clt_device_set_current(g1), CLT_OK);
+        CLT_WITH_DEVICE(want) {
+            clt_tensor *made[] = {
+                clt_tensor_empty(CLT_SHAPE(4), CLT_F32, NULL),
+                clt_tensor_zeros(CLT_SHAPE(4), CLT_F32, NULL),
+                clt_tensor_ones(CLT_SHAPE(4), CLT_I32, NULL),
+                clt_tensor_full(CLT_SHAPE(4), 2.5, CLT_F32, NULL),
+                clt_tensor_arange(0, 4, 1, CLT_I64, NULL),
+                clt_tensor_rand(CLT_SHAPE(4), CLT_F32, NULL),
+                clt_tensor_randn(CLT_SHAPE(4), CLT_F32, NULL),
+                clt_tensor_from_data(v, CLT_F64, CLT_SHAPE(4), NULL),
+            };
+            for (size_t i = 0; i < sizeof made / sizeof *made; i++) {
+                ck_assert_msg(made[i] != NULL, "%s", clt_last_error());
+                ck_assert_ptr_eq(clt_tensor_device(made[i]), want);
+            }
+            double *got = test_values(made[3]);
+            ck_assert_double_eq(got[3], 2.5);
+            free(got);
+            got = test_values(made[7]);
+            ck_assert_double_eq(got[2], 3.0);
+            free(got);
+            for (size_t i = 0; i < sizeof made / sizeof *made; i++)
+                clt_tensor_release(made[i]);
+        }
+    }
+    /* outside any block: the thread's current GPU */
+    clt_tensor *t = clt_tensor_zeros(CLT_SHAPE(2), CLT_F32, NULL);
+    ck_assert_ptr_eq(clt_tensor_device(t), g1);
+    clt_tensor_release(t);
 }
 END_TEST
 
@@ -442,6 +888,19 @@ Suite *suite_device(void)
     tcase_add_test(tc, test_device_kernel_build_failure);
     tcase_add_test(tc, test_device_kernel_dir_missing_file);
     tcase_add_test(tc, test_device_kernel_dir_sources);
+    tcase_add_test(tc, test_device_subdevices_split);
+    tcase_add_test(tc, test_device_subdevices_ops);
+    tcase_add_test(tc, test_device_subdevices_copy);
+    tcase_add_test(tc, test_device_subdevices_two_platforms);
+    tcase_add_loop_test(tc, test_device_subdevices_visible, 0, 2);
+    tcase_add_loop_test(tc, test_device_subdevices_whole, 0, 3);
+    tcase_add_loop_test(tc, test_device_subdevices_bad, 0, 6);
+    tcase_add_test(tc, test_device_guard_push_pop);
+    tcase_add_loop_test(tc, test_device_with_nested, 0, 2);
+    tcase_add_test(tc, test_device_with_exits);
+    tcase_add_test(tc, test_device_with_cpu);
+    tcase_add_test(tc, test_device_with_threads);
+    tcase_add_test(tc, test_device_with_creation);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,7 +1,9 @@
 /* Devices: the host `cpu` and the OpenCL devices `gpu:0` ... `gpu:N-1`, one flat list over all
  * OpenCL platforms (GPU and accelerator types first, in platform order, then CPU-type OpenCL
  * devices). Devices belong to the library and live until the process ends: callers never free
- * them. The list is built on first use; CLT_VISIBLE_DEVICES filters and reorders it. */
+ * them. The list is built on first use: CLT_SUBDEVICES=N splits each CPU-type OpenCL device into
+ * N equal sub-devices listed in its place, then CLT_VISIBLE_DEVICES filters and reorders it.
+ * Each thread has a current GPU, set for a scope with CLT_WITH_DEVICE. */
 #ifndef CLTENSOR_DEVICE_H
 #define CLTENSOR_DEVICE_H
 
@@ -60,7 +62,7 @@ CLT_API clt_device *clt_device_default(void);
 CLT_API clt_device *clt_device_current(void);
 
 /* Makes `dev` (an OpenCL device) the current GPU of this thread. CLT_ERR_INVALID_ARGUMENT for
- * NULL or cpu. */
+ * NULL, cpu or a pointer that is not one of gpu:0 ... gpu:N-1. */
 CLT_API clt_status clt_device_set_current(clt_device *dev);
 
 /* "cpu" or "gpu:N": a static string. "(null)" for NULL. */
@@ -71,6 +73,54 @@ CLT_API const clt_device_info *clt_device_get_info(const clt_device *dev);
 
 /* Waits until all work queued on the device has finished. CLT_OK, or the device's error. */
 CLT_API clt_status clt_device_synchronize(clt_device *dev);
+
+/* The current GPU for a scope, as `with torch.cuda.device(d):`. Pops undo pushes in reverse
+ * order, on the thread that pushed. */
+typedef struct clt_device_guard {
+    clt_device *previous; /* the current GPU before the push (gpu:0 if none had been set) */
+    bool active;          /* pushed and not yet popped */
+} clt_device_guard;
+
+/* Makes `dev` (an OpenCL device) the current GPU of this thread and remembers the previous one
+ * in g. On failure (NULL, cpu, unknown device) nothing changes, g is inactive and the status is
+ * that of clt_device_set_current. */
+CLT_API clt_status clt_device_guard_push(clt_device_guard *g, clt_device *dev);
+
+/* Restores the current GPU that g's push replaced and makes g inactive. Does nothing for NULL
+ * or an inactive guard, so a second pop is harmless. */
+CLT_API void clt_device_guard_pop(clt_device_guard *g);
+
+/* A guard pushed onto dev (inactive when the push failed), for CLT_WITH_DEVICE. */
+static inline clt_device_guard clt__device_guard_begin(clt_device *dev)
+{
+    clt_device_guard g;
+    clt_device_guard_push(&g, dev);
+    return g;
+}
+
+/* CLT_WITH_DEVICE(dev) { ... } runs the block once with dev as this thread's current GPU and
+ * then restores the previous one; blocks nest. When dev cannot be made current the block does
+ * not run and clt_last_error() says why. `break` and `continue` inside the block leave the block
+ * (they do not reach an enclosing loop). With GCC and Clang the previous device is restored on
+ * every way out: the end, break, continue, goto and return. With other compilers it is restored
+ * only at the end and by continue: there, never break, goto or return out of the block (use
+ * clt_device_guard_push and clt_device_guard_pop instead). */
+#define CLT__WITH_CAT2(a, b) a##b
+#define CLT__WITH_CAT(a, b) CLT__WITH_CAT2(a, b)
+#if defined(__GNUC__) || defined(__clang__)
+#define CLT__GUARD_CLEANUP __attribute__((cleanup(clt_device_guard_pop)))
+#else
+#define CLT__GUARD_CLEANUP
+#endif
+#define CLT__WITH_DEVICE(dev, g)                                                                 \
+    for (clt_device_guard g CLT__GUARD_CLEANUP = clt__device_guard_begin(dev); g.active;        \
+         clt_device_guard_pop(&g))
+#ifdef __COUNTER__ /* a fresh name for each block, so that nested blocks shadow nothing */
+#define CLT__WITH_ID __COUNTER__
+#else
+#define CLT__WITH_ID __LINE__
+#endif
+#define CLT_WITH_DEVICE(dev) CLT__WITH_DEVICE(dev, CLT__WITH_CAT(clt__device_guard_, CLT__WITH_ID))
 
 #ifdef __cplusplus
 }

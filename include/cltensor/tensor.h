@@ -41,6 +41,8 @@ CLT_API size_t clt_dtype_size(clt_dtype dtype);
 typedef struct clt_tensor clt_tensor;
 
 /* --- creation: every function returns a new reference, or NULL with the last error set ------ */
+/* `dev` NULL means this thread's current GPU ("gpu", set with CLT_WITH_DEVICE) when there is an
+ * OpenCL device, and cpu on a machine without one. */
 
 /* A tensor of the given shape on `dev` holding a copy of `data` (numel * dtype size bytes,
  * row-major). ndim may be 0 (a scalar); sizes may be 0. For CLT_BOOL any nonzero byte is

@@ -1,5 +1,6 @@
-/* The device registry: builds the list `cpu`, `gpu:0` ... once, applies CLT_VISIBLE_DEVICES,
- * resolves device names and keeps each thread's current GPU. */
+/* The device registry: builds the list `cpu`, `gpu:0` ... once (CLT_SUBDEVICES splits CPU-type
+ * OpenCL devices, then CLT_VISIBLE_DEVICES selects), resolves device names and keeps each
+ * thread's current GPU, which clt_device_guard sets for a scope. */
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
@@ -15,7 +16,8 @@ static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
 static clt_status registry_status;
 static char registry_error[2048];
 static clt_device cpu_device;
-static clt_device **all_devices; /* every OpenCL device found, in enumeration order */
+static clt_device **all_devices; /* every OpenCL device found (sub-devices in place of their
+                                  * parents), in enumeration order */
 static int all_count;
 static clt_device **gpus; /* the visible ones: gpus[N] is gpu:N */
 static int gpu_count;
@@ -41,16 +43,53 @@ static bool contains_ci(const char *hay, const char *needle)
     return false;
 }
 
-/* The message names the value and the token, each cut to 200 characters. */
+/* A bad environment variable, raised at every device call: the message names the variable and
+ * its value and says what is wrong, each cut to 200 characters. */
+static clt_status env_error(const char *var, const char *value, const char *what)
+{
+    snprintf(registry_error, sizeof registry_error, "%s=\"%.200s%s\": %.200s", var, value,
+             strlen(value) > 200 ? "..." : "", what);
+    return CLT_ERR_ENVIRONMENT;
+}
+
+/* A bad CLT_VISIBLE_DEVICES: the message goes on to list the devices it chooses from. */
 static clt_status visible_error(const char *value, const char *fmt, const char *token)
 {
     char what[256];
+    size_t used;
     snprintf(what, sizeof what, fmt, token);
-    snprintf(registry_error, sizeof registry_error,
-             "CLT_VISIBLE_DEVICES=\"%.200s%s\": %.200s; the OpenCL devices are %s", value,
-             strlen(value) > 200 ? "..." : "", what, all_count ? "" : "none");
+    env_error("CLT_VISIBLE_DEVICES", value, what);
+    used = strlen(registry_error);
+    snprintf(registry_error + used, sizeof registry_error - used, "; the OpenCL devices are %s",
+             all_count ? "" : "none");
     list_devices(registry_error, sizeof registry_error, all_devices, all_count, false);
     return CLT_ERR_ENVIRONMENT;
+}
+
+/* CLT_SUBDEVICES: how many equal sub-devices each CPU-type OpenCL device is split into; a whole
+ * number 1 ... 64 (spaces around it allowed). Unset or empty is 1: no split. */
+static clt_status parse_subdevices(const char *value, unsigned *parts)
+{
+    const char *p = value;
+    size_t len;
+    int n;
+    *parts = 1;
+    if (!value)
+        return CLT_OK;
+    while (isspace((unsigned char)*p))
+        p++;
+    if (*p == '\0')
+        return CLT_OK;
+    len = strspn(p, "0123456789");
+    n = len >= 1 && len <= 2 ? atoi(p) : 0;
+    for (p += len; isspace((unsigned char)*p); p++)
+        ;
+    if (*p != '\0' || n < 1 || n > 64)
+        return env_error("CLT_SUBDEVICES", value,
+                         "expected a whole number from 1 (no split) to 64: the number of equal "
+                         "sub-devices each CPU-type OpenCL device is split into");
+    *parts = (unsigned)n;
+    return CLT_OK;
 }
 
 /* CLT_VISIBLE_DEVICES: a comma list of indices into the enumerated OpenCL devices or
@@ -115,13 +154,17 @@ static clt_status apply_visible(const char *value)
 static void registry_init(void)
 {
     const char *visible = getenv("CLT_VISIBLE_DEVICES");
+    unsigned parts = 1;
 
     cpu_device.index = -1;
     snprintf(cpu_device.name, sizeof cpu_device.name, "cpu");
     cpu_device.backend = &clt__host_backend;
+    registry_status = parse_subdevices(getenv("CLT_SUBDEVICES"), &parts);
+    if (registry_status != CLT_OK)
+        return;
     registry_status = clt__host_describe(&cpu_device);
     if (registry_status == CLT_OK)
-        registry_status = clt__cl_enumerate("clt_device", &all_devices, &all_count);
+        registry_status = clt__cl_enumerate("clt_device", parts, &all_devices, &all_count);
     if (registry_status != CLT_OK) {
         snprintf(registry_error, sizeof registry_error, "%s", clt_last_error());
         return;
@@ -174,30 +217,81 @@ clt_device *clt_device_default(void)
     return gpu_count ? gpus[0] : &cpu_device;
 }
 
+/* This thread's current GPU once the list exists; NULL when there is no OpenCL device. */
+static clt_device *current_or_first(void)
+{
+    return current_gpu ? current_gpu : gpu_count ? gpus[0] : NULL;
+}
+
 clt_device *clt_device_current(void)
 {
     if (registry_ready("clt_device_current") != CLT_OK)
         return NULL;
-    if (current_gpu)
-        return current_gpu;
-    if (gpu_count == 0) {
+    if (!current_or_first())
         clt__error(CLT_ERR_NO_DEVICE, "clt_device_current",
                    "no GPU: this machine has only cpu (no OpenCL device)");
+    return current_or_first();
+}
+
+clt_device *clt__device_or_current(const char *fn, clt_device *dev)
+{
+    if (dev)
+        return dev;
+    if (registry_ready(fn) != CLT_OK)
         return NULL;
+    return current_or_first() ? current_or_first() : &cpu_device;
+}
+
+/* Makes dev this thread's current GPU after checking that it is one of gpu:0 ... gpu:N-1. */
+static clt_status set_current(const char *fn, clt_device *dev)
+{
+    clt_status st = clt__device_check(fn, dev);
+    if (st == CLT_OK)
+        st = registry_ready(fn);
+    if (st != CLT_OK)
+        return st;
+    if (dev == &cpu_device)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "cpu is not a GPU; the current GPU is one of gpu:0 ... gpu:N-1");
+    for (int i = 0; i < gpu_count; i++) {
+        if (gpus[i] == dev) {
+            current_gpu = dev;
+            return CLT_OK;
+        }
     }
-    return gpus[0];
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "%p is not a device of this library (from clt_device_get)", (void *)dev);
 }
 
 clt_status clt_device_set_current(clt_device *dev)
 {
-    clt_status st = clt__device_check("clt_device_set_current", dev);
+    return set_current("clt_device_set_current", dev);
+}
+
+/* The guard remembers the resolved previous device (gpu:0 when none was set), which names the
+ * same GPU as "unset" for the whole life of the process. */
+clt_status clt_device_guard_push(clt_device_guard *g, clt_device *dev)
+{
+    static const char *const fn = "clt_device_guard_push";
+    clt_device *previous = current_gpu;
+    clt_status st;
+    if (!g)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "guard is NULL");
+    *g = (clt_device_guard){NULL, false};
+    st = set_current(fn, dev);
     if (st != CLT_OK)
         return st;
-    if (clt__is_host(dev))
-        return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_device_set_current",
-                          "cpu is not a GPU; the current GPU is one of gpu:0 ... gpu:N-1");
-    current_gpu = dev;
+    g->previous = previous ? previous : gpus[0]; /* dev is one of gpus[], so gpus[0] exists */
+    g->active = true;
     return CLT_OK;
+}
+
+void clt_device_guard_pop(clt_device_guard *g)
+{
+    if (!g || !g->active)
+        return;
+    current_gpu = g->previous;
+    g->active = false;
 }
 
 static clt_device *unknown_name(const char *fn, const char *name, const char *why)
@@ -221,8 +315,7 @@ clt_device *clt_device_get(const char *name)
     if (strcmp(name, "cpu") == 0)
         return &cpu_device;
     if (strcmp(name, "gpu") == 0)
-        return gpu_count ? (current_gpu ? current_gpu : gpus[0])
-                         : unknown_name(fn, name, "no such device");
+        return gpu_count ? current_or_first() : unknown_name(fn, name, "no such device");
     if (strncmp(name, "gpu:", 4) == 0) {
         const char *digits = name + 4;
         size_t n = strlen(digits);

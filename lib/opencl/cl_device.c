@@ -69,8 +69,11 @@ static clt_device_type classify(cl_device_type t)
     return CLT_DEVICE_ACCELERATOR;
 }
 
-/* A device record for one OpenCL device, with its description filled in. */
-static clt_device *describe(cl_platform_id platform, cl_device_id id, clt_device_type type)
+/* A device record for one OpenCL device, with its description filled in; for part `sub` (from
+ * 1) of a device split into `of` sub-devices, the name says so and the record takes over the
+ * reference to id. */
+static clt_device *describe(cl_platform_id platform, cl_device_id id, clt_device_type type,
+                            unsigned sub, unsigned of)
 {
     clt_device *dev = calloc(1, sizeof *dev);
     clt__cl_device *cd = calloc(1, sizeof *cd);
@@ -86,8 +89,17 @@ static clt_device *describe(cl_platform_id platform, cl_device_id id, clt_device
     }
     cd->platform = platform;
     cd->id = id;
+    cd->sub_device = sub > 0;
     pthread_mutex_init(&cd->lock, NULL);
     info_string(id, CL_DEVICE_NAME, cd->strings[0], sizeof cd->strings[0]);
+    if (sub) { /* the suffix always fits: the device's own name is cut if need be */
+        char suffix[48];
+        size_t len = (size_t)snprintf(suffix, sizeof suffix, " (sub-device %u of %u)", sub, of);
+        size_t keep = strlen(cd->strings[0]);
+        if (keep > sizeof cd->strings[0] - 1 - len)
+            keep = sizeof cd->strings[0] - 1 - len;
+        memcpy(cd->strings[0] + keep, suffix, len + 1);
+    }
     info_string(id, CL_DEVICE_VENDOR, cd->strings[1], sizeof cd->strings[1]);
     if (clGetPlatformInfo(platform, CL_PLATFORM_NAME, sizeof cd->strings[2] - 1, cd->strings[2],
                           NULL) != CL_SUCCESS)
@@ -119,9 +131,111 @@ static clt_device *describe(cl_platform_id platform, cl_device_id id, clt_device
     return dev;
 }
 
-/* Appends the devices of one platform that belong to this pass (GPU/accelerator or CPU). */
-static clt_status add_platform(cl_platform_id platform, bool cpu_pass, clt_device ***devices,
-                               int *count)
+/* Frees a record that never made it into the list, with the sub-device reference it holds. */
+static void drop(clt_device *dev)
+{
+    if (!dev)
+        return;
+    clt__cl_device *cd = clt__cl(dev);
+    if (cd->sub_device)
+        clReleaseDevice(cd->id);
+    pthread_mutex_destroy(&cd->lock);
+    free(cd);
+    free(dev);
+}
+
+/* Appends dev (NULL: describe ran out of memory) to the list; on failure drops it. */
+static clt_status append(clt_device ***devices, int *count, clt_device *dev)
+{
+    clt_device **grown = dev ? realloc(*devices, (size_t)(*count + 1) * sizeof *grown) : NULL;
+    if (!grown) {
+        drop(dev);
+        return CLT_ERR_OUT_OF_MEMORY;
+    }
+    *devices = grown;
+    grown[(*count)++] = dev;
+    return CLT_OK;
+}
+
+/* Why the device cannot be split equally into n sub-devices, or NULL when it can. */
+static const char *unsplittable(cl_device_id id, unsigned n, char *why, size_t size)
+{
+    cl_device_partition_property props[16];
+    size_t props_size = 0;
+    cl_uint units = 0, max_sub = 0;
+    bool equally = false;
+
+    if (clGetDeviceInfo(id, CL_DEVICE_PARTITION_PROPERTIES, sizeof props, props, &props_size) !=
+        CL_SUCCESS)
+        props_size = 0;
+    for (size_t i = 0; i < props_size / sizeof *props && props[i]; i++)
+        equally = equally || props[i] == CL_DEVICE_PARTITION_EQUALLY;
+    clGetDeviceInfo(id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
+    clGetDeviceInfo(id, CL_DEVICE_PARTITION_MAX_SUB_DEVICES, sizeof max_sub, &max_sub, NULL);
+    if (!equally)
+        snprintf(why, size, "it does not support CL_DEVICE_PARTITION_EQUALLY");
+    else if (units < n)
+        snprintf(why, size, "it has %u compute units", (unsigned)units);
+    else if (max_sub < n)
+        snprintf(why, size, "it allows at most %u sub-devices", (unsigned)max_sub);
+    else
+        return NULL;
+    return why;
+}
+
+/* Appends the n equal sub-devices of a CPU-type device in its place. *split is false, with
+ * nothing appended and a warning logged, when the device cannot be split that way. Sub-devices
+ * that the partition makes beyond n (compute units not a multiple of n) are released. */
+static clt_status add_split(cl_platform_id platform, cl_device_id id, unsigned n,
+                            clt_device ***devices, int *count, bool *split)
+{
+    char why[128], name[256];
+    cl_uint units = 0, made = 0, i = 0;
+    cl_device_id *subs = NULL;
+    clt_status st = CLT_OK;
+    cl_int err;
+
+    *split = false;
+    info_string(id, CL_DEVICE_NAME, name, sizeof name);
+    if (unsplittable(id, n, why, sizeof why)) {
+        clt__log(CLT_LOG_WARN, "CLT_SUBDEVICES=%u: OpenCL device %s stays whole: %s", n, name,
+                 why);
+        return CLT_OK;
+    }
+    clGetDeviceInfo(id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
+    cl_device_partition_property props[] = {CL_DEVICE_PARTITION_EQUALLY,
+                                            (cl_device_partition_property)(units / n), 0};
+    err = clCreateSubDevices(id, props, 0, NULL, &made);
+    if (err == CL_SUCCESS && made >= n) {
+        subs = calloc(made, sizeof *subs);
+        if (!subs)
+            return CLT_ERR_OUT_OF_MEMORY;
+        err = clCreateSubDevices(id, props, made, subs, NULL);
+    }
+    if (err != CL_SUCCESS || made < n) {
+        clt__log(CLT_LOG_WARN, "CLT_SUBDEVICES=%u: OpenCL device %s stays whole: "
+                 "clCreateSubDevices gave %s (%d), %u sub-devices", n, name,
+                 clt_status_name(err), (int)err, (unsigned)made);
+        free(subs);
+        return CLT_OK;
+    }
+    for (; i < n && st == CLT_OK; i++) {
+        clt_device *dev = describe(platform, subs[i], CLT_DEVICE_OPENCL_CPU, i + 1, n);
+        if (!dev)
+            clReleaseDevice(subs[i]);
+        st = append(devices, count, dev);
+    }
+    for (; i < made; i++)
+        clReleaseDevice(subs[i]);
+    free(subs);
+    *split = st == CLT_OK;
+    return st;
+}
+
+/* Appends the devices of one platform that belong to this pass (GPU/accelerator or CPU), CPU
+ * types split into `subdevices` parts when that is above 1. */
+static clt_status add_platform(cl_platform_id platform, bool cpu_pass, unsigned subdevices,
+                               clt_device ***devices, int *count)
 {
     cl_uint n = 0;
     cl_device_id *ids;
@@ -143,6 +257,7 @@ static clt_status add_platform(cl_platform_id platform, bool cpu_pass, clt_devic
         clt_device_type type = classify(t);
         char c_version[128], profile[64], name[256];
         const char *why = available ? "it has no compiler" : "it is unavailable";
+        bool split = false;
         if ((type == CLT_DEVICE_OPENCL_CPU) != cpu_pass)
             continue;
         info_string(ids[i], CL_DEVICE_OPENCL_C_VERSION, c_version, sizeof c_version);
@@ -152,15 +267,10 @@ static clt_status add_platform(cl_platform_id platform, bool cpu_pass, clt_devic
             clt__log(CLT_LOG_WARN, "skipping OpenCL device %s: %s", name, why);
             continue;
         }
-        clt_device **grown = realloc(*devices, (size_t)(*count + 1) * sizeof *grown);
-        clt_device *dev = grown ? describe(platform, ids[i], type) : NULL;
-        if (grown)
-            *devices = grown;
-        if (!dev) {
-            st = CLT_ERR_OUT_OF_MEMORY;
-            break;
-        }
-        (*devices)[(*count)++] = dev;
+        if (type == CLT_DEVICE_OPENCL_CPU && subdevices > 1)
+            st = add_split(platform, ids[i], subdevices, devices, count, &split);
+        if (st == CLT_OK && !split)
+            st = append(devices, count, describe(platform, ids[i], type, 0, 0));
     }
     free(ids);
     return st;
@@ -168,7 +278,8 @@ static clt_status add_platform(cl_platform_id platform, bool cpu_pass, clt_devic
 
 /* The registry's device list lives as long as the process, so it is allocated outside the
  * counted allocator (and outside fault injection). */
-clt_status clt__cl_enumerate(const char *fn, clt_device ***devices, int *count)
+clt_status clt__cl_enumerate(const char *fn, unsigned subdevices, clt_device ***devices,
+                             int *count)
 {
     cl_uint np = 0;
     cl_platform_id *platforms;
@@ -188,7 +299,7 @@ clt_status clt__cl_enumerate(const char *fn, clt_device ***devices, int *count)
         np = 0;
     for (int pass = 0; pass < 2 && st == CLT_OK; pass++)
         for (cl_uint p = 0; p < np && st == CLT_OK; p++)
-            st = add_platform(platforms[p], pass == 1, devices, count);
+            st = add_platform(platforms[p], pass == 1, subdevices, devices, count);
     free(platforms);
     if (st != CLT_OK)
         return clt__error(st, fn, "out of host memory listing OpenCL devices");

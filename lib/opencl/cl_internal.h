@@ -32,6 +32,9 @@ typedef struct clt__cl_kernel {
 typedef struct clt__cl_device {
     cl_platform_id platform;
     cl_device_id id;
+    bool sub_device;      /* id came from clCreateSubDevices (CLT_SUBDEVICES) and this record
+                           * holds its reference; records live as long as the process, so it is
+                           * released (clReleaseDevice) only when enumeration drops the record */
     pthread_mutex_t lock; /* guards everything below and every launch */
     bool started;         /* context and queue exist */
     cl_context context;

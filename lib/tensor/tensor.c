@@ -271,16 +271,25 @@ void *clt_tensor_data(clt_tensor *t)
 
 /* ---- creation ---------------------------------------------------------------------------------------- */
 
+/* The new tensor of a creation function; a NULL *dev becomes the device chosen for it (the
+ * current GPU, or cpu without OpenCL devices), which the caller goes on to use. */
+static clt_tensor *create(const char *fn, clt_device **dev, clt_dtype dtype, int ndim,
+                          const int64_t *shape)
+{
+    *dev = clt__device_or_current(fn, *dev);
+    return *dev ? clt__tensor_new(fn, *dev, dtype, ndim, shape) : NULL;
+}
+
 clt_tensor *clt_tensor_empty(int ndim, const int64_t *shape, clt_dtype dtype, clt_device *dev)
 {
-    return clt__tensor_new("clt_tensor_empty", dev, dtype, ndim, shape);
+    return create("clt_tensor_empty", &dev, dtype, ndim, shape);
 }
 
 clt_tensor *clt_tensor_from_data(const void *data, clt_dtype dtype, int ndim,
                                  const int64_t *shape, clt_device *dev)
 {
     static const char *const fn = "clt_tensor_from_data";
-    clt_tensor *t = clt__tensor_new(fn, dev, dtype, ndim, shape);
+    clt_tensor *t = create(fn, &dev, dtype, ndim, shape);
     if (!t || t->storage->nbytes == 0)
         return t;
     if (!data) {
@@ -301,7 +310,7 @@ static clt_tensor *filled(const char *fn, int ndim, const int64_t *shape, double
                           clt_dtype dtype, clt_device *dev)
 {
     unsigned char pattern[8];
-    clt_tensor *t = clt__tensor_new(fn, dev, dtype, ndim, shape);
+    clt_tensor *t = create(fn, &dev, dtype, ndim, shape);
     if (!t || t->storage->nbytes == 0)
         return t;
     clt__host_backend.cast(fn, NULL, &value, 0, CLT_F64, pattern, 0, dtype, 1);
@@ -359,7 +368,7 @@ clt_tensor *clt_tensor_arange(double start, double end, double step, clt_dtype d
         return NULL;
     }
     n = (int64_t)count;
-    t = clt__tensor_new(fn, dev, dtype, 1, &n);
+    t = create(fn, &dev, dtype, 1, &n);
     if (!t || n == 0)
         return t;
     values = clt__alloc(fn, (size_t)n * sizeof *values);
@@ -406,7 +415,7 @@ static clt_tensor *random_tensor(const char *fn, int ndim, const int64_t *shape,
         clt__error(CLT_ERR_DTYPE, fn, "dtype %s is not a floating dtype", clt_dtype_name(dtype));
         return NULL;
     }
-    t = clt__tensor_new(fn, dev, dtype, ndim, shape);
+    t = create(fn, &dev, dtype, ndim, shape);
     if (!t || t->numel == 0)
         return t;
     per = clt__random_per_counter(dtype);
