@@ -427,6 +427,19 @@ START_TEST(test_autograd_leaves)
     clt_tensor *z = NULL;
     CLT_NO_GRAD z = clt_mul(x, x);
     ck_assert(clt_grad_is_enabled());
+    for (int k = 0; k < 2; k++) { /* leaving early restores it too */
+        CLT_NO_GRAD {
+            CLT_NO_GRAD {
+                if (k == 0)
+                    break;
+            }
+            ck_assert(!clt_grad_is_enabled());
+            if (k == 1)
+                goto out;
+        }
+    }
+out:
+    ck_assert(clt_grad_is_enabled());
     ck_assert(!clt_tensor_requires_grad(z) && clt_tensor_is_leaf(z));
     ck_assert(clt_grad_set_enabled(false) == true);
     ck_assert(!clt_grad_is_enabled());

@@ -54,12 +54,38 @@ CLT_API bool clt_grad_is_enabled(void);
  * previous setting, for restoring it. */
 CLT_API bool clt_grad_set_enabled(bool enabled);
 
-/* Runs the statement or block that follows without recording (PyTorch's `with torch.no_grad():`)
- * and restores the previous setting after it. Leaving the block early by break, goto or
- * return skips the restore: use clt_grad_set_enabled then. */
-#define CLT_NO_GRAD                                                                            \
-    for (int clt__ng_ = clt_grad_set_enabled(false) ? 3 : 2; clt__ng_ >= 2;                    \
-         clt_grad_set_enabled(clt__ng_ == 3), clt__ng_ = 0)
+/* A saved recording setting, for CLT_NO_GRAD. */
+typedef struct clt_grad_mode {
+    bool previous; /* the setting to restore */
+    bool active;   /* not restored yet */
+} clt_grad_mode;
+
+static inline clt_grad_mode clt__no_grad_begin(void)
+{
+    clt_grad_mode m = {clt_grad_set_enabled(false), true};
+    return m;
+}
+
+static inline void clt__grad_mode_end(clt_grad_mode *m)
+{
+    if (m->active)
+        clt_grad_set_enabled(m->previous);
+    m->active = false;
+}
+
+/* CLT_NO_GRAD { ... } runs the block without recording (PyTorch's `with torch.no_grad():`) and
+ * restores the previous setting after it; blocks nest. `break` and `continue` inside the block
+ * leave the block. With GCC and Clang the setting is restored on every way out: the end, break,
+ * continue, goto and return; with other compilers only at the end and by continue (there, use
+ * clt_grad_set_enabled to leave early). */
+#if defined(__GNUC__) || defined(__clang__)
+#define CLT__GRAD_CLEANUP __attribute__((cleanup(clt__grad_mode_end)))
+#else
+#define CLT__GRAD_CLEANUP
+#endif
+#define CLT__NO_GRAD(m)                                                                        \
+    for (clt_grad_mode m CLT__GRAD_CLEANUP = clt__no_grad_begin(); m.active; clt__grad_mode_end(&m))
+#define CLT_NO_GRAD CLT__NO_GRAD(CLT__WITH_CAT(clt__no_grad_, CLT__WITH_ID))
 
 #ifdef __cplusplus
 }
