@@ -1,6 +1,7 @@
 /* The OpenCL backend's matrix products: a strided-batched GEMM (see clt__gemm_call in
  * backend.h) through CLBlast on the device's in-order queue, and CLBlast's status codes turned
  * into the library's. */
+#include <pthread.h>
 #include <stdio.h>
 
 #include "cl_internal.h" /* first: it sets the OpenCL version CLBlast's header then sees */
@@ -63,6 +64,11 @@ static clt_status clblast_status(const char *fn, clt_device *dev, CLBlastStatusC
                       dev->name, (int)s, clblast_code_name(s));
 }
 
+/* CLBlast's caches (its tuning database, its built programs) are not safe to fill from two
+ * threads at once, which DataParallel's replicas on two devices would do: one call at a time.
+ * A call only queues the work, so the devices still compute concurrently. */
+static pthread_mutex_t clblast_lock = PTHREAD_MUTEX_INITIALIZER;
+
 clt_status clt__cl_gemm(const char *fn, clt_device *dev, const clt__gemm_call *c)
 {
     const CLBlastLayout row = CLBlastLayoutRowMajor;
@@ -77,6 +83,7 @@ clt_status clt__cl_gemm(const char *fn, clt_device *dev, const clt__gemm_call *c
     if (st != CLT_OK)
         return st;
     q = clt__cl(dev)->queue;
+    pthread_mutex_lock(&clblast_lock);
     if (c->batch == 1 && c->dtype == CLT_F64) {
         routine = "CLBlastDgemm";
         s = CLBlastDgemm(row, ta, tb, c->m, c->n, c->k, c->alpha, a, c->a_offset, c->lda, b,
@@ -99,5 +106,6 @@ clt_status clt__cl_gemm(const char *fn, clt_device *dev, const clt__gemm_call *c
                                        c->b_stride, (float)c->beta, out, c->c_offset, c->ldc,
                                        c->c_stride, c->batch, &q, NULL);
     }
+    pthread_mutex_unlock(&clblast_lock);
     return clblast_status(fn, dev, s, routine, c);
 }
