@@ -19,6 +19,7 @@ struct clt_device {
     const clt__backend *backend;
     clt_device_info info;
     void *impl;                  /* the backend's own state */
+    struct clt__pool *pool;      /* the caching allocator's (lib/device/allocator.c) */
 };
 
 /* True for `cpu`, the host device. */

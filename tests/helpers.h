@@ -98,6 +98,7 @@ Suite *suite_autograd(void);
 Suite *suite_optim(void);
 Suite *suite_loader(void);
 Suite *suite_parallel(void);
+Suite *suite_memory(void);
 Suite *suite_kernels(void);
 Suite *suite_data(void);
 

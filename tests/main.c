@@ -53,6 +53,7 @@ int main(int argc, char **argv)
     srunner_add_suite(runner, suite_optim());
     srunner_add_suite(runner, suite_loader());
     srunner_add_suite(runner, suite_parallel());
+    srunner_add_suite(runner, suite_memory());
     srunner_add_suite(runner, suite_kernels());
     srunner_add_suite(runner, suite_data());
     srunner_set_fork_status(runner, CK_FORK);

@@ -74,6 +74,28 @@ CLT_API const clt_device_info *clt_device_get_info(const clt_device *dev);
 /* Waits until all work queued on the device has finished. CLT_OK, or the device's error. */
 CLT_API clt_status clt_device_synchronize(clt_device *dev);
 
+/* Tensor memory on a device goes through a caching allocator: a freed buffer is kept for the
+ * next tensor of its size class (sizes rounded up to 512 bytes, then to a quarter of a power of
+ * two) instead of going back to the driver, as PyTorch's CUDA allocator does. When the driver
+ * cannot give memory, the cache is emptied and the allocation tried once more; a failure then
+ * names the requested size and the bytes allocated and cached. New memory is touched when it is
+ * made, so that running out of memory shows there rather than in a later kernel.
+ * An OpenCL device holds at most its global memory (some drivers promise more and fail later);
+ * CLT_DEVICE_MEMORY_LIMIT (bytes, with K/M/G) caps what each device may hold instead, cache
+ * included. */
+typedef struct clt_memory_stats {
+    size_t allocated;          /* held by tensors, in size-class bytes */
+    size_t cached;             /* kept for reuse */
+    size_t peak;               /* the largest `allocated` so far */
+    size_t limit;              /* CLT_DEVICE_MEMORY_LIMIT, else an OpenCL device's memory; 0: none */
+    uint64_t allocations;      /* requests served */
+    uint64_t driver_allocations; /* of them, new memory from the driver (the rest reused) */
+} clt_memory_stats;
+/* The device's figures (zeros for NULL). */
+CLT_API clt_status clt_device_memory_stats(clt_device *dev, clt_memory_stats *stats);
+/* Gives every cached buffer of the device back to the driver. */
+CLT_API void clt_device_empty_cache(clt_device *dev);
+
 /* The current GPU for a scope, as `with torch.cuda.device(d):`. Pops undo pushes in reverse
  * order, on the thread that pushed. */
 typedef struct clt_device_guard {

@@ -16,9 +16,18 @@ void clt__fault_inject(clt__alloc_kind kind, long n)
     atomic_store(&fault_countdown[kind], n);
 }
 
+static _Thread_local int suspended;
+
+void clt__fault_suspend(bool suspend)
+{
+    suspended += suspend ? 1 : -1;
+}
+
 bool clt__fault_check(clt__alloc_kind kind)
 {
     long n;
+    if (suspended)
+        return false;
     atomic_fetch_add(&attempts[kind], 1);
     n = atomic_load(&fault_countdown[kind]);
     while (n > 0) {

@@ -38,6 +38,9 @@ typedef enum clt__alloc_kind { CLT__HOST = 0, CLT__DEVICE = 1 } clt__alloc_kind;
 void clt__fault_inject(clt__alloc_kind kind, long n);
 /* Counts an allocation attempt of `kind`; true when it must fail. */
 bool clt__fault_check(clt__alloc_kind kind);
+/* Nested on this thread: while suspended, allocations are neither counted nor made to fail
+ * (the caching allocator counts one attempt per request itself, hit or miss). */
+void clt__fault_suspend(bool suspend);
 /* Allocations of `kind` tried so far, failed ones included. */
 long clt__allocation_attempts(clt__alloc_kind kind);
 /* Allocations of `kind` made and not yet freed, less those kept in caches for the life of the

@@ -124,7 +124,10 @@ static clt_status upload(clt_loader *l, slot *s, int64_t n)
     for (int f = 0; f < d->nfields; f++) {
         int64_t shape[CLT_MAX_DIMS];
         batch_shape(&d->fields[f], n, shape);
-        s->fields[f] = clt__tensor_new(fn_next, l->dev, d->fields[f].dtype, d->fields[f].ndim + 1, shape);
+        /* fresh memory: the copy queue must not write into a buffer the compute queue may
+         * still be reading for an earlier tensor */
+        s->fields[f] = clt__tensor_new_ex(fn_next, l->dev, d->fields[f].dtype,
+                                          d->fields[f].ndim + 1, shape, true);
         if (!s->fields[f])
             return clt_last_status();
     }

@@ -340,6 +340,24 @@ clt_status clt__cl_start(const char *fn, clt_device *dev)
 
 /* ---- buffers and transfers ---------------------------------------------------------------------- */
 
+/* Drivers allocate device memory lazily, at a buffer's first use: moving the new buffer to the
+ * device (on the copy queue, which holds no compute to wait for) makes running out of memory
+ * show here, where the caller can free its cache and try again, not in a later kernel. */
+static cl_int touch(clt_device *dev, cl_mem buf)
+{
+    cl_event ev = NULL;
+    cl_int status = CL_COMPLETE;
+    cl_int err = clEnqueueMigrateMemObjects(clt__cl(dev)->copy_queue, 1, &buf,
+                                            CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED, 0, NULL, &ev);
+    if (err != CL_SUCCESS)
+        return err;
+    err = clWaitForEvents(1, &ev);
+    if (err == CL_SUCCESS)
+        err = clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+    clReleaseEvent(ev);
+    return err != CL_SUCCESS ? err : status < 0 ? status : CL_SUCCESS;
+}
+
 static clt_status cl_alloc(const char *fn, clt_device *dev, size_t nbytes, void **buf)
 {
     cl_int err = CL_SUCCESS;
@@ -355,6 +373,8 @@ static clt_status cl_alloc(const char *fn, clt_device *dev, size_t nbytes, void 
         err = CL_MEM_OBJECT_ALLOCATION_FAILURE;
     else
         *buf = clCreateBuffer(clt__cl(dev)->context, CL_MEM_READ_WRITE, nbytes, NULL, &err);
+    if (err == CL_SUCCESS && (err = touch(dev, (cl_mem)*buf)) != CL_SUCCESS)
+        clReleaseMemObject((cl_mem)*buf);
     if (err != CL_SUCCESS) {
         *buf = NULL;
         return clt__error(CLT_ERR_DEVICE_OUT_OF_MEMORY, fn,

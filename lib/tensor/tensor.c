@@ -7,6 +7,7 @@
 
 #include "autograd/graph.h"
 #include "core/core.h"
+#include "device/allocator.h"
 #include "device/registry.h"
 #include "tensor_internal.h"
 
@@ -63,6 +64,12 @@ static clt_status check_shape(const char *fn, int ndim, const int64_t *shape, cl
 clt_tensor *clt__tensor_new(const char *fn, clt_device *dev, clt_dtype dtype, int ndim,
                             const int64_t *shape)
 {
+    return clt__tensor_new_ex(fn, dev, dtype, ndim, shape, false);
+}
+
+clt_tensor *clt__tensor_new_ex(const char *fn, clt_device *dev, clt_dtype dtype, int ndim,
+                               const int64_t *shape, bool fresh)
+{
     size_t numel;
     clt_tensor *t = NULL;
     clt__storage *s = NULL;
@@ -76,7 +83,7 @@ clt_tensor *clt__tensor_new(const char *fn, clt_device *dev, clt_dtype dtype, in
         goto fail;
     s->nbytes = numel * clt_dtype_size(dtype);
     s->device = dev;
-    if (s->nbytes && dev->backend->alloc(fn, dev, s->nbytes, &s->buf) != CLT_OK)
+    if (s->nbytes && clt__device_alloc(fn, dev, s->nbytes, fresh, &s->buf, &s->capacity) != CLT_OK)
         goto fail;
     pthread_mutex_init(&s->lock, NULL);
     atomic_init(&s->refs, 1);
@@ -120,7 +127,7 @@ void clt__storage_release(clt__storage *s)
         return;
     clt__storage_sync("clt_tensor_release", s);
     if (s->buf)
-        s->device->backend->free(s->device, s->buf);
+        clt__device_free(s->device, s->buf, s->capacity);
     pthread_mutex_destroy(&s->lock);
     clt__free(s);
 }

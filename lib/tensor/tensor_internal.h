@@ -13,6 +13,7 @@ typedef struct clt__storage {
     clt_device *device;
     void *buf;     /* the backend's buffer; NULL when nbytes is 0 */
     size_t nbytes;
+    size_t capacity;                      /* of buf: the allocator's size class */
     pthread_mutex_t lock;                 /* guards the two fields below */
     const clt__backend *pending_backend;  /* another device still writing into this (host) */
     void *pending_event;                  /* storage: wait for this before touching it */
@@ -44,6 +45,10 @@ struct clt_event {
  * sizes, overflow) and that the device holds the dtype. NULL with the error set. */
 clt_tensor *clt__tensor_new(const char *fn, clt_device *dev, clt_dtype dtype, int ndim,
                             const int64_t *shape);
+/* The same, with `fresh` memory that no earlier tensor used (for a buffer that another queue
+ * writes first: see clt__device_alloc). */
+clt_tensor *clt__tensor_new_ex(const char *fn, clt_device *dev, clt_dtype dtype, int ndim,
+                               const int64_t *shape, bool fresh);
 /* CLT_OK when t is not NULL; otherwise the error naming fn. */
 clt_status clt__tensor_check(const char *fn, const clt_tensor *t);
 /* Waits until no other device is still writing into the storage. */

@@ -1,0 +1,15 @@
+/* The caching allocator behind tensor memory (lib/device/allocator.c). */
+#ifndef CLT_ALLOCATOR_H
+#define CLT_ALLOCATOR_H
+
+#include "backend.h"
+
+/* nbytes of memory on dev for a tensor: a cached buffer of the size class, or new memory
+ * (always new with `fresh`, for buffers another queue writes first: the data loader's copies).
+ * *capacity receives the buffer's size, for clt__device_free. Errors name fn. */
+clt_status clt__device_alloc(const char *fn, clt_device *dev, size_t nbytes, bool fresh,
+                             void **buf, size_t *capacity);
+/* Gives a buffer back: kept for reuse, or freed when it cannot be. */
+void clt__device_free(clt_device *dev, void *buf, size_t capacity);
+
+#endif

@@ -1,0 +1,135 @@
+/* Memory suite: the caching allocator on every device (reuse by size class, exact statistics,
+ * emptying the cache), the out-of-memory path under CLT_DEVICE_MEMORY_LIMIT (a retry that
+ * succeeds once the cache is given back; a clean failure that names the sizes and leaves
+ * existing tensors intact), and Oclgrind's 128 MiB device as a real small GPU. */
+#include <stdlib.h>
+
+#include "helpers.h"
+
+static clt_memory_stats stats_of(clt_device *dev)
+{
+    clt_memory_stats s;
+    ck_assert_int_eq(clt_device_memory_stats(dev, &s), CLT_OK);
+    return s;
+}
+
+START_TEST(test_memory_reuse)
+{
+    clt_device *dev = test_device(_i);
+    clt_device_empty_cache(dev);
+    clt_memory_stats s0 = stats_of(dev), s;
+    ck_assert_uint_eq(s0.cached, 0);
+    /* 1000 f32 = 4000 bytes: the 4096-byte class */
+    clt_tensor *a = clt_tensor_zeros(CLT_SHAPE(1000), CLT_F32, dev);
+    s = stats_of(dev);
+    ck_assert_uint_eq(s.allocated, s0.allocated + 4096);
+    ck_assert_uint_eq(s.allocations, s0.allocations + 1);
+    ck_assert_uint_eq(s.driver_allocations, s0.driver_allocations + 1);
+    ck_assert_uint_ge(s.peak, s.allocated);
+    clt_tensor_release(a);
+    test_sync_all();
+    s = stats_of(dev);
+    ck_assert_uint_eq(s.allocated, s0.allocated);
+    ck_assert_uint_eq(s.cached, 4096);
+    /* 975 f32 = 3900 bytes: the same class, reused */
+    clt_tensor *b = clt_tensor_zeros(CLT_SHAPE(975), CLT_F32, dev);
+    s = stats_of(dev);
+    ck_assert_uint_eq(s.cached, 0);
+    ck_assert_uint_eq(s.allocations, s0.allocations + 2);
+    ck_assert_uint_eq(s.driver_allocations, s0.driver_allocations + 1);
+    float *v = test_bytes(b);
+    ck_assert(v[0] == 0 && v[974] == 0);
+    free(v);
+    /* a size of another class: new memory; emptying the cache gives the freed back */
+    clt_tensor *c = clt_tensor_zeros(CLT_SHAPE(3000), CLT_F32, dev);
+    clt_tensor_release(c);
+    clt_tensor_release(b);
+    test_sync_all();
+    s = stats_of(dev);
+    ck_assert_uint_eq(s.driver_allocations, s0.driver_allocations + 2);
+    ck_assert_uint_eq(s.cached, 4096 + 12288);
+    clt_device_empty_cache(dev);
+    ck_assert_uint_eq(stats_of(dev).cached, 0);
+    ck_assert_uint_eq(stats_of(dev).allocated, s0.allocated);
+}
+END_TEST
+
+START_TEST(test_memory_limit)
+{
+    clt_device *dev = test_device(_i);
+    setenv("CLT_DEVICE_MEMORY_LIMIT", "1M", 1);
+    ck_assert_uint_eq(stats_of(dev).limit, 1 << 20);
+    int64_t big = 600 * 1024 / 4, bigger = 700 * 1024 / 4;
+    clt_tensor *a = clt_tensor_zeros(CLT_SHAPE(big), CLT_F32, dev);
+    ck_assert_ptr_nonnull(a);
+    clt_tensor_release(a);
+    test_sync_all();
+    ck_assert_uint_gt(stats_of(dev).cached, 0);
+    /* 700 KiB more does not fit beside the cached 600 KiB: the cache goes, then it fits */
+    clt_tensor *b = clt_tensor_full(CLT_SHAPE(bigger), 1.5, CLT_F32, dev);
+    ck_assert_msg(b != NULL, "%s", clt_last_error());
+    ck_assert_uint_eq(stats_of(dev).cached, 0);
+    /* another 700 KiB cannot fit at all: a clean error, b intact */
+    test_live live = test_live_now();
+    ck_assert_ptr_null(clt_tensor_zeros(CLT_SHAPE(bigger), CLT_F32, dev));
+    ck_assert(clt_last_status() == CLT_ERR_DEVICE_OUT_OF_MEMORY || clt_last_status() == CLT_ERR_OUT_OF_MEMORY);
+    ck_assert_error_has("memory allocating 716800 bytes on");
+    ck_assert_error_has("CLT_DEVICE_MEMORY_LIMIT reached");
+    ck_assert_error_has("bytes allocated, 0 cached");
+    ck_assert_live_eq(test_live_now(), live);
+    float *v = test_bytes(b); /* read without a device-side conversion */
+    ck_assert(v[0] == 1.5f && v[bigger - 1] == 1.5f);
+    free(v);
+    clt_tensor_release(b);
+}
+END_TEST
+
+/* Oclgrind's device has 128 MiB: the driver's own out-of-memory, and the retry after the cache
+ * is given back. */
+START_TEST(test_memory_small_gpu)
+{
+    if (!test_use_vendors(false, true))
+        return;
+    clt_device *dev = clt_device_get("gpu:0");
+    const clt_device_info *info = clt_device_get_info(dev);
+    size_t chunk = (size_t)info->max_alloc_bytes < info->global_mem_bytes / 4
+                       ? (size_t)info->max_alloc_bytes : (size_t)(info->global_mem_bytes / 4);
+    chunk -= chunk % 4096;
+    int64_t n = (int64_t)(chunk / 4);
+    clt_tensor *held[8] = {NULL};
+    int made = 0;
+    for (; made < 8; made++) /* fill the device */
+        if (!(held[made] = clt_tensor_empty(CLT_SHAPE(n), CLT_F32, dev)))
+            break;
+    ck_assert_int_lt(made, 8);
+    ck_assert_int_ge(made, 2);
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_DEVICE_OUT_OF_MEMORY);
+    ck_assert_error_has("out of device memory allocating");
+    ck_assert_error_has("the device's memory is full");
+    ck_assert_uint_eq(stats_of(dev).limit, 128 << 20);
+    /* free two into the cache: a tensor of another size class fits only after the cache goes */
+    clt_tensor_release(held[--made]);
+    clt_tensor_release(held[--made]);
+    clt_tensor *other = clt_tensor_empty(CLT_SHAPE(n + n / 2), CLT_F32, dev);
+    ck_assert_msg(other != NULL, "%s", clt_last_error());
+    ck_assert_uint_eq(stats_of(dev).cached, 0);
+    clt_tensor_release(other);
+    for (int k = 0; k < made; k++)
+        clt_tensor_release(held[k]);
+    /* one tensor larger than the largest allocation: its own error */
+    ck_assert_ptr_null(clt_tensor_empty(CLT_SHAPE((int64_t)(info->max_alloc_bytes / 4) + 1024), CLT_F32, dev));
+    ck_assert_error_has("exceed the largest single allocation of gpu:0");
+    clt_device_synchronize(dev);
+}
+END_TEST
+
+Suite *suite_memory(void)
+{
+    Suite *s = suite_create("memory");
+    TCase *tc = test_case("memory", 600);
+    ADD_DEVICE_TEST(tc, test_memory_reuse);
+    ADD_DEVICE_TEST(tc, test_memory_limit);
+    tcase_add_test(tc, test_memory_small_gpu);
+    suite_add_tcase(s, tc);
+    return s;
+}
