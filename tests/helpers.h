@@ -100,5 +100,6 @@ Suite *suite_loader(void);
 Suite *suite_parallel(void);
 Suite *suite_kernels(void);
 Suite *suite_data(void);
+Suite *suite_cache(void);
 
 #endif

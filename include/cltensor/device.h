@@ -74,6 +74,12 @@ CLT_API const clt_device_info *clt_device_get_info(const clt_device *dev);
 /* Waits until all work queued on the device has finished. CLT_OK, or the device's error. */
 CLT_API clt_status clt_device_synchronize(clt_device *dev);
 
+/* Builds every OpenCL program the library uses on dev, for every dtype it supports, and the
+ * matrix-product kernels, so that later operations compile nothing; with the disk cache
+ * (CLT_CACHE_DIR) later processes load the binaries instead. CLT_OK at once for cpu;
+ * CLT_ERR_KERNEL_BUILD with the build log when a program does not build. */
+CLT_API clt_status clt_device_warmup(clt_device *dev);
+
 /* The current GPU for a scope, as `with torch.cuda.device(d):`. Pops undo pushes in reverse
  * order, on the thread that pushed. */
 typedef struct clt_device_guard {
