@@ -101,5 +101,6 @@ Suite *suite_parallel(void);
 Suite *suite_memory(void);
 Suite *suite_kernels(void);
 Suite *suite_data(void);
+Suite *suite_cache(void);
 
 #endif

@@ -96,6 +96,12 @@ CLT_API clt_status clt_device_memory_stats(clt_device *dev, clt_memory_stats *st
 /* Gives every cached buffer of the device back to the driver. */
 CLT_API void clt_device_empty_cache(clt_device *dev);
 
+/* Builds every OpenCL program the library uses on dev, for every dtype it supports, and the
+ * matrix-product kernels, so that later operations compile nothing; with the disk cache
+ * (CLT_CACHE_DIR) later processes load the binaries instead. CLT_OK at once for cpu;
+ * CLT_ERR_KERNEL_BUILD with the build log when a program does not build. */
+CLT_API clt_status clt_device_warmup(clt_device *dev);
+
 /* The current GPU for a scope, as `with torch.cuda.device(d):`. Pops undo pushes in reverse
  * order, on the thread that pushed. */
 typedef struct clt_device_guard {

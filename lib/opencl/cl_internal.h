@@ -88,6 +88,49 @@ clt_status clt__cl_launch_groups(const char *fn, clt_device *dev, const char *pr
                                  const clt__cl_arg *args, int nargs, size_t groups, size_t *local,
                                  cl_event *event);
 
+/* The disk cache of built programs (cl_cache.c). Its folder is CLT_CACHE_DIR (default
+ * $XDG_CACHE_HOME/cltensor or $HOME/.cache/cltensor; "off" disables it), its size cap
+ * CLT_CACHE_SIZE, both read once per process. Nothing here fails for the caller: an unusable
+ * entry or folder is logged and behaves as a miss. */
+
+/* What happened to programs so far in this process, for tests. */
+typedef struct clt__cl_cache_stats {
+    long programs; /* programs built for a device, from a binary or from source */
+    long hits;     /* built from a cache entry */
+    long misses;   /* built from source (no usable entry, or the cache off) */
+    long rejected; /* entries found but not used: corrupt, truncated, foreign, refused */
+    long stored;   /* entries written */
+} clt__cl_cache_stats;
+
+typedef enum clt__cl_cache_event {
+    CLT__CACHE_PROGRAM,
+    CLT__CACHE_HIT,
+    CLT__CACHE_MISS,
+    CLT__CACHE_REJECTED,
+    CLT__CACHE_STORED,
+} clt__cl_cache_event;
+
+void clt__cl_cache_note(clt__cl_cache_event event);
+clt__cl_cache_stats clt__cl_cache_get_stats(void);
+
+/* The key material of a program: library version, platform name and version, device name,
+ * driver version, build options and every source part, each length-prefixed. Returns a new
+ * buffer (clt__free) of *key_len bytes, or NULL when out of memory. */
+char *clt__cl_cache_key(const char *fn, clt_device *dev, const char *options, int count,
+                        const char *const *texts, const size_t *lens, size_t *key_len);
+
+/* The binary stored under the key (clt__free), *size its length; NULL on a miss, or after a
+ * corrupt, truncated or foreign entry was logged and counted as rejected. */
+unsigned char *clt__cl_cache_load(const char *fn, const char *key, size_t key_len, size_t *size);
+
+/* Stores the binary under the key (temp file + rename), then evicts least recently used
+ * entries down to the size cap. Failures are logged, never returned. */
+void clt__cl_cache_store(const char *fn, const char *key, size_t key_len,
+                         const unsigned char *binary, size_t size);
+
+/* Builds every program the library's kernels use on the device, for every dtype it supports. */
+clt_status clt__cl_build_all(const char *fn, clt_device *dev);
+
 /* A readable failure from an OpenCL call: "what on gpu:0 failed: CL_... (-5)". */
 clt_status clt__cl_error(const char *fn, clt_device *dev, cl_int err, const char *what);
 

@@ -1,6 +1,7 @@
 /* Kernels compiled at load time: the sources in cl/ (embedded in the library, or read from
- * CLT_KERNEL_DIR), built per (device, program, options) the first time a device needs them and
- * kept in memory with the kernels taken from them; and the launch helper. */
+ * CLT_KERNEL_DIR), built per (device, program, options) the first time a device needs them (from
+ * the disk cache's binary when it has one, cl_cache.c) and kept in memory with the kernels taken
+ * from them; and the launch helper. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,36 +92,100 @@ static int program_sources(const char *name, const char **names)
     return n;
 }
 
-/* Builds cl/<name>.cl for the device. Called with the device lock held. */
+/* The program built from a cache entry's binary, or NULL (logged, counted as rejected) when the
+ * driver refuses the binary or its build fails. */
+static cl_program build_binary(clt_device *dev, const char *name, const char *options,
+                               const unsigned char *binary, size_t size)
+{
+    clt__cl_device *cd = clt__cl(dev);
+    cl_int err, status = CL_SUCCESS;
+    cl_program program = clCreateProgramWithBinary(cd->context, 1, &cd->id, &size, &binary,
+                                                   &status, &err);
+    if (err == CL_SUCCESS && status == CL_SUCCESS)
+        err = clBuildProgram(program, 1, &cd->id, options, NULL, NULL);
+    else if (err == CL_SUCCESS)
+        err = status;
+    if (err == CL_SUCCESS)
+        return program;
+    if (program)
+        clReleaseProgram(program);
+    clt__cl_cache_note(CLT__CACHE_REJECTED);
+    clt__log(CLT_LOG_WARN, "cached binary of OpenCL program '%s' refused by %s: %s (%d); "
+             "building from source", name, dev->name, clt_status_name(err), (int)err);
+    return NULL;
+}
+
+/* Stores a program built from source in the disk cache. */
+static void store_binary(const char *fn, clt_device *dev, cl_program program, const char *key,
+                         size_t key_len)
+{
+    size_t size = 0;
+    unsigned char *binary;
+    if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) !=
+            CL_SUCCESS || size == 0 || !(binary = clt__alloc(fn, size)))
+        return;
+    if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binary, &binary, NULL) == CL_SUCCESS)
+        clt__cl_cache_store(fn, key, key_len, binary, size);
+    else
+        clt__log(CLT_LOG_WARN, "no binary of an OpenCL program from %s: not cached", dev->name);
+    clt__free(binary);
+}
+
+/* Builds the program from its sources, and stores its binary under key (when not NULL). */
+static clt_status build_source(const char *fn, clt_device *dev, const char *name,
+                               const char *options, int count, const char **texts,
+                               const size_t *lens, const char *key, size_t key_len,
+                               cl_program *out)
+{
+    clt__cl_device *cd = clt__cl(dev);
+    cl_int err;
+
+    clt__cl_cache_note(CLT__CACHE_MISS);
+    *out = clCreateProgramWithSource(cd->context, (cl_uint)count, texts, lens, &err);
+    if (err != CL_SUCCESS)
+        return clt__cl_error(fn, dev, err, "creating an OpenCL program");
+    err = clBuildProgram(*out, 1, &cd->id, options, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        clt_status st = clt__error(CLT_ERR_KERNEL_BUILD, fn,
+                                   "building OpenCL program '%s' (%s) for %s (%s) failed: %s (%d)",
+                                   name, options, dev->name, dev->info.name,
+                                   clt_status_name(err), (int)err);
+        append_build_log(*out, cd->id);
+        clReleaseProgram(*out);
+        return st;
+    }
+    if (key)
+        store_binary(fn, dev, *out, key, key_len);
+    return CLT_OK;
+}
+
+/* Builds cl/<name>.cl for the device: from the disk cache's binary when it holds a usable one,
+ * else from source (then stored there). Called with the device lock held. */
 static clt_status build(const char *fn, clt_device *dev, const char *name, const char *options,
                         cl_program *out)
 {
     const char *names[CLT__PRELUDE_COUNT + 2];
     const char *texts[CLT__PRELUDE_COUNT + 2];
-    size_t lens[CLT__PRELUDE_COUNT + 2];
-    char *owned[CLT__PRELUDE_COUNT + 2] = {NULL};
-    clt__cl_device *cd = clt__cl(dev);
+    size_t lens[CLT__PRELUDE_COUNT + 2], key_len = 0, size = 0;
+    char *owned[CLT__PRELUDE_COUNT + 2] = {NULL}, *key = NULL;
+    unsigned char *binary = NULL;
     clt_status st = CLT_OK;
-    cl_int err;
     int count = program_sources(name, names);
 
     for (int i = 0; i < count && st == CLT_OK; i++)
         st = load_source(fn, names[i], &texts[i], &lens[i], &owned[i]);
     if (st == CLT_OK) {
-        *out = clCreateProgramWithSource(cd->context, (cl_uint)count, texts, lens, &err);
-        if (err != CL_SUCCESS)
-            st = clt__cl_error(fn, dev, err, "creating an OpenCL program");
+        clt__cl_cache_note(CLT__CACHE_PROGRAM);
+        key = clt__cl_cache_key(fn, dev, options, count, texts, lens, &key_len);
+        binary = key ? clt__cl_cache_load(fn, key, key_len, &size) : NULL;
+        *out = binary ? build_binary(dev, name, options, binary, size) : NULL;
+        if (*out)
+            clt__cl_cache_note(CLT__CACHE_HIT);
+        else
+            st = build_source(fn, dev, name, options, count, texts, lens, key, key_len, out);
     }
-    if (st == CLT_OK) {
-        err = clBuildProgram(*out, 1, &cd->id, options, NULL, NULL);
-        if (err != CL_SUCCESS) {
-            st = clt__error(CLT_ERR_KERNEL_BUILD, fn,
-                            "building OpenCL program '%s' (%s) for %s (%s) failed: %s (%d)", name,
-                            options, dev->name, dev->info.name, clt_status_name(err), (int)err);
-            append_build_log(*out, cd->id);
-            clReleaseProgram(*out);
-        }
-    }
+    clt__free(binary);
+    clt__free(key);
     for (int i = 0; i < count; i++)
         clt__free(owned[i]);
     return st;
@@ -265,4 +330,32 @@ clt_status clt__cl_launch_groups(const char *fn, clt_device *dev, const char *pr
                                  cl_event *event)
 {
     return enqueue(fn, dev, program, options, kernel, args, nargs, 0, groups, local, event);
+}
+
+clt_status clt__cl_build_all(const char *fn, clt_device *dev)
+{
+    static const char *const plain[] = {"cast", "random"};
+    static const struct {
+        const char *name;
+        bool floats_only; /* used for f32 and f64 tensors only */
+    } typed[] = {{"elementwise", false}, {"reduce", false}, {"nn", false}, {"optim", true}};
+    clt__cl_device *cd = clt__cl(dev);
+    clt__cl_program *p;
+    clt_status st = clt__cl_start(fn, dev);
+
+    if (st != CLT_OK)
+        return st;
+    pthread_mutex_lock(&cd->lock);
+    for (size_t i = 0; i < sizeof plain / sizeof *plain && st == CLT_OK; i++)
+        st = get_program(fn, dev, plain[i], NULL, &p);
+    for (size_t i = 0; i < sizeof typed / sizeof *typed && st == CLT_OK; i++) {
+        for (int d = CLT_F32; d < CLT_DTYPE_COUNT && st == CLT_OK; d++) {
+            if ((d == CLT_F64 && !dev->info.fp64) ||
+                (typed[i].floats_only && d != CLT_F32 && d != CLT_F64))
+                continue;
+            st = get_program(fn, dev, typed[i].name, clt__cl_dtype_options((clt_dtype)d), &p);
+        }
+    }
+    pthread_mutex_unlock(&cd->lock);
+    return st;
 }
