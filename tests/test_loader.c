@@ -205,6 +205,22 @@ START_TEST(test_loader_subsets)
 }
 END_TEST
 
+static bool make_loader(void *ctx)
+{
+    clt_loader *l = clt_loader_new(ctx, &(clt_loader_options){.batch_size = 4, .shuffle = true});
+    clt_loader_free(l);
+    return l != NULL;
+}
+
+START_TEST(test_loader_allocation_failures)
+{
+    counting c = {-1};
+    clt_dataset *d = counting_new(&c);
+    ck_assert_int_ge(test_fault_sweep(make_loader, d, "clt_loader_new", CLT__HOST), 3);
+    clt_dataset_release(d);
+}
+END_TEST
+
 Suite *suite_loader(void)
 {
     Suite *s = suite_create("loader");
@@ -213,6 +229,7 @@ Suite *suite_loader(void)
     ADD_DEVICE_TEST(tc, test_loader_dataset_error);
     ADD_DEVICE_TEST(tc, test_loader_early_stop);
     tcase_add_test(tc, test_loader_subsets);
+    tcase_add_test(tc, test_loader_allocation_failures);
     suite_add_tcase(s, tc);
     return s;
 }

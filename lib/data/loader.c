@@ -216,6 +216,25 @@ static void drain(clt_loader *l)
     l->produce = l->consume = 0;
 }
 
+/* Frees a loader whose thread is not running (never started, or joined). */
+static void destroy(clt_loader *l)
+{
+    for (int k = 0; l->slots && k < l->depth; k++) {
+        slot *s = &l->slots[k];
+        wait_copies(l, s);
+        release_fields(l, s);
+        for (int f = 0; f < l->data->nfields; f++)
+            if (s->staging[f])
+                l->dev->backend->staging_free(l->dev, s->staging[f], s->staging_ptr[f]);
+    }
+    pthread_cond_destroy(&l->cond);
+    pthread_mutex_destroy(&l->lock);
+    clt__free(l->order);
+    clt__free(l->slots);
+    clt_dataset_release(l->data);
+    clt__free(l);
+}
+
 clt_loader *clt_loader_new(clt_dataset *d, const clt_loader_options *options)
 {
     static const char *const fn = "clt_loader_new";
@@ -253,22 +272,15 @@ clt_loader *clt_loader_new(clt_dataset *d, const clt_loader_options *options)
     l->batches = o.drop_last ? d->length / o.batch_size : (d->length + o.batch_size - 1) / o.batch_size;
     l->slots = clt__alloc_zeroed(fn, (size_t)l->depth * sizeof *l->slots);
     l->order = l->slots ? clt__alloc(fn, (size_t)(d->length ? d->length : 1) * sizeof *l->order) : NULL;
-    if (!l->order) {
-        clt__free(l->slots);
-        clt_dataset_release(l->data);
-        clt__free(l);
-        return NULL;
-    }
     pthread_mutex_init(&l->lock, NULL);
     pthread_cond_init(&l->cond, NULL);
+    if (!l->order) {
+        destroy(l);
+        return NULL;
+    }
     if (pthread_create(&l->thread, NULL, run, l) != 0) {
         clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "cannot start the loader's thread");
-        pthread_cond_destroy(&l->cond);
-        pthread_mutex_destroy(&l->lock);
-        clt__free(l->order);
-        clt__free(l->slots);
-        clt_dataset_release(l->data);
-        clt__free(l);
+        destroy(l);
         return NULL;
     }
     return l;
@@ -361,18 +373,5 @@ void clt_loader_free(clt_loader *l)
     pthread_cond_broadcast(&l->cond);
     pthread_mutex_unlock(&l->lock);
     pthread_join(l->thread, NULL);
-    for (int k = 0; k < l->depth; k++) {
-        slot *s = &l->slots[k];
-        wait_copies(l, s);
-        release_fields(l, s);
-        for (int f = 0; f < l->data->nfields; f++)
-            if (s->staging[f])
-                l->dev->backend->staging_free(l->dev, s->staging[f], s->staging_ptr[f]);
-    }
-    pthread_cond_destroy(&l->cond);
-    pthread_mutex_destroy(&l->lock);
-    clt__free(l->order);
-    clt__free(l->slots);
-    clt_dataset_release(l->data);
-    clt__free(l);
+    destroy(l);
 }
