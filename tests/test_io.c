@@ -380,6 +380,51 @@ START_TEST(test_io_malformed_files)
 }
 END_TEST
 
+/* ---- PyTorch interop ------------------------------------------------------------------------- */
+
+/* tests/data/torch_mlp.safetensors, from tests/data/make_safetensors.py: a PyTorch MLP's
+ * state_dict, an input and PyTorch's output. Loaded into the same architecture on each device,
+ * the module gives PyTorch's output; saved again with its input and output, the file checks in
+ * PyTorch (make_safetensors.py check FILE, with CLT_TEST_TORCH_OUT=FILE naming where). */
+START_TEST(test_io_torch_mlp)
+{
+    clt_device *dev = test_device(_i);
+    clt_safetensors st;
+    clt_load_report r;
+    clt_module *m = test_mlp(6, 8, 3, clt_nn_tanh(), 1);
+    ck_assert_int_eq(clt_module_to(m, dev), CLT_OK);
+    ck_assert_msg(clt_module_load(m, CLT_TEST_DATA_DIR "/torch_mlp.safetensors", false, &r) ==
+                      CLT_OK, "%s", clt_last_error());
+    ck_assert_int_eq(r.missing_count, 0);
+    ck_assert_int_eq(r.unexpected_count, 2); /* "input" and "expected" */
+    clt_load_report_clear(&r);
+    ck_assert_msg(clt_safetensors_load(CLT_TEST_DATA_DIR "/torch_mlp.safetensors", dev, &st) ==
+                      CLT_OK, "%s", clt_last_error());
+    ck_assert_str_eq(clt_safetensors_metadata_get(&st, "format"), "pt");
+    clt_tensor *x = clt_safetensors_get(&st, "input"), *expected = clt_safetensors_get(&st, "expected");
+    ck_assert_ptr_nonnull(x);
+    ck_assert_ptr_nonnull(expected);
+    clt_tensor *y = clt_module_forward(m, x);
+    ck_assert_msg(y != NULL, "%s", clt_last_error());
+    double *vy = test_values(y), *ve = test_values(expected);
+    for (int i = 0; i < 12; i++)
+        ck_assert_double_eq_tol(vy[i], ve[i], 1e-5);
+    free(vy), free(ve);
+    /* back to PyTorch: the state_dict, the input and this output */
+    const char *out = getenv("CLT_TEST_TORCH_OUT");
+    char *path = path_in(test_temp_dir(), "to_torch.safetensors");
+    clt_named_tensor nt[6] = {{"input", x}, {"expected", y}};
+    const char *names[4] = {"0.weight", "0.bias", "2.weight", "2.bias"};
+    for (int i = 0; i < 4; i++)
+        nt[2 + i] = (clt_named_tensor){names[i], clt_module_get_parameter(m, names[i])};
+    const clt_metadata md = {"format", "pt"};
+    ck_assert_int_eq(clt_safetensors_save(out && _i == 0 ? out : path, nt, 6, &md, 1), CLT_OK);
+    clt_tensor_release(y);
+    clt_safetensors_clear(&st);
+    clt_module_release(m);
+}
+END_TEST
+
 /* ---- allocation failures ------------------------------------------------------------------------ */
 
 typedef struct io_case {
@@ -443,6 +488,7 @@ Suite *suite_io(void)
     ADD_DEVICE_TEST(tc, test_io_strict_errors);
     ADD_DEVICE_TEST(tc, test_io_non_strict_report);
     tcase_add_test(tc, test_io_malformed_files);
+    ADD_DEVICE_TEST(tc, test_io_torch_mlp);
     ADD_DEVICE_TEST(tc, test_io_fault_sweeps);
     suite_add_tcase(s, tc);
     return s;
