@@ -12,5 +12,6 @@
 #include "cltensor/optim.h"
 #include "cltensor/data.h"
 #include "cltensor/parallel.h"
+#include "cltensor/io.h"
 
 #endif

@@ -24,6 +24,7 @@
  *         scheduler.step()
  *
  * Usage: train_digits [device] [--epochs N] [--model mlp|cnn|both] [--out DIR] [--data FILE]
+ *                    [--save DIR]
  * Prints a progress line per epoch and the held-out accuracy of each model, and writes the
  * curves (training loss and held-out accuracy per epoch) to DIR/train_digits.csv and
  * DIR/train_digits.svg. */
@@ -206,19 +207,20 @@ static void fit(const char *name, clt_module *model, clt_device *device, clt_loa
 /* ---- command line --------------------------------------------------------------------------- */
 
 typedef struct options {
-    const char *device, *model, *out, *data;
+    const char *device, *model, *out, *data, *save;
     int epochs;
 } options;
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: train_digits [device] [--epochs N] [--model mlp|cnn|both] [--out DIR] "
-               "[--data FILE]\n"
+               "[--data FILE] [--save DIR]\n"
                "  device   cpu, gpu, gpu:N (default: gpu:0 if there is one, else cpu)\n"
                "  --epochs training epochs per model (default %d)\n"
                "  --model  which model to train (default both)\n"
                "  --out    where train_digits.csv and train_digits.svg go (default .)\n"
-               "  --data   the digits CSV (default %s)\n",
+               "  --data   the digits CSV (default %s)\n"
+               "  --save   write each trained model to DIR/mlp.safetensors, DIR/cnn.safetensors\n",
                DEFAULT_EPOCHS, TRAIN_DIGITS_DATA);
 }
 
@@ -251,6 +253,10 @@ static int parse_args(int argc, char **argv, options *o)
         }
         if (value && !strcmp(a, "--out")) {
             o->out = value;
+            continue;
+        }
+        if (value && !strcmp(a, "--save")) {
+            o->save = value;
             continue;
         }
         if (value && !strcmp(a, "--data")) {
@@ -327,6 +333,15 @@ int main(int argc, char **argv)
         fit(models[k], model, device, batches, total - held_out, x_test, y_test, opt.epochs, loss,
             accuracy);
         curves[ncurves++] = (curve){models[k], loss, accuracy};
+        if (opt.save) { /* torch.save(model.state_dict(), ...) in safetensors form */
+            char path[4096], name[32];
+            snprintf(name, sizeof name, "%s.safetensors", models[k]);
+            if (join(path, sizeof path, opt.save, name) != 0)
+                return 1;
+            const clt_metadata md = {"model", models[k]};
+            CHECK(clt_module_save(model, path, &md, 1) == CLT_OK);
+            printf("%s: saved to %s\n", models[k], path);
+        }
         clt_loader_free(batches);
         clt_module_release(model);
     }

@@ -16,6 +16,7 @@ packages=(
   libopenblas-dev                   # CBLAS GEMM on the host
   check libsubunit-dev              # the unit-test framework
   zlib1g-dev                        # zlib: samples/train_digits reads the gzip-compressed digits data
+  libcjson-dev                      # cJSON: parses the JSON headers of safetensors files
 )
 missing=()
 for p in "${packages[@]}"; do

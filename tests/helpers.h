@@ -102,5 +102,6 @@ Suite *suite_memory(void);
 Suite *suite_kernels(void);
 Suite *suite_data(void);
 Suite *suite_cache(void);
+Suite *suite_io(void);
 
 #endif

@@ -1,0 +1,87 @@
+/* Saving and loading tensors in the safetensors format (an 8-byte little-endian header length,
+ * a JSON header naming each tensor's dtype, shape and byte range, then the data, row-major and
+ * little-endian), the format PyTorch and Hugging Face use for state_dicts. Tensors may live on
+ * any device; files are untrusted input: a malformed one is rejected with
+ * CLT_ERR_INVALID_ARGUMENT naming the file and the problem, an unreadable one with CLT_ERR_IO. */
+#ifndef CLTENSOR_IO_H
+#define CLTENSOR_IO_H
+
+#include <stdbool.h>
+
+#include "cltensor/nn.h"
+#include "cltensor/status.h"
+#include "cltensor/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A tensor and its name in a file. */
+typedef struct clt_named_tensor {
+    const char *name;
+    clt_tensor *tensor;
+} clt_named_tensor;
+
+/* One entry of the file's "__metadata__" object (strings only, as the format requires). */
+typedef struct clt_metadata {
+    const char *key;
+    const char *value;
+} clt_metadata;
+
+/* Writes `count` tensors (distinct names, any devices and dtypes, views included) and
+ * `metadata_count` metadata pairs to `path`, through a temporary file renamed over it, so that
+ * a failure leaves any old file as it was. metadata may be NULL when metadata_count is 0. */
+CLT_API clt_status clt_safetensors_save(const char *path, const clt_named_tensor *tensors,
+                                        int count, const clt_metadata *metadata,
+                                        int metadata_count);
+
+/* Writes m's parameters and buffers under their state_dict names ("0.weight") to `path`, as
+ * clt_safetensors_save does. */
+CLT_API clt_status clt_module_save(const clt_module *m, const char *path,
+                                   const clt_metadata *metadata, int metadata_count);
+
+/* The contents of a file. The caller owns the struct (it may live on the stack); the library
+ * owns what it points to: the names, metadata strings and one reference to each tensor, all
+ * freed by clt_safetensors_clear (take clt_tensor_retain to keep a tensor longer). */
+typedef struct clt_safetensors {
+    int count;                  /* tensors, in the order of their data in the file */
+    clt_named_tensor *tensors;
+    int metadata_count;
+    clt_metadata *metadata;
+} clt_safetensors;
+
+/* Reads every tensor of `path` into new tensors on `dev` (NULL: cpu), filling *out. On
+ * failure *out is left empty (zeroed) and nothing is kept. */
+CLT_API clt_status clt_safetensors_load(const char *path, clt_device *dev, clt_safetensors *out);
+/* Releases what clt_safetensors_load put in *st and zeroes it; accepts NULL and empty ones. */
+CLT_API void clt_safetensors_clear(clt_safetensors *st);
+/* The tensor named `name` in st (borrowed), or NULL when there is none (no error set). */
+CLT_API clt_tensor *clt_safetensors_get(const clt_safetensors *st, const char *name);
+/* The metadata value of `key` (borrowed), or NULL when there is none. */
+CLT_API const char *clt_safetensors_metadata_get(const clt_safetensors *st, const char *key);
+
+/* What a load into a module left out. Owned by the library, freed by clt_load_report_clear. */
+typedef struct clt_load_report {
+    int missing_count;    /* names of the module absent from the file */
+    char **missing;
+    int unexpected_count; /* names in the file the module lacks */
+    char **unexpected;
+} clt_load_report;
+
+/* Copies the file's values into m's existing parameters and buffers, in place (they keep their
+ * handles, devices and dtypes; nothing is recorded for autograd). Strict: every name of m must
+ * be in the file with the same shape and dtype, and the file must hold no other name.
+ * Not strict: names on one side only are skipped, a differing dtype is converted; a differing
+ * shape is still an error (as in PyTorch). Any error changes no tensor and lists the names at
+ * fault (CLT_ERR_INVALID_ARGUMENT). report, if not NULL, receives the missing and unexpected
+ * names whenever the file could be read, also when strictness rejects it. */
+CLT_API clt_status clt_module_load(clt_module *m, const char *path, bool strict,
+                                   clt_load_report *report);
+/* Frees what a load put in *r and zeroes it; accepts NULL. */
+CLT_API void clt_load_report_clear(clt_load_report *r);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
