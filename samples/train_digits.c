@@ -35,6 +35,7 @@
 
 #include <cltensor.h>
 
+#include "digits_models.h"
 #include "train_util.h"
 
 #define SEED 0
@@ -72,61 +73,6 @@ static double item(const clt_tensor *t)
     double v;
     CHECK(clt_tensor_item(t, &v) == CLT_OK);
     return v;
-}
-
-/* nn.Sequential(*layers), taking over the layers' references. */
-static clt_module *sequential(clt_module *const *layers, int n)
-{
-    clt_module *seq = clt_nn_sequential(layers, n);
-    for (int i = 0; i < n; i++)
-        clt_module_release(layers[i]);
-    return must_module(seq);
-}
-
-/* ---- the models ----------------------------------------------------------------------------- */
-
-static clt_module *mlp_new(void)
-{
-    return sequential((clt_module *[]){must_module(clt_nn_linear(64, 256, true)),
-                                       must_module(clt_nn_relu()),
-                                       must_module(clt_nn_linear(256, 10, true))},
-                      3);
-}
-
-/* class DigitsCNN(nn.Module): the 64 pixels as one 8x8 channel through two convolutions. */
-typedef struct DigitsCNN {
-    clt_module base; /* first, like the base class */
-    clt_module *layers;
-} DigitsCNN;
-
-static clt_tensor *cnn_forward(clt_module *self, clt_tensor *x)
-{
-    clt_tensor *image = clt_view(x, CLT_SHAPE(-1, 1, 8, 8)); /* x.view(-1, 1, 8, 8) */
-    if (!image)
-        return NULL;
-    clt_tensor *y = clt_module_forward(((DigitsCNN *)self)->layers, image);
-    clt_tensor_release(image);
-    return y;
-}
-
-static const clt_module_type cnn_type = {"DigitsCNN", sizeof(DigitsCNN), cnn_forward, NULL, NULL};
-
-static clt_module *cnn_new(void)
-{
-    const clt_conv2d_options same = {.padding = {1, 1}};
-    const clt_pool2d_options halve = {.kernel = {2, 2}};
-    DigitsCNN *m = (DigitsCNN *)must_module(clt_module_new(&cnn_type));
-    m->layers = sequential((clt_module *[]){must_module(clt_nn_conv2d(1, 16, 3, 3, &same, true)),
-                                            must_module(clt_nn_relu()),
-                                            must_module(clt_nn_max_pool2d(&halve)),
-                                            must_module(clt_nn_conv2d(16, 32, 3, 3, &same, true)),
-                                            must_module(clt_nn_relu()),
-                                            must_module(clt_nn_flatten()),
-                                            must_module(clt_nn_linear(32 * 4 * 4, 10, true))},
-                           7);
-    CHECK(clt_module_register_module(&m->base, "layers", m->layers) == CLT_OK);
-    clt_module_release(m->layers); /* the model holds it */
-    return &m->base;
 }
 
 /* ---- training ------------------------------------------------------------------------------- */
@@ -323,7 +269,7 @@ int main(int argc, char **argv)
         if (strcmp(opt.model, "both") && strcmp(opt.model, models[k]))
             continue;
         clt_manual_seed(SEED); /* torch.manual_seed(0): each model starts the same either way */
-        clt_module *model = k == 0 ? mlp_new() : cnn_new();
+        clt_module *model = must_module(k == 0 ? digits_mlp_new() : digits_cnn_new());
         clt_loader *batches = clt_loader_new(train, &(clt_loader_options){
             .batch_size = BATCH_SIZE, .shuffle = true, .seed = SEED, .device = device});
         CHECK(batches);
