@@ -17,6 +17,7 @@ packages=(
   check libsubunit-dev              # the unit-test framework
   zlib1g-dev                        # zlib: samples/train_digits reads the gzip-compressed digits data
   libcjson-dev                      # cJSON: parses the JSON headers of safetensors files
+  clang libclang-rt-dev             # clang and its libFuzzer runtime: the fuzzer (tests/fuzz)
 )
 missing=()
 for p in "${packages[@]}"; do

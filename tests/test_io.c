@@ -344,6 +344,11 @@ START_TEST(test_io_malformed_files)
     assert_rejected(write_raw(d, "bigshape", -1,
                               "{" T("a", "F32", "[4294967296,4294967296]", 0, 4) "}", 4),
                     "invalid shape");
+    /* No elements, but the other sizes' product (the strides) overflows int64_t: found by
+     * tests/fuzz/fuzz_safetensors under UBSan. 2^40 = 1099511627776. */
+    assert_rejected(write_raw(d, "zerohuge", -1,
+                              "{" T("a", "F32", "[0,1099511627776,1099511627776]", 0, 0) "}", 0),
+                    "invalid shape");
     assert_rejected(write_raw(d, "dims", -1, "{" T("a", "U8", "[1,1,1,1,1,1,1,1,1]", 0, 1) "}", 1),
                     "9 dimensions");
     assert_rejected(write_raw(d, "offsets3", -1,

@@ -380,10 +380,14 @@ static clt_status parse_entry(const char *fn, const char *path, const cJSON *ite
         return BAD("%s: tensor \"%s\" has %d dimensions (at most %d)", path, e->name, e->ndim,
                    CLT_MAX_DIMS);
     bytes = clt_dtype_size(e->dtype);
+    /* The sizes other than 0 must multiply within int64_t too: a tensor's strides are their
+     * products, also when a 0 elsewhere leaves it without elements ([0, 2^40, 2^40]). */
+    size_t span = 1;
     int d = 0;
     cJSON_ArrayForEach(v, shape) {
         if (!exact_count(v, &n) || !clt__mul_size(bytes, (size_t)n, &bytes) ||
-            bytes > (size_t)INT64_MAX)
+            bytes > (size_t)INT64_MAX || !clt__mul_size(span, n ? (size_t)n : 1, &span) ||
+            span > (size_t)INT64_MAX)
             return BAD("%s: tensor \"%s\" has an invalid shape", path, e->name);
         e->shape[d++] = (int64_t)n;
     }
