@@ -708,6 +708,11 @@ START_TEST(test_bad_shapes)
                     "clt_tensor_empty: ");
     ck_assert_fails(clt_tensor_empty(2, too_many_bytes, CLT_I64, dev), CLT_ERR_SHAPE,
                     "clt_tensor_empty: ");
+    /* no elements, but strides that would overflow */
+    const int64_t empty_huge[3] = {0, (int64_t)1 << 40, (int64_t)1 << 40};
+    ck_assert_fails(clt_tensor_empty(3, empty_huge, CLT_F32, dev), CLT_ERR_SHAPE,
+                    "clt_tensor_empty: ");
+    ck_assert_error_has("more elements than memory can hold");
 
     ck_assert_fails(clt_tensor_zeros(2, NULL, CLT_F32, dev), CLT_ERR_INVALID_ARGUMENT,
                     "clt_tensor_zeros: ");

@@ -39,17 +39,18 @@ static clt_status check_shape(const char *fn, int ndim, const int64_t *shape, cl
                               text, (long long)shape[i], i);
         }
     }
+    /* the strides multiply the sizes with 0 taken as 1: that product must fit too */
+    for (int i = 0; i < ndim; i++) {
+        if (!clt__mul_size(n, (size_t)(shape[i] ? shape[i] : 1), &n) || n > (size_t)INT64_MAX) {
+            clt__format_shape(text, sizeof text, ndim, shape);
+            return clt__error(CLT_ERR_SHAPE, fn, "shape %s has more elements than memory can hold",
+                              text);
+        }
+    }
     for (int i = 0; i < ndim; i++) {
         if (shape[i] == 0) {
             *numel = 0;
             return CLT_OK;
-        }
-    }
-    for (int i = 0; i < ndim; i++) {
-        if (!clt__mul_size(n, (size_t)shape[i], &n) || n > (size_t)INT64_MAX) {
-            clt__format_shape(text, sizeof text, ndim, shape);
-            return clt__error(CLT_ERR_SHAPE, fn, "shape %s has more elements than memory can hold",
-                              text);
         }
     }
     if (!clt__mul_size(n, clt_dtype_size(dtype), &bytes)) {
