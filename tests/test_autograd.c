@@ -506,6 +506,28 @@ START_TEST(test_autograd_accumulation)
 }
 END_TEST
 
+/* Every leaf's grad is its own tensor, even where one gradient reached several leaves. */
+START_TEST(test_autograd_grads_not_shared)
+{
+    clt_device *dev = test_device(_i);
+    clt_tensor *a = make(dev, CLT_F32, xs, CLT_SHAPE(2, 3)), *b = make(dev, CLT_F32, xs, CLT_SHAPE(2, 3));
+    clt_tensor *g = clt_tensor_ones(CLT_SHAPE(2, 3), CLT_F32, dev);
+    clt_tensor_set_requires_grad(a, true);
+    clt_tensor_set_requires_grad(b, true);
+    clt_tensor *s = clt_add(a, b);
+    ck_assert_int_eq(clt_backward(s, g, false), CLT_OK); /* the same g for a and b */
+    clt_tensor *ga = clt_tensor_grad(a), *gb = clt_tensor_grad(b);
+    ck_assert_ptr_ne(ga, gb);
+    ck_assert_ptr_ne(ga, g);
+    CLT_NO_GRAD ck_assert_int_eq(clt_fill_(ga, 7), CLT_OK);
+    double ones[6] = {1, 1, 1, 1, 1, 1};
+    expect(gb, ones, 6, 0, "b's grad after a's changed");
+    expect(g, ones, 6, 0, "the caller's gradient after a's grad changed");
+    clt_tensor_release(gb), clt_tensor_release(ga), clt_tensor_release(s);
+    clt_tensor_release(g), clt_tensor_release(b), clt_tensor_release(a);
+}
+END_TEST
+
 START_TEST(test_autograd_in_place)
 {
     clt_device *dev = test_device(_i);
@@ -719,6 +741,7 @@ Suite *suite_autograd(void)
     TCase *tc = test_case("autograd", 900);
     ADD_DEVICE_TEST(tc, test_autograd_leaves);
     ADD_DEVICE_TEST(tc, test_autograd_accumulation);
+    ADD_DEVICE_TEST(tc, test_autograd_grads_not_shared);
     ADD_DEVICE_TEST(tc, test_autograd_in_place);
     ADD_DEVICE_TEST(tc, test_autograd_dtypes);
     ADD_DEVICE_TEST(tc, test_autograd_mlp_matches_cpu);

@@ -182,9 +182,14 @@ static clt_tensor *new_leaf_grad(clt__node *acc)
                    clt_dtype_name(g->dtype), g->storage->device->name);
         return NULL;
     }
-    if (!leaf->grad)
-        return clt__contiguous(fn, g);
-    return clt_add(leaf->grad, g);
+    if (leaf->grad)
+        return clt_add(leaf->grad, g);
+    /* a leaf's grad is its own: the tensor that arrived may be shared (the same gradient sent
+     * to both inputs of an add, a view of a cat's gradient, the caller's own grad argument) */
+    if (atomic_load(&g->refs) == 1 && atomic_load(&g->storage->refs) == 1 && g->offset == 0 &&
+        clt_tensor_is_contiguous(g))
+        return clt_tensor_retain(g);
+    return clt_tensor_to_ex(g, &(clt_to_options){.copy = true});
 }
 
 static clt_tensor *root_grad(clt_tensor *root, clt_tensor *grad)
