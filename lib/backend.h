@@ -4,6 +4,7 @@
 #ifndef CLT_BACKEND_H
 #define CLT_BACKEND_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -19,7 +20,7 @@ struct clt_device {
     const clt__backend *backend;
     clt_device_info info;
     void *impl;                  /* the backend's own state */
-    struct clt__pool *pool;      /* the caching allocator's (lib/device/allocator.c) */
+    struct clt__pool *_Atomic pool; /* the caching allocator's (lib/device/allocator.c) */
 };
 
 /* True for `cpu`, the host device. */

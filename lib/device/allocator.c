@@ -70,7 +70,9 @@ static size_t memory_limit(void)
 
 static clt__pool *pool_of(clt_device *dev)
 {
-    clt__pool *p;
+    clt__pool *p = atomic_load(&dev->pool); /* made once: no lock on the usual path */
+    if (p)
+        return p;
     pthread_mutex_lock(&pools_lock);
     p = dev->pool;
     if (!p) {
