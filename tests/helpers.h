@@ -11,6 +11,7 @@
 #include <cltensor.h>
 
 #include "core/core.h"
+#include "opencl/cl_internal.h"
 
 /* Devices a loop test runs on: index 0 is cpu, index i is gpu:(i-1). */
 extern int test_device_total;
@@ -61,6 +62,10 @@ bool test_host_only(void);
 
 /* A fresh temporary folder (created); the string lives until the process ends. */
 const char *test_temp_dir(void);
+
+/* Copies cl/<name> of the source tree into dir; test_copy_kernels copies every .cl file. */
+void test_copy_kernel(const char *dir, const char *name);
+void test_copy_kernels(const char *dir);
 /* Writes `text` into the file dir/name (asserts success). */
 void test_write_file(const char *dir, const char *name, const char *text);
 
@@ -103,5 +108,20 @@ Suite *suite_kernels(void);
 Suite *suite_data(void);
 Suite *suite_cache(void);
 Suite *suite_io(void);
+
+/* One strided-batched GEMM for test_gemm_check: sizes, transposes, scalars, and whether B is
+ * one matrix for the whole batch. */
+typedef struct test_gemm_case {
+    size_t m, n, k, batch;
+    bool ta, tb;
+    double alpha, beta;
+    bool shared_b;
+} test_gemm_case;
+
+/* Runs the case with GEMM variant v on OpenCL device dev (with offsets, padded rows and gaps
+ * between the matrices; nothing when the variant cannot take it) and compares every element of
+ * C's buffer with the product computed here in double (f32 within 1e-5, f64 within 1e-12 of the
+ * sum of absolute terms; the padding and the gaps must be untouched). */
+void test_gemm_check(clt_device *dev, clt_dtype dt, clt__gemm_variant v, const test_gemm_case *gc);
 
 #endif

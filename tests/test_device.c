@@ -330,35 +330,6 @@ START_TEST(test_device_synchronize)
 }
 END_TEST
 
-static void copy_kernel(const char *dir, const char *name)
-{
-    char from[512], to[512], buf[4096];
-    size_t n;
-    snprintf(from, sizeof from, "%s/%s", CLT_TEST_CL_DIR, name);
-    snprintf(to, sizeof to, "%s/%s", dir, name);
-    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
-    ck_assert_ptr_nonnull(in);
-    ck_assert_ptr_nonnull(out);
-    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
-        ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
-    fclose(in);
-    fclose(out);
-}
-
-/* Every kernel source of the tree into dir. */
-static void copy_all_kernels(const char *dir)
-{
-    DIR *d = opendir(CLT_TEST_CL_DIR);
-    struct dirent *e;
-    ck_assert_ptr_nonnull(d);
-    while ((e = readdir(d)) != NULL) {
-        size_t n = strlen(e->d_name);
-        if (n > 3 && strcmp(e->d_name + n - 3, ".cl") == 0)
-            copy_kernel(dir, e->d_name);
-    }
-    closedir(d);
-}
-
 /* A broken kernel file: the build fails with the program's name and the compiler's log, every
  * time it is needed; other programs and other devices keep working. */
 START_TEST(test_device_kernel_build_failure)
@@ -367,7 +338,7 @@ START_TEST(test_device_kernel_build_failure)
     char path[512];
     if (clt_device_count() == 0)
         return;
-    copy_all_kernels(dir);
+    test_copy_kernels(dir);
     snprintf(path, sizeof path, "%s/cast.cl", dir);
     FILE *f = fopen(path, "w");
     fputs("__kernel void cast_f32_f16(__global float *x) { this is not OpenCL C; }\n", f);
@@ -404,7 +375,7 @@ START_TEST(test_device_kernel_dir_missing_file)
     const char *dir = test_temp_dir();
     if (clt_device_count() == 0)
         return;
-    copy_kernel(dir, "common.cl");
+    test_copy_kernel(dir, "common.cl");
     setenv("CLT_KERNEL_DIR", dir, 1);
     clt_tensor *x = clt_tensor_rand(CLT_SHAPE(4), CLT_F32, clt_device_get("gpu:0"));
     ck_assert_ptr_null(x);

@@ -271,6 +271,21 @@ START_TEST(test_kernels_training)
 }
 END_TEST
 
+/* The library's GEMM kernels (packing, packed, direct, tiled), f32 and f64, on shapes with
+ * partial tiles, transposes, batches and a beta (CLBlast's kernels are not the library's). */
+START_TEST(test_kernels_gemm)
+{
+    static const test_gemm_case cases[] = {{5, 67, 9, 2, true, false, 0.5, 2, false},
+                                           {66, 3, 17, 1, false, true, 1, 0, true}};
+    clt_device *dev = gpu0();
+    for (int v = CLT__GEMM_CLBLAST + 1; v < CLT__GEMM_VARIANTS; v++)
+        for (int d = 0; d < 2; d++)
+            for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+                if (!d || dev->info.fp64)
+                    test_gemm_check(dev, d ? CLT_F64 : CLT_F32, (clt__gemm_variant)v, &cases[i]);
+}
+END_TEST
+
 Suite *suite_kernels(void)
 {
     Suite *s = suite_create("kernels");
@@ -280,6 +295,7 @@ Suite *suite_kernels(void)
     tcase_add_test(tc, test_kernels_reduce_nn);
     tcase_add_test(tc, test_kernels_adjoints);
     tcase_add_test(tc, test_kernels_training);
+    tcase_add_test(tc, test_kernels_gemm);
     suite_add_tcase(s, tc);
     return s;
 }

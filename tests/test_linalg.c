@@ -1,13 +1,18 @@
 /* Linalg suite: clt_matmul and clt_linear on every device against a naive product computed in
  * double here from the same random inputs (f32 within 1e-5, f64 within 1e-12, of the sum of
  * the absolute products); 1-D, batched and broadcast shapes, views, zero sizes, bad input and
- * allocation failures that change nothing. The first run on an OpenCL device compiles CLBlast's
- * kernels, which is slow on PoCL: the shapes are few and small. */
+ * allocation failures that change nothing. Every GEMM variant of the OpenCL backend on awkward
+ * strided-batched calls; the tuner (a variant that gives wrong results is never chosen, the
+ * choice is stored and read back by another process). The first run on an OpenCL device
+ * compiles CLBlast's kernels, which is slow on PoCL: the shapes are few and small. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "helpers.h"
+#include "opencl/cl_internal.h"
 #include "tensor/tensor_internal.h"
 
 #define TOL_F32 1e-5
@@ -204,9 +209,11 @@ static long allocations_of(clt_tensor *a, clt_tensor *b, clt_tensor **out)
 
 /* Transposed, sliced and expanded views: the results match, and views BLAS can read as they are
  * (a transposed contiguous matrix, rows a stride apart, a batch broadcast by stride 0) cost no
- * more allocations than contiguous operands. */
+ * more allocations than contiguous operands. OpenCL devices use CLBlast here, which reads every
+ * such layout in place (the library's own kernels may pack B into a buffer of their own). */
 START_TEST(test_matmul_views)
 {
+    setenv("CLT_GEMM", "clblast", 1);
     clt_device *dev = test_device(_i);
     test_live base = test_live_now();
     clt_manual_seed(2);
@@ -223,6 +230,9 @@ START_TEST(test_matmul_views)
     clt_tensor *r;
     ck_assert_ptr_nonnull(a3);
 
+    r = clt_matmul(ac, bc); /* the first product builds kernels: not counted */
+    ck_assert_ptr_nonnull(r);
+    clt_tensor_release(r);
     long plain = allocations_of(ac, bc, &r);
     check_matmul(ac, bc, r, TOL_F32);
     clt_tensor_release(r);
@@ -520,7 +530,8 @@ START_TEST(test_gemm_clblast_status)
                         .a = a->storage->buf, .b = a->storage->buf, .c = c->storage->buf,
                         .lda = 2, .ldb = 4, .ldc = 4};
     clt_clear_error();
-    ck_assert_int_eq(dev->backend->gemm("clt_matmul", dev, &g), CLT_ERR_INTERNAL);
+    ck_assert_int_eq(clt__cl_gemm_run("clt_matmul", dev, CLT__GEMM_CLBLAST, &g, NULL),
+                     CLT_ERR_INTERNAL);
     snprintf(text, sizeof text,
              "clt_matmul: CLBlastSgemm (4 x 4 by 4 x 4, batch 1) on %s failed with CLBlast "
              "status -1016 (CLBlastInvalidLeadDimA)",
@@ -529,10 +540,169 @@ START_TEST(test_gemm_clblast_status)
     g.lda = 4;
     g.batch = 2;
     g.c_stride = 256; /* C's buffer (512 bytes: the allocator's smallest class) lacks the second */
-    ck_assert_int_eq(dev->backend->gemm("clt_matmul", dev, &g), CLT_ERR_INTERNAL);
+    ck_assert_int_eq(clt__cl_gemm_run("clt_matmul", dev, CLT__GEMM_CLBLAST, &g, NULL),
+                     CLT_ERR_INTERNAL);
     ck_assert_error_has("CLBlastSgemmStridedBatched (4 x 4 by 4 x 4, batch 2)");
     ck_assert_error_has("CLBlastInsufficientMemoryC");
     clt_tensor_release(c);
+    clt_tensor_release(a);
+}
+END_TEST
+
+/* Strided-batched calls for the variant test: see test_gemm_check. */
+static const test_gemm_case gemm_cases[] = {
+    {1, 1, 1, 1, false, false, 1, 0, false},    {4, 64, 8, 1, false, false, 1, 0, false},
+    {5, 65, 3, 1, false, false, 1, 0, false},   {3, 1, 100, 1, true, false, 1, 0, false},
+    {1, 200, 7, 1, false, true, 1, 0, false},   {70, 130, 45, 2, true, true, 0.5, 2, false},
+    {33, 64, 129, 3, false, false, 1, 1, true}, {130, 17, 64, 1, false, true, 1, -1, false},
+    {257, 70, 31, 2, true, false, 2, 0, true},  {8, 128, 256, 1, false, false, 1, 0, false},
+};
+
+/* Every variant of the OpenCL backend, f32 and f64, on every case: transposes, sizes off the
+ * tile edges, offsets, padded rows, batch strides, a B shared by the batch, alpha and beta. */
+START_TEST(test_gemm_variants)
+{
+    clt_device *dev = test_device(_i);
+    if (clt__is_host(dev))
+        return;
+    srand(5);
+    for (int v = 0; v < CLT__GEMM_VARIANTS; v++)
+        for (int d = 0; d < 2; d++) {
+            clt_dtype dt = d ? CLT_F64 : CLT_F32;
+            if (dt == CLT_F64 && !dev->info.fp64)
+                continue;
+            for (size_t i = 0; i < sizeof gemm_cases / sizeof *gemm_cases; i++)
+                test_gemm_check(dev, dt, (clt__gemm_variant)v, &gemm_cases[i]);
+        }
+}
+END_TEST
+
+static void collect_log(clt_log_level level, const char *message, void *user)
+{
+    char *log = user;
+    (void)level;
+    size_t used = strlen(log);
+    snprintf(log + used, 8192 - used, "%s\n", message);
+}
+
+/* f32 tuning on gpu:0 with the choices written to fd: 0 when they came out of tuning (logged
+ * "tuned in"), the log holds `expect` and no choice is the variant `never`. */
+static int tune_into(int fd, clt__gemm_variant never, const char *expect, char *log)
+{
+    clt__gemm_variant choice[CLT__GEMM_CLASSES];
+    clt_device *gpu = clt_device_get("gpu:0");
+    clt_set_log_callback(collect_log, log, CLT_LOG_INFO);
+    if (!gpu || clt__cl_gemm_tune("test", gpu, CLT_F32, choice) != CLT_OK)
+        return 1;
+    for (int i = 0; i < CLT__GEMM_CLASSES; i++)
+        if (choice[i] == never)
+            return 2;
+    if (write(fd, choice, sizeof choice) != (ssize_t)sizeof choice)
+        return 3;
+    if (!strstr(log, expect))
+        return 4;
+    return strstr(log, "tuned in") ? 0 : 5;
+}
+
+/* The tuner with a direct kernel that gives wrong results (CLT_KERNEL_DIR): it is verified out
+ * with a warning and never chosen; a process started after reads the same choices from the disk
+ * cache without tuning, and products are right with them. */
+START_TEST(test_gemm_tuning)
+{
+    static char log[8192];
+    const char *kernels = test_temp_dir();
+    char path[512], *text;
+    clt__gemm_variant first[CLT__GEMM_CLASSES], again[CLT__GEMM_CLASSES];
+    int fds[2], status = -1;
+    if (!test_use_vendors(true, false))
+        return;
+    unsetenv("CLT_GEMM"); /* the tuned choice, whatever the environment says */
+    setenv("CLT_CACHE_DIR", test_temp_dir(), 1);
+    test_copy_kernels(kernels);
+    snprintf(path, sizeof path, "%s/gemm.cl", kernels);
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    text = calloc(1, 1 << 16);
+    ck_assert_uint_gt(fread(text, 1, (1 << 16) - 1, f), 0);
+    fclose(f);
+    const char *line = "__global const T *bp = bsrc + b_off + b * b_bs + j0;";
+    char *at = strstr(text, line);
+    ck_assert_ptr_nonnull(at);
+    f = fopen(path, "wb");
+    fwrite(text, 1, (size_t)(at - text) + strlen(line), f);
+    fputs(" alpha = -alpha;", f); /* every product of gemm_direct comes out negated */
+    fputs(at + strlen(line), f);
+    fclose(f);
+    free(text);
+    setenv("CLT_KERNEL_DIR", kernels, 1);
+
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork(); /* before this process touches OpenCL */
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        _exit(tune_into(fds[1], CLT__GEMM_DIRECT,
+                        "GEMM variant direct on gpu:0 (f32) gave wrong results", log));
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "tuning child: %d", status);
+    ck_assert_int_eq(read(fds[0], first, sizeof first), (ssize_t)sizeof first);
+
+    ck_assert_int_eq(tune_into(fds[1], CLT__GEMM_DIRECT, "", log), 5); /* not tuned again */
+    ck_assert_int_eq(read(fds[0], again, sizeof again), (ssize_t)sizeof again);
+    ck_assert_mem_eq(first, again, sizeof first);
+    close(fds[0]), close(fds[1]);
+
+    clt_manual_seed(4);
+    clt_device *gpu = clt_device_get("gpu:0");
+    for (int64_t n = 24; n <= 600; n *= 5) { /* sizes of several classes */
+        clt_tensor *a = rnd(gpu, CLT_F32, CLT_SHAPE(n, n + 3)), *b = rnd(gpu, CLT_F32, CLT_SHAPE(n + 3, n));
+        clt_tensor *c = clt_matmul(a, b);
+        ck_assert_msg(c != NULL, "%s", clt_last_error());
+        check_matmul(a, b, c, TOL_F32);
+        clt_tensor_release(c), clt_tensor_release(b), clt_tensor_release(a);
+    }
+}
+END_TEST
+
+/* A gemm.cl that does not build: the library's variants fail verification with the build's
+ * error in a warning, and CLBlast runs every product. */
+START_TEST(test_gemm_tuning_build_failure)
+{
+    static char log[8192];
+    const char *kernels = test_temp_dir();
+    clt__gemm_variant choice[CLT__GEMM_CLASSES];
+    int fds[2];
+    if (!test_use_vendors(true, false))
+        return;
+    unsetenv("CLT_GEMM");
+    setenv("CLT_CACHE_DIR", "off", 1);
+    test_copy_kernels(kernels);
+    test_write_file(kernels, "gemm.cl", "__kernel void gemm_pack(void) { not OpenCL C }\n");
+    setenv("CLT_KERNEL_DIR", kernels, 1);
+    ck_assert_int_eq(pipe(fds), 0);
+    ck_assert_int_eq(tune_into(fds[1], CLT__GEMM_PACKED, "building OpenCL program 'gemm'", log),
+                     0);
+    ck_assert_msg(strstr(log, "GEMM variant packed on gpu:0 (f32) failed") != NULL, "%s", log);
+    ck_assert_msg(strstr(log, "GEMM variant direct on gpu:0 (f32) failed") != NULL, "%s", log);
+    ck_assert_int_eq(read(fds[0], choice, sizeof choice), (ssize_t)sizeof choice);
+    for (int i = 0; i < CLT__GEMM_CLASSES; i++)
+        ck_assert_int_eq(choice[i], CLT__GEMM_CLBLAST);
+    close(fds[0]), close(fds[1]);
+}
+END_TEST
+
+/* CLT_GEMM names the variant every product uses; a name that is none is an error. */
+START_TEST(test_gemm_forced)
+{
+    clt_device *gpu;
+    if (!test_use_vendors(true, false))
+        return;
+    setenv("CLT_GEMM", "fastest", 1);
+    gpu = clt_device_get("gpu:0");
+    clt_tensor *a = clt_tensor_ones(CLT_SHAPE(3, 3), CLT_F32, gpu);
+    ck_assert_ptr_null(clt_matmul(a, a));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_matmul: CLT_GEMM=fastest names no GEMM variant: expected auto, "
+                        "clblast, packed, direct or tiled");
     clt_tensor_release(a);
 }
 END_TEST
@@ -549,6 +719,10 @@ Suite *suite_linalg(void)
     ADD_DEVICE_TEST(tc, test_matmul_bad_input);
     ADD_DEVICE_TEST(tc, test_matmul_allocation_failures);
     ADD_DEVICE_TEST(tc, test_gemm_clblast_status);
+    ADD_DEVICE_TEST(tc, test_gemm_variants);
+    tcase_add_test(tc, test_gemm_tuning);
+    tcase_add_test(tc, test_gemm_tuning_build_failure);
+    tcase_add_test(tc, test_gemm_forced);
     suite_add_tcase(s, tc);
     return s;
 }

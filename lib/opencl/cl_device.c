@@ -91,6 +91,7 @@ static clt_device *describe(cl_platform_id platform, cl_device_id id, clt_device
     cd->id = id;
     cd->sub_device = sub > 0;
     pthread_mutex_init(&cd->lock, NULL);
+    pthread_mutex_init(&cd->gemm_lock, NULL);
     info_string(id, CL_DEVICE_NAME, cd->strings[0], sizeof cd->strings[0]);
     if (sub) { /* the suffix always fits: the device's own name is cut if need be */
         char suffix[48];
@@ -140,6 +141,7 @@ static void drop(clt_device *dev)
     if (cd->sub_device)
         clReleaseDevice(cd->id);
     pthread_mutex_destroy(&cd->lock);
+    pthread_mutex_destroy(&cd->gemm_lock);
     free(cd);
     free(dev);
 }

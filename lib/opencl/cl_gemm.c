@@ -1,11 +1,15 @@
 /* The OpenCL backend's matrix products: a strided-batched GEMM (see clt__gemm_call in
- * backend.h) through CLBlast on the device's in-order queue, and CLBlast's status codes turned
+ * backend.h) run by one of the variants of clt__gemm_variant, the one the device's tuning picked
+ * for the product's size (cl_gemm_tune.c) or the one CLT_GEMM names, on the device's in-order
+ * queue; and CLBlast's status codes turned
  * into the library's. */
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cl_internal.h" /* first: it sets the OpenCL version CLBlast's header then sees */
 #include "core/core.h"
+#include "device/allocator.h"
 
 #include <clblast_c.h>
 
@@ -69,20 +73,16 @@ static clt_status clblast_status(const char *fn, clt_device *dev, CLBlastStatusC
  * A call only queues the work, so the devices still compute concurrently. */
 static pthread_mutex_t clblast_lock = PTHREAD_MUTEX_INITIALIZER;
 
-clt_status clt__cl_gemm(const char *fn, clt_device *dev, const clt__gemm_call *c)
+static clt_status run_clblast(const char *fn, clt_device *dev, const clt__gemm_call *c)
 {
     const CLBlastLayout row = CLBlastLayoutRowMajor;
     const CLBlastTranspose ta = c->trans_a ? CLBlastTransposeYes : CLBlastTransposeNo;
     const CLBlastTranspose tb = c->trans_b ? CLBlastTransposeYes : CLBlastTransposeNo;
     cl_mem a = c->a, b = c->b, out = c->c;
-    cl_command_queue q;
+    cl_command_queue q = clt__cl(dev)->queue;
     CLBlastStatusCode s;
     const char *routine;
-    clt_status st = clt__cl_start(fn, dev);
 
-    if (st != CLT_OK)
-        return st;
-    q = clt__cl(dev)->queue;
     pthread_mutex_lock(&clblast_lock);
     if (c->batch == 1 && c->dtype == CLT_F64) {
         routine = "CLBlastDgemm";
@@ -108,4 +108,138 @@ clt_status clt__cl_gemm(const char *fn, clt_device *dev, const clt__gemm_call *c
     }
     pthread_mutex_unlock(&clblast_lock);
     return clblast_status(fn, dev, s, routine, c);
+}
+
+const char *const clt__gemm_variant_names[CLT__GEMM_VARIANTS] = {"clblast", "packed", "direct",
+                                                                 "tiled"};
+
+/* The width of a packed panel of B: NV vectors of VW elements (cl/gemm.cl). */
+static size_t panel_width(clt_dtype dtype)
+{
+    return dtype == CLT_F64 ? 32 : 64;
+}
+
+size_t clt__cl_gemm_panel_bytes(const clt__gemm_call *c)
+{
+    size_t pw = panel_width(c->dtype), np = (c->n + pw - 1) / pw, bytes = 0;
+    size_t elem = c->dtype == CLT_F64 ? 8 : 4;
+    if (!clt__mul_size(c->batch, np * pw, &bytes) || !clt__mul_size(bytes, c->k, &bytes) ||
+        !clt__mul_size(bytes, elem, &bytes))
+        return SIZE_MAX;
+    return bytes;
+}
+
+bool clt__cl_gemm_fits(clt_device *dev, clt__gemm_variant v, const clt__gemm_call *c)
+{
+    const size_t big = (size_t)1 << 30; /* sizes and work-item counts stay within int */
+    if (v == CLT__GEMM_CLBLAST)
+        return true;
+    if (c->m >= big || c->n >= big || c->k >= big || c->batch >= big)
+        return false;
+    switch (v) {
+    case CLT__GEMM_PACKED:
+        return clt__cl_gemm_panel_bytes(c) <= dev->info.max_alloc_bytes;
+    case CLT__GEMM_DIRECT:
+        return !c->trans_b;
+    case CLT__GEMM_TILED:
+        return dev->info.max_work_group_size >= 256;
+    default:
+        return false;
+    }
+}
+
+/* The variant that runs a call `v` cannot: direct needs B untransposed (packed reads any B),
+ * and a size beyond what the library's kernels take goes to CLBlast. */
+static clt__gemm_variant fallback(clt_device *dev, clt__gemm_variant v, const clt__gemm_call *c)
+{
+    if (v == CLT__GEMM_DIRECT && !clt__cl_gemm_fits(dev, v, c))
+        v = CLT__GEMM_PACKED;
+    return clt__cl_gemm_fits(dev, v, c) ? v : CLT__GEMM_CLBLAST;
+}
+
+/* Launches one of the library's GEMM kernels with the call's operands. */
+static clt_status run_ours(const char *fn, clt_device *dev, clt__gemm_variant v,
+                           const clt__gemm_call *c, cl_mem panels)
+{
+    const bool f64 = c->dtype == CLT_F64;
+    const char *options = f64 ? "-DT=double -DGEMM_F64=1" : "-DT=float";
+    cl_int m = (cl_int)c->m, n = (cl_int)c->n, k = (cl_int)c->k;
+    cl_ulong a_off = c->a_offset, a_rs = c->trans_a ? 1 : c->lda, a_cs = c->trans_a ? c->lda : 1;
+    cl_ulong b_off = c->b_offset, b_rs = c->trans_b ? 1 : c->ldb, b_cs = c->trans_b ? c->ldb : 1;
+    cl_ulong a_bs = c->a_stride, b_bs = c->b_stride, c_off = c->c_offset, ldc = c->ldc;
+    cl_ulong c_bs = c->c_stride;
+    cl_float alpha32 = (cl_float)c->alpha, beta32 = (cl_float)c->beta;
+    cl_double alpha64 = c->alpha, beta64 = c->beta;
+    clt__cl_arg alpha = f64 ? (clt__cl_arg){8, &alpha64} : (clt__cl_arg){4, &alpha32};
+    clt__cl_arg beta = f64 ? (clt__cl_arg){8, &beta64} : (clt__cl_arg){4, &beta32};
+    cl_mem a = c->a, b = c->b, out = c->c;
+    size_t pw = panel_width(c->dtype), np = (c->n + pw - 1) / pw;
+    clt__cl_arg head[] = {{sizeof m, &m}, {sizeof n, &n}, {sizeof k, &k}, alpha, beta,
+                          {sizeof a, &a}, {8, &a_off}, {8, &a_rs}, {8, &a_cs}, {8, &a_bs}};
+    clt__cl_arg args[20];
+    int nargs = (int)(sizeof head / sizeof *head);
+    clt_status st;
+    memcpy(args, head, sizeof head);
+
+    if (v == CLT__GEMM_TILED) {
+        size_t global[3] = {16 * ((c->n + 63) / 64), 16 * ((c->m + 63) / 64), c->batch};
+        size_t local[3] = {16, 16, 1};
+        clt__cl_arg rest[] = {{sizeof b, &b},  {8, &b_off},      {8, &b_rs}, {8, &b_cs},
+                              {8, &b_bs},      {sizeof out, &out}, {8, &c_off}, {8, &ldc},
+                              {8, &c_bs}};
+        memcpy(args + nargs, rest, sizeof rest);
+        return clt__cl_launch_nd(fn, dev, "gemm", options, "gemm_tiled", args,
+                                 nargs + (int)(sizeof rest / sizeof *rest), 3, global, local,
+                                 NULL);
+    }
+    size_t global[3] = {(c->m + 3) / 4, np, c->batch}, one[3] = {1, 1, 1};
+    if (v == CLT__GEMM_DIRECT) {
+        clt__cl_arg rest[] = {{sizeof b, &b},     {8, &b_off}, {8, &b_rs}, {8, &b_bs},
+                              {sizeof out, &out}, {8, &c_off}, {8, &ldc},  {8, &c_bs}};
+        memcpy(args + nargs, rest, sizeof rest);
+        return clt__cl_launch_nd(fn, dev, "gemm", options, "gemm_direct", args,
+                                 nargs + (int)(sizeof rest / sizeof *rest), 3, global, one, NULL);
+    }
+    clt__cl_arg pack[] = {{sizeof n, &n},  {sizeof k, &k},  {sizeof b, &b},
+                          {8, &b_off},     {8, &b_rs},      {8, &b_cs},
+                          {8, &b_bs},      {sizeof panels, &panels}};
+    size_t pack_global[3] = {c->k, np, c->batch};
+    st = clt__cl_launch_nd(fn, dev, "gemm", options, "gemm_pack", pack,
+                           (int)(sizeof pack / sizeof *pack), 3, pack_global, NULL, NULL);
+    if (st != CLT_OK)
+        return st;
+    clt__cl_arg rest[] = {{sizeof panels, &panels}, {sizeof out, &out}, {8, &c_off}, {8, &ldc},
+                          {8, &c_bs}};
+    memcpy(args + nargs, rest, sizeof rest);
+    return clt__cl_launch_nd(fn, dev, "gemm", options, "gemm_packed", args,
+                             nargs + (int)(sizeof rest / sizeof *rest), 3, global, one, NULL);
+}
+
+clt_status clt__cl_gemm_run(const char *fn, clt_device *dev, clt__gemm_variant v,
+                            const clt__gemm_call *c, cl_mem panels)
+{
+    clt_status st = clt__cl_start(fn, dev);
+    if (st != CLT_OK)
+        return st;
+    return v == CLT__GEMM_CLBLAST ? run_clblast(fn, dev, c) : run_ours(fn, dev, v, c, panels);
+}
+
+clt_status clt__cl_gemm(const char *fn, clt_device *dev, const clt__gemm_call *c)
+{
+    clt__gemm_variant v;
+    void *panels = NULL;
+    size_t capacity = 0;
+    clt_status st = clt__cl_gemm_choose(fn, dev, c, &v);
+
+    if (st != CLT_OK)
+        return st;
+    v = fallback(dev, v, c);
+    if (v == CLT__GEMM_PACKED &&
+        (st = clt__device_alloc(fn, dev, clt__cl_gemm_panel_bytes(c), false, &panels,
+                                &capacity)) != CLT_OK)
+        return st;
+    st = clt__cl_gemm_run(fn, dev, v, c, panels);
+    if (panels) /* the in-order queue runs whatever reuses it after this product */
+        clt__device_free(dev, panels, capacity);
+    return st;
 }

@@ -13,6 +13,21 @@
 
 #include "backend.h"
 
+/* The ways a GEMM can run on an OpenCL device (cl_gemm.c; CLT_GEMM takes these names):
+ * CLBlast, or one of the library's kernels in cl/gemm.cl. */
+typedef enum clt__gemm_variant {
+    CLT__GEMM_CLBLAST,
+    CLT__GEMM_PACKED, /* B packed into panels, one work-item a 4 x 64 tile (CPU-type devices) */
+    CLT__GEMM_DIRECT, /* the same tile with B read in place (B not transposed) */
+    CLT__GEMM_TILED,  /* 16 x 16 work-items over 64 x 64 tiles in local memory (GPUs) */
+    CLT__GEMM_VARIANTS
+} clt__gemm_variant;
+extern const char *const clt__gemm_variant_names[CLT__GEMM_VARIANTS];
+
+/* GEMMs are tuned per size class: the cube root of m n k about 64, 128, 256, 512, 1024 and
+ * more (clt__gemm_class). */
+#define CLT__GEMM_CLASSES 5
+
 /* A built program and the kernels taken from it so far. */
 typedef struct clt__cl_program {
     struct clt__cl_program *next;
@@ -42,6 +57,9 @@ typedef struct clt__cl_device {
     cl_command_queue copy_queue; /* the data loader's uploads, ordered against queue by events */
     clt__cl_program *programs;
     struct clt__cl_deferred *deferred; /* work waiting for asynchronous transfers */
+    pthread_mutex_t gemm_lock; /* guards the two below: each dtype is tuned once */
+    bool gemm_tuned[2];        /* f32, f64 */
+    unsigned char gemm_choice[2][CLT__GEMM_CLASSES]; /* a clt__gemm_variant per size class */
     char strings[5][256]; /* backing store of info.name, vendor, platform, versions */
 } clt__cl_device;
 
@@ -73,6 +91,11 @@ typedef struct clt__cl_arg {
     const void *value;
 } clt__cl_arg;
 
+/* The text of cl/<name>.cl: embedded, or from CLT_KERNEL_DIR. *owned receives memory to free
+ * (clt__free), NULL for the embedded text. */
+clt_status clt__cl_source_text(const char *fn, const char *name, const char **text, size_t *len,
+                          char **owned);
+
 /* Runs kernel `kernel` of program `program` (built with `options`) over n work-items in 1-D,
  * rounded up to the work-group size; the kernel checks the bound. *event, if event is not NULL,
  * receives the launch's event. */
@@ -87,6 +110,40 @@ clt_status clt__cl_launch_groups(const char *fn, clt_device *dev, const char *pr
                                  const char *options, const char *kernel,
                                  const clt__cl_arg *args, int nargs, size_t groups, size_t *local,
                                  cl_event *event);
+
+/* Runs kernel `kernel` over an N-D range (dims 1 to 3): global[d] work-items in dimension d,
+ * in work-groups of local[d] (local NULL: the driver's choice). Nothing runs when a global size
+ * is 0. */
+clt_status clt__cl_launch_nd(const char *fn, clt_device *dev, const char *program,
+                             const char *options, const char *kernel, const clt__cl_arg *args,
+                             int nargs, int dims, const size_t *global, const size_t *local,
+                             cl_event *event);
+
+/* GEMM (cl_gemm.c). The bytes of the packed copy of B the packed variant needs (SIZE_MAX when
+ * that overflows). */
+size_t clt__cl_gemm_panel_bytes(const clt__gemm_call *c);
+
+/* Whether variant v can run the call on dev (CLBlast always can). */
+bool clt__cl_gemm_fits(clt_device *dev, clt__gemm_variant v, const clt__gemm_call *c);
+
+/* Queues the call with variant v, which must fit it; `panels` is a buffer of at least
+ * clt__cl_gemm_panel_bytes(c) for the packed variant (unused by the others). */
+clt_status clt__cl_gemm_run(const char *fn, clt_device *dev, clt__gemm_variant v,
+                            const clt__gemm_call *c, cl_mem panels);
+
+/* GEMM tuning (cl_gemm_tune.c). The size class of a call. */
+int clt__gemm_class(const clt__gemm_call *c);
+
+/* The variant for a call: the one CLT_GEMM names, else the device's choice for the call's dtype
+ * and size class, tuned on first use (or read from the disk cache). An unknown CLT_GEMM is an
+ * error. */
+clt_status clt__cl_gemm_choose(const char *fn, clt_device *dev, const clt__gemm_call *c,
+                               clt__gemm_variant *v);
+
+/* Tunes dtype's GEMM on dev unless done (clt_device_warmup); *choice, when not NULL, receives
+ * the variant of each size class. */
+clt_status clt__cl_gemm_tune(const char *fn, clt_device *dev, clt_dtype dtype,
+                             clt__gemm_variant *choice);
 
 /* The disk cache of built programs (cl_cache.c). Its folder is CLT_CACHE_DIR (default
  * $XDG_CACHE_HOME/cltensor or $HOME/.cache/cltensor; "off" disables it), its size cap

@@ -12,9 +12,8 @@
 
 #define CLT__PRELUDE_COUNT 2 /* common.cl and scalar.cl come before every program */
 
-/* The text of cl/<name>.cl: embedded, or from CLT_KERNEL_DIR. *owned receives memory to free. */
-static clt_status load_source(const char *fn, const char *name, const char **text, size_t *len,
-                              char **owned)
+clt_status clt__cl_source_text(const char *fn, const char *name, const char **text, size_t *len,
+                          char **owned)
 {
     const char *dir = getenv("CLT_KERNEL_DIR");
     *owned = NULL;
@@ -173,7 +172,7 @@ static clt_status build(const char *fn, clt_device *dev, const char *name, const
     int count = program_sources(name, names);
 
     for (int i = 0; i < count && st == CLT_OK; i++)
-        st = load_source(fn, names[i], &texts[i], &lens[i], &owned[i]);
+        st = clt__cl_source_text(fn, names[i], &texts[i], &lens[i], &owned[i]);
     if (st == CLT_OK) {
         clt__cl_cache_note(CLT__CACHE_PROGRAM);
         key = clt__cl_cache_key(fn, dev, options, count, texts, lens, &key_len);
@@ -267,11 +266,41 @@ static clt_status get_kernel(const char *fn, clt_device *dev, clt__cl_program *p
     return CLT_OK;
 }
 
-/* Sets the arguments and enqueues the kernel: `groups` work-groups of *local work-items, or,
- * with groups 0, n work-items rounded up to the kernel's 1-D work-group size. */
+/* How a launch covers its work: `n` work-items rounded up to the kernel's 1-D work-group size
+ * (groups 0, dims 0); `groups` work-groups of *local work-items (dims 0); or, with dims > 0, the
+ * global and local sizes as given (local NULL: the driver's choice). */
+typedef struct range {
+    size_t n, groups, *local;
+    cl_uint dims;
+    const size_t *global_nd, *local_nd;
+} range;
+
+/* The global and local sizes of a 1-D launch. */
+static clt_status one_dim(const char *fn, clt_device *dev, const clt__cl_kernel *k,
+                          const range *r, size_t *global, size_t *lsize)
+{
+    *lsize = k->local_size;
+    if (r->groups == 0) {
+        *global = (r->n + *lsize - 1) / *lsize * *lsize;
+        return CLT_OK;
+    }
+    size_t cap = dev->info.max_work_group_size;
+    if (k->max_local && k->max_local < cap)
+        cap = k->max_local;
+    for (*lsize = 1; *lsize * 2 <= *r->local && *lsize * 2 <= cap;)
+        *lsize *= 2;
+    *r->local = *lsize;
+    if (!clt__mul_size(r->groups, *lsize, global))
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "%zu work-groups of %zu work-items are too many for %s", r->groups,
+                          *lsize, dev->name);
+    return CLT_OK;
+}
+
+/* Sets the arguments and enqueues the kernel over the range. */
 static clt_status enqueue(const char *fn, clt_device *dev, const char *program,
                           const char *options, const char *kernel, const clt__cl_arg *args,
-                          int nargs, size_t n, size_t groups, size_t *local, cl_event *event)
+                          int nargs, const range *r, cl_event *event)
 {
     clt__cl_device *cd = clt__cl(dev);
     clt__cl_program *p = NULL;
@@ -279,7 +308,7 @@ static clt_status enqueue(const char *fn, clt_device *dev, const char *program,
     clt_status st = clt__cl_start(fn, dev);
     cl_int err = CL_SUCCESS;
 
-    if (st != CLT_OK || (groups == 0 && n == 0))
+    if (st != CLT_OK || (r->dims == 0 && r->groups == 0 && r->n == 0))
         return st;
     clt__cl_reap(dev, false);
     pthread_mutex_lock(&cd->lock);
@@ -289,22 +318,11 @@ static clt_status enqueue(const char *fn, clt_device *dev, const char *program,
     for (int i = 0; st == CLT_OK && i < nargs && err == CL_SUCCESS; i++)
         err = clSetKernelArg(k->kernel, (cl_uint)i, args[i].size, args[i].value);
     if (st == CLT_OK && err == CL_SUCCESS) {
-        size_t lsize = k->local_size, global = 0;
-        if (groups > 0) {
-            size_t cap = dev->info.max_work_group_size;
-            if (k->max_local && k->max_local < cap)
-                cap = k->max_local;
-            for (lsize = 1; lsize * 2 <= *local && lsize * 2 <= cap;)
-                lsize *= 2;
-            *local = lsize;
-            if (!clt__mul_size(groups, lsize, &global))
-                st = clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                                "%zu work-groups of %zu work-items are too many for %s", groups,
-                                lsize, dev->name);
-        } else {
-            global = (n + lsize - 1) / lsize * lsize;
-        }
-        if (st == CLT_OK)
+        size_t global = 0, lsize = 0;
+        if (r->dims > 0)
+            err = clEnqueueNDRangeKernel(cd->queue, k->kernel, r->dims, NULL, r->global_nd,
+                                         r->local_nd, 0, NULL, event);
+        else if ((st = one_dim(fn, dev, k, r, &global, &lsize)) == CLT_OK)
             err = clEnqueueNDRangeKernel(cd->queue, k->kernel, 1, NULL, &global, &lsize, 0, NULL,
                                          event);
     }
@@ -321,7 +339,7 @@ clt_status clt__cl_launch(const char *fn, clt_device *dev, const char *program,
                           const char *options, const char *kernel, const clt__cl_arg *args,
                           int nargs, size_t n, cl_event *event)
 {
-    return enqueue(fn, dev, program, options, kernel, args, nargs, n, 0, NULL, event);
+    return enqueue(fn, dev, program, options, kernel, args, nargs, &(range){.n = n}, event);
 }
 
 clt_status clt__cl_launch_groups(const char *fn, clt_device *dev, const char *program,
@@ -329,7 +347,20 @@ clt_status clt__cl_launch_groups(const char *fn, clt_device *dev, const char *pr
                                  const clt__cl_arg *args, int nargs, size_t groups, size_t *local,
                                  cl_event *event)
 {
-    return enqueue(fn, dev, program, options, kernel, args, nargs, 0, groups, local, event);
+    return enqueue(fn, dev, program, options, kernel, args, nargs,
+                   &(range){.groups = groups, .local = local}, event);
+}
+
+clt_status clt__cl_launch_nd(const char *fn, clt_device *dev, const char *program,
+                             const char *options, const char *kernel, const clt__cl_arg *args,
+                             int nargs, int dims, const size_t *global, const size_t *local,
+                             cl_event *event)
+{
+    for (int d = 0; d < dims; d++)
+        if (global[d] == 0)
+            return CLT_OK;
+    return enqueue(fn, dev, program, options, kernel, args, nargs,
+                   &(range){.dims = (cl_uint)dims, .global_nd = global, .local_nd = local}, event);
 }
 
 clt_status clt__cl_build_all(const char *fn, clt_device *dev)

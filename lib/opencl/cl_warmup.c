@@ -1,6 +1,7 @@
 /* clt_device_warmup: every program the library's kernels use built ahead of time on a device,
- * and CLBlast's matrix-product kernels compiled by one small product per dtype, so that later
- * operations start without compiling (and, with the disk cache, later processes too). */
+ * its GEMM tuned for each float dtype and the chosen kernels compiled by one small product per
+ * dtype, so that later operations start without compiling or tuning (and, with the disk cache,
+ * later processes too). */
 #include "cl_internal.h"
 #include "core/core.h"
 #include "cltensor/ops.h"
@@ -28,7 +29,11 @@ clt_status clt_device_warmup(clt_device *dev)
         return st;
     st = clt__cl_build_all(fn, dev);
     if (st == CLT_OK)
+        st = clt__cl_gemm_tune(fn, dev, CLT_F32, NULL);
+    if (st == CLT_OK)
         st = tiny_matmul(fn, dev, CLT_F32);
+    if (st == CLT_OK && dev->info.fp64)
+        st = clt__cl_gemm_tune(fn, dev, CLT_F64, NULL);
     if (st == CLT_OK && dev->info.fp64)
         st = tiny_matmul(fn, dev, CLT_F64);
     if (st == CLT_OK)

@@ -1,16 +1,21 @@
 /* Matrix product benchmark: clt_matmul of two n x n f32 matrices on cpu and on every gpu:N,
- * against the BLAS it calls, called directly on the same memory: cblas_sgemm on the host
- * buffers for cpu, CLBlastSgemm on the same cl_mem buffers and queue for OpenCL devices. Each
- * time waits for the device. Prints one JSON line per case: medians of repeated runs after a
- * warm-up, GFLOP/s (2 n^3 per product) and the time ratio to the direct call. Not run by ctest.
- */
+ * against a BLAS called directly on the same memory: cblas_sgemm on the host buffers for cpu
+ * (OpenBLAS with the OPENBLAS_CORETYPE this process has, named in the line), CLBlastSgemm with
+ * its default parameters on the same cl_mem buffers and queue for OpenCL devices. Each time
+ * waits for the device. Prints one JSON line per case: medians of repeated runs after a warm-up,
+ * GFLOP/s (2 n^3 per product), the time ratio to the direct call, the GEMM variant the device's
+ * tuning chose, and the largest difference between the two results (relative to the largest
+ * element): above 1e-4 the benchmark fails. `bench_matmul cpu` runs the cpu cases alone (for
+ * OpenBLAS under another OPENBLAS_CORETYPE). Not run by ctest. */
 #include "cl_internal.h" /* first: it sets the OpenCL version CLBlast's header then sees */
 #include "tensor/tensor_internal.h"
 
 #include <cblas.h>
 #include <clblast_c.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <cltensor.h>
@@ -38,8 +43,44 @@ static int direct_sgemm(clt_device *dev, clt_tensor *a, clt_tensor *b, clt_tenso
     return clFinish(q) == CL_SUCCESS ? 0 : -1;
 }
 
+/* The largest |x - y| over the largest |y|, of two n x n results. */
+static double difference(clt_tensor *x, clt_tensor *y, int64_t n)
+{
+    size_t count = (size_t)(n * n);
+    float *a = malloc(count * sizeof *a), *b = malloc(count * sizeof *b);
+    double most = 0, scale = 0;
+    if (!a || !b || clt_tensor_copy_to_host(x, a, count * sizeof *a) != CLT_OK ||
+        clt_tensor_copy_to_host(y, b, count * sizeof *b) != CLT_OK) {
+        free(a), free(b);
+        return 1e30;
+    }
+    for (size_t i = 0; i < count; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        most = d > most ? d : most;
+        scale = fabs((double)b[i]) > scale ? fabs((double)b[i]) : scale;
+    }
+    free(a), free(b);
+    return scale > 0 ? most / scale : most;
+}
+
+/* The variant the device's tuning chose for an n x n x n product. */
+static const char *variant_of(clt_device *dev, int64_t n)
+{
+    clt__gemm_variant choice[CLT__GEMM_CLASSES];
+    clt__gemm_call c = {.dtype = CLT_F32, .m = (size_t)n, .n = (size_t)n, .k = (size_t)n};
+    const char *forced = getenv("CLT_GEMM");
+    if (clt_device_get_info(dev)->type == CLT_DEVICE_HOST)
+        return "cblas_sgemm";
+    if (forced && *forced && strcmp(forced, "auto") != 0)
+        return forced;
+    if (clt__cl_gemm_tune("bench_matmul", dev, CLT_F32, choice) != CLT_OK)
+        return "unknown";
+    return clt__gemm_variant_names[choice[clt__gemm_class(&c)]];
+}
+
 static int bench(clt_device *dev, int64_t n)
 {
+    double diff = 0;
     int repeats = n <= 512 ? 15 : n <= 1024 ? 7 : 5;
     double t_clt[15], t_ref[15];
     clt_tensor *a = clt_tensor_rand(CLT_SHAPE(n, n), CLT_F32, dev);
@@ -58,11 +99,13 @@ static int bench(clt_device *dev, int64_t n)
             fprintf(stderr, "%s\n", clt_last_error());
             return -1;
         }
-        clt_tensor_release(p);
         double t2 = now_s();
         if (direct_sgemm(dev, a, b, c, (size_t)n) != 0)
             return -1;
         double t3 = now_s();
+        if (r < 0)
+            diff = difference(p, c, n);
+        clt_tensor_release(p);
         if (r < 0)
             continue;
         t_clt[r] = t1 - t0;
@@ -70,12 +113,24 @@ static int bench(clt_device *dev, int64_t n)
     }
     double t = median(t_clt, repeats), ref = median(t_ref, repeats);
     double flop = 2.0 * (double)n * (double)n * (double)n;
+    const char *coretype = getenv("OPENBLAS_CORETYPE");
+    char reference[96];
+    if (clt_device_get_info(dev)->type == CLT_DEVICE_HOST)
+        snprintf(reference, sizeof reference, "OpenBLAS cblas_sgemm (OPENBLAS_CORETYPE=%s)",
+                 coretype && *coretype ? coretype : "detected");
+    else
+        snprintf(reference, sizeof reference, "CLBlastSgemm default parameters");
     printf("{\"name\": \"matmul f32\", \"device\": \"%s\", \"size\": %lld, \"time_s\": %.6e, "
-           "\"GFLOP_per_s\": %.2f, \"reference\": \"%s\", \"reference_time_s\": %.6e, "
-           "\"reference_GFLOP_per_s\": %.2f, \"ratio_to_reference\": %.3f}\n",
-           clt_device_name(dev), (long long)n, t, flop / t * 1e-9,
-           clt_device_get_info(dev)->type == CLT_DEVICE_HOST ? "cblas_sgemm" : "CLBlastSgemm",
-           ref, flop / ref * 1e-9, t / ref);
+           "\"GFLOP_per_s\": %.2f, \"variant\": \"%s\", \"reference\": \"%s\", "
+           "\"reference_time_s\": %.6e, \"reference_GFLOP_per_s\": %.2f, "
+           "\"ratio_to_reference\": %.3f, \"max_relative_difference\": %.2e}\n",
+           clt_device_name(dev), (long long)n, t, flop / t * 1e-9, variant_of(dev, n), reference,
+           ref, flop / ref * 1e-9, t / ref, diff);
+    if (diff > 1e-4) {
+        fprintf(stderr, "bench_matmul: the results on %s differ by %.2e\n", clt_device_name(dev),
+                diff);
+        return -1;
+    }
     fflush(stdout);
     clt_tensor_release(c);
     clt_tensor_release(b);
@@ -83,10 +138,10 @@ static int bench(clt_device *dev, int64_t n)
     return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     static const int64_t sizes[] = {256, 512, 1024, 2048};
-    int gpus = clt_device_count();
+    int gpus = argc > 1 && strcmp(argv[1], "cpu") == 0 ? 0 : clt_device_count();
     for (int d = -1; d < gpus; d++) {
         char name[16];
         snprintf(name, sizeof name, "gpu:%d", d);

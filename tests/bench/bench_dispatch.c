@@ -1,0 +1,127 @@
+/* Dispatch benchmark: what the library adds to a kernel launch. On every OpenCL device, the time
+ * to queue clt_add of two 16-element f32 tensors (the result made and released; the device
+ * finished once per batch of calls) against the same add queued as a raw OpenCL kernel on the
+ * same queue (four clSetKernelArg and one clEnqueueNDRangeKernel, on buffers made beforehand);
+ * the difference is the library's cost. Also a call finished before the next (launch and
+ * finish), and on cpu the whole call. Prints one JSON line per case: medians of batches. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cltensor.h>
+#include <cltensor/opencl.h>
+
+#include "bench_util.h"
+
+#define BATCH 2000
+#define ROUNDS 9
+
+static const char *raw_source =
+    "__kernel void add(__global const float *a, __global const float *b, __global float *c,\n"
+    "                  ulong n)\n"
+    "{ ulong i = get_global_id(0); if (i < n) c[i] = a[i] + b[i]; }\n";
+
+static void fail(const char *what)
+{
+    fprintf(stderr, "bench_dispatch: %s: %s\n", what, clt_last_error());
+    exit(1);
+}
+
+/* Seconds per clt_add, over BATCH calls queued back to back (finish: after every call). */
+static double time_ours(clt_device *dev, clt_tensor *a, bool finish)
+{
+    double t[ROUNDS];
+    int calls = finish ? BATCH / 10 : BATCH;
+    for (int r = -1; r < ROUNDS; r++) {
+        double t0 = now_s();
+        for (int i = 0; i < calls; i++) {
+            clt_tensor *c = clt_add(a, a);
+            if (!c)
+                fail("clt_add");
+            clt_tensor_release(c);
+            if (finish)
+                clt_device_synchronize(dev);
+        }
+        clt_device_synchronize(dev);
+        if (r >= 0)
+            t[r] = (now_s() - t0) / calls;
+    }
+    return median(t, ROUNDS);
+}
+
+/* The same with the raw kernel on the library's queue. */
+static double time_raw(cl_command_queue q, cl_kernel k, cl_mem a, cl_mem c, bool finish)
+{
+    double t[ROUNDS];
+    int calls = finish ? BATCH / 10 : BATCH;
+    cl_ulong n = 16;
+    size_t global = 64, local = 64;
+    for (int r = -1; r < ROUNDS; r++) {
+        double t0 = now_s();
+        for (int i = 0; i < calls; i++) {
+            clSetKernelArg(k, 0, sizeof a, &a);
+            clSetKernelArg(k, 1, sizeof a, &a);
+            clSetKernelArg(k, 2, sizeof c, &c);
+            clSetKernelArg(k, 3, sizeof n, &n);
+            if (clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL) !=
+                CL_SUCCESS) {
+                fprintf(stderr, "bench_dispatch: clEnqueueNDRangeKernel failed\n");
+                exit(1);
+            }
+            if (finish)
+                clFinish(q);
+        }
+        clFinish(q);
+        if (r >= 0)
+            t[r] = (now_s() - t0) / calls;
+    }
+    return median(t, ROUNDS);
+}
+
+static void print(const char *name, const char *dev, double t, const char *ref, double t_ref)
+{
+    printf("{\"name\": \"%s\", \"device\": \"%s\", \"time_us\": %.3f", name, dev, t * 1e6);
+    if (ref)
+        printf(", \"reference\": \"%s\", \"reference_time_us\": %.3f, \"overhead_us\": %.3f, "
+               "\"ratio_to_reference\": %.3f", ref, t_ref * 1e6, (t - t_ref) * 1e6, t / t_ref);
+    printf("}\n");
+    fflush(stdout);
+}
+
+int main(void)
+{
+    clt_tensor *h = clt_tensor_ones(CLT_SHAPE(16), CLT_F32, clt_device_cpu());
+    if (!h)
+        fail("clt_tensor_ones");
+    print("add 16 elements, whole call", "cpu", time_ours(clt_device_cpu(), h, false), NULL, 0);
+    clt_tensor_release(h);
+
+    for (int d = 0; d < clt_device_count(); d++) {
+        char name[16];
+        snprintf(name, sizeof name, "gpu:%d", d);
+        clt_device *dev = clt_device_get(name);
+        clt_tensor *a = dev ? clt_tensor_ones(CLT_SHAPE(16), CLT_F32, dev) : NULL;
+        clt_tensor *c = a ? clt_tensor_empty(CLT_SHAPE(16), CLT_F32, dev) : NULL;
+        if (!c || clt_device_synchronize(dev) != CLT_OK)
+            fail(name);
+        cl_context ctx = clt_device_cl_context(dev, false);
+        cl_command_queue q = clt_device_cl_queue(dev, false);
+        cl_device_id id = clt_device_cl_device(dev);
+        cl_int err;
+        cl_program p = clCreateProgramWithSource(ctx, 1, &raw_source, NULL, &err);
+        if (err != CL_SUCCESS || clBuildProgram(p, 1, &id, "-cl-std=CL1.2", NULL, NULL))
+            fail("building the raw kernel");
+        cl_kernel k = clCreateKernel(p, "add", &err);
+        if (err != CL_SUCCESS)
+            fail("clCreateKernel");
+        cl_mem ma = clt_tensor_cl_mem(a, false), mc = clt_tensor_cl_mem(c, false);
+        double raw = time_raw(q, k, ma, mc, false), ours = time_ours(dev, a, false);
+        print("add 16 elements, queued", name, ours, "raw clEnqueueNDRangeKernel", raw);
+        raw = time_raw(q, k, ma, mc, true), ours = time_ours(dev, a, true);
+        print("add 16 elements, launch and finish", name, ours,
+              "raw clEnqueueNDRangeKernel + clFinish", raw);
+        clReleaseKernel(k);
+        clReleaseProgram(p);
+        clt_tensor_release(c), clt_tensor_release(a);
+    }
+    return 0;
+}
