@@ -31,7 +31,8 @@ extern const char *const clt__gemm_variant_names[CLT__GEMM_VARIANTS];
 /* A built program and the kernels taken from it so far. */
 typedef struct clt__cl_program {
     struct clt__cl_program *next;
-    char *key; /* "name options" */
+    char *name;  /* the program's name ("elementwise"), one allocation with... */
+    char *extra; /* ...the options it was asked for beyond the common ones ("" for none) */
     cl_program program;
     struct clt__cl_kernel *kernels;
 } clt__cl_program;

@@ -190,32 +190,39 @@ static clt_status build(const char *fn, clt_device *dev, const char *name, const
     return st;
 }
 
-/* The program `name` with `extra` options for the device, built on first use. Lock held. */
+/* The program `name` with `extra` options for the device, built on first use. Lock held. A
+ * program is found by its name and extra options as given, so that a launch formats nothing. */
 static clt_status get_program(const char *fn, clt_device *dev, const char *name,
                               const char *extra, clt__cl_program **out)
 {
     clt__cl_device *cd = clt__cl(dev);
-    char options[512], key[640];
+    char options[512];
     clt__cl_program *p;
+    size_t name_size = strlen(name) + 1, extra_size;
     clt_status st;
 
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -DCLT_HAS_FP64=%d%s%s",
-             dev->info.fp64 ? 1 : 0, extra && *extra ? " " : "", extra ? extra : "");
-    snprintf(key, sizeof key, "%s %s", name, options);
+    if (!extra)
+        extra = "";
     for (p = cd->programs; p; p = p->next) {
-        if (strcmp(p->key, key) == 0) {
+        if (strcmp(p->name, name) == 0 && strcmp(p->extra, extra) == 0) {
             *out = p;
             return CLT_OK;
         }
     }
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DCLT_HAS_FP64=%d%s%s",
+             dev->info.fp64 ? 1 : 0, *extra ? " " : "", extra);
+    extra_size = strlen(extra) + 1;
     p = clt__alloc_zeroed(fn, sizeof *p);
-    if (!p || !(p->key = clt__strdup(fn, key))) {
+    if (!p || !(p->name = clt__alloc(fn, name_size + extra_size))) {
         clt__free(p);
         return CLT_ERR_OUT_OF_MEMORY;
     }
+    p->extra = p->name + name_size; /* one block: name, then the extra options */
+    memcpy(p->name, name, name_size);
+    memcpy(p->extra, extra, extra_size);
     st = build(fn, dev, name, options, &p->program);
     if (st != CLT_OK) {
-        clt__free(p->key);
+        clt__free(p->name);
         clt__free(p);
         return st;
     }
