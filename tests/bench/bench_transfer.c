@@ -1,6 +1,6 @@
 /* Transfer and cast benchmark: clt_tensor_to between cpu and gpu:0 against the same copy made
  * with OpenCL directly (its own context and queue) and against memcpy, and an f32 -> f16 cast on
- * gpu:0 against a device copy of the same bytes. Prints one JSON line per case with medians of
+ * gpu:0 against a device copy of the same bytes, at 4 KiB, 1, 64 and 256 MiB. Prints one JSON line per case with medians of
  * repeated runs after a warm-up, and the ratios. Not run by ctest. */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
@@ -65,7 +65,7 @@ static void report(const char *name, const char *dev, size_t bytes, double t, do
 
 int main(void)
 {
-    static const size_t sizes[] = {4096, 1 << 20, 64 << 20};
+    static const size_t sizes[] = {4096, 1 << 20, 64 << 20, 256 << 20};
     clt_device *gpu = clt_device_get("gpu:0"), *cpu = clt_device_cpu();
     if (!gpu) {
         fprintf(stderr, "%s\n", clt_last_error());
@@ -146,6 +146,8 @@ int main(void)
         report("to gpu:0->cpu", "gpu:0", bytes, median(t_down, REPEATS), raw_r,
                "clEnqueueReadBuffer into reused memory");
         report("clEnqueueWriteBuffer", "gpu:0", bytes, raw_w, mem, "memcpy");
+        report("to cpu->gpu:0", "gpu:0", bytes, median(t_up, REPEATS), mem, "memcpy");
+        report("to gpu:0->cpu", "gpu:0", bytes, median(t_down, REPEATS), mem, "memcpy");
         report("to_dtype f32->f16", "gpu:0", bytes, median(t_cast, REPEATS),
                median(t_copy, REPEATS), "same-dtype copy on the device");
         clt_tensor_release(g);
