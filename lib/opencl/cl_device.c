@@ -316,6 +316,8 @@ clt_status clt__cl_start(const char *fn, clt_device *dev)
     cl_int err = CL_SUCCESS;
     clt_status st = CLT_OK;
 
+    if (atomic_load(&cd->started)) /* set once, never cleared */
+        return CLT_OK;
     pthread_mutex_lock(&cd->lock);
     if (!cd->started) {
         cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)cd->platform,
@@ -400,7 +402,7 @@ static void cl_free(clt_device *dev, void *buf)
  * its source). Kept on the device and run when the device is synchronised or a later transfer
  * finds the event complete, rather than from an event callback, which some drivers never call. */
 typedef struct clt__cl_deferred {
-    struct clt__cl_deferred *next;
+    struct clt__cl_deferred *_Atomic next; /* the type of the list head (cd->deferred) */
     cl_event event;
     clt__done_fn done;
     void *ctx;
@@ -409,8 +411,10 @@ typedef struct clt__cl_deferred {
 void clt__cl_reap(clt_device *dev, bool wait)
 {
     clt__cl_device *cd = clt__cl(dev);
-    clt__cl_deferred *ready = NULL, **link;
+    clt__cl_deferred *ready = NULL, *_Atomic *link;
 
+    if (!atomic_load(&cd->deferred)) /* nothing waits: no lock */
+        return;
     pthread_mutex_lock(&cd->lock);
     link = &cd->deferred;
     while (*link) {

@@ -314,12 +314,18 @@ static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigne
             choice[cls] = choice[cls - 1];
             continue;
         }
+        double t[CLT__GEMM_VARIANTS];
         for (int v = 0; v < CLT__GEMM_VARIANTS; v++) {
-            double t = ok[v] ? measure(fn, dev, (clt__gemm_variant)v, dtype, size, &s, best, &spent)
-                             : -1;
-            if (t >= 0 && (best < 0 || t < best))
-                best = t, choice[cls] = (unsigned char)v;
+            t[v] = ok[v] ? measure(fn, dev, (clt__gemm_variant)v, dtype, size, &s, best, &spent)
+                         : -1;
+            if (t[v] >= 0 && (best < 0 || t[v] < best))
+                best = t[v], choice[cls] = (unsigned char)v;
         }
+        /* a variant four times slower than the best is not timed at larger sizes (the library's
+         * one-work-item kernels on a GPU), CLBlast's default always is */
+        for (int v = CLT__GEMM_CLBLAST + 1; v < CLT__GEMM_VARIANTS; v++)
+            if (t[v] < 0 || t[v] > 4 * best)
+                ok[v] = false;
         if (len > 0 && (size_t)len < sizeof line)
             len += snprintf(line + len, sizeof line - (size_t)len, " %zu %s (%.1f GFLOP/s)", size,
                             clt__gemm_variant_names[choice[cls]],

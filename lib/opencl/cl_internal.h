@@ -52,12 +52,13 @@ typedef struct clt__cl_device {
                            * holds its reference; records live as long as the process, so it is
                            * released (clReleaseDevice) only when enumeration drops the record */
     pthread_mutex_t lock; /* guards everything below and every launch */
-    bool started;         /* context and queue exist */
+    atomic_bool started;  /* context and queue exist (read without the lock to skip it) */
     cl_context context;
     cl_command_queue queue;
     cl_command_queue copy_queue; /* the data loader's uploads, ordered against queue by events */
     clt__cl_program *programs;
-    struct clt__cl_deferred *deferred; /* work waiting for asynchronous transfers */
+    struct clt__cl_deferred *_Atomic deferred; /* work waiting for asynchronous transfers
+                                                * (read without the lock when empty) */
     pthread_mutex_t gemm_lock; /* guards the two below: each dtype is tuned once */
     bool gemm_tuned[2];        /* f32, f64 */
     unsigned char gemm_choice[2][CLT__GEMM_CLASSES]; /* a clt__gemm_variant per size class */
