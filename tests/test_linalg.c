@@ -654,7 +654,8 @@ START_TEST(test_gemm_tuning)
     clt_manual_seed(4);
     clt_device *gpu = clt_device_get("gpu:0");
     for (int64_t n = 24; n <= 600; n *= 5) { /* sizes of several classes */
-        clt_tensor *a = rnd(gpu, CLT_F32, CLT_SHAPE(n, n + 3)), *b = rnd(gpu, CLT_F32, CLT_SHAPE(n + 3, n));
+        clt_tensor *a = rnd(gpu, CLT_F32, CLT_SHAPE(n, n + 3));
+        clt_tensor *b = rnd(gpu, CLT_F32, CLT_SHAPE(n + 3, n));
         clt_tensor *c = clt_matmul(a, b);
         ck_assert_msg(c != NULL, "%s", clt_last_error());
         check_matmul(a, b, c, TOL_F32);

@@ -95,8 +95,8 @@ typedef struct clt__cl_arg {
 
 /* The text of cl/<name>.cl: embedded, or from CLT_KERNEL_DIR. *owned receives memory to free
  * (clt__free), NULL for the embedded text. */
-clt_status clt__cl_source_text(const char *fn, const char *name, const char **text, size_t *len,
-                          char **owned);
+clt_status clt__cl_source_text(const char *fn, const char *name, const char **text,
+                               size_t *len, char **owned);
 
 /* Runs kernel `kernel` of program `program` (built with `options`) over n work-items in 1-D,
  * rounded up to the work-group size; the kernel checks the bound. *event, if event is not NULL,

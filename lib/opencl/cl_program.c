@@ -12,8 +12,8 @@
 
 #define CLT__PRELUDE_COUNT 2 /* common.cl and scalar.cl come before every program */
 
-clt_status clt__cl_source_text(const char *fn, const char *name, const char **text, size_t *len,
-                          char **owned)
+clt_status clt__cl_source_text(const char *fn, const char *name, const char **text,
+                               size_t *len, char **owned)
 {
     const char *dir = getenv("CLT_KERNEL_DIR");
     *owned = NULL;
