@@ -23,9 +23,10 @@ __kernel void index_select(__global ST *out, ulong out_off, __global const ST *s
     out[out_off + i] = src[src_off + (a * K + (ulong)idx[idx_off + m]) * B + b];
 }
 
-/* The columns of one image for convolution: out[(c * kh + y) * kw + x, oy * OW + ox] = the input
- * at channel c, row oy * sh - ph + y * dh, column ox * sw - pw + x * dw, or 0 outside it.
- * Images are N x C x H x W; out is N x (C * kh * kw) x (OH * OW). */
+/* The columns for convolution: out[(c * kh + y) * kw + x, n, oy * OW + ox] = the input of image
+ * n at channel c, row oy * sh - ph + y * dh, column ox * sw - pw + x * dw, or 0 outside it.
+ * Images are N x C x H x W; out is (C * kh * kw) x N x (OH * OW), so that one matrix product of
+ * the weights with its (C * kh * kw) x (N * OH * OW) rows convolves every image at once. */
 __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulong in_off,
                      ulong N, ulong C, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw,
                      int sh, int sw, int ph, int pw, int dh, int dw)
@@ -34,7 +35,7 @@ __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulo
     ulong cols = OH * OW, rows = C * (ulong)(kh * kw);
     if (i >= N * rows * cols)
         return;
-    ulong col = i % cols, row = (i / cols) % rows, n = i / (cols * rows);
+    ulong col = i % cols, n = (i / cols) % N, row = i / (cols * N);
     ulong c = row / (ulong)(kh * kw);
     long y = (long)((row / (ulong)kw) % (ulong)kh), x = (long)(row % (ulong)kw);
     long iy = (long)(col / OW) * sh - ph + y * dh, ix = (long)(col % OW) * sw - pw + x * dw;
@@ -103,7 +104,7 @@ __kernel void index_add(__global ST *out, ulong out_off, __global const ST *src,
 }
 
 /* The adjoint of im2col: out[n, c, h, w] = the sum of the column entries im2col reads from
- * (h, w), taps (y, x) in order. Columns are N x (C * kh * kw) x (OH * OW); out is N x C x H x W.
+ * (h, w), taps (y, x) in order. Columns are (C * kh * kw) x N x (OH * OW); out is N x C x H x W.
  * One work-item an image element. */
 __kernel void col2im(__global ST *out, ulong out_off, __global const ST *in, ulong in_off,
                      ulong N, ulong C, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw,
@@ -113,15 +114,15 @@ __kernel void col2im(__global ST *out, ulong out_off, __global const ST *in, ulo
     if (i >= N * C * H * W)
         return;
     long w = (long)(i % W), h = (long)((i / W) % H);
-    ulong cols = OH * OW, nc = i / (W * H);
-    __global const ST *rows = in + in_off + nc * (ulong)(kh * kw) * cols;
+    ulong cols = OH * OW, nc = i / (W * H), n = nc / C, c = nc % C, tap = N * cols;
+    __global const ST *rows = in + in_off + (c * (ulong)(kh * kw) * N + n) * cols;
     CT sum = 0;
     for (int y = 0; y < kh; y++) {
         long oy = clt_window_at(h, y, sh, ph, dh, OH);
         for (int x = 0; oy >= 0 && x < kw; x++) {
             long ox = clt_window_at(w, x, sw, pw, dw, OW);
             if (ox >= 0)
-                sum += LOAD(rows[(ulong)(y * kw + x) * cols + (ulong)(oy * (long)OW + ox)]);
+                sum += LOAD(rows[(ulong)(y * kw + x) * tap + (ulong)(oy * (long)OW + ox)]);
         }
     }
     out[out_off + i] = STORE(sum);

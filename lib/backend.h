@@ -144,7 +144,8 @@ typedef struct clt__index_add_call {
 } clt__index_add_call;
 
 /* Sliding windows over N x C x H x W images (contiguous): im2col writes the columns for
- * convolution, N x (C * kh * kw) x (OH * OW); pool2d writes N x C x OH x OW maxima (and their
+ * convolution, (C * kh * kw) x N x (OH * OW) (row (c * kh + y) * kw + x, image n, output
+ * position oy * OW + ox); pool2d writes N x C x OH x OW maxima (and their
  * flat indices within each H x W plane to `arg`, i64) or averages. Window (y, x) of output
  * (oy, ox) reads row oy * sh - ph + y * dh, column ox * sw - pw + x * dw; outside the image it
  * reads 0 (im2col) or nothing (pooling; averages divide by kh * kw with count_pad, else by the

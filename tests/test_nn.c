@@ -436,14 +436,14 @@ START_TEST(test_col2im)
             ck_assert_int_eq(clt__conv2d_geometry("test_col2im", x, kh, kw, &cases[k].o, &g), CLT_OK);
             int oh = (int)g.OH, ow = (int)g.OW, rows = ch * kh * kw, cols = oh * ow;
             double *cv, *want = calloc((size_t)(n * ch * h * w), sizeof *want);
-            clt_tensor *ct = noisy(dev, adjoint_dtypes[t].dtype, (unsigned)k + 20, &cv, CLT_SHAPE(n, rows, cols));
+            clt_tensor *ct = noisy(dev, adjoint_dtypes[t].dtype, (unsigned)k + 20, &cv, CLT_SHAPE(rows, n, cols));
             for (int b = 0; b < n; b++) /* scatter: every column entry to where im2col read it */
                 for (int r = 0; r < rows; r++)
                     for (int col = 0; col < cols; col++) {
                         int c = r / (kh * kw), y = r / kw % kh, xx = r % kw;
                         int iy = col / ow * g.sh - g.ph + y * g.dh, ix = col % ow * g.sw - g.pw + xx * g.dw;
                         if (iy >= 0 && iy < h && ix >= 0 && ix < w)
-                            want[((b * ch + c) * h + iy) * w + ix] += cv[(b * rows + r) * cols + col];
+                            want[((b * ch + c) * h + iy) * w + ix] += cv[(r * n + b) * cols + col];
                     }
             char what[64];
             snprintf(what, sizeof what, "col2im %s case %zu", clt_dtype_name(adjoint_dtypes[t].dtype), k);

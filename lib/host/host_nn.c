@@ -22,29 +22,47 @@ clt_status clt__host_index_select(const char *fn, clt_device *dev, const clt__in
     return CLT_OK;
 }
 
+/* im2col for elements of one size (T an unsigned integer of that size): the output in order,
+ * zero outside the image. */
+#define HOST_IM2COL(T)                                                                         \
+    static void im2col_##T(const clt__conv_call *c)                                            \
+    {                                                                                          \
+        size_t rows = c->C * (size_t)(c->kh * c->kw);                                          \
+        const T *in = (const T *)c->in + c->in_offset;                                         \
+        T *out = (T *)c->out + c->out_offset;                                                  \
+        for (size_t row = 0; row < rows; row++) {                                              \
+            size_t ch = row / (size_t)(c->kh * c->kw);                                         \
+            long y = (long)((row / (size_t)c->kw) % (size_t)c->kh);                            \
+            long x = (long)(row % (size_t)c->kw);                                              \
+            for (size_t n = 0; n < c->N; n++) {                                                \
+                const T *plane = in + (n * c->C + ch) * c->H * c->W;                           \
+                for (size_t oy = 0; oy < c->OH; oy++) {                                        \
+                    long iy = (long)oy * c->sh - c->ph + y * c->dh;                            \
+                    for (size_t ox = 0; ox < c->OW; ox++) {                                    \
+                        long ix = (long)ox * c->sw - c->pw + x * c->dw;                        \
+                        *out++ = iy >= 0 && iy < (long)c->H && ix >= 0 && ix < (long)c->W      \
+                                     ? plane[(size_t)iy * c->W + (size_t)ix]                   \
+                                     : 0; /* every dtype's zero is all zero bits */            \
+                    }                                                                          \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+    }
+HOST_IM2COL(uint8_t)
+HOST_IM2COL(uint16_t)
+HOST_IM2COL(uint32_t)
+HOST_IM2COL(uint64_t)
+
 clt_status clt__host_im2col(const char *fn, clt_device *dev, const clt__conv_call *c)
 {
-    size_t size = clt_dtype_size(c->dtype), cols = c->OH * c->OW;
-    size_t rows = c->C * (size_t)(c->kh * c->kw);
-    const char *in = (const char *)c->in + c->in_offset * size;
-    char *out = (char *)c->out + c->out_offset * size;
     (void)fn;
     (void)dev;
-    memset(out, 0, c->N * rows * cols * size); /* every dtype's zero is all zero bits */
-    for (size_t n = 0; n < c->N; n++)
-        for (size_t row = 0; row < rows; row++) {
-            size_t ch = row / (size_t)(c->kh * c->kw);
-            long y = (long)((row / (size_t)c->kw) % (size_t)c->kh), x = (long)(row % (size_t)c->kw);
-            for (size_t col = 0; col < cols; col++) {
-                long iy = (long)(col / c->OW) * c->sh - c->ph + y * c->dh;
-                long ix = (long)(col % c->OW) * c->sw - c->pw + x * c->dw;
-                if (iy < 0 || iy >= (long)c->H || ix < 0 || ix >= (long)c->W)
-                    continue;
-                memcpy(out + ((n * rows + row) * cols + col) * size,
-                       in + (((n * c->C + ch) * c->H + (size_t)iy) * c->W + (size_t)ix) * size,
-                       size);
-            }
-        }
+    switch (clt_dtype_size(c->dtype)) {
+    case 1: im2col_uint8_t(c); break;
+    case 2: im2col_uint16_t(c); break;
+    case 4: im2col_uint32_t(c); break;
+    default: im2col_uint64_t(c); break;
+    }
     return CLT_OK;
 }
 
@@ -93,19 +111,20 @@ clt_status clt__host_im2col(const char *fn, clt_device *dev, const clt__conv_cal
 #define HOST_COL2IM                                                                            \
     static void CLT_CAT(col2im_, DT)(const clt__conv_call *c)                                  \
     {                                                                                          \
-        size_t cols = c->OH * c->OW;                                                           \
+        size_t cols = c->OH * c->OW, tap = c->N * cols;                                        \
         ST *out = (ST *)c->out + c->out_offset;                                                \
         for (size_t i = 0; i < c->N * c->C * c->H * c->W; i++) {                               \
             long w = (long)(i % c->W), h = (long)((i / c->W) % c->H);                          \
+            size_t nc = i / (c->W * c->H), n = nc / c->C, ch = nc % c->C;                      \
             const ST *rows = (const ST *)c->in + c->in_offset +                                \
-                             i / (c->W * c->H) * (size_t)(c->kh * c->kw) * cols;               \
+                             (ch * (size_t)(c->kh * c->kw) * c->N + n) * cols;                 \
             CT sum = 0;                                                                        \
             for (int y = 0; y < c->kh; y++) {                                                  \
                 long oy = clt_window_at(h, y, c->sh, c->ph, c->dh, c->OH);                     \
                 for (int x = 0; oy >= 0 && x < c->kw; x++) {                                   \
                     long ox = clt_window_at(w, x, c->sw, c->pw, c->dw, c->OW);                 \
                     if (ox >= 0)                                                               \
-                        sum += LOAD(rows[(size_t)(y * c->kw + x) * cols +                      \
+                        sum += LOAD(rows[(size_t)(y * c->kw + x) * tap +                       \
                                          (size_t)(oy * (long)c->OW + ox)]);                    \
                 }                                                                              \
             }                                                                                  \

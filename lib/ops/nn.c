@@ -505,10 +505,11 @@ clt_tensor *clt_conv2d(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
         return NULL;
     int64_t oh = (int64_t)c.OH, ow = (int64_t)c.OW;
     dev = x->storage->device;
-    int64_t k = x->shape[1] * c.kh * c.kw, l = oh * ow, og = weight->shape[0] / groups;
-    int64_t kg = k / groups;
+    int64_t n = x->shape[0], k = x->shape[1] * c.kh * c.kw, l = oh * ow;
+    int64_t og = weight->shape[0] / groups, kg = k / groups;
     in = clt__contiguous(fn, x);
-    cols = in ? clt__tensor_new(fn, dev, x->dtype, 3, (int64_t[]){x->shape[0], k, l}) : NULL;
+    /* (K, N * L): one product per group convolves every image */
+    cols = in ? clt__tensor_new(fn, dev, x->dtype, 2, (int64_t[]){k, n * l}) : NULL;
     if (cols && cols->numel) {
         c.in = in->storage->buf, c.in_offset = in->offset, c.out = cols->storage->buf;
         if (dev->backend->im2col(fn, dev, &c) != CLT_OK) {
@@ -520,18 +521,22 @@ clt_tensor *clt_conv2d(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
         cols = clt__record(fn, &clt__d_im2col, &in, 1, cols, &(clt__node_args){.conv = c});
     parts = cols ? clt__alloc_zeroed(fn, (size_t)groups * sizeof *parts) : NULL;
     for (int g = 0; parts && g < groups; g++) {
-        /* (og, kg) @ (N, kg, L) -> (N, og, L) */
+        /* (og, kg) @ (kg, N * L) -> (og, N * L) */
         clt_tensor *wg = clt_narrow(weight, 0, g * og, og);
         clt_tensor *w2 = wg ? clt_reshape(wg, 2, (int64_t[]){og, kg}) : NULL;
-        clt_tensor *cg = clt_narrow(cols, 1, g * kg, kg);
+        clt_tensor *cg = clt_narrow(cols, 0, g * kg, kg);
         parts[g] = w2 && cg ? clt_matmul(w2, cg) : NULL;
         clt_tensor_release(cg), clt_tensor_release(w2), clt_tensor_release(wg);
         if (!parts[g])
             goto done;
     }
-    if (parts) {
-        joined = groups == 1 ? clt_tensor_retain(parts[0]) : clt_cat(parts, groups, 1);
-        clt_tensor *shaped = joined ? clt_reshape(joined, 4, (int64_t[]){x->shape[0], weight->shape[0], oh, ow}) : NULL;
+    if (parts) { /* (O, N * L) -> (O, N, L) -> (N, O, L) -> (N, O, OH, OW) */
+        joined = groups == 1 ? clt_tensor_retain(parts[0]) : clt_cat(parts, groups, 0);
+        clt_tensor *o3 = joined ? clt_view(joined, CLT_SHAPE(weight->shape[0], n, l)) : NULL;
+        clt_tensor *t3 = o3 ? clt_transpose(o3, 0, 1) : NULL;
+        clt_tensor *shaped =
+            t3 ? clt_reshape(t3, 4, (int64_t[]){n, weight->shape[0], oh, ow}) : NULL;
+        clt_tensor_release(t3), clt_tensor_release(o3);
         if (shaped && bias) {
             clt_tensor *b4 = clt_reshape(bias, 4, (int64_t[]){1, bias->shape[0], 1, 1});
             out = b4 ? clt_add(shaped, b4) : NULL;

@@ -43,7 +43,7 @@ clt_status clt__conv2d_geometry(const char *fn, const clt_tensor *x, int kh, int
  * none); host_idx holds src->shape[dim] indices already checked to lie in 0..k-1. */
 clt_tensor *clt__index_add(const char *fn, clt_tensor *src, int dim, const int64_t *host_idx,
                            int64_t k);
-/* im2col's: the N x C x H x W image whose elements sum the entries of cols (N x (C * kh * kw)
+/* im2col's: the N x C x H x W image whose elements sum the entries of cols ((C * kh * kw) x N
  * x (OH * OW), as im2col lays them out) read from them; the geometry as clt__conv2d_geometry
  * fills it. */
 clt_tensor *clt__col2im(const char *fn, clt_tensor *cols, const clt__conv_call *shape_of_call);
