@@ -24,3 +24,25 @@ typedef long clt_i64;
 #define clt_f64_bits(d) as_ulong(d)
 #define clt_bits_f64(u) as_double(u)
 #endif
+
+/* Loops over n contiguous elements, running BODY with `i` the element's index, over all
+ * work-items of the launch (any number, in work-groups of any size). With `blocked` (CPU
+ * devices, which run a work-group's work-items one after another) each work-item takes one
+ * contiguous run of the elements, a multiple of 16 long: one stream per work-item, which the
+ * compiler vectorises. Otherwise work-item g takes elements g, g + the global size, ...:
+ * neighbouring work-items touch neighbouring memory (coalesced on GPUs). */
+#define CLT_RUN(n, blocked, BODY)                                                              \
+    do {                                                                                       \
+        ulong n_ = (n), g_ = get_global_id(0), gs_ = get_global_size(0);                       \
+        if (blocked) {                                                                         \
+            ulong per_ = ((n_ + gs_ - 1) / gs_ + 15) & ~(ulong)15;                             \
+            ulong b_ = min(g_ * per_, n_), e_ = min(b_ + per_, n_);                            \
+            for (ulong i = b_; i < e_; i++) {                                                  \
+                BODY;                                                                          \
+            }                                                                                  \
+        } else {                                                                               \
+            for (ulong i = g_; i < n_; i += gs_) {                                             \
+                BODY;                                                                          \
+            }                                                                                  \
+        }                                                                                      \
+    } while (0)

@@ -91,3 +91,44 @@ __kernel void ew_where(EW_PARAMS(ST, clt_u8))
     (void)s1;
     out[o] = xp[a] ? yp[b] : zp[c];
 }
+
+/* The same operations over contiguous operands (ndim 0), element i at offset + i, each
+ * work-item looping over several with CLT_RUN (common.cl): ewc_<op>, ewc_copy and ewc_where. */
+#define EWC_PARAMS(OT, XT)                                                                     \
+    __global OT *out, ulong out_off, __global const XT *xp, ulong x_off,                       \
+        __global const ST *yp, ulong y_off, __global const ST *zp, ulong z_off, ulong n, \
+        int blocked, CT s0, CT s1
+
+#define EWC_KERNEL(name, inputs, fe, ie, res)                                                  \
+    __kernel void ewc_##name(EWC_PARAMS(OUT_##res, ST))                                        \
+    {                                                                                          \
+        (void)zp;                                                                              \
+        (void)z_off;                                                                           \
+        (void)s0;                                                                              \
+        (void)s1;                                                                              \
+        CLT_RUN(n, blocked, {                                                                           \
+            CT x = LOAD(xp[x_off + i]);                                                        \
+            CT y = inputs > 1 ? (CT)LOAD(yp[y_off + i]) : (CT)0;                               \
+            (void)y;                                                                           \
+            out[out_off + i] = STORE_##res(EXPR(fe, ie));                                      \
+        });                                                                                    \
+    }
+CLT_EW_OPS(EWC_KERNEL)
+
+__kernel void ewc_copy(EWC_PARAMS(ST, ST))
+{
+    (void)yp;
+    (void)y_off;
+    (void)zp;
+    (void)z_off;
+    (void)s0;
+    (void)s1;
+    CLT_RUN(n, blocked, out[out_off + i] = xp[x_off + i]);
+}
+
+__kernel void ewc_where(EWC_PARAMS(ST, clt_u8))
+{
+    (void)s0;
+    (void)s1;
+    CLT_RUN(n, blocked, out[out_off + i] = xp[x_off + i] ? yp[y_off + i] : zp[z_off + i]);
+}

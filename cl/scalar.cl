@@ -7,57 +7,44 @@
 
 /* ---- f16 and bf16 ----------------------------------------------------------------------- */
 
+/* c ? a : b for 64-bit unsigned values, as masks. The conversions below are branch-free, so
+ * that loops over them vectorise: their one floating operation is done for every input, on 0
+ * unless its result is wanted, and OR-ed into the result; no case overwrites a value computed
+ * for another (a compiler would skip that computation under a branch, and may not turn a
+ * floating operation under a branch into a vectorised select). */
+#define CLT_SEL64(c, a, b) ((b) ^ (((a) ^ (b)) & (CLT_U64C(0) - (clt_u64)((c) != 0))))
+
+/* A subnormal half is man * 2^-24: an exact product (a normal f32, or +0) on every device,
+ * whatever its denormal mode. */
 CLT_FN float clt_f16_to_f32(clt_u16 h)
 {
     clt_u32 sign = ((clt_u32)h & 0x8000u) << 16;
     clt_u32 exp = ((clt_u32)h >> 10) & 0x1fu;
     clt_u32 man = (clt_u32)h & 0x3ffu;
-    if (exp == 0x1fu) /* inf or NaN: keep the payload */
-        return clt_bits_f32(sign | 0x7f800000u | (man << 13));
-    if (exp == 0) {
-        if (man == 0)
-            return clt_bits_f32(sign);
-        /* subnormal half: normalise; every one is a normal f32 */
-        exp = 113; /* 127 - 15 + 1 */
-        while ((man & 0x400u) == 0) {
-            man <<= 1;
-            exp -= 1;
-        }
-        man &= 0x3ffu;
-        return clt_bits_f32(sign | (exp << 23) | (man << 13));
-    }
-    return clt_bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
+    clt_u32 tiny = 0u - (clt_u32)(exp == 0); /* all ones for a subnormal or zero */
+    clt_u32 sub = clt_f32_bits((float)(clt_i32)(man & tiny) * 0x1p-24f); /* 0 unless tiny */
+    clt_u32 rebias = 112u + ((clt_u32)(exp == 0x1fu) * 112u); /* inf, NaN: to 0xff */
+    clt_u32 mag = ((((exp + rebias) << 23) | (man << 13)) & ~tiny) | sub;
+    return clt_bits_f32(sign | mag);
 }
 
-/* Round to nearest even; overflow to inf; NaN to 0x7e00 with the sign kept. */
+/* Round to nearest even; overflow to inf; NaN to 0x7e00 with the sign kept. Below 2^-14 (a
+ * subnormal half or zero), |f| + 0.5 is |f| rounded to nearest even on a multiple of 2^-24 (the
+ * ulp of [0.5, 1)) by the one correctly rounded addition: 0.5 + q 2^-24, q the half's bits; an
+ * f32 subnormal that a device flushes to zero gives q = 0 as it should. */
 CLT_FN clt_u16 clt_f32_to_f16(float f)
 {
     clt_u32 x = clt_f32_bits(f);
     clt_u32 sign = (x >> 16) & 0x8000u;
     clt_u32 mag = x & 0x7fffffffu;
-    if (mag > 0x7f800000u)
-        return (clt_u16)(sign | 0x7e00u);
-    if (mag >= 0x477ff000u) /* >= 65520 rounds to inf */
-        return (clt_u16)(sign | 0x7c00u);
-    if (mag >= 0x38800000u) { /* >= 2^-14: normal half */
-        clt_u32 mant_odd = (mag >> 13) & 1u;
-        mag += 0xfffu + mant_odd; /* round to nearest even on the 13 dropped bits */
-        mag -= 0x38000000u;       /* rebias 127 -> 15 */
-        return (clt_u16)(sign | (mag >> 13));
-    }
-    if (mag < 0x33000000u) /* < 2^-25: rounds to zero */
-        return (clt_u16)sign;
-    { /* subnormal half: value = man * 2^-24 */
-        clt_u32 e = mag >> 23;
-        clt_u32 m = (mag & 0x7fffffu) | 0x800000u;
-        clt_u32 shift = 126u - e; /* 14..24 */
-        clt_u32 q = m >> shift;
-        clt_u32 rem = m & ((1u << shift) - 1u);
-        clt_u32 halfway = 1u << (shift - 1u);
-        if (rem > halfway || (rem == halfway && (q & 1u)))
-            q += 1u;
-        return (clt_u16)(sign | q);
-    }
+    clt_u32 tiny = 0u - (clt_u32)(mag < 0x38800000u); /* all ones below 2^-14 */
+    /* normal half: round to nearest even on the 13 dropped bits, rebias 127 -> 15 */
+    clt_u32 normal = (mag + 0xfffu + ((mag >> 13) & 1u) - 0x38000000u) >> 13;
+    clt_u32 sub = clt_f32_bits(clt_bits_f32(mag & tiny) + 0.5f) - 0x3f000000u; /* 0 unless tiny */
+    clt_u32 r = (normal & ~tiny) | sub;
+    r = r < 0x7c00u ? r : 0x7c00u;          /* from 65520 (and inf, NaN) rounding rises to inf */
+    r |= (clt_u32)(mag > 0x7f800000u) << 9; /* NaN: 0x7e00 */
+    return (clt_u16)(sign | r);
 }
 
 CLT_FN float clt_bf16_to_f32(clt_u16 b)
@@ -79,27 +66,20 @@ CLT_FN clt_u16 clt_f32_to_bf16(float f)
 /* ---- f32 <-> f64 by integer operations: the same bits on devices that flush subnormals or
  * return their own NaN --------------------------------------------------------------------- */
 
-/* Exact; NaN is quieted with its payload and sign kept. */
+/* Exact; NaN is quieted with its payload and sign kept. Branch-free (see CLT_SEL64): a
+ * subnormal f32 is man * 2^-149, an exact product (a normal f64, or +0). */
 CLT_FN double clt_f32_to_f64(float f)
 {
     clt_u32 x = clt_f32_bits(f);
     clt_u64 sign = (clt_u64)(x >> 31) << 63;
     clt_u32 exp = (x >> 23) & 0xffu;
     clt_u64 man = x & 0x7fffffu;
-    if (exp == 0xffu)
-        return clt_bits_f64(sign | CLT_U64C(0x7ff0000000000000) | (man << 29) |
-                            (man ? CLT_U64C(0x0008000000000000) : 0));
-    if (exp == 0) {
-        clt_u64 e = 897; /* 1023 - 126: the exponent of 2^-126 */
-        if (man == 0)
-            return clt_bits_f64(sign);
-        while ((man & 0x800000u) == 0) { /* normalise the subnormal */
-            man <<= 1;
-            e -= 1;
-        }
-        return clt_bits_f64(sign | (e << 52) | ((man & 0x7fffffu) << 29));
-    }
-    return clt_bits_f64(sign | ((clt_u64)(exp + 896u) << 52) | (man << 29));
+    clt_u64 tiny = CLT_U64C(0) - (clt_u64)(exp == 0); /* all ones for a subnormal or zero */
+    clt_u64 sub = clt_f64_bits((double)(clt_i32)(man & tiny) * 0x1p-149); /* 0 unless tiny */
+    clt_u64 quiet = man ? CLT_U64C(0x0008000000000000) : 0;
+    clt_u64 mag = ((((clt_u64)(exp + 896u) << 52) | (man << 29)) & ~tiny) | sub;
+    mag = CLT_SEL64(exp == 0xffu, CLT_U64C(0x7ff0000000000000) | (man << 29) | quiet, mag);
+    return clt_bits_f64(sign | mag);
 }
 
 /* Round to nearest even, overflowing to inf; NaN is quieted with the top of its payload and its

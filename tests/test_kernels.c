@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "helpers.h"
+#include "opencl/cl_run.h"
 #include "ops/ops_internal.h"
 
 static const clt_dtype dtypes[] = {CLT_F32, CLT_F64, CLT_F16, CLT_BF16,
@@ -195,7 +196,7 @@ START_TEST(test_kernels_adjoints)
     const clt_conv2d_options co = {{2, 1}, {1, 2}, {2, 1}, 1};
     ck_assert_int_eq(clt__conv2d_geometry(fn, h, 2, 3, &co, &c), CLT_OK);
     int64_t rows = 3 * 2 * 3, cols = (int64_t)(c.OH * c.OW);
-    clt_tensor *hc = clt_tensor_randn(CLT_SHAPE(2, rows, cols), CLT_F32, cpu), *gc = clt_tensor_to(hc, dev);
+    clt_tensor *hc = clt_tensor_randn(CLT_SHAPE(rows, 2, cols), CLT_F32, cpu), *gc = clt_tensor_to(hc, dev);
     clt_tensor *a = clt__col2im(fn, gc, &c), *b = clt__col2im(fn, hc, &c);
     assert_same(a, b, "col2im");
     clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(gc), clt_tensor_release(hc);
@@ -271,6 +272,94 @@ START_TEST(test_kernels_training)
 }
 END_TEST
 
+/* n f32 values cycling through the conversions' edge cases (subnormals of f16 and f32, the
+ * f16 rounding and overflow boundaries, infinities, NaN with a payload) and ordinary numbers. */
+static clt_tensor *edge_values(int64_t n, clt_device *dev)
+{
+    static const uint32_t bits[] = {0x00000000, 0x80000001, 0x33000000, 0x33000001, 0x33400000,
+                                    0x387fc000, 0x387ff000, 0x38800000, 0x477fefff, 0x477ff000,
+                                    0x7f800000, 0xff800000, 0x7fc00123, 0x3f800000, 0xc0490fdb,
+                                    0x00400000, 0x3dcccccd};
+    float *v = malloc((size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t b = bits[i % (int64_t)(sizeof bits / sizeof *bits)] ^ (uint32_t)(i / 17 % 3);
+        memcpy(&v[i], &b, sizeof b);
+    }
+    clt_tensor *t = clt_tensor_from_data(v, CLT_F32, 1, &n, dev);
+    free(v);
+    ck_assert_msg(t != NULL, "%s", clt_last_error());
+    return t;
+}
+
+/* The contiguous kernels (ewc_*, casts, the optimizer step) in both layouts of CLT_RUN, on
+ * lengths around a work-item's run and views at an odd offset: bit for bit against cpu (the
+ * optimizer within rounding: OpenCL's sqrt is not correctly rounded). */
+START_TEST(test_kernels_contiguous)
+{
+    static const int64_t lens[] = {1, 15, 16, 17, 1000, 4099};
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    for (int blocked = 0; blocked < 2; blocked++) {
+        clt__cl_run_blocked = blocked;
+        for (size_t k = 0; k < sizeof lens / sizeof *lens; k++) {
+            int64_t n = lens[k];
+            clt_tensor *all_h = edge_values(n + 3, cpu), *all_g = clt_tensor_to(all_h, dev);
+            clt_tensor *h = clt_narrow(all_h, 0, 3, n), *g = clt_narrow(all_g, 0, 3, n);
+            clt_tensor *hb = clt_narrow(all_h, 0, 0, n), *gb = clt_narrow(all_g, 0, 0, n);
+            clt_tensor *ch = clt_gt(h, hb), *cg = clt_gt(g, gb);
+            clt_tensor *pairs[][2] = {
+                {clt_add(g, gb), clt_add(h, hb)},
+                {clt_relu(g), clt_relu(h)},
+                {clt_where(cg, g, gb), clt_where(ch, h, hb)},
+                {clt_tensor_to_dtype(g, CLT_F16), clt_tensor_to_dtype(h, CLT_F16)},
+                {clt_tensor_to_dtype(g, CLT_BF16), clt_tensor_to_dtype(h, CLT_BF16)},
+                {NULL, NULL},
+                {NULL, NULL},
+            };
+            clt_tensor *h16 = pairs[3][1], *g16 = clt_tensor_to(h16, dev);
+            pairs[5][0] = clt_tensor_to_dtype(g16, CLT_F32);
+            pairs[5][1] = clt_tensor_to_dtype(h16, CLT_F32);
+            if (dev->info.fp64) {
+                pairs[6][0] = clt_tensor_to_dtype(g, CLT_F64);
+                pairs[6][1] = clt_tensor_to_dtype(h, CLT_F64);
+            }
+            for (size_t p = 0; p < sizeof pairs / sizeof *pairs; p++) {
+                char what[64];
+                snprintf(what, sizeof what, "case %zu of length %lld, blocked %d", p,
+                         (long long)n, blocked);
+                if (pairs[p][0] || pairs[p][1])
+                    assert_same(pairs[p][0], pairs[p][1], what);
+                clt_tensor_release(pairs[p][0]), clt_tensor_release(pairs[p][1]);
+            }
+            clt_tensor *all[] = {g16, cg, ch, gb, hb, g, h, all_g, all_h};
+            for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+                clt_tensor_release(all[i]);
+        }
+        for (int opt_kind = 0; opt_kind < 2; opt_kind++) {
+            clt_tensor *x[2], *grad[2];
+            clt_optimizer *opts[2];
+            clt_manual_seed(3);
+            x[0] = clt_tensor_randn(CLT_SHAPE(1001), CLT_F32, cpu);
+            grad[0] = clt_tensor_randn(CLT_SHAPE(1001), CLT_F32, cpu);
+            x[1] = clt_tensor_to(x[0], dev);
+            grad[1] = clt_tensor_to(grad[0], dev);
+            for (int d = 0; d < 2; d++) {
+                clt_tensor_set_requires_grad(x[d], true);
+                clt_tensor_set_grad(x[d], grad[d]);
+                opts[d] = opt_kind ? clt_optim_adam(&x[d], 1, &(clt_adam_options){.lr = 0.1})
+                                   : clt_optim_sgd(&x[d], 1,
+                                                   &(clt_sgd_options){.lr = 0.1, .momentum = 0.5});
+                ck_assert_int_eq(clt_optim_step(opts[d]), CLT_OK);
+                ck_assert_int_eq(clt_optim_step(opts[d]), CLT_OK);
+            }
+            assert_near(x[1], x[0], opt_kind ? "contiguous Adam" : "contiguous SGD");
+            for (int d = 0; d < 2; d++)
+                clt_optim_free(opts[d]), clt_tensor_release(x[d]), clt_tensor_release(grad[d]);
+        }
+    }
+    clt__cl_run_blocked = -1;
+}
+END_TEST
+
 /* The library's GEMM kernels (packing, packed, direct, tiled), f32 and f64, on shapes with
  * partial tiles, transposes, batches and a beta (CLBlast's kernels are not the library's). */
 START_TEST(test_kernels_gemm)
@@ -295,6 +384,7 @@ Suite *suite_kernels(void)
     tcase_add_test(tc, test_kernels_reduce_nn);
     tcase_add_test(tc, test_kernels_adjoints);
     tcase_add_test(tc, test_kernels_training);
+    tcase_add_test(tc, test_kernels_contiguous);
     tcase_add_test(tc, test_kernels_gemm);
     suite_add_tcase(s, tc);
     return s;

@@ -65,43 +65,6 @@ static clt_status host_fill(const char *fn, clt_device *dev, void *buf, size_t o
     return CLT_OK;
 }
 
-typedef void (*cast_loop)(const void *src, void *dst, size_t n);
-
-#define CLT__HOST_CAST(S, ST, SK, D, DT, DK)                                                   \
-    static void cast_##S##_##D(const void *src, void *dst, size_t n)                           \
-    {                                                                                          \
-        const ST *s = src;                                                                     \
-        DT *d = dst;                                                                           \
-        for (size_t i = 0; i < n; i++)                                                         \
-            d[i] = clt_cvt_##S##_##D(s[i]);                                                    \
-    }
-CLT_DTYPE_PAIRS(CLT__HOST_CAST)
-
-/* The dtype tokens of scalar.cl as clt_dtype values. */
-#define CLT__DT_f32 CLT_F32
-#define CLT__DT_f64 CLT_F64
-#define CLT__DT_f16 CLT_F16
-#define CLT__DT_bf16 CLT_BF16
-#define CLT__DT_i32 CLT_I32
-#define CLT__DT_i64 CLT_I64
-#define CLT__DT_u8 CLT_U8
-#define CLT__DT_b8 CLT_BOOL
-#define CLT__CAST_ENTRY(S, ST, SK, D, DT, DK) [CLT__DT_##S][CLT__DT_##D] = cast_##S##_##D,
-
-static const cast_loop cast_table[CLT_DTYPE_COUNT][CLT_DTYPE_COUNT] = {
-    CLT_DTYPE_PAIRS(CLT__CAST_ENTRY)};
-
-static clt_status host_cast(const char *fn, clt_device *dev, void *src, size_t src_off,
-                            clt_dtype src_dtype, void *dst, size_t dst_off, clt_dtype dst_dtype,
-                            size_t n)
-{
-    (void)fn;
-    (void)dev;
-    cast_table[src_dtype][dst_dtype]((const char *)src + src_off * clt_dtype_size(src_dtype),
-                                     (char *)dst + dst_off * clt_dtype_size(dst_dtype), n);
-    return CLT_OK;
-}
-
 static clt_status host_random(const char *fn, clt_device *dev, void *buf, size_t off,
                               clt_dtype dtype, size_t n, bool normal, uint64_t seed,
                               uint64_t counter)
@@ -188,6 +151,9 @@ static void host_event_release(void *event)
 }
 
 clt_status clt__host_elementwise(const char *fn, clt_device *dev, const clt__ew_call *call);
+clt_status clt__host_cast(const char *fn, clt_device *dev, void *src, size_t src_off,
+                          clt_dtype src_dtype, void *dst, size_t dst_off, clt_dtype dst_dtype,
+                          size_t n);
 clt_status clt__host_reduce(const char *fn, clt_device *dev, const clt__reduce_call *call);
 clt_status clt__host_gemm(const char *fn, clt_device *dev, const clt__gemm_call *call);
 
@@ -207,7 +173,7 @@ const clt__backend clt__host_backend = {
     .read = host_read,
     .copy = host_copy,
     .fill = host_fill,
-    .cast = host_cast,
+    .cast = clt__host_cast,
     .random = host_random,
     .index_select = clt__host_index_select,
     .im2col = clt__host_im2col,

@@ -1,6 +1,12 @@
 /* The host backend's elementwise operations: one loop per (operation, dtype), generated from
- * the table in cl/elementwise_ops.cl that the OpenCL kernels use too. */
+ * the table in cl/elementwise_ops.cl that the OpenCL kernels use too; copies that are batched
+ * transposes (clt__tile_plan) in cache-sized tiles, 4 x 4 (2 x 2) blocks of 4-byte (8-byte)
+ * elements transposed in SSE2 registers; and the dtype conversions, one loop per pair of
+ * dtypes over the branch-free functions of cl/scalar.cl. */
 #include <tgmath.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "backend.h"
 #include "scalar_host.h"
@@ -105,7 +111,7 @@ CLT_EW_OPS(HOST_EW)
 HOST_EW_SPECIAL
 static const ew_loop loops_f32[CLT_EW_COUNT] = TABLE_ROW;
 #undef DT
-#undef ST
+#undef VST
 #define DT f16
 #define ST clt_u16
 CLT_EW_OPS(HOST_EW)
@@ -117,7 +123,7 @@ CLT_EW_OPS(HOST_EW)
 HOST_EW_SPECIAL
 static const ew_loop loops_bf16[CLT_EW_COUNT] = TABLE_ROW;
 #undef DT
-#undef ST
+#undef VST
 #undef KIND
 #undef CT
 #undef CT_TOKEN
@@ -130,7 +136,7 @@ CLT_EW_OPS(HOST_EW)
 HOST_EW_SPECIAL
 static const ew_loop loops_f64[CLT_EW_COUNT] = TABLE_ROW;
 #undef DT
-#undef ST
+#undef VST
 #undef KIND
 #undef CT
 #undef CT_TOKEN
@@ -145,14 +151,14 @@ CLT_EW_OPS(HOST_EW)
 HOST_EW_SPECIAL
 static const ew_loop loops_i32[CLT_EW_COUNT] = TABLE_ROW;
 #undef DT
-#undef ST
+#undef VST
 #define DT i64
 #define ST clt_i64
 CLT_EW_OPS(HOST_EW)
 HOST_EW_SPECIAL
 static const ew_loop loops_i64[CLT_EW_COUNT] = TABLE_ROW;
 #undef DT
-#undef ST
+#undef VST
 #define DT u8
 #define ST clt_u8
 CLT_EW_OPS(HOST_EW)
@@ -169,10 +175,163 @@ static const ew_loop *const loops[CLT_DTYPE_COUNT] = {
     [CLT_I32] = loops_i32, [CLT_I64] = loops_i64, [CLT_U8] = loops_u8,   [CLT_BOOL] = loops_b8,
 };
 
+/* ---- copies of batched transposes, in tiles ------------------------------------------------ */
+
+#define CLT__TILE 16 /* elements a side of a tile: its input and output lines stay in L1 */
+
+/* out[i * rs + j] = in[i + j * cs] for i in [i0, i1), j in [j0, j1), T the storage. */
+#define HOST_TILE_PLAIN(T)                                                                     \
+    static void tile_##T(T *restrict out, const T *restrict in, int64_t rs, int64_t cs,        \
+                         size_t i0, size_t i1, size_t j0, size_t j1)                           \
+    {                                                                                          \
+        for (int64_t i = (int64_t)i0; i < (int64_t)i1; i++)                                    \
+            for (int64_t j = (int64_t)j0; j < (int64_t)j1; j++)                                \
+                out[i * rs + j] = in[i + j * cs];                                              \
+    }
+HOST_TILE_PLAIN(uint8_t)
+HOST_TILE_PLAIN(uint16_t)
+
+#if defined(__SSE2__)
+#define VLD(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
+#define VST(p, v) _mm_storeu_si128((__m128i *)(void *)(p), v)
+/* The same for 4-byte elements: 4 x 4 blocks transposed by integer unpacks (bit-exact). */
+static void tile_uint32_t(uint32_t *restrict out, const uint32_t *restrict in, int64_t rs,
+                          int64_t cs, size_t i0, size_t i1, size_t j0, size_t j1)
+{
+    int64_t i = (int64_t)i0, j;
+    for (; i + 4 <= (int64_t)i1; i += 4) {
+        for (j = (int64_t)j0; j + 4 <= (int64_t)j1; j += 4) {
+            __m128i r0 = VLD(in + i + j * cs), r1 = VLD(in + i + (j + 1) * cs);
+            __m128i r2 = VLD(in + i + (j + 2) * cs), r3 = VLD(in + i + (j + 3) * cs);
+            __m128i t0 = _mm_unpacklo_epi32(r0, r1), t1 = _mm_unpacklo_epi32(r2, r3);
+            __m128i t2 = _mm_unpackhi_epi32(r0, r1), t3 = _mm_unpackhi_epi32(r2, r3);
+            VST(out + i * rs + j, _mm_unpacklo_epi64(t0, t1));
+            VST(out + (i + 1) * rs + j, _mm_unpackhi_epi64(t0, t1));
+            VST(out + (i + 2) * rs + j, _mm_unpacklo_epi64(t2, t3));
+            VST(out + (i + 3) * rs + j, _mm_unpackhi_epi64(t2, t3));
+        }
+        for (int64_t k = i; k < i + 4; k++) /* the columns left */
+            for (int64_t m = j; m < (int64_t)j1; m++)
+                out[k * rs + m] = in[k + m * cs];
+    }
+    for (; i < (int64_t)i1; i++) /* the rows left */
+        for (j = (int64_t)j0; j < (int64_t)j1; j++)
+            out[i * rs + j] = in[i + j * cs];
+}
+
+/* 8-byte elements: 2 x 2 blocks. */
+static void tile_uint64_t(uint64_t *restrict out, const uint64_t *restrict in, int64_t rs,
+                          int64_t cs, size_t i0, size_t i1, size_t j0, size_t j1)
+{
+    int64_t i = (int64_t)i0, j;
+    for (; i + 2 <= (int64_t)i1; i += 2) {
+        for (j = (int64_t)j0; j + 2 <= (int64_t)j1; j += 2) {
+            __m128i r0 = VLD(in + i + j * cs), r1 = VLD(in + i + (j + 1) * cs);
+            VST(out + i * rs + j, _mm_unpacklo_epi64(r0, r1));
+            VST(out + (i + 1) * rs + j, _mm_unpackhi_epi64(r0, r1));
+        }
+        for (int64_t k = i; k < i + 2; k++)
+            for (int64_t m = j; m < (int64_t)j1; m++)
+                out[k * rs + m] = in[k + m * cs];
+    }
+    for (; i < (int64_t)i1; i++)
+        for (j = (int64_t)j0; j < (int64_t)j1; j++)
+            out[i * rs + j] = in[i + j * cs];
+}
+#undef VLD
+#undef VST
+#else
+HOST_TILE_PLAIN(uint32_t)
+HOST_TILE_PLAIN(uint64_t)
+#endif
+
+/* Every matrix of plan t, tile by tile, T the storage of the dtype. */
+#define HOST_TILED(T)                                                                          \
+    static void tiled_##T(const clt__ew_call *c, const clt__tile_plan *t)                      \
+    {                                                                                          \
+        int64_t idx[CLT_MAX_DIMS] = {0}, o = (int64_t)c->out.offset;                          \
+        int64_t a = (int64_t)c->in[0].offset;                                                  \
+        T *out = c->out.buf;                                                                   \
+        const T *in = c->in[0].buf;                                                            \
+        for (size_t b = 0; b < t->batch; b++) {                                                \
+            for (size_t i = 0; i < t->rows; i += CLT__TILE)                                    \
+                for (size_t j = 0; j < t->cols; j += CLT__TILE)                                \
+                    tile_##T(out + o, in + a, t->out_rs, t->in_cs, i,                          \
+                             i + CLT__TILE < t->rows ? i + CLT__TILE : t->rows, j,             \
+                             j + CLT__TILE < t->cols ? j + CLT__TILE : t->cols);               \
+            for (int d = t->nb - 1; d >= 0; d--) { /* the next matrix */                       \
+                o += t->out_bs[d];                                                             \
+                a += t->in_bs[d];                                                              \
+                if (++idx[d] < t->bshape[d])                                                   \
+                    break;                                                                     \
+                o -= t->out_bs[d] * t->bshape[d];                                              \
+                a -= t->in_bs[d] * t->bshape[d];                                               \
+                idx[d] = 0;                                                                    \
+            }                                                                                  \
+        }                                                                                      \
+    }
+HOST_TILED(uint8_t)
+HOST_TILED(uint16_t)
+HOST_TILED(uint32_t)
+HOST_TILED(uint64_t)
+
+/* Runs a copy of plan t, by element size. */
+static void tiled_copy(const clt__ew_call *c, const clt__tile_plan *t)
+{
+    switch (clt_dtype_size(c->dtype)) {
+    case 1: tiled_uint8_t(c, t); break;
+    case 2: tiled_uint16_t(c, t); break;
+    case 4: tiled_uint32_t(c, t); break;
+    default: tiled_uint64_t(c, t); break;
+    }
+}
+
 clt_status clt__host_elementwise(const char *fn, clt_device *dev, const clt__ew_call *call)
+{
+    clt__tile_plan plan;
+    (void)fn;
+    (void)dev;
+    if (clt__tile_plan_of(call, &plan))
+        tiled_copy(call, &plan);
+    else
+        loops[call->dtype][call->op](call);
+    return CLT_OK;
+}
+
+typedef void (*cast_loop)(const void *src, void *dst, size_t n);
+
+#define CLT__HOST_CAST(S, ST_, SK, D, DT_, DK)                                                 \
+    static void cast_##S##_##D(const void *src, void *dst, size_t n)                           \
+    {                                                                                          \
+        const ST_ *s = src;                                                           \
+        DT_ *d = dst;                                                                 \
+        for (size_t i = 0; i < n; i++)                                                         \
+            d[i] = clt_cvt_##S##_##D(s[i]);                                                    \
+    }
+CLT_DTYPE_PAIRS(CLT__HOST_CAST)
+
+/* The dtype tokens of scalar.cl as clt_dtype values. */
+#define CLT__DT_f32 CLT_F32
+#define CLT__DT_f64 CLT_F64
+#define CLT__DT_f16 CLT_F16
+#define CLT__DT_bf16 CLT_BF16
+#define CLT__DT_i32 CLT_I32
+#define CLT__DT_i64 CLT_I64
+#define CLT__DT_u8 CLT_U8
+#define CLT__DT_b8 CLT_BOOL
+#define CLT__CAST_ENTRY(S, ST_, SK, D, DT_, DK) [CLT__DT_##S][CLT__DT_##D] = cast_##S##_##D,
+
+static const cast_loop cast_table[CLT_DTYPE_COUNT][CLT_DTYPE_COUNT] = {
+    CLT_DTYPE_PAIRS(CLT__CAST_ENTRY)};
+
+/* dst[dst_off + i] = convert(src[src_off + i]) for i < n (the backend's cast). */
+clt_status clt__host_cast(const char *fn, clt_device *dev, void *src, size_t src_off,
+                          clt_dtype src_dtype, void *dst, size_t dst_off, clt_dtype dst_dtype,
+                          size_t n)
 {
     (void)fn;
     (void)dev;
-    loops[call->dtype][call->op](call);
+    cast_table[src_dtype][dst_dtype]((const char *)src + src_off * clt_dtype_size(src_dtype),
+                                     (char *)dst + dst_off * clt_dtype_size(dst_dtype), n);
     return CLT_OK;
 }

@@ -65,21 +65,26 @@ static void load_int(const void *row, clt_dtype dt, size_t start, size_t n, clt_
     }                                                                                          \
     /* Adds v[0 .. n) into the lanes' compensated sums, element i into lane i % CLT__LANES   \
      * (n a multiple of CLT__LANES, or the row's last piece). */                               \
-    static void lanes_##K(const CT *v, size_t n, CT *s, CT *c)                                 \
+    static void lanes_##K(const CT *restrict v, size_t n, CT *restrict s, CT *restrict c)    \
     {                                                                                          \
+        CT ls[CLT__LANES], lc[CLT__LANES]; /* local: kept in registers, the loop vectorises */ \
         size_t i = 0;                                                                          \
+        memcpy(ls, s, sizeof ls);                                                              \
+        memcpy(lc, c, sizeof lc);                                                              \
         for (; i + CLT__LANES <= n; i += CLT__LANES) {                                         \
             for (int l = 0; l < CLT__LANES; l++) {                                             \
                 CT e;                                                                          \
-                two_sum_##K(s[l], v[i + (size_t)l], &s[l], &e);                                \
-                c[l] += e;                                                                     \
+                two_sum_##K(ls[l], v[i + (size_t)l], &ls[l], &e);                              \
+                lc[l] += e;                                                                    \
             }                                                                                  \
         }                                                                                      \
         for (int l = 0; i < n; i++, l++) {                                                     \
             CT e;                                                                              \
-            two_sum_##K(s[l], v[i], &s[l], &e);                                                \
-            c[l] += e;                                                                         \
+            two_sum_##K(ls[l], v[i], &ls[l], &e);                                              \
+            lc[l] += e;                                                                        \
         }                                                                                      \
+        memcpy(s, ls, sizeof ls);                                                              \
+        memcpy(c, lc, sizeof lc);                                                              \
     }                                                                                          \
     /* Combines the lanes into lane 0; s + c, or s alone when it is not finite. */            \
     static CT lanes_total_##K(CT *s, CT *c)                                                    \

@@ -1,9 +1,11 @@
-/* The OpenCL backend's kernels for tensors: dtype conversion (cl/cast.cl) and random fills
- * (cl/random.cl). */
+/* The OpenCL backend's kernels for tensors: dtype conversion (cl/cast.cl), elementwise
+ * operations (cl/elementwise.cl: the strided kernels, or, when every operand is contiguous, the
+ * ewc_ kernels that loop with CLT_RUN), fills and random fills (cl/random.cl). */
 #include <stdio.h>
 #include <string.h>
 
 #include "cl_internal.h"
+#include "cl_run.h"
 #include "core/core.h"
 
 clt_status clt__cl_cast(const char *fn, clt_device *dev, void *src, size_t src_off,
@@ -13,12 +15,14 @@ clt_status clt__cl_cast(const char *fn, clt_device *dev, void *src, size_t src_o
     char kernel[32];
     cl_mem s = src, d = dst;
     cl_ulong so = src_off, dof = dst_off, count = n;
+    cl_int blocked = clt__cl_run_layout(dev);
     const clt__cl_arg args[] = {
-        {sizeof s, &s}, {sizeof so, &so}, {sizeof d, &d}, {sizeof dof, &dof}, {sizeof count, &count},
+        {sizeof s, &s},         {sizeof so, &so},           {sizeof d, &d},
+        {sizeof dof, &dof},     {sizeof count, &count},     {sizeof blocked, &blocked},
     };
     snprintf(kernel, sizeof kernel, "cast_%s_%s", clt__dtype_token(src_dtype),
              clt__dtype_token(dst_dtype));
-    return clt__cl_launch(fn, dev, "cast", NULL, kernel, args, 5, n, NULL);
+    return clt__cl_run(fn, dev, "cast", NULL, kernel, args, 6, n);
 }
 
 const char *clt__cl_dtype_options(clt_dtype dtype)
@@ -33,6 +37,28 @@ const char *clt__cl_dtype_options(clt_dtype dtype)
     case CLT_U8: return "-DDT=u8 -DST=clt_u8 -DCT=clt_i64 -DKIND=int -DCLT_KIND_INT=1";
     default: return "-DDT=b8 -DST=clt_u8 -DCT=clt_i64 -DKIND=int -DCLT_KIND_INT=1";
     }
+}
+
+int clt__cl_run_blocked = -1;
+
+/* An elementwise call over contiguous operands: ewc_<op>, bufs and offs in the order output,
+ * inputs; s0 and s1 the scalars, ssize bytes each. */
+static clt_status contiguous(const char *fn, clt_device *dev, const clt__ew_call *c,
+                             const cl_mem *bufs, const cl_ulong *offs, const void *s0,
+                             const void *s1, size_t ssize)
+{
+    char kernel[48];
+    cl_ulong n = c->n;
+    cl_int blocked = clt__cl_run_layout(dev);
+    const clt__cl_arg args[] = {
+        {sizeof bufs[0], &bufs[0]}, {sizeof offs[0], &offs[0]}, {sizeof bufs[1], &bufs[1]},
+        {sizeof offs[1], &offs[1]}, {sizeof bufs[2], &bufs[2]}, {sizeof offs[2], &offs[2]},
+        {sizeof bufs[3], &bufs[3]}, {sizeof offs[3], &offs[3]}, {sizeof n, &n},
+        {sizeof blocked, &blocked}, {ssize, s0},                {ssize, s1},
+    };
+    snprintf(kernel, sizeof kernel, "ewc_%s", clt__ew_name(c->op));
+    return clt__cl_run(fn, dev, "elementwise", clt__cl_dtype_options(c->dtype), kernel, args, 12,
+                       c->n);
 }
 
 clt_status clt__cl_elementwise(const char *fn, clt_device *dev, const clt__ew_call *c)
@@ -82,6 +108,8 @@ clt_status clt__cl_elementwise(const char *fn, clt_device *dev, const clt__ew_ca
         {sizeof shape, &shape},     {sizeof ndim, &ndim},       {sizeof n, &n},
         {ssize, &s[0]},             {ssize, &s[1]},
     };
+    if (c->ndim == 0) /* every operand contiguous */
+        return contiguous(fn, dev, c, bufs, offs, &s[0], &s[1], ssize);
     snprintf(kernel, sizeof kernel, "ew_%s", clt__ew_name(c->op));
     return clt__cl_launch(fn, dev, "elementwise", clt__cl_dtype_options(c->dtype), kernel, args, 17, c->n,
                           NULL);

@@ -1,5 +1,7 @@
-/* The OpenCL backend's optimizer update (cl/optim.cl), one work-item an element. */
+/* The OpenCL backend's optimizer update (cl/optim.cl), each work-item looping over several
+ * elements (cl_run.h). */
 #include "cl_internal.h"
+#include "cl_run.h"
 #include "core/core.h"
 
 clt_status clt__cl_optim_step(const char *fn, clt_device *dev, const clt__optim_call *c)
@@ -7,6 +9,7 @@ clt_status clt__cl_optim_step(const char *fn, clt_device *dev, const clt__optim_
     cl_mem p = c->param, g = c->grad, m = c->m ? (cl_mem)c->m : p, v = c->v ? (cl_mem)c->v : p;
     cl_ulong po = c->param_offset, go = c->grad_offset, n = c->n;
     cl_int kind = (cl_int)c->kind, nesterov = c->nesterov, first = c->first;
+    cl_int blocked = clt__cl_run_layout(dev);
     const double s[9] = {c->lr,    c->momentum, c->dampening, c->weight_decay, c->beta1,
                          c->beta2, c->eps,      c->bias1,     c->bias2};
     cl_float f[9];
@@ -22,9 +25,9 @@ clt_status clt__cl_optim_step(const char *fn, clt_device *dev, const clt__optim_
         S(0),            S(1),             S(2),           S(3),
         {sizeof nesterov, &nesterov},      {sizeof first, &first},
         S(4),            S(5),             S(6),           S(7),
-        S(8),
+        S(8),            {sizeof blocked, &blocked},
     };
 #undef S
-    return clt__cl_launch(fn, dev, "optim", clt__cl_dtype_options(c->dtype), "optim_step", args,
-                          (int)(sizeof args / sizeof args[0]), c->n, NULL);
+    return clt__cl_run(fn, dev, "optim", clt__cl_dtype_options(c->dtype), "optim_step", args,
+                       (int)(sizeof args / sizeof args[0]), c->n);
 }
