@@ -27,7 +27,7 @@
 /* Offsets o, a, b, c of element i in the output and the three inputs. */
 #define EW_OFFSETS                                                                             \
     ulong i = get_global_id(0);                                                                \
-    ulong o = out_off + i, a = x_off + i, b = y_off + i, c = z_off + i;                         \
+    ulong o = out_off + i, a = x_off + i, b = y_off + i, c = z_off + i;                        \
     if (i >= n)                                                                                \
         return;                                                                                \
     if (ndim > 0) {                                                                            \
@@ -96,7 +96,7 @@ __kernel void ew_where(EW_PARAMS(ST, clt_u8))
  * work-item looping over several with CLT_RUN (common.cl): ewc_<op>, ewc_copy and ewc_where. */
 #define EWC_PARAMS(OT, XT)                                                                     \
     __global OT *out, ulong out_off, __global const XT *xp, ulong x_off,                       \
-        __global const ST *yp, ulong y_off, __global const ST *zp, ulong z_off, ulong n, \
+        __global const ST *yp, ulong y_off, __global const ST *zp, ulong z_off, ulong n,       \
         int blocked, CT s0, CT s1
 
 #define EWC_KERNEL(name, inputs, fe, ie, res)                                                  \
@@ -106,7 +106,7 @@ __kernel void ew_where(EW_PARAMS(ST, clt_u8))
         (void)z_off;                                                                           \
         (void)s0;                                                                              \
         (void)s1;                                                                              \
-        CLT_RUN(n, blocked, {                                                                           \
+        CLT_RUN(n, blocked, {                                                                  \
             CT x = LOAD(xp[x_off + i]);                                                        \
             CT y = inputs > 1 ? (CT)LOAD(yp[y_off + i]) : (CT)0;                               \
             (void)y;                                                                           \
