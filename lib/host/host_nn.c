@@ -66,6 +66,39 @@ clt_status clt__host_im2col(const char *fn, clt_device *dev, const clt__conv_cal
     return CLT_OK;
 }
 
+/* For the adjoints' gathers: the output row (column) that tap y (x) of a window reads input
+ * row h (column w) from, clt_window_at for every h < H and y < kh (w < W, x < kw), when that
+ * fits; else window_y and window_x compute it. */
+#define WINDOW_TABLE_MAX 512
+typedef struct window_tables {
+    bool has_y, has_x;
+    long y[WINDOW_TABLE_MAX], x[WINDOW_TABLE_MAX];
+} window_tables;
+
+static void window_tables_make(window_tables *t, const clt__conv_call *c)
+{
+    t->has_y = c->H * (size_t)c->kh <= WINDOW_TABLE_MAX;
+    t->has_x = c->W * (size_t)c->kw <= WINDOW_TABLE_MAX;
+    for (size_t h = 0; t->has_y && h < c->H; h++)
+        for (int y = 0; y < c->kh; y++)
+            t->y[h * (size_t)c->kh + (size_t)y] =
+                clt_window_at((long)h, y, c->sh, c->ph, c->dh, c->OH);
+    for (size_t w = 0; t->has_x && w < c->W; w++)
+        for (int x = 0; x < c->kw; x++)
+            t->x[w * (size_t)c->kw + (size_t)x] =
+                clt_window_at((long)w, x, c->sw, c->pw, c->dw, c->OW);
+}
+
+static inline long window_y(const window_tables *t, const clt__conv_call *c, long h, int y)
+{
+    return t->has_y ? t->y[h * c->kh + y] : clt_window_at(h, y, c->sh, c->ph, c->dh, c->OH);
+}
+
+static inline long window_x(const window_tables *t, const clt__conv_call *c, long w, int x)
+{
+    return t->has_x ? t->x[w * c->kw + x] : clt_window_at(w, x, c->sw, c->pw, c->dw, c->OW);
+}
+
 #define CLT_CAT_(a, b) a##b
 #define CLT_CAT(a, b) CLT_CAT_(a, b)
 #define LOAD(v) CLT_CAT(clt_load_, DT)(v)
@@ -107,28 +140,34 @@ clt_status clt__host_im2col(const char *fn, clt_device *dev, const clt__conv_cal
         }                                                                                      \
     }
 
-/* The adjoints, as gathers in the order of the OpenCL kernels (so both give the same sums). */
+/* The adjoints, as gathers in the order of the OpenCL kernels (so both give the same sums).
+ * Loops run over (image and channel, h, w) with the output position each tap reads from taken
+ * from a table (window_table) when it fits. */
 #define HOST_COL2IM                                                                            \
     static void CLT_CAT(col2im_, DT)(const clt__conv_call *c)                                  \
     {                                                                                          \
         size_t cols = c->OH * c->OW, tap = c->N * cols;                                        \
         ST *out = (ST *)c->out + c->out_offset;                                                \
-        for (size_t i = 0; i < c->N * c->C * c->H * c->W; i++) {                               \
-            long w = (long)(i % c->W), h = (long)((i / c->W) % c->H);                          \
-            size_t nc = i / (c->W * c->H), n = nc / c->C, ch = nc % c->C;                      \
+        window_tables t;                                                                       \
+        window_tables_make(&t, c);                                                             \
+        for (size_t nc = 0; nc < c->N * c->C; nc++) {                                          \
+            size_t n = nc / c->C, ch = nc % c->C;                                              \
             const ST *rows = (const ST *)c->in + c->in_offset +                                \
                              (ch * (size_t)(c->kh * c->kw) * c->N + n) * cols;                 \
-            CT sum = 0;                                                                        \
-            for (int y = 0; y < c->kh; y++) {                                                  \
-                long oy = clt_window_at(h, y, c->sh, c->ph, c->dh, c->OH);                     \
-                for (int x = 0; oy >= 0 && x < c->kw; x++) {                                   \
-                    long ox = clt_window_at(w, x, c->sw, c->pw, c->dw, c->OW);                 \
-                    if (ox >= 0)                                                               \
-                        sum += LOAD(rows[(size_t)(y * c->kw + x) * tap +                       \
-                                         (size_t)(oy * (long)c->OW + ox)]);                    \
+            for (long h = 0; h < (long)c->H; h++)                                              \
+                for (long w = 0; w < (long)c->W; w++) {                                        \
+                    CT sum = 0;                                                                \
+                    for (int y = 0; y < c->kh; y++) {                                          \
+                        long oy = window_y(&t, c, h, y);                                       \
+                        for (int x = 0; oy >= 0 && x < c->kw; x++) {                           \
+                            long ox = window_x(&t, c, w, x);                                   \
+                            if (ox >= 0)                                                       \
+                                sum += LOAD(rows[(size_t)(y * c->kw + x) * tap +               \
+                                                 (size_t)(oy * (long)c->OW + ox)]);            \
+                        }                                                                      \
+                    }                                                                          \
+                    *out++ = STORE(sum);                                                       \
                 }                                                                              \
-            }                                                                                  \
-            out[i] = STORE(sum);                                                               \
         }                                                                                      \
     }
 
@@ -138,30 +177,36 @@ clt_status clt__host_im2col(const char *fn, clt_device *dev, const clt__conv_cal
         const ST *in = (const ST *)c->in + c->in_offset;                                       \
         const int64_t *arg = c->arg ? (const int64_t *)c->arg + c->arg_offset : NULL;          \
         ST *out = (ST *)c->out + c->out_offset;                                                \
-        for (size_t i = 0; i < c->N * c->C * c->H * c->W; i++) {                               \
-            long w = (long)(i % c->W), h = (long)((i / c->W) % c->H);                          \
-            size_t plane = i / (c->W * c->H) * c->OH * c->OW;                                  \
-            CT sum = 0;                                                                        \
-            for (int y = 0; y < c->kh; y++) {                                                  \
-                long oy = clt_window_at(h, y, c->sh, c->ph, c->dh, c->OH);                     \
-                long rows = oy < 0 || c->count_pad ? c->kh                                     \
+        window_tables t;                                                                       \
+        window_tables_make(&t, c);                                                             \
+        for (size_t nc = 0; nc < c->N * c->C; nc++) {                                          \
+            size_t plane = nc * c->OH * c->OW;                                                 \
+            for (long h = 0; h < (long)c->H; h++)                                              \
+                for (long w = 0; w < (long)c->W; w++) {                                        \
+                    CT sum = 0;                                                                \
+                    for (int y = 0; y < c->kh; y++) {                                          \
+                        long oy = window_y(&t, c, h, y);                                       \
+                        long rows = oy < 0 || c->count_pad                                     \
+                            ? c->kh                                                            \
                             : clt_window_taps_inside(oy, c->kh, c->sh, c->ph, c->dh, c->H);    \
-                for (int x = 0; oy >= 0 && x < c->kw; x++) {                                   \
-                    long ox = clt_window_at(w, x, c->sw, c->pw, c->dw, c->OW);                 \
-                    if (ox < 0)                                                                \
-                        continue;                                                              \
-                    size_t o = plane + (size_t)(oy * (long)c->OW + ox);                        \
-                    if (c->is_max) {                                                           \
-                        if (arg[o] == h * (long)c->W + w)                                      \
-                            sum += LOAD(in[o]);                                                \
-                    } else {                                                                   \
-                        long cols = c->count_pad ? c->kw                                       \
-                            : clt_window_taps_inside(ox, c->kw, c->sw, c->pw, c->dw, c->W);    \
-                        sum += LOAD(in[o]) / (CT)(rows * cols);                                \
+                        for (int x = 0; oy >= 0 && x < c->kw; x++) {                           \
+                            long ox = window_x(&t, c, w, x);                                   \
+                            if (ox < 0)                                                        \
+                                continue;                                                      \
+                            size_t o = plane + (size_t)(oy * (long)c->OW + ox);                \
+                            if (c->is_max) {                                                   \
+                                if (arg[o] == h * (long)c->W + w)                              \
+                                    sum += LOAD(in[o]);                                        \
+                            } else {                                                           \
+                                long cols = c->count_pad ? c->kw                               \
+                                    : clt_window_taps_inside(ox, c->kw, c->sw, c->pw, c->dw,   \
+                                                             c->W);                            \
+                                sum += LOAD(in[o]) / (CT)(rows * cols);                        \
+                            }                                                                  \
+                        }                                                                      \
                     }                                                                          \
+                    *out++ = STORE(sum);                                                       \
                 }                                                                              \
-            }                                                                                  \
-            out[i] = STORE(sum);                                                               \
         }                                                                                      \
     }
 
