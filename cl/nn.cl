@@ -1,8 +1,9 @@
 /* Neural-network kernels, built per dtype with the options of elementwise.cl (-DDT, -DST, -DCT,
  * -DKIND): index_select (embedding, picking targets), im2col (convolution as a matrix product)
  * and 2-D max and average pooling over NCHW tensors, and the adjoints the backward passes use
- * (index_add, col2im, pool2d_backward), each a gather: one work-item sums what reaches its
- * output element in a fixed order, so results never depend on scheduling. Every operand is
+ * (index_add, col2im, pool2d_backward), each a gather: what reaches an output element is summed
+ * in a fixed order, so results never depend on scheduling. The window kernels loop over their
+ * outputs with CLT_RUN (common.cl), the per-element work in a function. Every operand is
  * contiguous; offsets are in elements. window.cl comes first. */
 
 #define CLT_CAT_(a, b) a##b
@@ -27,38 +28,40 @@ __kernel void index_select(__global ST *out, ulong out_off, __global const ST *s
  * n at channel c, row oy * sh - ph + y * dh, column ox * sw - pw + x * dw, or 0 outside it.
  * Images are N x C x H x W; out is (C * kh * kw) x N x (OH * OW), so that one matrix product of
  * the weights with its (C * kh * kw) x (N * OH * OW) rows convolves every image at once. */
-__kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulong in_off,
-                     ulong N, ulong C, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw,
-                     int sh, int sw, int ph, int pw, int dh, int dw)
+static void im2col_at(ulong i, __global ST *out, __global const ST *in, ulong N, ulong C,
+                      ulong H, ulong W, ulong OW, ulong cols, int kh, int kw, int sh, int sw,
+                      int ph, int pw, int dh, int dw)
 {
-    ulong i = get_global_id(0);
-    ulong cols = OH * OW, rows = C * (ulong)(kh * kw);
-    if (i >= N * rows * cols)
-        return;
     ulong col = i % cols, n = (i / cols) % N, row = i / (cols * N);
     ulong c = row / (ulong)(kh * kw);
     long y = (long)((row / (ulong)kw) % (ulong)kh), x = (long)(row % (ulong)kw);
     long iy = (long)(col / OW) * sh - ph + y * dh, ix = (long)(col % OW) * sw - pw + x * dw;
     ST zero = STORE((CT)0);
-    out[out_off + i] = iy >= 0 && iy < (long)H && ix >= 0 && ix < (long)W
-                           ? in[in_off + ((n * C + c) * H + (ulong)iy) * W + (ulong)ix]
-                           : zero;
+    out[i] = iy >= 0 && iy < (long)H && ix >= 0 && ix < (long)W
+                 ? in[((n * C + c) * H + (ulong)iy) * W + (ulong)ix]
+                 : zero;
+}
+
+__kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulong in_off,
+                     ulong N, ulong C, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw,
+                     int sh, int sw, int ph, int pw, int dh, int dw, int blocked)
+{
+    ulong cols = OH * OW, rows = C * (ulong)(kh * kw);
+    CLT_RUN(N * rows * cols, blocked,
+            im2col_at(i, out + out_off, in + in_off, N, C, H, W, OW, cols, kh, kw, sh, sw, ph,
+                      pw, dh, dw));
 }
 
 /* 2-D pooling: out[n, c, oy, ox] over the window at (oy * sh - ph, ox * sw - pw), dilation
  * (dh, dw). Max: the largest element (NaN wins), its flat index within the image plane written
  * to `arg` (i64, for the backward pass). Average: the sum over the window divided by its size,
  * counting the padding when count_pad, else only the elements inside the image. */
-__kernel void pool2d(__global ST *out, ulong out_off, __global long *arg, ulong arg_off,
-                     __global const ST *in, ulong in_off, ulong NC, ulong H, ulong W, ulong OH,
-                     ulong OW, int kh, int kw, int sh, int sw, int ph, int pw, int dh, int dw,
-                     int is_max, int count_pad)
+static void pool2d_at(ulong i, __global ST *out, __global long *arg, __global const ST *in,
+                      ulong H, ulong W, ulong OH, ulong OW, int kh, int kw, int sh, int sw,
+                      int ph, int pw, int dh, int dw, int is_max, int count_pad)
 {
-    ulong i = get_global_id(0);
-    if (i >= NC * OH * OW)
-        return;
     ulong ox = i % OW, oy = (i / OW) % OH, nc = i / (OW * OH);
-    __global const ST *plane = in + in_off + nc * H * W;
+    __global const ST *plane = in + nc * H * W;
     CT best = 0, sum = 0;
     long best_at = -1, inside = 0;
     for (int y = 0; y < kh; y++) {
@@ -77,12 +80,22 @@ __kernel void pool2d(__global ST *out, ulong out_off, __global long *arg, ulong 
         }
     }
     if (is_max) {
-        out[out_off + i] = STORE(best_at < 0 ? -INFINITY : best); /* a window wholly in padding */
-        arg[arg_off + i] = best_at;
+        out[i] = STORE(best_at < 0 ? -INFINITY : best); /* a window wholly in padding */
+        arg[i] = best_at;
     } else {
         long count = count_pad ? (long)kh * kw : inside;
-        out[out_off + i] = STORE(sum / (CT)count);
+        out[i] = STORE(sum / (CT)count);
     }
+}
+
+__kernel void pool2d(__global ST *out, ulong out_off, __global long *arg, ulong arg_off,
+                     __global const ST *in, ulong in_off, ulong NC, ulong H, ulong W, ulong OH,
+                     ulong OW, int kh, int kw, int sh, int sw, int ph, int pw, int dh, int dw,
+                     int is_max, int count_pad, int blocked)
+{
+    CLT_RUN(NC * OH * OW, blocked,
+            pool2d_at(i, out + out_off, arg + arg_off, in + in_off, H, W, OH, OW, kh, kw, sh, sw,
+                      ph, pw, dh, dw, is_max, count_pad));
 }
 
 /* out[a, k, b] = the sum of src[a, m, b] over the m with idx[m] == k, which are order[starts[k]]
@@ -106,16 +119,13 @@ __kernel void index_add(__global ST *out, ulong out_off, __global const ST *src,
 /* The adjoint of im2col: out[n, c, h, w] = the sum of the column entries im2col reads from
  * (h, w), taps (y, x) in order. Columns are (C * kh * kw) x N x (OH * OW); out is N x C x H x W.
  * One work-item an image element. */
-__kernel void col2im(__global ST *out, ulong out_off, __global const ST *in, ulong in_off,
-                     ulong N, ulong C, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw,
-                     int sh, int sw, int ph, int pw, int dh, int dw)
+static void col2im_at(ulong i, __global ST *out, __global const ST *in, ulong N, ulong C,
+                      ulong H, ulong W, ulong OH, ulong OW, int kh, int kw, int sh, int sw,
+                      int ph, int pw, int dh, int dw)
 {
-    ulong i = get_global_id(0);
-    if (i >= N * C * H * W)
-        return;
     long w = (long)(i % W), h = (long)((i / W) % H);
     ulong cols = OH * OW, nc = i / (W * H), n = nc / C, c = nc % C, tap = N * cols;
-    __global const ST *rows = in + in_off + (c * (ulong)(kh * kw) * N + n) * cols;
+    __global const ST *rows = in + (c * (ulong)(kh * kw) * N + n) * cols;
     CT sum = 0;
     for (int y = 0; y < kh; y++) {
         long oy = clt_window_at(h, y, sh, ph, dh, OH);
@@ -125,21 +135,27 @@ __kernel void col2im(__global ST *out, ulong out_off, __global const ST *in, ulo
                 sum += LOAD(rows[(ulong)(y * kw + x) * tap + (ulong)(oy * (long)OW + ox)]);
         }
     }
-    out[out_off + i] = STORE(sum);
+    out[i] = STORE(sum);
+}
+
+__kernel void col2im(__global ST *out, ulong out_off, __global const ST *in, ulong in_off,
+                     ulong N, ulong C, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw,
+                     int sh, int sw, int ph, int pw, int dh, int dw, int blocked)
+{
+    CLT_RUN(N * C * H * W, blocked,
+            col2im_at(i, out + out_off, in + in_off, N, C, H, W, OH, OW, kh, kw, sh, sw, ph, pw,
+                      dh, dw));
 }
 
 /* The gradient of pool2d: out[n, c, h, w] gathers in[n, c, oy, ox] over the windows holding
  * (h, w), taps in order. Max: only the windows whose index in `arg` is h * W + w. Average: each
  * divided by the forward divisor, kh * kw with count_pad, else the taps inside the image. One
  * work-item an input element. */
-__kernel void pool2d_backward(__global ST *out, ulong out_off, __global const long *arg,
-                              ulong arg_off, __global const ST *in, ulong in_off, ulong NC,
-                              ulong H, ulong W, ulong OH, ulong OW, int kh, int kw, int sh,
-                              int sw, int ph, int pw, int dh, int dw, int is_max, int count_pad)
+static void pool2d_backward_at(ulong i, __global ST *out, __global const long *arg,
+                               __global const ST *in, ulong H, ulong W, ulong OH, ulong OW,
+                               int kh, int kw, int sh, int sw, int ph, int pw, int dh, int dw,
+                               int is_max, int count_pad)
 {
-    ulong i = get_global_id(0);
-    if (i >= NC * H * W)
-        return;
     long w = (long)(i % W), h = (long)((i / W) % H);
     ulong plane = (i / (W * H)) * OH * OW;
     CT sum = 0;
@@ -152,13 +168,24 @@ __kernel void pool2d_backward(__global ST *out, ulong out_off, __global const lo
                 continue;
             ulong o = plane + (ulong)(oy * (long)OW + ox);
             if (is_max) {
-                if (arg[arg_off + o] == h * (long)W + w)
-                    sum += LOAD(in[in_off + o]);
+                if (arg[o] == h * (long)W + w)
+                    sum += LOAD(in[o]);
             } else {
                 long cols = count_pad ? kw : clt_window_taps_inside(ox, kw, sw, pw, dw, W);
-                sum += LOAD(in[in_off + o]) / (CT)(rows * cols);
+                sum += LOAD(in[o]) / (CT)(rows * cols);
             }
         }
     }
-    out[out_off + i] = STORE(sum);
+    out[i] = STORE(sum);
+}
+
+__kernel void pool2d_backward(__global ST *out, ulong out_off, __global const long *arg,
+                              ulong arg_off, __global const ST *in, ulong in_off, ulong NC,
+                              ulong H, ulong W, ulong OH, ulong OW, int kh, int kw, int sh,
+                              int sw, int ph, int pw, int dh, int dw, int is_max, int count_pad,
+                              int blocked)
+{
+    CLT_RUN(NC * H * W, blocked,
+            pool2d_backward_at(i, out + out_off, arg + arg_off, in + in_off, H, W, OH, OW, kh,
+                               kw, sh, sw, ph, pw, dh, dw, is_max, count_pad));
 }

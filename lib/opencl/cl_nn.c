@@ -2,6 +2,7 @@
  * pooling, and their adjoints index_add, col2im and pool2d_backward; one work-item an output
  * element. */
 #include "cl_internal.h"
+#include "cl_run.h"
 #include "core/core.h"
 
 clt_status clt__cl_index_select(const char *fn, clt_device *dev, const clt__index_call *c)
@@ -32,20 +33,20 @@ static int geometry(const clt__conv_call *c, cl_ulong *u, cl_int *w, clt__cl_arg
 }
 
 /* im2col ("im2col", n the column count) or its adjoint ("col2im", n the image size): the same
- * arguments, one work-item an output element. */
+ * arguments, n elements over the work-items (CLT_RUN). */
 static clt_status columns(const char *fn, clt_device *dev, const clt__conv_call *c,
                           const char *kernel, size_t n)
 {
     cl_mem out = c->out, in = c->in;
     cl_ulong oo = c->out_offset, io = c->in_offset, N = c->N, C = c->C, u[4];
-    cl_int w[8];
-    clt__cl_arg args[18] = {
+    cl_int w[8], blocked = clt__cl_run_layout(dev);
+    clt__cl_arg args[19] = {
         {sizeof out, &out}, {sizeof oo, &oo}, {sizeof in, &in}, {sizeof io, &io},
         {sizeof N, &N},     {sizeof C, &C},
     };
     int nargs = geometry(c, u, w, args, 6);
-    return clt__cl_launch(fn, dev, "nn", clt__cl_dtype_options(c->dtype), kernel, args, nargs, n,
-                          NULL);
+    args[nargs++] = (clt__cl_arg){sizeof blocked, &blocked};
+    return clt__cl_run(fn, dev, "nn", clt__cl_dtype_options(c->dtype), kernel, args, nargs, n);
 }
 
 clt_status clt__cl_im2col(const char *fn, clt_device *dev, const clt__conv_call *c)
@@ -59,23 +60,23 @@ clt_status clt__cl_col2im(const char *fn, clt_device *dev, const clt__conv_call 
 }
 
 /* pool2d or pool2d_backward: the same arguments (arg, when NULL, stands in as out, unused),
- * n work-items. */
+ * n elements over the work-items (CLT_RUN). */
 static clt_status pooling(const char *fn, clt_device *dev, const clt__conv_call *c,
                           const char *kernel, size_t n)
 {
     cl_mem out = c->out, in = c->in, arg = c->arg ? (cl_mem)c->arg : (cl_mem)c->out;
     cl_ulong oo = c->out_offset, ao = c->arg ? c->arg_offset : 0, io = c->in_offset;
     cl_ulong NC = c->N * c->C, u[4];
-    cl_int w[8], is_max = c->is_max, count_pad = c->count_pad;
-    clt__cl_arg args[21] = {
+    cl_int w[8], is_max = c->is_max, count_pad = c->count_pad, blocked = clt__cl_run_layout(dev);
+    clt__cl_arg args[22] = {
         {sizeof out, &out}, {sizeof oo, &oo}, {sizeof arg, &arg}, {sizeof ao, &ao},
         {sizeof in, &in},   {sizeof io, &io}, {sizeof NC, &NC},
     };
     int nargs = geometry(c, u, w, args, 7);
     args[nargs++] = (clt__cl_arg){sizeof is_max, &is_max};
     args[nargs++] = (clt__cl_arg){sizeof count_pad, &count_pad};
-    return clt__cl_launch(fn, dev, "nn", clt__cl_dtype_options(c->dtype), kernel, args, nargs, n,
-                          NULL);
+    args[nargs++] = (clt__cl_arg){sizeof blocked, &blocked};
+    return clt__cl_run(fn, dev, "nn", clt__cl_dtype_options(c->dtype), kernel, args, nargs, n);
 }
 
 clt_status clt__cl_pool2d(const char *fn, clt_device *dev, const clt__conv_call *c)
