@@ -203,8 +203,11 @@ static clt_status get_program(const char *fn, clt_device *dev, const char *name,
 
     if (!extra)
         extra = "";
-    for (p = cd->programs; p; p = p->next) {
+    for (clt__cl_program **link = &cd->programs; (p = *link) != NULL; link = &p->next) {
         if (strcmp(p->name, name) == 0 && strcmp(p->extra, extra) == 0) {
+            *link = p->next; /* to the front: the next launch likely needs it again */
+            p->next = cd->programs;
+            cd->programs = p;
             *out = p;
             return CLT_OK;
         }
@@ -242,8 +245,11 @@ static clt_status get_kernel(const char *fn, clt_device *dev, clt__cl_program *p
     cl_int err;
     size_t wg = 0;
 
-    for (k = p->kernels; k; k = k->next) {
+    for (clt__cl_kernel **link = &p->kernels; (k = *link) != NULL; link = &k->next) {
         if (strcmp(k->name, name) == 0) {
+            *link = k->next; /* to the front, as programs */
+            k->next = p->kernels;
+            p->kernels = k;
             *out = k;
             return CLT_OK;
         }
