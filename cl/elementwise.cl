@@ -132,3 +132,112 @@ __kernel void ewc_where(EWC_PARAMS(ST, clt_u8))
     (void)s1;
     CLT_RUN(n, blocked, out[out_off + i] = xp[x_off + i] ? yp[y_off + i] : zp[z_off + i]);
 }
+
+/* ---- copies that are batched transposes (clt__tile_plan in lib/backend.h) ------------------- */
+/* Within matrix b (batch index over the nb dimensions of bshape, with strides out_bs, in_bs),
+ * out[o + i * out_rs + j] = in[a + i + j * in_cs] for i < rows, j < cols. Elements move as
+ * unsigned integers of their size (TU, TU4): bit-exact. */
+#define CLT_SIZE_f32 4
+#define CLT_SIZE_f64 8
+#define CLT_SIZE_f16 2
+#define CLT_SIZE_bf16 2
+#define CLT_SIZE_i32 4
+#define CLT_SIZE_i64 8
+#define CLT_SIZE_u8 1
+#define CLT_SIZE_b8 1
+#define CLT_DT_SIZE CLT_CAT(CLT_SIZE_, DT)
+#if CLT_DT_SIZE == 1
+#define TU uchar
+#define TU4 uchar4
+#elif CLT_DT_SIZE == 2
+#define TU ushort
+#define TU4 ushort4
+#elif CLT_DT_SIZE == 4
+#define TU uint
+#define TU4 uint4
+#else
+#define TU ulong
+#define TU4 ulong4
+#endif
+#define TP_T 32 /* a tile: TP_T x TP_T elements */
+#define TP_ROWS 8 /* ew_copy_t: work-items a work-group has down a tile */
+
+#define TP_PARAMS                                                                              \
+    __global ST *outp, ulong out_off, __global const ST *inp, ulong in_off, ulong rows,        \
+        ulong cols, long out_rs, long in_cs, ulong batch, long8 bshape, long8 out_bs,          \
+        long8 in_bs, int nb
+
+/* The offsets of matrix b's first element in the output (*o) and the input (*a). */
+CLT_FN void tp_base(ulong b, long8 bshape, long8 out_bs, long8 in_bs, int nb, ulong *o, ulong *a)
+{
+    long sh[8], so[8], si[8];
+    vstore8(bshape, 0, sh);
+    vstore8(out_bs, 0, so);
+    vstore8(in_bs, 0, si);
+    for (int d = nb - 1; d >= 0; d--) {
+        ulong k = b % (ulong)sh[d];
+        b /= (ulong)sh[d];
+        *o += k * so[d];
+        *a += k * si[d];
+    }
+}
+
+/* GPUs: work-group (TP_T, TP_ROWS) copies the tile at (group 1, group 0) of matrix global id 2
+ * through local memory, reading input rows and writing output rows whole (coalesced). */
+__kernel void ew_copy_t(TP_PARAMS)
+{
+    __local TU tile[TP_T][TP_T + 1];
+    __global TU *out = (__global TU *)outp;
+    __global const TU *in = (__global const TU *)inp;
+    ulong o = out_off, a = in_off, i0 = get_group_id(1) * TP_T, j0 = get_group_id(0) * TP_T;
+    uint lx = get_local_id(0), ly = get_local_id(1);
+    tp_base(get_global_id(2), bshape, out_bs, in_bs, nb, &o, &a);
+    (void)batch;
+    for (uint k = ly; k < TP_T; k += TP_ROWS)
+        if (i0 + lx < rows && j0 + k < cols)
+            tile[k][lx] = in[a + (i0 + lx) + (j0 + k) * in_cs];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint k = ly; k < TP_T; k += TP_ROWS)
+        if (i0 + k < rows && j0 + lx < cols)
+            out[o + (i0 + k) * out_rs + (j0 + lx)] = tile[lx][k];
+}
+
+/* Rows i0 .. i1 - 1, columns j0 .. j1 - 1 of one matrix (o, a its offsets), 4 x 4 blocks
+ * transposed in vectors. */
+CLT_FN void tp_tile(__global TU *out, __global const TU *in, ulong o, ulong a, long out_rs,
+                    long in_cs, ulong i0, ulong i1, ulong j0, ulong j1)
+{
+    ulong i = i0, j;
+    for (; i + 4 <= i1; i += 4) {
+        for (j = j0; j + 4 <= j1; j += 4) {
+            __global const TU *p = in + a + i + j * in_cs;
+            __global TU *q = out + o + i * out_rs + j;
+            TU4 r0 = vload4(0, p), r1 = vload4(0, p + in_cs);
+            TU4 r2 = vload4(0, p + 2 * in_cs), r3 = vload4(0, p + 3 * in_cs);
+            vstore4((TU4)(r0.s0, r1.s0, r2.s0, r3.s0), 0, q);
+            vstore4((TU4)(r0.s1, r1.s1, r2.s1, r3.s1), 0, q + out_rs);
+            vstore4((TU4)(r0.s2, r1.s2, r2.s2, r3.s2), 0, q + 2 * out_rs);
+            vstore4((TU4)(r0.s3, r1.s3, r2.s3, r3.s3), 0, q + 3 * out_rs);
+        }
+        for (ulong k = i; k < i + 4; k++) /* the columns left */
+            for (ulong m = j; m < j1; m++)
+                out[o + k * out_rs + m] = in[a + k + m * in_cs];
+    }
+    for (; i < i1; i++) /* the rows left */
+        for (j = j0; j < j1; j++)
+            out[o + i * out_rs + j] = in[a + i + j * in_cs];
+}
+
+/* CPU devices: work-item g copies one TP_T x TP_T tile, tiles in the order (matrix, row of
+ * tiles, column of tiles), so that a work-group's consecutive tiles continue the same output
+ * rows. */
+__kernel void ew_copy_tb(TP_PARAMS)
+{
+    ulong tj = (cols + TP_T - 1) / TP_T, ti = (rows + TP_T - 1) / TP_T, g = get_global_id(0);
+    ulong o = out_off, a = in_off, j0 = g % tj * TP_T, i0 = g / tj % ti * TP_T;
+    if (g >= tj * ti * batch)
+        return;
+    tp_base(g / tj / ti, bshape, out_bs, in_bs, nb, &o, &a);
+    tp_tile((__global TU *)outp, (__global const TU *)inp, o, a, out_rs, in_cs, i0,
+            min(i0 + TP_T, rows), j0, min(j0 + TP_T, cols));
+}

@@ -1,5 +1,5 @@
 /* What the backends share about the elementwise operations: names, inputs and result kinds,
- * from the table in cl/elementwise_ops.cl. */
+ * from the table in cl/elementwise_ops.cl; and which strided copies are batched transposes. */
 #include "backend.h"
 
 #define CLT__EW_INFO(name, inputs, fe, ie, res) {#name, inputs, #res[0] == 'B'},
@@ -22,4 +22,35 @@ int clt__ew_inputs(clt__ew_op op)
 bool clt__ew_gives_bool(clt__ew_op op)
 {
     return ew_info[op].gives_bool;
+}
+
+/* The dimension of stride 1 and extent > 1 in strides (-1 if none). */
+static int unit_dim(const clt__ew_call *c, const int64_t *strides)
+{
+    for (int d = c->ndim - 1; d >= 0; d--)
+        if (strides[d] == 1 && c->shape[d] > 1)
+            return d;
+    return -1;
+}
+
+bool clt__tile_plan_of(const clt__ew_call *c, clt__tile_plan *plan)
+{
+    int q, p;
+    if (c->op != CLT_EW_copy || c->ndim < 2)
+        return false;
+    q = unit_dim(c, c->out.strides);
+    p = unit_dim(c, c->in[0].strides);
+    if (q < 0 || p < 0 || p == q)
+        return false;
+    *plan = (clt__tile_plan){.rows = (size_t)c->shape[p], .cols = (size_t)c->shape[q], .batch = 1,
+                             .out_rs = c->out.strides[p], .in_cs = c->in[0].strides[q]};
+    for (int d = 0; d < c->ndim; d++) {
+        if (d == p || d == q || c->shape[d] == 1)
+            continue;
+        plan->bshape[plan->nb] = c->shape[d];
+        plan->out_bs[plan->nb] = c->out.strides[d];
+        plan->in_bs[plan->nb++] = c->in[0].strides[d];
+        plan->batch *= (size_t)c->shape[d];
+    }
+    return true;
 }

@@ -65,6 +65,22 @@ typedef struct clt__ew_call {
     double s0, s1;                /* scalar parameters, converted to the compute type */
 } clt__ew_call;
 
+/* A strided copy (CLT_EW_copy, ndim > 0) seen as a batch of 2-D transposes, which backends copy
+ * in tiles (reading and writing whole cache lines) rather than element by element: the output
+ * dimension `cols` is the one of output stride 1, whose input stride is not 1, and `rows` one of
+ * input stride 1; both longer than 1. Within matrix b (the other dimensions, in row-major order
+ * over bshape), out[out_b + i * out_rs + j] = in[in_b + i + j * in_cs] for i < rows, j < cols,
+ * where out_b and in_b are the operands' offsets plus b's strides. */
+typedef struct clt__tile_plan {
+    size_t rows, cols, batch;
+    int64_t out_rs, in_cs;
+    int nb;                                /* batch dimensions */
+    int64_t bshape[CLT_MAX_DIMS], out_bs[CLT_MAX_DIMS], in_bs[CLT_MAX_DIMS];
+} clt__tile_plan;
+
+/* Whether the copy `call` has that form; fills *plan when it does. */
+bool clt__tile_plan_of(const clt__ew_call *call, clt__tile_plan *plan);
+
 /* One strided-batched matrix product over row-major matrices, for i < batch:
  *   C_i = alpha * op(A_i) op(B_i) + beta * C_i,
  * op(A_i) m x k, op(B_i) k x n, C_i m x n; op(X) is X, or X^T with trans_x (X then stored k x m

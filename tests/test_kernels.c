@@ -360,6 +360,88 @@ START_TEST(test_kernels_contiguous)
 }
 END_TEST
 
+/* A copy of a permutation: in_shape (ndim dimensions) of arange values from `off` permuted by
+ * perm, made contiguous on dev in dtype dt. With check (i32), every element is compared with
+ * the value it must hold. */
+static clt_tensor *permuted_copy(clt_device *dev, clt_dtype dt, int ndim, const int64_t *in_shape,
+                                 const int *perm, int64_t off, bool check)
+{
+    int64_t n = 1, st[CLT_MAX_DIMS], out_shape[CLT_MAX_DIMS];
+    for (int d = ndim - 1; d >= 0; d--)
+        st[d] = n, n *= in_shape[d];
+    clt_tensor *base = clt_tensor_arange(0, (double)(off + n), 1, CLT_I32, clt_device_cpu());
+    clt_tensor *typed = clt_tensor_to_dtype(base, dt), *on = clt_tensor_to(typed, dev);
+    clt_tensor *part = clt_narrow(on, 0, off, n), *v = clt_view(part, ndim, in_shape);
+    clt_tensor *p = clt_permute(v, perm), *c = clt_contiguous(p);
+    ck_assert_msg(c != NULL, "%s", clt_last_error());
+    if (check) {
+        int32_t *got = test_bytes(c);
+        int64_t idx[CLT_MAX_DIMS] = {0};
+        for (int d = 0; d < ndim; d++)
+            out_shape[d] = in_shape[perm[d]];
+        for (int64_t i = 0; i < n; i++) {
+            int64_t want = off;
+            for (int d = 0; d < ndim; d++)
+                want += idx[d] * st[perm[d]];
+            ck_assert_msg(got[i] == want, "element %lld is %d, not %lld", (long long)i, got[i],
+                          (long long)want);
+            for (int d = ndim - 1; d >= 0 && ++idx[d] == out_shape[d]; d--)
+                idx[d] = 0;
+        }
+        free(got);
+    }
+    clt_tensor *all[] = {p, v, part, on, typed, base};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        clt_tensor_release(all[k]);
+    return c;
+}
+
+/* Copies that are batched transposes (tiled: ew_copy_t, ew_copy_tb and the host's tiles) of
+ * awkward sizes, batched and permuted in 3-D, at offsets, every dtype, in both layouts: the
+ * host's values checked one by one, the device's bit for bit against the host. */
+START_TEST(test_kernels_transpose)
+{
+    static const struct {
+        int ndim;
+        int64_t shape[3];
+        int perm[3];
+    } cases[] = {
+        {2, {1, 1}, {1, 0}},        {2, {1, 37}, {1, 0}},       {2, {37, 1}, {1, 0}},
+        {2, {33, 65}, {1, 0}},      {2, {64, 64}, {1, 0}},      {2, {130, 67}, {1, 0}},
+        {3, {3, 33, 65}, {0, 2, 1}}, {3, {2, 5, 64}, {0, 2, 1}}, {3, {5, 7, 9}, {2, 0, 1}},
+        {3, {4, 6, 35}, {1, 2, 0}},
+    };
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    for (int blocked = 0; blocked < 2; blocked++) {
+        clt__cl_run_blocked = blocked;
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+            for (int s = 0; s < 8; s++) {
+                char what[96];
+                clt_dtype dt = dtypes[s];
+                if (dt == CLT_F64 && !dev->info.fp64)
+                    continue;
+                for (int64_t off = 0; off < 2; off++) {
+                    clt_tensor *h = permuted_copy(cpu, dt, cases[k].ndim, cases[k].shape,
+                                                  cases[k].perm, off * 3, dt == CLT_I32);
+                    clt_tensor *g = permuted_copy(dev, dt, cases[k].ndim, cases[k].shape,
+                                                  cases[k].perm, off * 3, dt == CLT_I32);
+                    snprintf(what, sizeof what, "transpose case %zu, %s, offset %lld, blocked %d",
+                             k, clt_dtype_name(dt), (long long)off * 3, blocked);
+                    assert_same(g, h, what);
+                    clt_tensor_release(g), clt_tensor_release(h);
+                }
+            }
+        }
+    }
+    clt__cl_run_blocked = -1;
+    for (int64_t off = 0; off < 2; off++) { /* the host's streamed tiles (8 MiB and more) */
+        clt_tensor *big = permuted_copy(cpu, CLT_I32, 2, (const int64_t[]){1024, 2052},
+                                        (const int[]){1, 0}, off, true);
+        clt_tensor_release(big);
+    }
+}
+END_TEST
+
 /* The library's GEMM kernels (packing, packed, direct, tiled), f32 and f64, on shapes with
  * partial tiles, transposes, batches and a beta (CLBlast's kernels are not the library's). */
 START_TEST(test_kernels_gemm)
@@ -385,6 +467,7 @@ Suite *suite_kernels(void)
     tcase_add_test(tc, test_kernels_adjoints);
     tcase_add_test(tc, test_kernels_training);
     tcase_add_test(tc, test_kernels_contiguous);
+    tcase_add_test(tc, test_kernels_transpose);
     tcase_add_test(tc, test_kernels_gemm);
     suite_add_tcase(s, tc);
     return s;

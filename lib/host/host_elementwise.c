@@ -111,7 +111,7 @@ CLT_EW_OPS(HOST_EW)
 HOST_EW_SPECIAL
 static const ew_loop loops_f32[CLT_EW_COUNT] = TABLE_ROW;
 #undef DT
-#undef VST
+#undef ST
 #define DT f16
 #define ST clt_u16
 CLT_EW_OPS(HOST_EW)
@@ -123,7 +123,7 @@ CLT_EW_OPS(HOST_EW)
 HOST_EW_SPECIAL
 static const ew_loop loops_bf16[CLT_EW_COUNT] = TABLE_ROW;
 #undef DT
-#undef VST
+#undef ST
 #undef KIND
 #undef CT
 #undef CT_TOKEN
@@ -136,7 +136,7 @@ CLT_EW_OPS(HOST_EW)
 HOST_EW_SPECIAL
 static const ew_loop loops_f64[CLT_EW_COUNT] = TABLE_ROW;
 #undef DT
-#undef VST
+#undef ST
 #undef KIND
 #undef CT
 #undef CT_TOKEN
@@ -151,14 +151,14 @@ CLT_EW_OPS(HOST_EW)
 HOST_EW_SPECIAL
 static const ew_loop loops_i32[CLT_EW_COUNT] = TABLE_ROW;
 #undef DT
-#undef VST
+#undef ST
 #define DT i64
 #define ST clt_i64
 CLT_EW_OPS(HOST_EW)
 HOST_EW_SPECIAL
 static const ew_loop loops_i64[CLT_EW_COUNT] = TABLE_ROW;
 #undef DT
-#undef VST
+#undef ST
 #define DT u8
 #define ST clt_u8
 CLT_EW_OPS(HOST_EW)
@@ -177,13 +177,20 @@ static const ew_loop *const loops[CLT_DTYPE_COUNT] = {
 
 /* ---- copies of batched transposes, in tiles ------------------------------------------------ */
 
-#define CLT__TILE 16 /* elements a side of a tile: its input and output lines stay in L1 */
+/* Tiles are CLT__TILE x CLT__TILE elements, their lines kept in L1. A large copy of 4- or 8-byte
+ * elements whose output rows are 16-byte aligned takes tiles of CLT__NT_ROWS output rows by one
+ * 64-byte line of output columns, written with non-temporal stores (as memcpy does for large
+ * copies: no read of the output lines first), so that the input is read in long runs. */
+#define CLT__TILE 32
+#define CLT__NT_ROWS 512
+#define CLT__NT_BYTES ((size_t)8 << 20) /* copies at least this large stream their output */
 
 /* out[i * rs + j] = in[i + j * cs] for i in [i0, i1), j in [j0, j1), T the storage. */
 #define HOST_TILE_PLAIN(T)                                                                     \
     static void tile_##T(T *restrict out, const T *restrict in, int64_t rs, int64_t cs,        \
-                         size_t i0, size_t i1, size_t j0, size_t j1)                           \
+                         size_t i0, size_t i1, size_t j0, size_t j1, bool nt)                  \
     {                                                                                          \
+        (void)nt;                                                                              \
         for (int64_t i = (int64_t)i0; i < (int64_t)i1; i++)                                    \
             for (int64_t j = (int64_t)j0; j < (int64_t)j1; j++)                                \
                 out[i * rs + j] = in[i + j * cs];                                              \
@@ -193,10 +200,18 @@ HOST_TILE_PLAIN(uint16_t)
 
 #if defined(__SSE2__)
 #define VLD(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
-#define VST(p, v) _mm_storeu_si128((__m128i *)(void *)(p), v)
+/* A 16-byte store: non-temporal with nt (p then 16-byte aligned). */
+static inline void vst(void *p, __m128i v, bool nt)
+{
+    if (nt)
+        _mm_stream_si128((__m128i *)p, v);
+    else
+        _mm_storeu_si128((__m128i *)p, v);
+}
+
 /* The same for 4-byte elements: 4 x 4 blocks transposed by integer unpacks (bit-exact). */
 static void tile_uint32_t(uint32_t *restrict out, const uint32_t *restrict in, int64_t rs,
-                          int64_t cs, size_t i0, size_t i1, size_t j0, size_t j1)
+                          int64_t cs, size_t i0, size_t i1, size_t j0, size_t j1, bool nt)
 {
     int64_t i = (int64_t)i0, j;
     for (; i + 4 <= (int64_t)i1; i += 4) {
@@ -205,10 +220,10 @@ static void tile_uint32_t(uint32_t *restrict out, const uint32_t *restrict in, i
             __m128i r2 = VLD(in + i + (j + 2) * cs), r3 = VLD(in + i + (j + 3) * cs);
             __m128i t0 = _mm_unpacklo_epi32(r0, r1), t1 = _mm_unpacklo_epi32(r2, r3);
             __m128i t2 = _mm_unpackhi_epi32(r0, r1), t3 = _mm_unpackhi_epi32(r2, r3);
-            VST(out + i * rs + j, _mm_unpacklo_epi64(t0, t1));
-            VST(out + (i + 1) * rs + j, _mm_unpackhi_epi64(t0, t1));
-            VST(out + (i + 2) * rs + j, _mm_unpacklo_epi64(t2, t3));
-            VST(out + (i + 3) * rs + j, _mm_unpackhi_epi64(t2, t3));
+            vst(out + i * rs + j, _mm_unpacklo_epi64(t0, t1), nt);
+            vst(out + (i + 1) * rs + j, _mm_unpackhi_epi64(t0, t1), nt);
+            vst(out + (i + 2) * rs + j, _mm_unpacklo_epi64(t2, t3), nt);
+            vst(out + (i + 3) * rs + j, _mm_unpackhi_epi64(t2, t3), nt);
         }
         for (int64_t k = i; k < i + 4; k++) /* the columns left */
             for (int64_t m = j; m < (int64_t)j1; m++)
@@ -221,14 +236,14 @@ static void tile_uint32_t(uint32_t *restrict out, const uint32_t *restrict in, i
 
 /* 8-byte elements: 2 x 2 blocks. */
 static void tile_uint64_t(uint64_t *restrict out, const uint64_t *restrict in, int64_t rs,
-                          int64_t cs, size_t i0, size_t i1, size_t j0, size_t j1)
+                          int64_t cs, size_t i0, size_t i1, size_t j0, size_t j1, bool nt)
 {
     int64_t i = (int64_t)i0, j;
     for (; i + 2 <= (int64_t)i1; i += 2) {
         for (j = (int64_t)j0; j + 2 <= (int64_t)j1; j += 2) {
             __m128i r0 = VLD(in + i + j * cs), r1 = VLD(in + i + (j + 1) * cs);
-            VST(out + i * rs + j, _mm_unpacklo_epi64(r0, r1));
-            VST(out + (i + 1) * rs + j, _mm_unpackhi_epi64(r0, r1));
+            vst(out + i * rs + j, _mm_unpacklo_epi64(r0, r1), nt);
+            vst(out + (i + 1) * rs + j, _mm_unpackhi_epi64(r0, r1), nt);
         }
         for (int64_t k = i; k < i + 2; k++)
             for (int64_t m = j; m < (int64_t)j1; m++)
@@ -239,26 +254,46 @@ static void tile_uint64_t(uint64_t *restrict out, const uint64_t *restrict in, i
             out[i * rs + j] = in[i + j * cs];
 }
 #undef VLD
-#undef VST
+
+/* Whether plan t's output may be streamed: 4- or 8-byte elements, a large copy, and every
+ * output row of every matrix 16-byte aligned (columns then go in whole vectors). */
+static bool streams(const clt__ew_call *c, const clt__tile_plan *t, size_t size)
+{
+    size_t per = 16 / size; /* elements a vector */
+    if (size < 4 || t->rows * t->cols * t->batch * size < CLT__NT_BYTES ||
+        ((uintptr_t)c->out.buf + c->out.offset * size) % 16 || t->out_rs % (int64_t)per ||
+        t->cols % per)
+        return false;
+    for (int d = 0; d < t->nb; d++)
+        if (t->out_bs[d] % (int64_t)per)
+            return false;
+    return true;
+}
 #else
 HOST_TILE_PLAIN(uint32_t)
 HOST_TILE_PLAIN(uint64_t)
+static bool streams(const clt__ew_call *c, const clt__tile_plan *t, size_t size)
+{
+    (void)c, (void)t, (void)size;
+    return false;
+}
 #endif
 
-/* Every matrix of plan t, tile by tile, T the storage of the dtype. */
+/* Every matrix of plan t, in tiles of ti x tj, T the storage of the dtype. */
 #define HOST_TILED(T)                                                                          \
-    static void tiled_##T(const clt__ew_call *c, const clt__tile_plan *t)                      \
+    static void tiled_##T(const clt__ew_call *c, const clt__tile_plan *t, size_t ti,           \
+                          size_t tj, bool nt)                                                  \
     {                                                                                          \
         int64_t idx[CLT_MAX_DIMS] = {0}, o = (int64_t)c->out.offset;                          \
         int64_t a = (int64_t)c->in[0].offset;                                                  \
         T *out = c->out.buf;                                                                   \
         const T *in = c->in[0].buf;                                                            \
         for (size_t b = 0; b < t->batch; b++) {                                                \
-            for (size_t i = 0; i < t->rows; i += CLT__TILE)                                    \
-                for (size_t j = 0; j < t->cols; j += CLT__TILE)                                \
+            for (size_t i = 0; i < t->rows; i += ti)                                           \
+                for (size_t j = 0; j < t->cols; j += tj)                                       \
                     tile_##T(out + o, in + a, t->out_rs, t->in_cs, i,                          \
-                             i + CLT__TILE < t->rows ? i + CLT__TILE : t->rows, j,             \
-                             j + CLT__TILE < t->cols ? j + CLT__TILE : t->cols);               \
+                             i + ti < t->rows ? i + ti : t->rows, j,                           \
+                             j + tj < t->cols ? j + tj : t->cols, nt);                         \
             for (int d = t->nb - 1; d >= 0; d--) { /* the next matrix */                       \
                 o += t->out_bs[d];                                                             \
                 a += t->in_bs[d];                                                              \
@@ -278,12 +313,19 @@ HOST_TILED(uint64_t)
 /* Runs a copy of plan t, by element size. */
 static void tiled_copy(const clt__ew_call *c, const clt__tile_plan *t)
 {
-    switch (clt_dtype_size(c->dtype)) {
-    case 1: tiled_uint8_t(c, t); break;
-    case 2: tiled_uint16_t(c, t); break;
-    case 4: tiled_uint32_t(c, t); break;
-    default: tiled_uint64_t(c, t); break;
+    size_t size = clt_dtype_size(c->dtype);
+    bool nt = streams(c, t, size);
+    size_t ti = nt ? CLT__NT_ROWS : CLT__TILE, tj = nt ? 64 / size : CLT__TILE;
+    switch (size) {
+    case 1: tiled_uint8_t(c, t, ti, tj, nt); break;
+    case 2: tiled_uint16_t(c, t, ti, tj, nt); break;
+    case 4: tiled_uint32_t(c, t, ti, tj, nt); break;
+    default: tiled_uint64_t(c, t, ti, tj, nt); break;
     }
+#if defined(__SSE2__)
+    if (nt)
+        _mm_sfence(); /* the streamed stores complete before anything else reads them */
+#endif
 }
 
 clt_status clt__host_elementwise(const char *fn, clt_device *dev, const clt__ew_call *call)

@@ -1,6 +1,8 @@
 /* The OpenCL backend's kernels for tensors: dtype conversion (cl/cast.cl), elementwise
  * operations (cl/elementwise.cl: the strided kernels, or, when every operand is contiguous, the
- * ewc_ kernels that loop with CLT_RUN), fills and random fills (cl/random.cl). */
+ * ewc_ kernels that loop with CLT_RUN, and copies that are batched transposes in tiles:
+ * ew_copy_t through local memory, or ew_copy_tb one tile a work-item on CPU-type devices),
+ * fills and random fills (cl/random.cl). */
 #include <stdio.h>
 #include <string.h>
 
@@ -61,8 +63,49 @@ static clt_status contiguous(const char *fn, clt_device *dev, const clt__ew_call
                        c->n);
 }
 
+#define CLT__TP_T 32   /* TP_T of cl/elementwise.cl */
+#define CLT__TP_ROWS 8 /* TP_ROWS */
+
+/* A copy of plan t in tiles (ew_copy_t, or ew_copy_tb with the blocked layout). */
+static clt_status tiled(const char *fn, clt_device *dev, const clt__ew_call *c,
+                        const clt__tile_plan *t)
+{
+    cl_mem out = c->out.buf, in = c->in[0].buf;
+    cl_ulong out_off = c->out.offset, in_off = c->in[0].offset, rows = t->rows, cols = t->cols;
+    cl_ulong batch = t->batch;
+    cl_long out_rs = t->out_rs, in_cs = t->in_cs;
+    cl_long8 bshape, out_bs, in_bs;
+    cl_int nb = t->nb;
+    size_t ti = (t->rows + CLT__TP_T - 1) / CLT__TP_T, tj = (t->cols + CLT__TP_T - 1) / CLT__TP_T;
+    for (int d = 0; d < 8; d++) {
+        bshape.s[d] = d < t->nb ? t->bshape[d] : 1;
+        out_bs.s[d] = d < t->nb ? t->out_bs[d] : 0;
+        in_bs.s[d] = d < t->nb ? t->in_bs[d] : 0;
+    }
+    const clt__cl_arg args[] = {
+        {sizeof out, &out},       {sizeof out_off, &out_off}, {sizeof in, &in},
+        {sizeof in_off, &in_off}, {sizeof rows, &rows},       {sizeof cols, &cols},
+        {sizeof out_rs, &out_rs}, {sizeof in_cs, &in_cs},     {sizeof batch, &batch},
+        {sizeof bshape, &bshape}, {sizeof out_bs, &out_bs},   {sizeof in_bs, &in_bs},
+        {sizeof nb, &nb},
+    };
+    const char *opts = clt__cl_dtype_options(c->dtype);
+    if (clt__cl_run_layout(dev))
+        return clt__cl_launch(fn, dev, "elementwise", opts, "ew_copy_tb", args, 13,
+                              ti * tj * t->batch, NULL);
+    size_t global[3] = {tj * CLT__TP_T, ti * CLT__TP_ROWS, t->batch};
+    size_t local[3] = {CLT__TP_T, CLT__TP_ROWS, 1};
+    return clt__cl_launch_nd(fn, dev, "elementwise", opts, "ew_copy_t", args, 13, 3, global, local,
+                             NULL);
+}
+
 clt_status clt__cl_elementwise(const char *fn, clt_device *dev, const clt__ew_call *c)
 {
+    clt__tile_plan plan;
+    if (clt__tile_plan_of(c, &plan) &&
+        (clt__cl_run_layout(dev) || dev->info.max_work_group_size >= CLT__TP_T * CLT__TP_ROWS))
+        return tiled(fn, dev, c, &plan); /* (ew_copy_t's work-groups are 32 x 8) */
+
     char kernel[48];
     cl_mem bufs[4];
     cl_ulong offs[4];
