@@ -45,11 +45,15 @@ int clt__cl_run_blocked = -1;
 
 /* An elementwise call over contiguous operands: ewc_<op>, bufs and offs in the order output,
  * inputs; s0 and s1 the scalars, ssize bytes each. */
+/* The kernel names of the elementwise operations: strided (ew_) and contiguous (ewc_). */
+#define CLT__EW_KERNELS(name, ...) {"ew_" #name, "ewc_" #name},
+static const char *const ew_kernels[CLT_EW_COUNT][2] = {
+    CLT_EW_OPS(CLT__EW_KERNELS){"ew_copy", "ewc_copy"}, {"ew_where", "ewc_where"}};
+
 static clt_status contiguous(const char *fn, clt_device *dev, const clt__ew_call *c,
                              const cl_mem *bufs, const cl_ulong *offs, const void *s0,
                              const void *s1, size_t ssize)
 {
-    char kernel[48];
     cl_ulong n = c->n;
     cl_int blocked = clt__cl_run_layout(dev);
     const clt__cl_arg args[] = {
@@ -58,8 +62,8 @@ static clt_status contiguous(const char *fn, clt_device *dev, const clt__ew_call
         {sizeof bufs[3], &bufs[3]}, {sizeof offs[3], &offs[3]}, {sizeof n, &n},
         {sizeof blocked, &blocked}, {ssize, s0},                {ssize, s1},
     };
-    snprintf(kernel, sizeof kernel, "ewc_%s", clt__ew_name(c->op));
-    return clt__cl_run(fn, dev, "elementwise", clt__cl_dtype_options(c->dtype), kernel, args, 12,
+    return clt__cl_run(fn, dev, "elementwise", clt__cl_dtype_options(c->dtype),
+                       ew_kernels[c->op][1], args, 12,
                        c->n);
 }
 
@@ -106,7 +110,6 @@ clt_status clt__cl_elementwise(const char *fn, clt_device *dev, const clt__ew_ca
         (clt__cl_run_layout(dev) || dev->info.max_work_group_size >= CLT__TP_T * CLT__TP_ROWS))
         return tiled(fn, dev, c, &plan); /* (ew_copy_t's work-groups are 32 x 8) */
 
-    char kernel[48];
     cl_mem bufs[4];
     cl_ulong offs[4];
     cl_long8 strides[4], shape;
@@ -153,9 +156,8 @@ clt_status clt__cl_elementwise(const char *fn, clt_device *dev, const clt__ew_ca
     };
     if (c->ndim == 0) /* every operand contiguous */
         return contiguous(fn, dev, c, bufs, offs, &s[0], &s[1], ssize);
-    snprintf(kernel, sizeof kernel, "ew_%s", clt__ew_name(c->op));
-    return clt__cl_launch(fn, dev, "elementwise", clt__cl_dtype_options(c->dtype), kernel, args, 17, c->n,
-                          NULL);
+    return clt__cl_launch(fn, dev, "elementwise", clt__cl_dtype_options(c->dtype),
+                          ew_kernels[c->op][0], args, 17, c->n, NULL);
 }
 
 /* Fills with a kernel (ew_fill of the dtype whose storage has the pattern's size) rather than
