@@ -7,19 +7,51 @@
  *   NAME_part:  work-group g reduces part g % parts of row g / parts (`chunk` elements), its
  *               work-items striding over the part (neighbours read neighbouring elements, as
  *               GPUs want) or, with `blocked` (for CPU devices, which run a work-group's
- *               work-items one after another), each reading one contiguous block of it; then
- *               they combine their states in a local-memory tree. With parts 1 it writes the
- *               row's result, otherwise its state to tmp[g];
+ *               work-items one after another), each reading one contiguous block of it in
+ *               vectors of VW elements (NAME_vrun); then they combine their states in a
+ *               local-memory tree. With parts 1 it writes the row's result, otherwise its state
+ *               to tmp[g];
  *   NAME_final: work-group r combines the `parts` states of row r from tmp into the result.
  * Work-groups have a power-of-two size of at most CLT_RED_WG. Sums are compensated (each
  * addition's rounding error is kept by an error-free transformation and added at the end), so
  * their error does not grow with len; argmax and argmin compare indices on ties, so the result
- * does not depend on the order of combination. */
+ * does not depend on the order of combination. The order of a sum is fixed by the launch (parts,
+ * work-group size, layout), which the backend derives from the row length, the number of rows
+ * and the device's compute units and type: the same call on the same device gives the same bits.
+ * Blocked, a work-item keeps VW lane sums (element k of its block in lane k % VW), added into one
+ * by a tree of two-sums at the end. With chains of at most L additions into one rounded sum (L =
+ * chunk / VW blocked, chunk / work-group size strided), the error is at most the final rounding,
+ * 2^-24 |sum| for f32 (2^-53 for f64), plus about (L u)^2 sum(|x|) with u that unit roundoff. */
 
 #define CLT_CAT_(a, b) a##b
 #define CLT_CAT(a, b) CLT_CAT_(a, b)
 #define LOAD(v) CLT_CAT(clt_load_, DT)(v)
 #define CLT_RED_WG 256
+
+/* ---- vectors for the blocked layout: VT the compute type in VW lanes, VLOAD(p) p[0 .. VW) ---- */
+
+#define VW 16
+#define VT_flt float16
+#define VT_dbl double16
+#define VT_int long16
+#define VT CLT_CAT(VT_, KIND)
+#define VM_flt int16 /* the lanes' comparison results */
+#define VM_dbl long16
+#define VM_int long16
+#define VM CLT_CAT(VM_, KIND)
+#define VLOAD_f32(p) vload16(0, p)
+#define VLOAD_f64(p) vload16(0, p)
+#define VLOAD_i64(p) vload16(0, p)
+#define VLOAD_ANY(p)                                                                           \
+    ((VT)(LOAD((p)[0]), LOAD((p)[1]), LOAD((p)[2]), LOAD((p)[3]), LOAD((p)[4]), LOAD((p)[5]),  \
+          LOAD((p)[6]), LOAD((p)[7]), LOAD((p)[8]), LOAD((p)[9]), LOAD((p)[10]), LOAD((p)[11]),\
+          LOAD((p)[12]), LOAD((p)[13]), LOAD((p)[14]), LOAD((p)[15])))
+#define VLOAD_f16(p) VLOAD_ANY(p)
+#define VLOAD_bf16(p) VLOAD_ANY(p)
+#define VLOAD_i32(p) VLOAD_ANY(p)
+#define VLOAD_u8(p) VLOAD_ANY(p)
+#define VLOAD_b8(p) VLOAD_ANY(p)
+#define VLOAD(p) CLT_CAT(VLOAD_, DT)(p)
 
 /* ---- sum ------------------------------------------------------------------------------------- */
 
@@ -38,6 +70,20 @@ CLT_FN CT sum_result(sum_state st, __global const ST *row, clt_u64 len)
     (void)row;
     (void)len;
     return clt_bits_i64(st.s);
+}
+/* Adds row[k .. end) into *st, VW elements at a time (wrapping: the order does not matter). */
+CLT_FN void sum_vrun(__global const ST *row, ulong k, ulong end, CT m, sum_state *st)
+{
+    ulong16 v = 0;
+    clt_u64 l[VW];
+    (void)m;
+    for (; k + VW <= end; k += VW)
+        v += as_ulong16(VLOAD(row + k));
+    vstore16(v, 0, l);
+    for (int i = 0; i < VW; i++)
+        st->s += l[i];
+    for (; k < end; k++)
+        st->s += (clt_u64)LOAD(row[k]);
 }
 #else
 /* a + b = *s + *e exactly (Knuth's two-sum: no branch, any magnitudes). */
@@ -70,6 +116,34 @@ CLT_FN CT csum_value(csum st)
     return isfinite(st.s) ? st.s + st.c : st.s;
 }
 
+/* VW compensated sums, one a lane. */
+typedef struct { VT s, c; } vcsum;
+CLT_FN void vcsum_add(vcsum *st, VT x)
+{
+    VT t = st->s + x;
+    VT bp = t - st->s;
+    st->c += (st->s - (t - bp)) + (x - bp);
+    st->s = t;
+}
+/* The lanes combined by a tree of two-sums (lane l with lane l + w, w = VW / 2 ... 1). */
+CLT_FN csum vcsum_total(vcsum v)
+{
+    CT s[VW], c[VW];
+    csum r;
+    vstore16(v.s, 0, s);
+    vstore16(v.c, 0, c);
+    for (int w = VW / 2; w > 0; w /= 2) {
+        for (int l = 0; l < w; l++) {
+            CT e;
+            two_sum(s[l], s[l + w], &s[l], &e);
+            c[l] += c[l + w] + e;
+        }
+    }
+    r.s = s[0];
+    r.c = c[0];
+    return r;
+}
+
 typedef csum sum_state;
 CLT_FN sum_state sum_init(void) { return csum_init(); }
 CLT_FN void sum_add(sum_state *st, CT x, clt_u64 k, CT m)
@@ -84,6 +158,17 @@ CLT_FN CT sum_result(sum_state st, __global const ST *row, clt_u64 len)
     (void)row;
     (void)len;
     return csum_value(st);
+}
+/* Adds row[k .. end) into *st (empty): VW lanes over the whole vectors, then the rest. */
+CLT_FN void sum_vrun(__global const ST *row, ulong k, ulong end, CT m, sum_state *st)
+{
+    vcsum v = {(VT)0, (VT)0};
+    (void)m;
+    for (; k + VW <= end; k += VW)
+        vcsum_add(&v, VLOAD(row + k));
+    *st = vcsum_total(v);
+    for (; k < end; k++)
+        csum_add(st, LOAD(row[k]));
 }
 
 /* ---- sqdev: sum((x - m)^2) - sum(x - m)^2 / len ------------------------------------------- */
@@ -112,6 +197,20 @@ CLT_FN CT sqdev_result(sqdev_state st, __global const ST *row, clt_u64 len)
     CT v = csum_value(st.q) - d * d / (CT)len;
     (void)row;
     return v < 0 ? (CT)0 : v; /* a NaN stays */
+}
+/* As sum_vrun, for (x - m)^2 and x - m. */
+CLT_FN void sqdev_vrun(__global const ST *row, ulong k, ulong end, CT m, sqdev_state *st)
+{
+    vcsum q = {(VT)0, (VT)0}, d = {(VT)0, (VT)0};
+    for (; k + VW <= end; k += VW) {
+        VT x = VLOAD(row + k) - m;
+        vcsum_add(&q, x * x);
+        vcsum_add(&d, x);
+    }
+    st->q = vcsum_total(q);
+    st->d = vcsum_total(d);
+    for (; k < end; k++)
+        sqdev_add(st, LOAD(row[k]), k, m);
 }
 #endif
 
@@ -164,6 +263,83 @@ ARG_FUNCS(argmax, 1)
 ARG_FUNCS(argmin, 0)
 ARG_FUNCS(amax, 1)
 ARG_FUNCS(amin, 0)
+
+#define ARG_BLOCK 256 /* elements whose largest (smallest) value is found before any index */
+
+/* Whether the state holds a NaN: nothing later can go before it. */
+CLT_FN int arg_is_nan(arg_state st)
+{
+#if CLT_KIND_INT
+    (void)st;
+    return 0;
+#else
+    return st.i >= 0 && st.v != st.v;
+#endif
+}
+
+/* Adds row[k .. end) into *st in blocks of ARG_BLOCK: the block's best value is found lane by
+ * lane without indices (NaNs only noted), and only a block holding a NaN or a value that goes
+ * before the state is read again element by element with arg_before, so the result is the
+ * one of adding every element in order. Stops at a NaN. */
+CLT_FN void arg_vrun(__global const ST *row, ulong k, ulong end, int largest, arg_state *st)
+{
+    for (; k + ARG_BLOCK <= end && !arg_is_nan(*st); k += ARG_BLOCK) {
+        VT b = VLOAD(row + k);
+        CT l[VW], best;
+        int again = 0;
+#if !CLT_KIND_INT
+        VM any_nan = isnan(b);
+#endif
+        for (int j = VW; j < ARG_BLOCK; j += VW) {
+            VT v = VLOAD(row + k + j);
+            b = select(b, v, largest ? v > b : v < b);
+#if !CLT_KIND_INT
+            any_nan |= isnan(v);
+#endif
+        }
+        vstore16(b, 0, l);
+        best = l[0];
+        for (int i = 1; i < VW; i++)
+            best = (largest ? l[i] > best : l[i] < best) ? l[i] : best;
+#if !CLT_KIND_INT
+        again = any(any_nan);
+#endif
+        if (!again && !arg_before(best, (clt_i64)k, st->v, st->i, largest))
+            continue;
+        for (ulong i = k; i < k + ARG_BLOCK; i++) {
+            if (arg_before(LOAD(row[i]), (clt_i64)i, st->v, st->i, largest)) {
+                st->v = LOAD(row[i]);
+                st->i = (clt_i64)i;
+            }
+        }
+    }
+    for (; k < end && !arg_is_nan(*st); k++) {
+        if (arg_before(LOAD(row[k]), (clt_i64)k, st->v, st->i, largest)) {
+            st->v = LOAD(row[k]);
+            st->i = (clt_i64)k;
+        }
+    }
+}
+CLT_FN void argmax_vrun(__global const ST *row, ulong k, ulong end, CT m, arg_state *st)
+{
+    (void)m;
+    arg_vrun(row, k, end, 1, st);
+}
+CLT_FN void argmin_vrun(__global const ST *row, ulong k, ulong end, CT m, arg_state *st)
+{
+    (void)m;
+    arg_vrun(row, k, end, 0, st);
+}
+CLT_FN void amax_vrun(__global const ST *row, ulong k, ulong end, CT m, arg_state *st)
+{
+    (void)m;
+    arg_vrun(row, k, end, 1, st);
+}
+CLT_FN void amin_vrun(__global const ST *row, ulong k, ulong end, CT m, arg_state *st)
+{
+    (void)m;
+    arg_vrun(row, k, end, 0, st);
+}
 
 CLT_FN clt_i64 argmax_result(arg_state st, __global const ST *row, clt_u64 len)
 {
@@ -240,24 +416,14 @@ CLT_FN ST amin_result(arg_state st, __global const ST *row, clt_u64 len)
         CT m = uses_mean ? mean[mean_off + r] : (CT)0;                                         \
         NAME##_state st = NAME##_init();                                                       \
         (void)rows;                                                                            \
-        if (blocked) { /* four independent states: no chain of dependent additions */         \
+        if (blocked) { /* one contiguous block a work-item, in vectors */                     \
             ulong per = (end - begin + lsz - 1) / lsz;                                         \
-            NAME##_state s1 = NAME##_init(), s2 = NAME##_init(), s3 = NAME##_init();           \
             k = min(begin + lid * per, end);                                                   \
-            end = min(k + per, end);                                                           \
-            step = 1;                                                                          \
-            for (; k + 4 <= end; k += 4) {                                                     \
+            NAME##_vrun(row, k, min(k + per, end), m, &st);                                    \
+        } else {                                                                               \
+            for (; k < end; k += step)                                                         \
                 NAME##_add(&st, LOAD(row[k]), k, m);                                           \
-                NAME##_add(&s1, LOAD(row[k + 1]), k + 1, m);                                   \
-                NAME##_add(&s2, LOAD(row[k + 2]), k + 2, m);                                   \
-                NAME##_add(&s3, LOAD(row[k + 3]), k + 3, m);                                   \
-            }                                                                                  \
-            NAME##_combine(&st, s1);                                                           \
-            NAME##_combine(&st, s2);                                                           \
-            NAME##_combine(&st, s3);                                                           \
         }                                                                                      \
-        for (; k < end; k += step)                                                             \
-            NAME##_add(&st, LOAD(row[k]), k, m);                                               \
         RED_TREE(NAME, st, ls);                                                                \
         if (get_local_id(0) == 0) {                                                            \
             if (parts == 1)                                                                    \

@@ -184,6 +184,47 @@ START_TEST(test_kernels_reduce_nn)
 }
 END_TEST
 
+/* The reductions in both layouts (blocked: vectors of 16, blocks of 256) on rows around their
+ * edges, a NaN in the third block and -0 before 0: exact ones bit for bit against cpu, sums
+ * within rounding. */
+START_TEST(test_kernels_reduce_layouts)
+{
+    static const int64_t lens[] = {33, 271, 600};
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    for (int blocked = 0; blocked < 2; blocked++) {
+        clt__cl_run_blocked = blocked;
+        for (int l = 0; l < 3; l++) {
+            clt_manual_seed(5);
+            clt_tensor *h = clt_tensor_randn(CLT_SHAPE(2, lens[l]), CLT_F32, cpu);
+            float *p = clt_tensor_data(h);
+            p[lens[l] + 520 % lens[l]] = NAN, p[7] = -0.0f, p[8] = 0.0f;
+            clt_tensor *g = clt_tensor_to(h, dev);
+            typedef clt_tensor *(*red)(clt_tensor *, int, bool);
+            static const red args[] = {clt_argmax, clt_argmin};
+            for (int k = 0; k < 2; k++) {
+                clt_tensor *a = args[k](g, 1, false), *b = args[k](h, 1, false);
+                assert_same(a, b, "argmax/argmin");
+                clt_tensor_release(a), clt_tensor_release(b);
+            }
+            int dim = 1;
+            clt_tensor *a = clt_max(g, &dim, 1, false), *b = clt_max(h, &dim, 1, false);
+            assert_same(a, b, "max");
+            clt_tensor_release(a), clt_tensor_release(b);
+            clt_tensor *g0 = clt_narrow(g, 0, 0, 1), *h0 = clt_narrow(h, 0, 0, 1); /* no NaN */
+            a = clt_sum(g0, &dim, 1, false), b = clt_sum(h0, &dim, 1, false);
+            assert_near(a, b, "sum");
+            clt_tensor_release(a), clt_tensor_release(b);
+            a = clt_var(g0, &dim, 1, 1, false), b = clt_var(h0, &dim, 1, 1, false);
+            assert_near(a, b, "var");
+            clt_tensor_release(a), clt_tensor_release(b);
+            clt_tensor_release(g0), clt_tensor_release(h0);
+            clt_tensor_release(g), clt_tensor_release(h);
+        }
+    }
+    clt__cl_run_blocked = -1;
+}
+END_TEST
+
 /* The adjoints of the backward passes: col2im, pool2d_backward (max and average) and index_add,
  * each a gather in the host's order, so the sums agree bit for bit but for the division. */
 START_TEST(test_kernels_adjoints)
@@ -464,6 +505,7 @@ Suite *suite_kernels(void)
     tcase_add_test(tc, test_kernels_exact);
     tcase_add_test(tc, test_kernels_elementwise);
     tcase_add_test(tc, test_kernels_reduce_nn);
+    tcase_add_test(tc, test_kernels_reduce_layouts);
     tcase_add_test(tc, test_kernels_adjoints);
     tcase_add_test(tc, test_kernels_training);
     tcase_add_test(tc, test_kernels_contiguous);

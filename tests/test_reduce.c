@@ -973,6 +973,89 @@ START_TEST(test_reduce_sum_allocation_failures)
 }
 END_TEST
 
+/* Lengths around every lane, vector and block edge of the host (16 lanes, blocks of 512) and of
+ * the blocked kernels (vectors of 16, blocks of 256, parts of 4096 and more), at an odd offset
+ * into the buffer, every reduction of each dtype against the host and the double computation. */
+START_TEST(test_reduce_lane_edges)
+{
+    static const int64_t lens[] = {15, 16, 17, 255, 256, 257, 511, 512, 513, 4097, 65553};
+    static const clt_dtype dts[] = {CLT_F32, CLT_F64, CLT_F16, CLT_BF16, CLT_I32, CLT_I64,
+                                    CLT_U8};
+    static const int d_all[1] = {0};
+    clt_device *dev = test_device(_i);
+    test_live before = test_live_now();
+    for (size_t t = 0; t < sizeof dts / sizeof *dts; t++) {
+        if (!holds(dev, dts[t]))
+            continue;
+        for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+            int64_t n = lens[l] + 3;
+            clt_tensor *x = random_tensor(dts[t], 1, &n);
+            clt_tensor *v = clt_narrow(x, 0, 3, lens[l]);
+            ck_assert_msg(v != NULL, "%s", clt_last_error());
+            check_all(v, dev, d_all, 0);
+            clt_tensor_release(v);
+            clt_tensor_release(x);
+        }
+    }
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), before);
+}
+END_TEST
+
+/* The index max, min, argmax and argmin pick in long rows, worked out here: a NaN at every lane
+ * and block edge (and a later one), the largest value twice in different blocks, an infinity
+ * beside it, and -0 before 0 among negative values; at an offset into the buffer. */
+START_TEST(test_reduce_arg_placement)
+{
+    static const int64_t at[] = {0, 15, 16, 255, 256, 257, 511, 512, 4095, 4096, 20000, 20002};
+    static const clt_dtype fdt[] = {CLT_F32, CLT_F64, CLT_F16, CLT_BF16};
+    const int64_t n = 20003;
+    clt_device *dev = test_device(_i);
+    test_live before = test_live_now();
+    double *a = malloc((size_t)(n + 1) * sizeof *a);
+    for (int t = 0; t < 4; t++) {
+        char what[96];
+        if (!holds(dev, fdt[t]))
+            continue;
+        for (size_t p = 0; p < sizeof at / sizeof *at; p++) {
+            snprintf(what, sizeof what, "%s on %s, NaN at %lld", clt_dtype_name(fdt[t]),
+                     clt_device_name(dev), (long long)at[p]);
+            for (int64_t i = 0; i <= n; i++)
+                a[i] = (double)((i * 37) % 101) - 50;
+            a[1 + at[p]] = NAN;
+            if (at[p] + 700 < n)
+                a[1 + at[p] + 700] = NAN;
+            clt_tensor *x = vec(dev, fdt[t], a, n + 1), *v = clt_narrow(x, 0, 1, n);
+            ck_assert_msg(scalar_of(clt_argmax_all(v), what) == (double)at[p], "%s", what);
+            ck_assert_msg(scalar_of(clt_argmin_all(v), what) == (double)at[p], "%s", what);
+            ck_assert_msg(isnan(scalar_of(clt_max(v, NULL, 0, false), what)), "%s", what);
+            ck_assert_msg(isnan(scalar_of(clt_min(v, NULL, 0, false), what)), "%s", what);
+            clt_tensor_release(v), clt_tensor_release(x);
+        }
+        snprintf(what, sizeof what, "%s on %s, ties", clt_dtype_name(fdt[t]), clt_device_name(dev));
+        for (int64_t i = 0; i <= n; i++)
+            a[i] = -1 - (double)(i % 7);
+        a[1 + 300] = -0.0, a[1 + 9000] = 0.0, a[1 + 9001] = 0.0; /* the max: -0 first */
+        a[1 + 600] = -100, a[1 + 17000] = -100;                 /* the min, twice */
+        clt_tensor *x = vec(dev, fdt[t], a, n + 1), *v = clt_narrow(x, 0, 1, n);
+        ck_assert_msg(scalar_of(clt_argmax_all(v), what) == 300, "%s", what);
+        ck_assert_msg(scalar_of(clt_argmin_all(v), what) == 600, "%s", what);
+        double m = scalar_of(clt_max(v, NULL, 0, false), what);
+        ck_assert_msg(m == 0 && signbit(m), "%s: max %g", what, m);
+        clt_tensor_release(v), clt_tensor_release(x);
+        a[1 + 12345] = INFINITY, a[1 + 12346] = INFINITY, a[1 + 5] = -INFINITY;
+        x = vec(dev, fdt[t], a, n + 1), v = clt_narrow(x, 0, 1, n);
+        ck_assert_msg(scalar_of(clt_argmax_all(v), what) == 12345, "%s", what);
+        ck_assert_msg(scalar_of(clt_argmin_all(v), what) == 5, "%s", what);
+        ck_assert_msg(scalar_of(clt_max(v, NULL, 0, false), what) == INFINITY, "%s", what);
+        clt_tensor_release(v), clt_tensor_release(x);
+    }
+    free(a);
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), before);
+}
+END_TEST
+
 Suite *suite_reduce(void)
 {
     Suite *s = suite_create("reduce");
@@ -987,6 +1070,8 @@ Suite *suite_reduce(void)
     ADD_DEVICE_TEST(tc, test_reduce_dtypes_and_0d);
     ADD_DEVICE_TEST(tc, test_reduce_errors);
     ADD_DEVICE_TEST(tc, test_reduce_sum_allocation_failures);
+    ADD_DEVICE_TEST(tc, test_reduce_lane_edges);
+    ADD_DEVICE_TEST(tc, test_reduce_arg_placement);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -5,10 +5,12 @@
  * each part reduced by one work-group into a partial state in a temporary buffer, and a second
  * launch combines the parts of every row. Work-items of a group read interleaved elements on
  * GPUs and accelerators (coalesced loads) and one contiguous block each on CPU-type devices,
- * which run a group's work-items one after another. */
+ * which run a group's work-items one after another: there work-groups have CLT__RED_CPU_WG
+ * work-items, each reading its block in vectors (the layout follows clt__cl_run_layout). */
 #include <stdio.h>
 
 #include "cl_internal.h"
+#include "cl_run.h"
 #include "core/core.h"
 
 #define CLT__RED_WG 256          /* work-group size asked for: CLT_RED_WG of cl/reduce.cl */
@@ -17,6 +19,7 @@
 #define CLT__RED_MIN_PART 4096   /* elements a work-group takes at least, when rows are split */
 #define CLT__RED_MAX_PARTS 1024  /* parts of one row at most */
 #define CLT__RED_STATE_MAX 32    /* bytes of the largest partial state (sqdev in f64) */
+#define CLT__RED_CPU_WG 1        /* work-group size in the blocked layout */
 
 static const char *red_name(clt__reduce_op op)
 {
@@ -38,8 +41,8 @@ clt_status clt__cl_reduce(const char *fn, clt_device *dev, const clt__reduce_cal
     cl_ulong x_off = c->in_offset, len = c->len, rows = c->rows, parts = 1, chunk = c->len;
     cl_ulong out_off = c->out_offset, mean_off = c->mean ? c->mean_offset : 0;
     cl_int uses_mean = c->op == CLT_REDUCE_SQDEV;
-    cl_int blocked = dev->info.type == CLT_DEVICE_OPENCL_CPU;
-    size_t local = CLT__RED_WG, want;
+    cl_int blocked = clt__cl_run_layout(dev);
+    size_t local = blocked ? CLT__RED_CPU_WG : CLT__RED_WG, want;
     void *tmp_buf = NULL;
     clt_status st;
 
@@ -72,7 +75,6 @@ clt_status clt__cl_reduce(const char *fn, clt_device *dev, const clt__reduce_cal
     parts = (len + chunk - 1) / chunk; /* no part left empty */
     while (local > 32 && local / 2 >= chunk)
         local /= 2;
-
     if (parts > 1) {
         st = dev->backend->alloc(fn, dev, (size_t)(rows * parts) * CLT__RED_STATE_MAX, &tmp_buf);
         if (st != CLT_OK)
@@ -83,7 +85,7 @@ clt_status clt__cl_reduce(const char *fn, clt_device *dev, const clt__reduce_cal
     st = clt__cl_launch_groups(fn, dev, "reduce", opts, kernel, args, nargs,
                                (size_t)(rows * parts), &local, NULL);
     if (st == CLT_OK && parts > 1) {
-        local = CLT__RED_WG;
+        local = blocked ? CLT__RED_CPU_WG : CLT__RED_WG;
         while (local > 32 && local / 2 >= parts)
             local /= 2;
         snprintf(kernel, sizeof kernel, "%s_final", red_name(c->op));
