@@ -9,6 +9,7 @@
 #endif
 
 #include "backend.h"
+#include "host_simd.h"
 #include "scalar_host.h"
 
 #define CLT_CAT_(a, b) a##b
@@ -343,7 +344,7 @@ clt_status clt__host_elementwise(const char *fn, clt_device *dev, const clt__ew_
 typedef void (*cast_loop)(const void *src, void *dst, size_t n);
 
 #define CLT__HOST_CAST(S, ST_, SK, D, DT_, DK)                                                 \
-    static void cast_##S##_##D(const void *src, void *dst, size_t n)                           \
+    CLT__SIMD static void cast_##S##_##D(const void *src, void *dst, size_t n)                 \
     {                                                                                          \
         const ST_ *s = src;                                                           \
         DT_ *d = dst;                                                                 \

@@ -5,6 +5,7 @@
 #include <tgmath.h>
 
 #include "backend.h"
+#include "host_simd.h"
 #include "optim_step.cl"
 
 #define CLT__OPTIM_BLOCK 16
@@ -25,7 +26,7 @@
     }
 
 #define HOST_OPTIM_KIND(CT, K, M)                                                              \
-    static void optim_##CT##_##K##_##M(const clt__optim_call *c)                               \
+    CLT__SIMD static void optim_##CT##_##K##_##M(const clt__optim_call *c)                     \
     {                                                                                          \
         CT *restrict param = (CT *)c->param + c->param_offset;                                 \
         CT *restrict ms = c->m, *restrict vs = c->v;                                           \
