@@ -1,9 +1,10 @@
 /* Elementwise kernels: ew_<op> for every operation of elementwise_ops.cl, plus ew_copy and
  * ew_where, built for one dtype with -DDT=<token> (f32, f16, ..., b8), -DST=<storage type>,
- * -DCT=<compute type> and -DKIND=<flt, dbl or int> (-DCLT_KIND_INT=1 for int). Work-item i
- * computes output element i. With ndim 0 every operand is contiguous and element i sits at
- * offset + i; otherwise ndim sizes and per-operand strides (in elements) place it. Inputs an
- * operation does not use are passed as any valid buffer. */
+ * -DCT=<compute type> and -DKIND=<flt, dbl or int> (-DCLT_KIND_INT=1 for int). ndim sizes and
+ * per-operand strides (in elements) place output element i and its inputs (ndim 0: every
+ * operand contiguous, element i at offset + i); the elements are spread over the work-items as
+ * CLT_RUN spreads them (common.cl). Inputs an operation does not use are passed as any valid
+ * buffer. */
 
 #define CLT_CAT_(a, b) a##b
 #define CLT_CAT(a, b) CLT_CAT_(a, b)
@@ -22,74 +23,107 @@
 #define EW_PARAMS(OT, XT)                                                                      \
     __global OT *out, ulong out_off, long8 out_st, __global const XT *xp, ulong x_off,         \
         long8 x_st, __global const ST *yp, ulong y_off, long8 y_st, __global const ST *zp,     \
-        ulong z_off, long8 z_st, long8 shape, int ndim, ulong n, CT s0, CT s1
+        ulong z_off, long8 z_st, long8 shape, int ndim, ulong n, int blocked, CT s0, CT s1
 
-/* Offsets o, a, b, c of element i in the output and the three inputs. */
-#define EW_OFFSETS                                                                             \
-    ulong i = get_global_id(0);                                                                \
-    ulong o = out_off + i, a = x_off + i, b = y_off + i, c = z_off + i;                        \
-    if (i >= n)                                                                                \
-        return;                                                                                \
-    if (ndim > 0) {                                                                            \
-        long sh[8], so[8], sx[8], sy[8], sz[8];                                                \
-        ulong r = i;                                                                           \
-        vstore8(shape, 0, sh);                                                                 \
-        vstore8(out_st, 0, so);                                                                \
-        vstore8(x_st, 0, sx);                                                                  \
-        vstore8(y_st, 0, sy);                                                                  \
-        vstore8(z_st, 0, sz);                                                                  \
-        o = out_off;                                                                           \
-        a = x_off;                                                                             \
-        b = y_off;                                                                             \
-        c = z_off;                                                                             \
-        for (int d = ndim - 1; d >= 0; d--) {                                                  \
-            ulong k = r % (ulong)sh[d];                                                        \
-            r /= (ulong)sh[d];                                                                 \
-            o += k * so[d];                                                                    \
-            a += k * sx[d];                                                                    \
-            b += k * sy[d];                                                                    \
-            c += k * sz[d];                                                                    \
+/* The strided operands' layout, as arrays: sizes, and the strides of out, x, y, z. */
+typedef struct ew_layout {
+    long sh[8], st[4][8];
+} ew_layout;
+
+/* The offsets off[0..3] (out, x, y, z) of output element i, whose index along each dimension
+ * goes to k. */
+static void ew_place(const ew_layout *l, int ndim, ulong i, long *k, ulong *off)
+{
+    for (int d = ndim - 1; d >= 0; d--) {
+        k[d] = (long)(i % (ulong)l->sh[d]);
+        i /= (ulong)l->sh[d];
+        for (int q = 0; q < 4; q++)
+            off[q] += (ulong)(k[d] * l->st[q][d]);
+    }
+}
+
+/* Runs BODY for every output element with o, a, b, c its offsets in out, x, y, z, spread over
+ * the work-items as CLT_RUN does. Blocked (CPU-type devices): a work-item's run of consecutive
+ * elements places its first one and steps the index (and the four offsets) from there, so that
+ * only one element a run pays for the divisions; otherwise each element is placed. */
+#define EW_LOOP(BODY)                                                                          \
+    ew_layout l_;                                                                              \
+    long k_[8];                                                                                \
+    ulong g_ = get_global_id(0), gs_ = get_global_size(0), first_ = g_, end_ = n, step_ = gs_; \
+    vstore8(shape, 0, l_.sh);                                                                  \
+    vstore8(out_st, 0, l_.st[0]);                                                              \
+    vstore8(x_st, 0, l_.st[1]);                                                                \
+    vstore8(y_st, 0, l_.st[2]);                                                                \
+    vstore8(z_st, 0, l_.st[3]);                                                                \
+    int nd_ = ndim;                                                                            \
+    if (nd_ == 0) { /* contiguous: one dimension of n */                                       \
+        nd_ = 1;                                                                               \
+        l_.sh[0] = (long)n;                                                                    \
+        l_.st[0][0] = l_.st[1][0] = l_.st[2][0] = l_.st[3][0] = 1;                             \
+    }                                                                                          \
+    if (blocked) {                                                                             \
+        ulong per_ = ((n + gs_ - 1) / gs_ + 15) & ~(ulong)15;                                  \
+        first_ = min(g_ * per_, n);                                                            \
+        end_ = min(first_ + per_, n);                                                          \
+        step_ = 1;                                                                             \
+    }                                                                                          \
+    for (ulong i_ = first_; i_ < end_; i_ += step_) {                                          \
+        ulong off_[4] = {out_off, x_off, y_off, z_off};                                        \
+        ew_place(&l_, nd_, i_, k_, off_);                                                      \
+        for (;;) {                                                                             \
+            ulong o = off_[0], a = off_[1], b = off_[2], c = off_[3];                          \
+            BODY;                                                                              \
+            if (!blocked || ++i_ >= end_)                                                      \
+                break;                                                                         \
+            for (int d_ = nd_ - 1; d_ >= 0; d_--) { /* the next element's index */             \
+                for (int q_ = 0; q_ < 4; q_++)                                                 \
+                    off_[q_] += (ulong)l_.st[q_][d_];                                          \
+                if (++k_[d_] < l_.sh[d_])                                                      \
+                    break;                                                                     \
+                for (int q_ = 0; q_ < 4; q_++)                                                 \
+                    off_[q_] -= (ulong)(l_.st[q_][d_] * l_.sh[d_]);                            \
+                k_[d_] = 0;                                                                    \
+            }                                                                                  \
         }                                                                                      \
     }
 
 #define EW_KERNEL(name, inputs, fe, ie, res)                                                   \
     __kernel void ew_##name(EW_PARAMS(OUT_##res, ST))                                          \
     {                                                                                          \
-        EW_OFFSETS                                                                             \
-        CT x = LOAD(xp[a]);                                                                    \
-        CT y = inputs > 1 ? (CT)LOAD(yp[b]) : (CT)0;                                           \
-        (void)y;                                                                               \
-        (void)c;                                                                               \
         (void)s0;                                                                              \
         (void)s1;                                                                              \
-        out[o] = STORE_##res(EXPR(fe, ie));                                                    \
+        EW_LOOP({                                                                              \
+            CT x = LOAD(xp[a]);                                                                \
+            CT y = inputs > 1 ? (CT)LOAD(yp[b]) : (CT)0;                                       \
+            (void)y;                                                                           \
+            (void)c;                                                                           \
+            out[o] = STORE_##res(EXPR(fe, ie));                                                \
+        })                                                                                     \
     }
 CLT_EW_OPS(EW_KERNEL)
 
 __kernel void ew_copy(EW_PARAMS(ST, ST))
 {
-    EW_OFFSETS
-    (void)b;
-    (void)c;
     (void)s0;
     (void)s1;
-    out[o] = xp[a];
+    EW_LOOP({
+        (void)b;
+        (void)c;
+        out[o] = xp[a];
+    })
 }
 
 /* n elements from offset `off` set to `value` (the stored bits). */
-__kernel void ew_fill(__global ST *out, ulong off, ulong n, ST value)
+__kernel void ew_fill(__global ST *out, ulong off, ulong n, ST value, int blocked)
 {
-    ulong i = get_global_id(0);
-    if (i < n)
-        out[off + i] = value;
+    CLT_RUN(n, blocked, out[off + i] = value);
 }
 
 __kernel void ew_where(EW_PARAMS(ST, clt_u8))
 {
-    EW_OFFSETS
     (void)s0;
     (void)s1;
-    out[o] = xp[a] ? yp[b] : zp[c];
+    EW_LOOP(out[o] = xp[a] ? yp[b] : zp[c])
 }
 
 /* The same operations over contiguous operands (ndim 0), element i at offset + i, each

@@ -74,7 +74,8 @@ typedef clt_tensor *(*unary_fn)(clt_tensor *);
 
 /* Every elementwise kernel of every dtype once, with broadcast and strided operands. The
  * values are small integers, on which every backend agrees exactly. */
-START_TEST(test_kernels_elementwise)
+/* Every elementwise kernel on contiguous, strided and broadcast operands of every dtype. */
+static void elementwise_cases(void)
 {
     static const binary_fn binaries[] = {clt_add, clt_mul, clt_maximum, clt_minimum, clt_eq,
                                          clt_ne,  clt_lt,  clt_le,      clt_gt,      clt_ge};
@@ -122,6 +123,34 @@ START_TEST(test_kernels_elementwise)
         for (size_t k = 0; k < sizeof all / sizeof *all; k++)
             clt_tensor_release(all[k]);
     }
+}
+
+/* The elementwise cases in both layouts of the strided kernels (each work-item stepping through
+ * a run of elements, or one element at a time), and a strided, broadcast operation over more
+ * elements than one run, so that runs start and end inside rows. */
+START_TEST(test_kernels_elementwise)
+{
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    clt_manual_seed(9);
+    clt_tensor *h = clt_tensor_randn(CLT_SHAPE(29, 37), CLT_F32, cpu);
+    clt_tensor *r = clt_tensor_randn(CLT_SHAPE(29), CLT_F32, cpu);
+    clt_tensor *g = clt_tensor_to(h, dev), *gr = clt_tensor_to(r, dev);
+    clt_tensor *ht = clt_transpose(h, 0, 1), *gt = clt_transpose(g, 0, 1); /* (37, 29) */
+    clt_tensor *hs = clt_slice(h, 1, 1, 37, 2); /* (29, 18), columns 2 apart */
+    clt_tensor *want = clt_sub(ht, r), *copy_want = clt_contiguous(hs);
+    for (int blocked = 0; blocked < 2; blocked++) {
+        clt__cl_run_blocked = blocked;
+        elementwise_cases();
+        clt_tensor *got = clt_sub(gt, gr), *part = clt_slice(g, 1, 1, 37, 2);
+        clt_tensor *copy = clt_contiguous(part);
+        assert_same(got, want, "strided and broadcast sub");
+        assert_same(copy, copy_want, "strided copy");
+        clt_tensor_release(copy), clt_tensor_release(part), clt_tensor_release(got);
+    }
+    clt__cl_run_blocked = -1;
+    clt_tensor *all[] = {copy_want, want, hs, gt, ht, gr, g, r, h};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        clt_tensor_release(all[k]);
 }
 END_TEST
 

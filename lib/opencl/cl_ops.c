@@ -113,7 +113,7 @@ clt_status clt__cl_elementwise(const char *fn, clt_device *dev, const clt__ew_ca
     cl_mem bufs[4];
     cl_ulong offs[4];
     cl_long8 strides[4], shape;
-    cl_int ndim = c->ndim;
+    cl_int ndim = c->ndim, blocked = clt__cl_run_layout(dev);
     cl_ulong n = c->n;
     union {
         cl_float f;
@@ -152,12 +152,12 @@ clt_status clt__cl_elementwise(const char *fn, clt_device *dev, const clt__ew_ca
         {sizeof bufs[2], &bufs[2]}, {sizeof offs[2], &offs[2]}, {sizeof strides[2], &strides[2]},
         {sizeof bufs[3], &bufs[3]}, {sizeof offs[3], &offs[3]}, {sizeof strides[3], &strides[3]},
         {sizeof shape, &shape},     {sizeof ndim, &ndim},       {sizeof n, &n},
-        {ssize, &s[0]},             {ssize, &s[1]},
+        {sizeof blocked, &blocked}, {ssize, &s[0]},             {ssize, &s[1]},
     };
     if (c->ndim == 0) /* every operand contiguous */
         return contiguous(fn, dev, c, bufs, offs, &s[0], &s[1], ssize);
-    return clt__cl_launch(fn, dev, "elementwise", clt__cl_dtype_options(c->dtype),
-                          ew_kernels[c->op][0], args, 17, c->n, NULL);
+    return clt__cl_run(fn, dev, "elementwise", clt__cl_dtype_options(c->dtype),
+                       ew_kernels[c->op][0], args, 18, c->n);
 }
 
 /* Fills with a kernel (ew_fill of the dtype whose storage has the pattern's size) rather than
@@ -169,10 +169,12 @@ clt_status clt__cl_fill(const char *fn, clt_device *dev, void *buf, size_t offse
                    : pattern_size == 4 ? CLT_I32 : CLT_I64;
     cl_mem b = buf;
     cl_ulong off = offset / pattern_size, n = nbytes / pattern_size;
+    cl_int blocked = clt__cl_run_layout(dev);
     const clt__cl_arg args[] = {
         {sizeof b, &b}, {sizeof off, &off}, {sizeof n, &n}, {pattern_size, pattern},
+        {sizeof blocked, &blocked},
     };
-    return clt__cl_launch(fn, dev, "elementwise", clt__cl_dtype_options(as), "ew_fill", args, 4, n, NULL);
+    return clt__cl_run(fn, dev, "elementwise", clt__cl_dtype_options(as), "ew_fill", args, 5, n);
 }
 
 clt_status clt__cl_random(const char *fn, clt_device *dev, void *buf, size_t off, clt_dtype dtype,
