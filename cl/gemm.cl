@@ -157,11 +157,11 @@ __kernel void gemm_direct(int m, int n, int k, T alpha, T beta, __global const T
 
 /* Work-groups of 16 x 16 work-items, each a 64 x 64 tile of C (a work-item 4 x 4 elements, 16
  * apart), through 64 x 16 tiles of A and 16 x 64 tiles of B in local memory, zero beyond the
- * matrices. Global (16 * ceil(n / 64), 16 * ceil(m / 64), batch). */
+ * matrices. Global (16 * ceil(n / 64), 16 * ceil(m / 64), batch). (No reqd_work_group_size:
+ * on a device that cannot run 256 work-items the program still builds for the other kernels.) */
 #define TS 64
 #define TK 16
-__kernel __attribute__((reqd_work_group_size(16, 16, 1))) void
-gemm_tiled(int m, int n, int k, T alpha, T beta, __global const T *a, ulong a_off, ulong a_rs,
+__kernel void gemm_tiled(int m, int n, int k, T alpha, T beta, __global const T *a, ulong a_off, ulong a_rs,
            ulong a_cs, ulong a_bs, __global const T *bsrc, ulong b_off, ulong b_rs, ulong b_cs,
            ulong b_bs, __global T *c, ulong c_off, ulong ldc, ulong c_bs)
 {

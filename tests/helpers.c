@@ -231,11 +231,17 @@ void test_copy_kernels(const char *dir)
 }
 
 
-/* A device buffer of n values from the generator (also returned in host, as doubles). */
-static clt_tensor *gemm_operand(clt_device *dev, clt_dtype dt, size_t n, double *host)
+/* A device buffer of n values from the generator (also returned in host, as doubles); with
+ * the matrices of C (c not NULL, beta 0) NaN, which C = alpha A B must ignore. */
+static clt_tensor *gemm_operand(clt_device *dev, clt_dtype dt, size_t n, double *host,
+                                const clt__gemm_call *c)
 {
     for (size_t i = 0; i < n; i++)
         host[i] = (double)(rand() % 2001 - 1000) / 256.0; /* exact in f32 */
+    for (size_t bt = 0; c && c->beta == 0 && bt < c->batch; bt++)
+        for (size_t i = 0; i < c->m; i++)
+            for (size_t j = 0; j < c->n; j++)
+                host[c->c_offset + bt * c->c_stride + i * c->ldc + j] = NAN;
     clt_tensor *t = test_tensor(dev, dt, host, 1, (int64_t[]){(int64_t)n});
     ck_assert_ptr_nonnull(t);
     return t;
@@ -258,8 +264,8 @@ void test_gemm_check(clt_device *dev, clt_dtype dt, clt__gemm_variant v, const t
     size_t nb = c.b_offset + (gc->shared_b ? br * c.ldb : c.b_stride * c.batch);
     double *ha = malloc(na * sizeof *ha), *hb = malloc(nb * sizeof *hb);
     double *hc = malloc(nc * sizeof *hc), *bound = calloc(nc, sizeof *bound);
-    clt_tensor *a = gemm_operand(dev, dt, na, ha), *b = gemm_operand(dev, dt, nb, hb);
-    clt_tensor *out = gemm_operand(dev, dt, nc, hc);
+    clt_tensor *a = gemm_operand(dev, dt, na, ha, NULL), *b = gemm_operand(dev, dt, nb, hb, NULL);
+    clt_tensor *out = gemm_operand(dev, dt, nc, hc, &c);
     void *panels = NULL;
     size_t capacity = 0;
     c.a = a->storage->buf, c.b = b->storage->buf, c.c = out->storage->buf;
@@ -281,7 +287,7 @@ void test_gemm_check(clt_device *dev, clt_dtype dt, clt__gemm_variant v, const t
                     abs_sum += fabs(ha[ai] * hb[bi]);
                 }
                 size_t o = c.c_offset + bt * c.c_stride + i * c.ldc + j;
-                bound[o] = fabs(c.alpha) * abs_sum + fabs(c.beta * hc[o]);
+                bound[o] = fabs(c.alpha) * abs_sum + (c.beta != 0 ? fabs(c.beta * hc[o]) : 0);
                 hc[o] = c.alpha * sum + (c.beta != 0 ? c.beta * hc[o] : 0);
             }
     double *got = test_values(out), tol = dt == CLT_F64 ? 1e-12 : 1e-5;

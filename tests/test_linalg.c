@@ -589,12 +589,12 @@ static void collect_log(clt_log_level level, const char *message, void *user)
  * "tuned in"), the log holds `expect` and no choice is the variant `never`. */
 static int tune_into(int fd, clt__gemm_variant never, const char *expect, char *log)
 {
-    clt__gemm_variant choice[CLT__GEMM_CLASSES];
+    clt__gemm_variant choice[CLT__GEMM_CHOICES];
     clt_device *gpu = clt_device_get("gpu:0");
     clt_set_log_callback(collect_log, log, CLT_LOG_INFO);
     if (!gpu || clt__cl_gemm_tune("test", gpu, CLT_F32, choice) != CLT_OK)
         return 1;
-    for (int i = 0; i < CLT__GEMM_CLASSES; i++)
+    for (int i = 0; i < CLT__GEMM_CHOICES; i++)
         if (choice[i] == never)
             return 2;
     if (write(fd, choice, sizeof choice) != (ssize_t)sizeof choice)
@@ -604,37 +604,59 @@ static int tune_into(int fd, clt__gemm_variant never, const char *expect, char *
     return strstr(log, "tuned in") ? 0 : 5;
 }
 
+/* A copy of the kernels in a fresh folder, made CLT_KERNEL_DIR, in which the GEMM kernel whose
+ * body holds `line` negates every product it computes. */
+static void break_gemm_kernel(const char *line)
+{
+    const char *kernels = test_temp_dir();
+    char path[512], *text = calloc(1, 1 << 16), *at;
+    FILE *f;
+    test_copy_kernels(kernels);
+    snprintf(path, sizeof path, "%s/gemm.cl", kernels);
+    ck_assert_ptr_nonnull(f = fopen(path, "rb"));
+    ck_assert_uint_gt(fread(text, 1, (1 << 16) - 1, f), 0);
+    fclose(f);
+    ck_assert_ptr_nonnull(at = strstr(text, line));
+    ck_assert_ptr_nonnull(f = fopen(path, "wb"));
+    fwrite(text, 1, (size_t)(at - text) + strlen(line), f);
+    fputs(" alpha = -alpha;", f);
+    fputs(at + strlen(line), f);
+    fclose(f);
+    free(text);
+    setenv("CLT_KERNEL_DIR", kernels, 1);
+}
+
+/* a @ b (b^T with transpose_b) of a few sizes, one from each of several classes, checked. */
+static void products_right(bool transpose_b)
+{
+    clt_device *gpu = clt_device_get("gpu:0");
+    clt_manual_seed(4);
+    for (int64_t n = 24; n <= 600; n *= 5) {
+        clt_tensor *a = rnd(gpu, CLT_F32, CLT_SHAPE(n, n + 3));
+        clt_tensor *b = transpose_b ? rnd(gpu, CLT_F32, CLT_SHAPE(n, n + 3))
+                                    : rnd(gpu, CLT_F32, CLT_SHAPE(n + 3, n));
+        clt_tensor *bt = transpose_b ? clt_transpose(b, 0, 1) : clt_tensor_retain(b);
+        clt_tensor *c = clt_matmul(a, bt);
+        ck_assert_msg(c != NULL, "%s", clt_last_error());
+        check_matmul(a, bt, c, TOL_F32);
+        clt_tensor_release(c), clt_tensor_release(bt), clt_tensor_release(b);
+        clt_tensor_release(a);
+    }
+}
+
 /* The tuner with a direct kernel that gives wrong results (CLT_KERNEL_DIR): it is verified out
  * with a warning and never chosen; a process started after reads the same choices from the disk
  * cache without tuning, and products are right with them. */
 START_TEST(test_gemm_tuning)
 {
     static char log[8192];
-    const char *kernels = test_temp_dir();
-    char path[512], *text;
-    clt__gemm_variant first[CLT__GEMM_CLASSES], again[CLT__GEMM_CLASSES];
+    clt__gemm_variant first[CLT__GEMM_CHOICES], again[CLT__GEMM_CHOICES];
     int fds[2], status = -1;
     if (!test_use_vendors(true, false))
         return;
     unsetenv("CLT_GEMM"); /* the tuned choice, whatever the environment says */
     setenv("CLT_CACHE_DIR", test_temp_dir(), 1);
-    test_copy_kernels(kernels);
-    snprintf(path, sizeof path, "%s/gemm.cl", kernels);
-    FILE *f = fopen(path, "rb");
-    ck_assert_ptr_nonnull(f);
-    text = calloc(1, 1 << 16);
-    ck_assert_uint_gt(fread(text, 1, (1 << 16) - 1, f), 0);
-    fclose(f);
-    const char *line = "__global const T *bp = bsrc + b_off + b * b_bs + j0;";
-    char *at = strstr(text, line);
-    ck_assert_ptr_nonnull(at);
-    f = fopen(path, "wb");
-    fwrite(text, 1, (size_t)(at - text) + strlen(line), f);
-    fputs(" alpha = -alpha;", f); /* every product of gemm_direct comes out negated */
-    fputs(at + strlen(line), f);
-    fclose(f);
-    free(text);
-    setenv("CLT_KERNEL_DIR", kernels, 1);
+    break_gemm_kernel("__global const T *bp = bsrc + b_off + b * b_bs + j0;"); /* direct */
 
     ck_assert_int_eq(pipe(fds), 0);
     pid_t pid = fork(); /* before this process touches OpenCL */
@@ -651,16 +673,32 @@ START_TEST(test_gemm_tuning)
     ck_assert_mem_eq(first, again, sizeof first);
     close(fds[0]), close(fds[1]);
 
-    clt_manual_seed(4);
-    clt_device *gpu = clt_device_get("gpu:0");
-    for (int64_t n = 24; n <= 600; n *= 5) { /* sizes of several classes */
-        clt_tensor *a = rnd(gpu, CLT_F32, CLT_SHAPE(n, n + 3));
-        clt_tensor *b = rnd(gpu, CLT_F32, CLT_SHAPE(n + 3, n));
-        clt_tensor *c = clt_matmul(a, b);
-        ck_assert_msg(c != NULL, "%s", clt_last_error());
-        check_matmul(a, b, c, TOL_F32);
-        clt_tensor_release(c), clt_tensor_release(b), clt_tensor_release(a);
-    }
+    products_right(false);
+    products_right(true);
+}
+END_TEST
+
+/* A packed kernel that gives wrong results: never chosen, nor as the variant for products whose
+ * class chose direct but whose B is transposed (CLBlast runs those), and products are right. */
+START_TEST(test_gemm_tuning_fallback)
+{
+    static char log[8192];
+    clt__gemm_variant choice[CLT__GEMM_CHOICES];
+    int fds[2];
+    if (!test_use_vendors(true, false))
+        return;
+    unsetenv("CLT_GEMM");
+    setenv("CLT_CACHE_DIR", "off", 1);
+    break_gemm_kernel(
+        "__global const T *bp = panels + ((ulong)b * get_global_size(1) + p) * k * PW;");
+    ck_assert_int_eq(pipe(fds), 0);
+    ck_assert_int_eq(tune_into(fds[1], CLT__GEMM_PACKED,
+                               "GEMM variant packed on gpu:0 (f32) gave wrong results", log), 0);
+    ck_assert_int_eq(read(fds[0], choice, sizeof choice), (ssize_t)sizeof choice);
+    ck_assert_int_eq(choice[CLT__GEMM_CLASSES], CLT__GEMM_CLBLAST);
+    close(fds[0]), close(fds[1]);
+    products_right(true);
+    products_right(false);
 }
 END_TEST
 
@@ -670,7 +708,7 @@ START_TEST(test_gemm_tuning_build_failure)
 {
     static char log[8192];
     const char *kernels = test_temp_dir();
-    clt__gemm_variant choice[CLT__GEMM_CLASSES];
+    clt__gemm_variant choice[CLT__GEMM_CHOICES];
     int fds[2];
     if (!test_use_vendors(true, false))
         return;
@@ -685,7 +723,7 @@ START_TEST(test_gemm_tuning_build_failure)
     ck_assert_msg(strstr(log, "GEMM variant packed on gpu:0 (f32) failed") != NULL, "%s", log);
     ck_assert_msg(strstr(log, "GEMM variant direct on gpu:0 (f32) failed") != NULL, "%s", log);
     ck_assert_int_eq(read(fds[0], choice, sizeof choice), (ssize_t)sizeof choice);
-    for (int i = 0; i < CLT__GEMM_CLASSES; i++)
+    for (int i = 0; i < CLT__GEMM_CHOICES; i++)
         ck_assert_int_eq(choice[i], CLT__GEMM_CLBLAST);
     close(fds[0]), close(fds[1]);
 }
@@ -711,7 +749,8 @@ END_TEST
 Suite *suite_linalg(void)
 {
     Suite *s = suite_create("linalg");
-    TCase *tc = test_case("matmul", 600); /* CLBlast's kernels compile slowly on PoCL the first time */
+    /* CLBlast's kernels compile slowly on PoCL the first time */
+    TCase *tc = test_case("matmul", 600);
     ADD_DEVICE_TEST(tc, test_matmul_shapes);
     ADD_DEVICE_TEST(tc, test_matmul_views);
     ADD_DEVICE_TEST(tc, test_matmul_zero_sizes);
@@ -722,6 +761,7 @@ Suite *suite_linalg(void)
     ADD_DEVICE_TEST(tc, test_gemm_clblast_status);
     ADD_DEVICE_TEST(tc, test_gemm_variants);
     tcase_add_test(tc, test_gemm_tuning);
+    tcase_add_test(tc, test_gemm_tuning_fallback);
     tcase_add_test(tc, test_gemm_tuning_build_failure);
     tcase_add_test(tc, test_gemm_forced);
     suite_add_tcase(s, tc);

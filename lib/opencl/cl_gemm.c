@@ -148,15 +148,6 @@ bool clt__cl_gemm_fits(clt_device *dev, clt__gemm_variant v, const clt__gemm_cal
     }
 }
 
-/* The variant that runs a call `v` cannot: direct needs B untransposed (packed reads any B),
- * and a size beyond what the library's kernels take goes to CLBlast. */
-static clt__gemm_variant fallback(clt_device *dev, clt__gemm_variant v, const clt__gemm_call *c)
-{
-    if (v == CLT__GEMM_DIRECT && !clt__cl_gemm_fits(dev, v, c))
-        v = CLT__GEMM_PACKED;
-    return clt__cl_gemm_fits(dev, v, c) ? v : CLT__GEMM_CLBLAST;
-}
-
 /* Launches one of the library's GEMM kernels with the call's operands. */
 static clt_status run_ours(const char *fn, clt_device *dev, clt__gemm_variant v,
                            const clt__gemm_call *c, cl_mem panels)
@@ -233,7 +224,6 @@ clt_status clt__cl_gemm(const char *fn, clt_device *dev, const clt__gemm_call *c
 
     if (st != CLT_OK)
         return st;
-    v = fallback(dev, v, c);
     if (v == CLT__GEMM_PACKED &&
         (st = clt__device_alloc(fn, dev, clt__cl_gemm_panel_bytes(c), false, &panels,
                                 &capacity)) != CLT_OK)

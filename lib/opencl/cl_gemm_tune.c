@@ -17,9 +17,9 @@
 #include "core/core.h"
 
 #define TUNE_MAX_N 1024      /* the largest product timed */
-#define TUNE_BUDGET_S 4.0    /* seconds of timed runs after which larger classes take the last
-                              * class's choice (a slow device, such as a simulator) */
-#define TUNE_FORMAT "cltensor gemm tuning 1\n"
+#define TUNE_BUDGET_S 4.0    /* seconds of timed runs that larger classes may not take past: they
+                              * take the last class's choice (a slow device, a simulator) */
+#define TUNE_FORMAT "cltensor gemm tuning 2\n"
 
 static double now_s(void)
 {
@@ -210,10 +210,12 @@ static clt_status check_one(const char *fn, clt_device *dev, clt__gemm_variant v
     return st;
 }
 
-/* Whether variant v gives exact results on every check shape (false on an error, logged). */
+/* Whether variant v gives exact results on every check shape it can run (false on an error,
+ * logged, and when it can run none). */
 static bool verify(const char *fn, clt_device *dev, clt__gemm_variant v, clt_dtype dtype,
                    const scratch *s, double *host)
 {
+    int checked = 0;
     for (size_t i = 0; i < sizeof checks / sizeof *checks; i++) {
         clt__gemm_call c = check_call(dtype, &checks[i]);
         bool ok = false;
@@ -228,8 +230,9 @@ static bool verify(const char *fn, clt_device *dev, clt__gemm_variant v, clt_dty
             clt_clear_error();
             return false;
         }
+        checked++;
     }
-    return true;
+    return checked > 0;
 }
 
 /* Seconds one n x n x n product of v takes (finished); negative on an error. */
@@ -286,8 +289,8 @@ static size_t host_elems(clt_dtype dtype)
 static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigned char *choice)
 {
     size_t elem = dtype == CLT_F64 ? 8 : 4, n = TUNE_MAX_N;
-    bool ok[CLT__GEMM_VARIANTS];
-    double start = now_s(), spent = 0, *host;
+    bool ok[CLT__GEMM_VARIANTS], ok_packed;
+    double start = now_s(), spent = 0, last = 0, *host; /* last: the last class's timed runs */
     scratch s;
     clt_status st;
     char line[256];
@@ -303,6 +306,7 @@ static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigne
     }
     for (int v = 0; v < CLT__GEMM_VARIANTS; v++)
         ok[v] = verify(fn, dev, (clt__gemm_variant)v, dtype, &s, host);
+    ok_packed = ok[CLT__GEMM_PACKED];
     clt__free(host);
     len = snprintf(line, sizeof line, "GEMM on %s (%s, %s):", dev->name, dev->info.name,
                    clt_dtype_name(dtype));
@@ -310,10 +314,12 @@ static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigne
         size_t size = (size_t)64 << cls;
         double best = -1;
         choice[cls] = CLT__GEMM_CLBLAST;
-        if (cls > 0 && spent > TUNE_BUDGET_S) {
+        /* each class costs about 8 times the last: stop before the budget would be passed */
+        if (cls > 0 && spent + 8 * last > TUNE_BUDGET_S) {
             choice[cls] = choice[cls - 1];
             continue;
         }
+        double before = spent;
         double t[CLT__GEMM_VARIANTS];
         for (int v = 0; v < CLT__GEMM_VARIANTS; v++) {
             t[v] = ok[v] ? measure(fn, dev, (clt__gemm_variant)v, dtype, size, &s, best, &spent)
@@ -321,6 +327,7 @@ static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigne
             if (t[v] >= 0 && (best < 0 || t[v] < best))
                 best = t[v], choice[cls] = (unsigned char)v;
         }
+        last = spent - before;
         /* a variant four times slower than the best is not timed at larger sizes (the library's
          * one-work-item kernels on a GPU), CLBlast's default always is */
         for (int v = CLT__GEMM_CLBLAST + 1; v < CLT__GEMM_VARIANTS; v++)
@@ -332,6 +339,7 @@ static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigne
                             best > 0 ? 2e-9 * (double)size * (double)size * (double)size / best
                                      : 0.0);
     }
+    choice[CLT__GEMM_CLASSES] = ok_packed ? CLT__GEMM_PACKED : CLT__GEMM_CLBLAST;
     scratch_free(&s);
     clt_clear_error();
     clt__log(CLT_LOG_INFO, "%s; tuned in %.2f s", line, now_s() - start);
@@ -351,7 +359,7 @@ static char *tuning_key(const char *fn, clt_device *dev, clt_dtype dtype, size_t
     return key;
 }
 
-/* Choices read from a cache entry: the format line, then one variant name a class. */
+/* Choices read from a cache entry: the format line, then the name of each choice's variant. */
 static bool parse(const unsigned char *data, size_t size, unsigned char *choice)
 {
     char text[256], *save = NULL, *word;
@@ -361,7 +369,7 @@ static bool parse(const unsigned char *data, size_t size, unsigned char *choice)
     memcpy(text, data + head, size - head);
     text[size - head] = '\0';
     word = strtok_r(text, " \n", &save);
-    for (int cls = 0; cls < CLT__GEMM_CLASSES; cls++, word = strtok_r(NULL, " \n", &save)) {
+    for (int cls = 0; cls < CLT__GEMM_CHOICES; cls++, word = strtok_r(NULL, " \n", &save)) {
         int v = 0;
         while (word && v < CLT__GEMM_VARIANTS && strcmp(word, clt__gemm_variant_names[v]) != 0)
             v++;
@@ -376,7 +384,7 @@ static void store(const char *fn, const char *key, size_t key_len, const unsigne
 {
     char text[256];
     int len = snprintf(text, sizeof text, "%s", TUNE_FORMAT);
-    for (int cls = 0; cls < CLT__GEMM_CLASSES; cls++)
+    for (int cls = 0; cls < CLT__GEMM_CHOICES; cls++)
         len += snprintf(text + len, sizeof text - (size_t)len, "%s\n",
                         clt__gemm_variant_names[choice[cls]]);
     clt__cl_cache_store(fn, key, key_len, (const unsigned char *)text, (size_t)len);
@@ -399,7 +407,7 @@ static clt_status load_or_tune(const char *fn, clt_device *dev, clt_dtype dtype,
         clt__log(CLT_LOG_WARN, "GEMM tuning on %s (%s) failed, CLBlast runs every product: %s",
                  dev->name, clt_dtype_name(dtype), clt_last_error());
         clt_clear_error();
-        memset(choice, CLT__GEMM_CLBLAST, CLT__GEMM_CLASSES);
+        memset(choice, CLT__GEMM_CLBLAST, CLT__GEMM_CHOICES);
         st = CLT_OK;
     }
     clt__free(data);
@@ -418,7 +426,7 @@ clt_status clt__cl_gemm_tune(const char *fn, clt_device *dev, clt_dtype dtype,
     pthread_mutex_lock(&cd->gemm_lock);
     if (!cd->gemm_tuned[d] && (st = load_or_tune(fn, dev, dtype, cd->gemm_choice[d])) == CLT_OK)
         cd->gemm_tuned[d] = true;
-    for (int cls = 0; choice && st == CLT_OK && cls < CLT__GEMM_CLASSES; cls++)
+    for (int cls = 0; choice && st == CLT_OK && cls < CLT__GEMM_CHOICES; cls++)
         choice[cls] = (clt__gemm_variant)cd->gemm_choice[d][cls];
     pthread_mutex_unlock(&cd->gemm_lock);
     return st;
@@ -427,7 +435,7 @@ clt_status clt__cl_gemm_tune(const char *fn, clt_device *dev, clt_dtype dtype,
 clt_status clt__cl_gemm_choose(const char *fn, clt_device *dev, const clt__gemm_call *c,
                                clt__gemm_variant *v)
 {
-    clt__gemm_variant choice[CLT__GEMM_CLASSES];
+    clt__gemm_variant choice[CLT__GEMM_CHOICES];
     clt_status st;
     pthread_once(&forced_once, read_forced);
     if (forced == -2)
@@ -435,11 +443,15 @@ clt_status clt__cl_gemm_choose(const char *fn, clt_device *dev, const clt__gemm_
                           "CLT_GEMM=%s names no GEMM variant: expected auto, clblast, packed, "
                           "direct or tiled", getenv("CLT_GEMM"));
     if (forced >= 0) {
-        *v = (clt__gemm_variant)forced;
-        return CLT_OK;
-    }
-    if ((st = clt__cl_gemm_tune(fn, dev, c->dtype, choice)) != CLT_OK)
+        choice[0] = (clt__gemm_variant)forced;
+        choice[CLT__GEMM_CLASSES] = CLT__GEMM_PACKED;
+    } else if ((st = clt__cl_gemm_tune(fn, dev, c->dtype, choice)) != CLT_OK) {
         return st;
-    *v = choice[clt__gemm_class(c)];
+    }
+    *v = choice[forced >= 0 ? 0 : clt__gemm_class(c)];
+    if (!clt__cl_gemm_fits(dev, *v, c))
+        *v = choice[CLT__GEMM_CLASSES];
+    if (!clt__cl_gemm_fits(dev, *v, c))
+        *v = CLT__GEMM_CLBLAST;
     return CLT_OK;
 }

@@ -25,8 +25,11 @@ typedef enum clt__gemm_variant {
 extern const char *const clt__gemm_variant_names[CLT__GEMM_VARIANTS];
 
 /* GEMMs are tuned per size class: the cube root of m n k about 64, 128, 256, 512, 1024 and
- * more (clt__gemm_class). */
+ * more (clt__gemm_class). A device's choices are one variant a class, then the variant for a
+ * product its class's variant cannot run (direct with B transposed): packed when it passed
+ * verification, else CLBlast. */
 #define CLT__GEMM_CLASSES 5
+#define CLT__GEMM_CHOICES (CLT__GEMM_CLASSES + 1)
 
 /* A built program and the kernels taken from it so far. */
 typedef struct clt__cl_program {
@@ -61,7 +64,7 @@ typedef struct clt__cl_device {
                                                 * (read without the lock when empty) */
     pthread_mutex_t gemm_lock; /* guards the two below: each dtype is tuned once */
     bool gemm_tuned[2];        /* f32, f64 */
-    unsigned char gemm_choice[2][CLT__GEMM_CLASSES]; /* a clt__gemm_variant per size class */
+    unsigned char gemm_choice[2][CLT__GEMM_CHOICES]; /* clt__gemm_variant values */
     char strings[5][256]; /* backing store of info.name, vendor, platform, versions */
 } clt__cl_device;
 
@@ -136,14 +139,15 @@ clt_status clt__cl_gemm_run(const char *fn, clt_device *dev, clt__gemm_variant v
 /* GEMM tuning (cl_gemm_tune.c). The size class of a call. */
 int clt__gemm_class(const clt__gemm_call *c);
 
-/* The variant for a call: the one CLT_GEMM names, else the device's choice for the call's dtype
- * and size class, tuned on first use (or read from the disk cache). An unknown CLT_GEMM is an
- * error. */
+/* The variant that runs a call: the one CLT_GEMM names, else the device's choice for the call's
+ * dtype and size class, tuned on first use (or read from the disk cache); where that variant
+ * cannot take the call, the fallback choice (or, for a named one, packed for direct), and
+ * CLBlast where the library's kernels cannot. An unknown CLT_GEMM is an error. */
 clt_status clt__cl_gemm_choose(const char *fn, clt_device *dev, const clt__gemm_call *c,
                                clt__gemm_variant *v);
 
-/* Tunes dtype's GEMM on dev unless done (clt_device_warmup); *choice, when not NULL, receives
- * the variant of each size class. */
+/* Tunes dtype's GEMM on dev unless done (clt_device_warmup); choice, when not NULL, receives
+ * the CLT__GEMM_CHOICES choices. */
 clt_status clt__cl_gemm_tune(const char *fn, clt_device *dev, clt_dtype dtype,
                              clt__gemm_variant *choice);
 

@@ -66,7 +66,7 @@ static double difference(clt_tensor *x, clt_tensor *y, int64_t n)
 /* The variant the device's tuning chose for an n x n x n product. */
 static const char *variant_of(clt_device *dev, int64_t n)
 {
-    clt__gemm_variant choice[CLT__GEMM_CLASSES];
+    clt__gemm_variant choice[CLT__GEMM_CHOICES];
     clt__gemm_call c = {.dtype = CLT_F32, .m = (size_t)n, .n = (size_t)n, .k = (size_t)n};
     const char *forced = getenv("CLT_GEMM");
     if (clt_device_get_info(dev)->type == CLT_DEVICE_HOST)
