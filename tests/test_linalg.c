@@ -604,6 +604,18 @@ static int tune_into(int fd, clt__gemm_variant never, const char *expect, char *
     return strstr(log, "tuned in") ? 0 : 5;
 }
 
+/* tune_into in this process, asserting it succeeded: choice receives the choices. */
+static void tune_here(clt__gemm_variant never, const char *expect, char *log,
+                      clt__gemm_variant *choice)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    ck_assert_int_eq(tune_into(fds[1], never, expect, log), 0);
+    ck_assert_int_eq(read(fds[0], choice, CLT__GEMM_CHOICES * sizeof *choice),
+                     (ssize_t)(CLT__GEMM_CHOICES * sizeof *choice));
+    close(fds[0]), close(fds[1]);
+}
+
 /* A copy of the kernels in a fresh folder, made CLT_KERNEL_DIR, in which the GEMM kernel whose
  * body holds `line` negates every product it computes. */
 static void break_gemm_kernel(const char *line)
@@ -684,19 +696,15 @@ START_TEST(test_gemm_tuning_fallback)
 {
     static char log[8192];
     clt__gemm_variant choice[CLT__GEMM_CHOICES];
-    int fds[2];
     if (!test_use_vendors(true, false))
         return;
     unsetenv("CLT_GEMM");
     setenv("CLT_CACHE_DIR", "off", 1);
     break_gemm_kernel(
         "__global const T *bp = panels + ((ulong)b * get_global_size(1) + p) * k * PW;");
-    ck_assert_int_eq(pipe(fds), 0);
-    ck_assert_int_eq(tune_into(fds[1], CLT__GEMM_PACKED,
-                               "GEMM variant packed on gpu:0 (f32) gave wrong results", log), 0);
-    ck_assert_int_eq(read(fds[0], choice, sizeof choice), (ssize_t)sizeof choice);
+    tune_here(CLT__GEMM_PACKED, "GEMM variant packed on gpu:0 (f32) gave wrong results", log,
+              choice);
     ck_assert_int_eq(choice[CLT__GEMM_CLASSES], CLT__GEMM_CLBLAST);
-    close(fds[0]), close(fds[1]);
     products_right(true);
     products_right(false);
 }
@@ -709,7 +717,6 @@ START_TEST(test_gemm_tuning_build_failure)
     static char log[8192];
     const char *kernels = test_temp_dir();
     clt__gemm_variant choice[CLT__GEMM_CHOICES];
-    int fds[2];
     if (!test_use_vendors(true, false))
         return;
     unsetenv("CLT_GEMM");
@@ -717,15 +724,11 @@ START_TEST(test_gemm_tuning_build_failure)
     test_copy_kernels(kernels);
     test_write_file(kernels, "gemm.cl", "__kernel void gemm_pack(void) { not OpenCL C }\n");
     setenv("CLT_KERNEL_DIR", kernels, 1);
-    ck_assert_int_eq(pipe(fds), 0);
-    ck_assert_int_eq(tune_into(fds[1], CLT__GEMM_PACKED, "building OpenCL program 'gemm'", log),
-                     0);
+    tune_here(CLT__GEMM_PACKED, "building OpenCL program 'gemm'", log, choice);
     ck_assert_msg(strstr(log, "GEMM variant packed on gpu:0 (f32) failed") != NULL, "%s", log);
     ck_assert_msg(strstr(log, "GEMM variant direct on gpu:0 (f32) failed") != NULL, "%s", log);
-    ck_assert_int_eq(read(fds[0], choice, sizeof choice), (ssize_t)sizeof choice);
     for (int i = 0; i < CLT__GEMM_CHOICES; i++)
         ck_assert_int_eq(choice[i], CLT__GEMM_CLBLAST);
-    close(fds[0]), close(fds[1]);
 }
 END_TEST
 
