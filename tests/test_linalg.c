@@ -490,9 +490,8 @@ static bool run_fault_case(void *ctx)
 
 /* Every allocation of clt_matmul (and clt_linear) failing in turn: the right status and
  * message, nothing leaked, the operands unchanged. Includes operands that must be copied. */
-START_TEST(test_matmul_allocation_failures)
+static void allocation_failures(clt_device *dev)
 {
-    clt_device *dev = test_device(_i);
     clt_manual_seed(6);
     clt_tensor *a = rnd(dev, CLT_F32, CLT_SHAPE(7, 13)), *b = rnd(dev, CLT_F32, CLT_SHAPE(13, 5));
     clt_tensor *wide = rnd(dev, CLT_F32, CLT_SHAPE(2, 1, 4, 10));
@@ -513,6 +512,19 @@ START_TEST(test_matmul_allocation_failures)
     clt_tensor *parts[] = {bias, w, b3, strided, wide, b, a};
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
         clt_tensor_release(parts[i]);
+}
+
+START_TEST(test_matmul_allocation_failures)
+{
+    allocation_failures(test_device(_i));
+}
+END_TEST
+
+/* The same with the packed GEMM on OpenCL devices, whose copy of B is an allocation too. */
+START_TEST(test_matmul_allocation_failures_packed)
+{
+    setenv("CLT_GEMM", "packed", 1);
+    allocation_failures(test_device(_i));
 }
 END_TEST
 
@@ -761,6 +773,7 @@ Suite *suite_linalg(void)
     ADD_DEVICE_TEST(tc, test_matmul_f64);
     ADD_DEVICE_TEST(tc, test_matmul_bad_input);
     ADD_DEVICE_TEST(tc, test_matmul_allocation_failures);
+    ADD_DEVICE_TEST(tc, test_matmul_allocation_failures_packed);
     ADD_DEVICE_TEST(tc, test_gemm_clblast_status);
     ADD_DEVICE_TEST(tc, test_gemm_variants);
     tcase_add_test(tc, test_gemm_tuning);
