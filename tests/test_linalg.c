@@ -723,7 +723,8 @@ START_TEST(test_gemm_tuning_fallback)
 END_TEST
 
 /* A gemm.cl that does not build: the library's variants fail verification with the build's
- * error in a warning, and CLBlast runs every product. */
+ * error in a warning, and CLBlast runs every product. The failures are the tuner's own: the
+ * caller's last error stays as it was. */
 START_TEST(test_gemm_tuning_build_failure)
 {
     static char log[8192];
@@ -736,7 +737,10 @@ START_TEST(test_gemm_tuning_build_failure)
     test_copy_kernels(kernels);
     test_write_file(kernels, "gemm.cl", "__kernel void gemm_pack(void) { not OpenCL C }\n");
     setenv("CLT_KERNEL_DIR", kernels, 1);
+    clt_set_error(CLT_ERR_SHAPE, "earlier", "a failure before tuning");
     tune_here(CLT__GEMM_PACKED, "building OpenCL program 'gemm'", log, choice);
+    ck_assert_str_eq(clt_last_error(), "earlier: a failure before tuning");
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_SHAPE);
     ck_assert_msg(strstr(log, "GEMM variant packed on gpu:0 (f32) failed") != NULL, "%s", log);
     ck_assert_msg(strstr(log, "GEMM variant direct on gpu:0 (f32) failed") != NULL, "%s", log);
     for (int i = 0; i < CLT__GEMM_CHOICES; i++)

@@ -22,6 +22,16 @@ clt_status clt__rename_error(const char *fn);
 /* Appends text to this thread's last error message (for build logs). */
 void clt__error_append(const char *text);
 
+/* This thread's last error, kept aside around work whose own failures are handled, so that they
+ * do not replace what the caller's last failed call left. */
+#define CLT__ERROR_CAPACITY 8192
+typedef struct clt__error_state {
+    clt_status status;
+    char message[CLT__ERROR_CAPACITY];
+} clt__error_state;
+void clt__error_save(clt__error_state *saved);
+void clt__error_restore(const clt__error_state *saved);
+
 void clt__log(clt_log_level level, const char *fmt, ...) CLT__PRINTF(2, 3);
 
 /* Host memory. Every allocation of the library goes through these, so that tests can count

@@ -8,7 +8,6 @@
 
 #include "core.h"
 
-#define CLT__ERROR_CAPACITY 8192
 
 static _Thread_local char last_message[CLT__ERROR_CAPACITY];
 static _Thread_local clt_status last_status;
@@ -79,6 +78,18 @@ void clt_clear_error(void)
 {
     last_message[0] = '\0';
     last_status = CLT_OK;
+}
+
+void clt__error_save(clt__error_state *saved)
+{
+    saved->status = last_status;
+    memcpy(saved->message, last_message, sizeof saved->message);
+}
+
+void clt__error_restore(const clt__error_state *saved)
+{
+    last_status = saved->status;
+    memcpy(last_message, saved->message, sizeof last_message);
 }
 
 clt_status clt__error(clt_status status, const char *fn, const char *fmt, ...)

@@ -394,6 +394,8 @@ static void store(const char *fn, const char *key, size_t key_len, const unsigne
 static clt_status load_or_tune(const char *fn, clt_device *dev, clt_dtype dtype,
                                unsigned char *choice)
 {
+    clt__error_state caller;
+    clt__error_save(&caller);
     size_t key_len = 0, size = 0;
     char *key = tuning_key(fn, dev, dtype, &key_len);
     unsigned char *data = key ? clt__cl_cache_load(fn, key, key_len, &size) : NULL;
@@ -412,6 +414,7 @@ static clt_status load_or_tune(const char *fn, clt_device *dev, clt_dtype dtype,
     }
     clt__free(data);
     clt__free(key);
+    clt__error_restore(&caller); /* tuning's own failures are handled above */
     return st;
 }
 
