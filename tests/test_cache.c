@@ -1,8 +1,8 @@
 /* Cache suite: the disk cache of built OpenCL programs (a miss stores, another process hits;
  * corrupt, truncated and foreign entries are rebuilt; concurrent builders; CLT_CACHE_DIR=off; an
- * unwritable folder; the size cap's LRU eviction) and clt_device_warmup. PoCL only. Processes
- * that must start cold are forked at the start of a test, before it calls OpenCL (PoCL hangs in
- * children forked after). */
+ * unwritable folder; the size cap's LRU eviction; clt_cache_get_info) and clt_device_warmup.
+ * PoCL only. Processes that must start cold are forked at the start of a test, before it calls
+ * OpenCL (PoCL hangs in children forked after). */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,6 +254,11 @@ START_TEST(test_cache_off_writes_nothing)
     snprintf(dir, sizeof dir, "%s/cltensor", home);
     ck_assert_int_ne(access(dir, F_OK), 0); /* not even the default folder was created */
     ck_assert_int_eq(list_files(home, names, 4), 0);
+    clt_cache_info info;
+    ck_assert_int_eq(clt_cache_get_info(&info), CLT_OK);
+    ck_assert(!info.enabled);
+    ck_assert_str_eq(info.dir, "");
+    ck_assert_uint_eq(info.entries, 0);
 }
 END_TEST
 
@@ -268,6 +273,11 @@ START_TEST(test_cache_default_folder)
     ck_assert(add_is_right(CLT_F32));
     snprintf(dir, sizeof dir, "%s/cltensor", home);
     ck_assert_int_ge(list_files(dir, names, 4), 1);
+    clt_cache_info info;
+    ck_assert_int_eq(clt_cache_get_info(&info), CLT_OK);
+    ck_assert(info.enabled);
+    ck_assert_str_eq(info.dir, dir);
+    ck_assert_uint_eq(info.size_limit, 256u << 20); /* the default cap */
 }
 END_TEST
 
@@ -296,6 +306,10 @@ START_TEST(test_cache_unwritable_folder)
     clt__cl_cache_stats s = clt__cl_cache_get_stats();
     ck_assert_int_eq(s.stored, 0);
     ck_assert_int_eq(s.misses, s.programs);
+    clt_cache_info info;
+    ck_assert_int_eq(clt_cache_get_info(&info), CLT_OK);
+    ck_assert(!info.enabled);
+    ck_assert_str_eq(info.dir, dir); /* the folder that could not be used */
 }
 END_TEST
 
@@ -343,6 +357,37 @@ START_TEST(test_cache_size_cap_evicts_oldest)
     ck_assert_str_eq(names[1], old[2]);
     ck_assert_str_eq(names[2], "clt-0000000000000000000000000000000a.bin");
     ck_assert_str_eq(names[4], "keep.txt");
+}
+END_TEST
+
+/* clt_cache_get_info: the folder, the cap, and only entry files counted. */
+START_TEST(test_cache_info)
+{
+    const char *dir = use_cache();
+    char path[256];
+    clt_cache_info info;
+    if (!dir)
+        return;
+    plant(dir, "clt-00000000000000000000000000000001.bin", 100, 1000000);
+    plant(dir, "clt-00000000000000000000000000000002.bin", 300, 2000000);
+    plant(dir, "keep.txt", 5000, 500000); /* not an entry */
+    ck_assert_int_eq(mkdir(strcat(strcpy(path, dir), "/clt-0000000000000000000000000000000a.bin"),
+                           0755), 0); /* a folder, not an entry */
+    setenv("CLT_CACHE_SIZE", "64M", 1);
+    ck_assert_int_eq(clt_cache_get_info(&info), CLT_OK);
+    ck_assert(info.enabled);
+    ck_assert_str_eq(info.dir, dir);
+    ck_assert_uint_eq(info.size_limit, 64u << 20);
+    ck_assert_uint_eq(info.entries, 2);
+    ck_assert_uint_eq(info.bytes, 400);
+
+    ck_assert(add_is_right(CLT_F32)); /* stores what it built */
+    ck_assert_int_eq(clt_cache_get_info(&info), CLT_OK);
+    ck_assert_uint_eq(info.entries, 2 + (uint64_t)clt__cl_cache_get_stats().stored);
+    ck_assert_uint_gt(info.bytes, 400);
+
+    ck_assert_int_eq(clt_cache_get_info(NULL), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(clt_last_error(), "clt_cache_get_info: info is NULL");
 }
 END_TEST
 
@@ -396,6 +441,7 @@ Suite *suite_cache(void)
     tcase_add_test(tc, test_cache_default_folder);
     tcase_add_test(tc, test_cache_unwritable_folder);
     tcase_add_test(tc, test_cache_size_cap_evicts_oldest);
+    tcase_add_test(tc, test_cache_info);
     tcase_add_test(tc, test_cache_warmup_builds_everything);
     suite_add_tcase(s, tc);
     return s;

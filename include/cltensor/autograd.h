@@ -19,36 +19,41 @@
 extern "C" {
 #endif
 
-/* Marks x as a leaf whose gradient is wanted (or not). CLT_ERR_DTYPE for a tensor that is not
- * floating; CLT_ERR_INVALID_ARGUMENT for a tensor made by a recorded operation (not a leaf:
- * use clt_tensor_detach first). */
+/* Marks x as a leaf whose gradient is wanted (or not). CLT_ERR_DTYPE for wanting the gradient
+ * of a tensor that is not floating; CLT_ERR_INVALID_ARGUMENT for NULL or a tensor made by a
+ * recorded operation (not a leaf: use clt_tensor_detach first). On failure x is unchanged. */
 CLT_API clt_status clt_tensor_set_requires_grad(clt_tensor *x, bool requires_grad);
-/* Whether x is a leaf marked as above or the result of a recorded operation. */
+/* Whether x is a leaf marked as above or the result of a recorded operation (false for
+ * NULL). */
 CLT_API bool clt_tensor_requires_grad(const clt_tensor *x);
-/* Whether x was not made by a recorded operation (PyTorch's is_leaf). */
+/* Whether x was not made by a recorded operation (PyTorch's is_leaf; false for NULL). */
 CLT_API bool clt_tensor_is_leaf(const clt_tensor *x);
 /* The gradient accumulated into x by clt_backward, a new reference; NULL (and no error) when
- * there is none yet. */
+ * there is none yet or x is NULL. A later clt_backward replaces x's gradient with a new tensor
+ * rather than changing this one. */
 CLT_API clt_tensor *clt_tensor_grad(const clt_tensor *x);
 /* Replaces x's gradient with grad (retained; NULL clears it, as PyTorch's x.grad = None).
- * grad must have x's shape, dtype and device (CLT_ERR_SHAPE / _DTYPE / _DEVICE_MISMATCH). */
+ * grad must have x's shape, dtype and device (CLT_ERR_SHAPE / _DTYPE / _DEVICE_MISMATCH);
+ * CLT_ERR_INVALID_ARGUMENT for a NULL x. On failure x's gradient is unchanged. */
 CLT_API clt_status clt_tensor_set_grad(clt_tensor *x, clt_tensor *grad);
-/* The name of the node that made x ("MulBackward", "AddmmBackward"), a static string; NULL for
- * a leaf or a tensor that records nothing. */
+/* The name of the node that made x ("MulBackward", "AddmmBackward"), a static string; NULL (no
+ * error set) for NULL, a leaf or a tensor that records nothing. */
 CLT_API const char *clt_tensor_grad_fn_name(const clt_tensor *x);
-/* A new tensor sharing x's storage that records nothing and requires no grad (x.detach()). */
+/* A new tensor sharing x's storage that records nothing and requires no grad (x.detach()): a
+ * new reference, or NULL with the last error set. */
 CLT_API clt_tensor *clt_tensor_detach(clt_tensor *x);
 
 /* Computes the gradient of `root` with respect to every leaf that requires grad and that root
  * was computed from, and adds it into the leaf's grad. `grad` is d(loss)/d(root), of root's
- * shape, on root's device (converted to root's dtype); NULL means 1 and needs a root of one
- * element. Unless retain_graph, the graph's saved tensors are freed afterwards and a second
- * backward through it is CLT_ERR_INVALID_ARGUMENT. All or nothing: if any step fails, no grad
- * has changed and the graph is kept. Graphs that share nodes must not be walked by two threads
- * at once. */
+ * shape, on root's device (converted to root's dtype; CLT_ERR_SHAPE / _DEVICE_MISMATCH
+ * otherwise); NULL means 1 and needs a root of one element. CLT_ERR_INVALID_ARGUMENT for a
+ * NULL root or one that does not require grad. Unless retain_graph, the graph's saved tensors
+ * are freed afterwards and a second backward through it is CLT_ERR_INVALID_ARGUMENT. All or
+ * nothing: if any step fails, no grad has changed and the graph is kept. Graphs that share
+ * nodes must not be walked by two threads at once. */
 CLT_API clt_status clt_backward(clt_tensor *root, clt_tensor *grad, bool retain_graph);
 
-/* Whether this thread records operations for autograd (true unless turned off). */
+/* Whether this thread records operations for autograd (true unless turned off on it). */
 CLT_API bool clt_grad_is_enabled(void);
 /* Turns recording on or off for this thread (PyTorch's torch.set_grad_enabled); returns the
  * previous setting, for restoring it. */
@@ -60,6 +65,7 @@ typedef struct clt_grad_mode {
     bool active;   /* not restored yet */
 } clt_grad_mode;
 
+/* The helpers of CLT_NO_GRAD: turn recording off, remembering the setting; restore it once. */
 static inline clt_grad_mode clt__no_grad_begin(void)
 {
     clt_grad_mode m = {clt_grad_set_enabled(false), true};

@@ -42,36 +42,43 @@ typedef struct clt_device_info {
 } clt_device_info;
 
 /* The number of OpenCL devices (`gpu:N`) after CLT_VISIBLE_DEVICES; 0 on a machine without
- * OpenCL. On failure (a bad CLT_VISIBLE_DEVICES) returns a negative clt_status and sets the
- * last error. */
+ * OpenCL. When the list cannot be built (a bad CLT_VISIBLE_DEVICES or CLT_SUBDEVICES, out of
+ * memory) returns a negative clt_status and sets the last error; every later lookup of a
+ * device in the process then fails with the same error. */
 CLT_API int clt_device_count(void);
 
-/* The device with this name: "cpu", "gpu" (the current GPU, gpu:0 unless set) or "gpu:N".
- * Returns NULL and sets the last error, listing the valid names, for anything else. */
+/* The device with this name: "cpu", "gpu" (the current GPU, gpu:0 unless set) or "gpu:N";
+ * owned by the library. NULL with the last error set: CLT_ERR_NO_DEVICE, listing the valid
+ * names, for any other name or a GPU that does not exist; CLT_ERR_INVALID_ARGUMENT for NULL. */
 CLT_API clt_device *clt_device_get(const char *name);
 
-/* The host device; NULL only when the device list could not be built (last error set). */
+/* The host device, owned by the library; NULL only when the device list could not be built
+ * (last error set). */
 CLT_API clt_device *clt_device_cpu(void);
 
-/* gpu:0 when there is one, else cpu: torch.device("cuda" if available else "cpu").
- * NULL only when the device list could not be built (last error set). */
+/* gpu:0 when there is one, else cpu: torch.device("cuda" if available else "cpu"); owned by
+ * the library. NULL only when the device list could not be built (last error set). */
 CLT_API clt_device *clt_device_default(void);
 
-/* The current GPU of this thread: what "gpu" names (gpu:0 unless set). NULL and the last error
- * set when there is no OpenCL device. */
+/* The current GPU of this thread: what "gpu" names (gpu:0 unless set); owned by the library.
+ * NULL with the last error set (CLT_ERR_NO_DEVICE) when there is no OpenCL device. */
 CLT_API clt_device *clt_device_current(void);
 
 /* Makes `dev` (an OpenCL device) the current GPU of this thread. CLT_ERR_INVALID_ARGUMENT for
- * NULL, cpu or a pointer that is not one of gpu:0 ... gpu:N-1. */
+ * NULL, cpu or a pointer that is not one of gpu:0 ... gpu:N-1; on failure the current GPU is
+ * unchanged. */
 CLT_API clt_status clt_device_set_current(clt_device *dev);
 
-/* "cpu" or "gpu:N": a static string. "(null)" for NULL. */
+/* "cpu" or "gpu:N", owned by the library and valid until the process ends; "(null)" for
+ * NULL. */
 CLT_API const char *clt_device_name(const clt_device *dev);
 
-/* The device's description, owned by the library; NULL for NULL. */
+/* The device's description, owned by the library and valid until the process ends; NULL
+ * (no error set) for NULL. */
 CLT_API const clt_device_info *clt_device_get_info(const clt_device *dev);
 
-/* Waits until all work queued on the device has finished. CLT_OK, or the device's error. */
+/* Waits until all work queued on the device has finished. CLT_OK (at once for cpu), the
+ * device's error, or CLT_ERR_INVALID_ARGUMENT for NULL. */
 CLT_API clt_status clt_device_synchronize(clt_device *dev);
 
 /* Tensor memory on a device goes through a caching allocator: a freed buffer is kept for the
@@ -87,20 +94,44 @@ typedef struct clt_memory_stats {
     size_t allocated;          /* held by tensors, in size-class bytes */
     size_t cached;             /* kept for reuse */
     size_t peak;               /* the largest `allocated` so far */
-    size_t limit;              /* CLT_DEVICE_MEMORY_LIMIT, else an OpenCL device's memory; 0: none */
+    size_t limit;              /* CLT_DEVICE_MEMORY_LIMIT, else an OpenCL device's memory;
+                                * 0: none */
     uint64_t allocations;      /* requests served */
     uint64_t driver_allocations; /* of them, new memory from the driver (the rest reused) */
 } clt_memory_stats;
-/* The device's figures (zeros for NULL). */
+/* Fills *stats with the device's figures: CLT_OK, also for a NULL device (all zeros);
+ * CLT_ERR_INVALID_ARGUMENT for NULL stats. */
 CLT_API clt_status clt_device_memory_stats(clt_device *dev, clt_memory_stats *stats);
-/* Gives every cached buffer of the device back to the driver. */
+/* Gives every cached buffer of the device back to the driver; tensors keep their memory.
+ * Accepts NULL. */
 CLT_API void clt_device_empty_cache(clt_device *dev);
 
 /* Builds every OpenCL program the library uses on dev, for every dtype it supports, and the
  * matrix-product kernels, so that later operations compile nothing; with the disk cache
  * (CLT_CACHE_DIR) later processes load the binaries instead. CLT_OK at once for cpu;
- * CLT_ERR_KERNEL_BUILD with the build log when a program does not build. */
+ * CLT_ERR_KERNEL_BUILD with the build log when a program does not build, the error of any
+ * other failed step, CLT_ERR_INVALID_ARGUMENT for NULL. */
 CLT_API clt_status clt_device_warmup(clt_device *dev);
+
+/* The disk cache of built programs: its folder is CLT_CACHE_DIR, else $XDG_CACHE_HOME/cltensor,
+ * else $HOME/.cache/cltensor, read once, on first use. CLT_CACHE_DIR=off turns it off, and so
+ * do a folder that cannot be created or written or a name too long (with a warning in the
+ * log), and having none of the three variables set. */
+typedef struct clt_cache_info {
+    bool enabled;        /* programs are read from and stored in `dir` */
+    const char *dir;     /* the folder in use, or the one that could not be used; "" when turned
+                          * off or without a name; owned by the library, valid until the
+                          * process ends */
+    uint64_t size_limit; /* CLT_CACHE_SIZE in bytes (256M when unset or not a size): past it,
+                          * the least recently used entries are deleted */
+    uint64_t entries;    /* entry files in the folder now; 0 when the cache is off */
+    uint64_t bytes;      /* their total size */
+} clt_cache_info;
+
+/* Fills *info from the settings read on first use and the folder's contents, read now. CLT_OK,
+ * also when the cache is off or its folder cannot be listed (no entries then);
+ * CLT_ERR_INVALID_ARGUMENT for NULL. */
+CLT_API clt_status clt_cache_get_info(clt_cache_info *info);
 
 /* The current GPU for a scope, as `with torch.cuda.device(d):`. Pops undo pushes in reverse
  * order, on the thread that pushed. */
@@ -110,8 +141,8 @@ typedef struct clt_device_guard {
 } clt_device_guard;
 
 /* Makes `dev` (an OpenCL device) the current GPU of this thread and remembers the previous one
- * in g. On failure (NULL, cpu, unknown device) nothing changes, g is inactive and the status is
- * that of clt_device_set_current. */
+ * in g. On failure (NULL, cpu, unknown device) the current GPU is unchanged, g is inactive and
+ * the status is that of clt_device_set_current; CLT_ERR_INVALID_ARGUMENT for a NULL g. */
 CLT_API clt_status clt_device_guard_push(clt_device_guard *g, clt_device *dev);
 
 /* Restores the current GPU that g's push replaced and makes g inactive. Does nothing for NULL

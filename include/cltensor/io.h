@@ -30,13 +30,16 @@ typedef struct clt_metadata {
 
 /* Writes `count` tensors (distinct names, any devices and dtypes, views included) and
  * `metadata_count` metadata pairs to `path`, through a temporary file renamed over it, so that
- * a failure leaves any old file as it was. metadata may be NULL when metadata_count is 0. */
+ * a failure leaves any old file as it was. metadata may be NULL when metadata_count is 0.
+ * CLT_ERR_INVALID_ARGUMENT for a NULL path, tensor, name or string, a negative count, a
+ * repeated name or the reserved name "__metadata__"; CLT_ERR_IO naming what failed. */
 CLT_API clt_status clt_safetensors_save(const char *path, const clt_named_tensor *tensors,
                                         int count, const clt_metadata *metadata,
                                         int metadata_count);
 
 /* Writes m's parameters and buffers under their state_dict names ("0.weight") to `path`, as
- * clt_safetensors_save does. */
+ * clt_safetensors_save does (a parameter or buffer registered twice only under its first name);
+ * CLT_ERR_INVALID_ARGUMENT for a NULL m. */
 CLT_API clt_status clt_module_save(const clt_module *m, const char *path,
                                    const clt_metadata *metadata, int metadata_count);
 
@@ -50,17 +53,21 @@ typedef struct clt_safetensors {
     clt_metadata *metadata;
 } clt_safetensors;
 
-/* Reads every tensor of `path` into new tensors on `dev` (NULL: cpu), filling *out. On
- * failure *out is left empty (zeroed) and nothing is kept. */
+/* Reads every tensor of `path` into new tensors on `dev` (NULL: cpu), filling *out, which the
+ * caller empties with clt_safetensors_clear. On failure *out is left empty (zeroed) and
+ * nothing is kept; CLT_ERR_INVALID_ARGUMENT for a NULL path or out. */
 CLT_API clt_status clt_safetensors_load(const char *path, clt_device *dev, clt_safetensors *out);
 /* Releases what clt_safetensors_load put in *st and zeroes it; accepts NULL and empty ones. */
 CLT_API void clt_safetensors_clear(clt_safetensors *st);
-/* The tensor named `name` in st (borrowed), or NULL when there is none (no error set). */
+/* The tensor named `name` in st (borrowed: valid until clt_safetensors_clear), or NULL when
+ * there is none or an argument is NULL (no error set). */
 CLT_API clt_tensor *clt_safetensors_get(const clt_safetensors *st, const char *name);
-/* The metadata value of `key` (borrowed), or NULL when there is none. */
+/* The metadata value of `key` (borrowed: valid until clt_safetensors_clear), or NULL when there
+ * is none or an argument is NULL (no error set). */
 CLT_API const char *clt_safetensors_metadata_get(const clt_safetensors *st, const char *key);
 
-/* What a load into a module left out. Owned by the library, freed by clt_load_report_clear. */
+/* What a load into a module left out. The caller owns the struct; the library owns the names,
+ * freed by clt_load_report_clear. */
 typedef struct clt_load_report {
     int missing_count;    /* names of the module absent from the file */
     char **missing;
@@ -72,9 +79,11 @@ typedef struct clt_load_report {
  * handles, devices and dtypes; nothing is recorded for autograd). Strict: every name of m must
  * be in the file with the same shape and dtype, and the file must hold no other name.
  * Not strict: names on one side only are skipped, a differing dtype is converted; a differing
- * shape is still an error (as in PyTorch). Any error changes no tensor and lists the names at
- * fault (CLT_ERR_INVALID_ARGUMENT). report, if not NULL, receives the missing and unexpected
- * names whenever the file could be read, also when strictness rejects it. */
+ * shape is still an error (as in PyTorch). A file that does not fit changes no tensor and the
+ * error lists the names at fault (CLT_ERR_INVALID_ARGUMENT); nor does one that cannot be read
+ * (CLT_ERR_IO, CLT_ERR_INVALID_ARGUMENT). report, if not NULL, is zeroed first and receives the
+ * missing and unexpected names whenever the file could be read, also when strictness rejects
+ * it (clear it with clt_load_report_clear); it is left empty on running out of memory. */
 CLT_API clt_status clt_module_load(clt_module *m, const char *path, bool strict,
                                    clt_load_report *report);
 /* Frees what a load put in *r and zeroes it; accepts NULL. */

@@ -20,11 +20,14 @@ typedef struct clt_module_type {
     size_t size;      /* sizeof the struct that embeds clt_module as its first member */
     /* The forward pass: a new reference, or NULL with the last error set. */
     clt_tensor *(*forward)(clt_module *self, clt_tensor *x);
-    /* Optional: frees what the type owns besides its registered tensors and children. */
+    /* Optional: frees what the type owns besides its registered tensors and children; called
+     * by the last release, before those are released, also on a module whose own fields are
+     * all zero (a clone that failed). */
     void (*destroy)(clt_module *self);
     /* Optional: copies what the type owns besides registered things into a clone (plain fields
      * are copied and fields pointing at registered tensors and children are redirected to the
-     * clone's own before this runs). */
+     * clone's own before this runs). CLT_OK, or an error: the clone's own fields are then
+     * zeroed and the clone destroyed. */
     clt_status (*clone)(const clt_module *src, clt_module *dst);
 } clt_module_type;
 
@@ -34,77 +37,98 @@ struct clt_module {
     struct clt__module_state *state;
 };
 
-/* A new module of `type`: type->size zeroed bytes with the base set up, in training mode, on
- * cpu, with one reference. NULL with the last error set. */
+/* A new module of `type` (which must outlive it): type->size zeroed bytes with the base set
+ * up, in training mode, on cpu, with one reference. NULL with the last error set:
+ * CLT_ERR_INVALID_ARGUMENT for a NULL type, a type without a name or a size below
+ * sizeof(clt_module). */
 CLT_API clt_module *clt_module_new(const clt_module_type *type);
-/* Reference counting; the last release destroys the module, its registered tensors (one
- * reference each) and its children. clt_module_release accepts NULL. */
+/* Reference counting: retain returns m with one more reference (NULL for NULL); the last
+ * release calls the type's destroy and drops the module's reference to each registered tensor
+ * and child. clt_module_release accepts NULL. */
 CLT_API clt_module *clt_module_retain(clt_module *m);
 CLT_API void clt_module_release(clt_module *m);
 
 /* Registers a parameter, a buffer or a child under a name unique in m (no '.'), taking a new
- * reference to it. CLT_ERR_INVALID_ARGUMENT for a bad or taken name; the tensor must be on the
- * module's device (CLT_ERR_DEVICE_MISMATCH). */
+ * reference to it; a floating parameter is marked as requiring grad. CLT_ERR_INVALID_ARGUMENT
+ * for NULL, a bad or taken name, a parameter that is not a leaf or m itself as a child; once
+ * m holds something, a tensor or a child with parameters must be on m's device
+ * (CLT_ERR_DEVICE_MISMATCH). On failure m is unchanged. */
 CLT_API clt_status clt_module_register_parameter(clt_module *m, const char *name, clt_tensor *t);
 CLT_API clt_status clt_module_register_buffer(clt_module *m, const char *name, clt_tensor *t);
 CLT_API clt_status clt_module_register_module(clt_module *m, const char *name, clt_module *child);
 
 /* Looks up by dotted name ("fc1.weight", "0"); borrowed (valid while m holds it), or NULL with
- * the last error set. */
+ * the last error set (CLT_ERR_INVALID_ARGUMENT: NULL, or no such member of that kind). */
 CLT_API clt_tensor *clt_module_get_parameter(const clt_module *m, const char *name);
 CLT_API clt_tensor *clt_module_get_buffer(const clt_module *m, const char *name);
 CLT_API clt_module *clt_module_get_child(const clt_module *m, const char *name);
 
 /* Calls fn for every parameter (or buffer) of m and its children, depth first in registration
- * order, with PyTorch's dotted names ("0.weight"); a tensor registered twice is visited once.
- * Stops at the first nonzero return and returns it; CLT_OK otherwise. */
+ * order, with PyTorch's dotted names ("0.weight", valid during the call only) and the
+ * registered tensor (borrowed); a tensor registered twice is visited once. Stops at the first
+ * nonzero return and returns it; CLT_OK otherwise; CLT_ERR_INVALID_ARGUMENT for a NULL m,
+ * CLT_ERR_OUT_OF_MEMORY when the walk cannot go on. */
 typedef int (*clt_named_tensor_fn)(const char *name, clt_tensor *t, void *user);
 CLT_API int clt_module_foreach_parameter(const clt_module *m, clt_named_tensor_fn fn, void *user);
 CLT_API int clt_module_foreach_buffer(const clt_module *m, clt_named_tensor_fn fn, void *user);
-/* The number of parameter elements (each distinct tensor once). */
+/* The number of parameter elements (each distinct tensor once); -1 with the last error set for
+ * NULL or when the walk fails. */
 CLT_API int64_t clt_module_parameter_count(const clt_module *m);
 
-/* The type's name ("Linear"); the device its parameters and buffers are on (cpu for none). */
+/* The type's name ("Linear", owned by the type; "(null)" for NULL); the device of m's first
+ * parameter or buffer (owned by the library; cpu when there is none or m is NULL). */
 CLT_API const char *clt_module_type_name(const clt_module *m);
 CLT_API clt_device *clt_module_device(const clt_module *m);
 
-/* Training or evaluation mode, for m and every child (dropout, batch norm). */
+/* Sets training or evaluation mode for m and every child (dropout, batch norm); does nothing
+ * for NULL. Whether m is in training mode (false for NULL). */
 CLT_API void clt_module_train(clt_module *m, bool training);
 CLT_API bool clt_module_is_training(const clt_module *m);
 
-/* Moves every parameter and buffer of m and its children to dev in place: m, its children and
- * every tensor handle stay the same objects and report dev afterwards (PyTorch's model.to(device)
- * returns the same module). Nothing to do when already there. All or nothing: if any copy
- * fails, everything stays on its old device with its values, and the error says what failed. */
+/* Moves every parameter and buffer of m and its children, and their gradients, to dev in
+ * place: m, its children and every tensor handle stay the same objects and report dev
+ * afterwards (PyTorch's model.to(device) returns the same module). Nothing to do when already
+ * there. All or nothing: if any copy fails, everything stays on its old device with its
+ * values, and the error says what failed; CLT_ERR_INVALID_ARGUMENT for a NULL m or dev. */
 CLT_API clt_status clt_module_to(clt_module *m, clt_device *dev);
-/* The same for the dtype of floating parameters and buffers (integer buffers keep theirs). */
+/* The same for the dtype of floating parameters and buffers (integer buffers keep theirs);
+ * CLT_ERR_DTYPE for a dtype that is not floating. */
 CLT_API clt_status clt_module_to_dtype(clt_module *m, clt_dtype dtype);
-/* An independent deep copy of m on dev, a new module (what `model = model.to(device)` was
- * believed to make). NULL with the last error set. */
+/* An independent deep copy of m on dev, a new module with one reference (what
+ * `model = model.to(device)` was believed to make): new tensors with the same values,
+ * requires_grad and names, without gradients; the same modes. NULL with the last error set
+ * (CLT_ERR_INVALID_ARGUMENT for a NULL m or dev). */
 CLT_API clt_module *clt_module_clone_to(const clt_module *m, clt_device *dev);
 
-/* m's forward pass on x: a new reference. CLT_ERR_DEVICE_MISMATCH when x is on another device
- * than the module. */
+/* m's forward pass on x: a new reference, or NULL with the last error set (the forward's,
+ * renamed). CLT_ERR_DEVICE_MISMATCH when m has parameters and x is on another device;
+ * CLT_ERR_INVALID_ARGUMENT for NULL or a type without forward. */
 CLT_API clt_tensor *clt_module_forward(clt_module *m, clt_tensor *x);
 
 /* --- layers: created on cpu with PyTorch's default initialisation from the default generator
  * (clt_manual_seed makes them reproducible); a new module, or NULL with the last error set. */
 
-/* y = x W^T + b: weight (out, in) and bias (out) uniform on +-1/sqrt(in). */
+/* y = x W^T + b: weight (out, in) and bias (out) f32, uniform on +-1/sqrt(in);
+ * CLT_ERR_INVALID_ARGUMENT for a size that is not positive. */
 CLT_API clt_module *clt_nn_linear(int64_t in_features, int64_t out_features, bool bias);
+/* The activations ReLU, Sigmoid, Tanh and GELU (exact erf form), without parameters. */
 CLT_API clt_module *clt_nn_relu(void);
 CLT_API clt_module *clt_nn_sigmoid(void);
 CLT_API clt_module *clt_nn_tanh(void);
 CLT_API clt_module *clt_nn_gelu(void);
-/* softmax along dim. */
+/* softmax along dim (checked when the module runs). */
 CLT_API clt_module *clt_nn_softmax(int dim);
-/* Flattens dimensions 1.. into one: (N, ...) -> (N, rest). */
+/* Flattens dimensions 1.. into one: (N, ...) -> (N, rest); an input of 0 or 1 dimensions
+ * comes back as it is (retained). */
 CLT_API clt_module *clt_nn_flatten(void);
-/* Zeroes elements with probability p in training mode. */
+/* Zeroes elements with probability p in training mode (clt_dropout);
+ * CLT_ERR_INVALID_ARGUMENT for p outside 0..1. */
 CLT_API clt_module *clt_nn_dropout(double p);
-/* Runs n modules in order; takes a new reference to each; children are named "0", "1", ... */
+/* Runs n modules in order (n 0: the input, retained); takes a new reference to each; children are
+ * named "0", "1", ... CLT_ERR_INVALID_ARGUMENT for n < 0 or NULL modules, and the errors of
+ * clt_module_register_module. */
 CLT_API clt_module *clt_nn_sequential(clt_module *const *modules, int n);
-/* Conv2d: clt_conv2d with weight (out, in / groups, kh, kw) and bias (out) uniform on
+/* Conv2d: clt_conv2d with f32 weight (out, in / groups, kh, kw) and bias (out) uniform on
  * +-1/sqrt(in / groups * kh * kw) as PyTorch's; options copied, NULL for the defaults.
  * CLT_ERR_INVALID_ARGUMENT for a size not positive, channels not divisible by groups or a
  * negative option. */
@@ -114,15 +138,17 @@ CLT_API clt_module *clt_nn_conv2d(int64_t in_channels, int64_t out_channels, int
  * CLT_ERR_INVALID_ARGUMENT for NULL options, a kernel that is not positive or a negative option. */
 CLT_API clt_module *clt_nn_max_pool2d(const clt_pool2d_options *options);
 CLT_API clt_module *clt_nn_avg_pool2d(const clt_pool2d_options *options);
-/* BatchNorm1d and BatchNorm2d: weight ones, bias zeros, buffers running_mean zeros, running_var
- * ones and num_batches_tracked (0-d i64, counts training forwards). CLT_ERR_INVALID_ARGUMENT for
- * num_features not positive, a negative eps or momentum outside 0..1. */
+/* BatchNorm1d and BatchNorm2d: f32 weight ones, bias zeros, buffers running_mean zeros,
+ * running_var ones and num_batches_tracked (0-d i64, counts training forwards).
+ * CLT_ERR_INVALID_ARGUMENT for num_features not positive, a negative eps or momentum outside
+ * 0..1. */
 CLT_API clt_module *clt_nn_batch_norm(int64_t num_features, double eps, double momentum);
-/* LayerNorm over the last normalized_ndim dimensions: weight ones and bias zeros of
- * normalized_shape. CLT_ERR_INVALID_ARGUMENT for a bad ndim, a size not positive, eps < 0. */
+/* LayerNorm over the last normalized_ndim dimensions: f32 weight ones and bias zeros of
+ * normalized_shape. CLT_ERR_INVALID_ARGUMENT for a bad ndim, a NULL shape, a size not
+ * positive, eps < 0. */
 CLT_API clt_module *clt_nn_layer_norm(int normalized_ndim, const int64_t *normalized_shape, double eps);
-/* Embedding: weight (num_embeddings, embedding_dim) standard normal; forward takes i64 indices.
- * CLT_ERR_INVALID_ARGUMENT for a size that is not positive. */
+/* Embedding: f32 weight (num_embeddings, embedding_dim) standard normal; forward takes i64
+ * indices. CLT_ERR_INVALID_ARGUMENT for a size that is not positive. */
 CLT_API clt_module *clt_nn_embedding(int64_t num_embeddings, int64_t embedding_dim);
 
 #ifdef __cplusplus

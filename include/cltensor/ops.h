@@ -1,8 +1,12 @@
 /* Operations on tensors: views that share storage, elementwise arithmetic with PyTorch's
- * broadcasting and type promotion, comparisons and selection. Every function that returns a
- * tensor returns a new reference, or NULL with the last error set; the inputs are never
- * changed (except by the in-place forms, named with a trailing underscore). All tensors of one
- * call must be on the same device: nothing is moved behind the caller's back.
+ * broadcasting and type promotion, comparisons and selection, reductions, matrix products and
+ * neural-network functions. Every function that returns a tensor returns a new reference, or
+ * NULL with the last error set; the inputs are never changed (except by the in-place forms,
+ * named with a trailing underscore, and clt_batch_norm's running statistics). All tensors of
+ * one call must be on the same device (CLT_ERR_DEVICE_MISMATCH otherwise; only clt_copy_ takes
+ * a source from another device): nothing is moved behind the caller's back. Common errors:
+ * CLT_ERR_INVALID_ARGUMENT for a NULL tensor or a dimension out of range, CLT_ERR_SHAPE for
+ * shapes that do not broadcast or fit, CLT_ERR_DTYPE for a dtype an operation does not take.
  *
  * Type promotion (binary operations and where), as PyTorch does it:
  *   - the same dtype gives that dtype;
@@ -26,43 +30,54 @@ extern "C" {
 
 /* --- views: share x's storage --------------------------------------------------------------- */
 
-/* Whether the elements lie in row-major order without gaps. */
+/* Whether the elements lie in row-major order without gaps (true without elements; false for
+ * NULL). */
 CLT_API bool clt_tensor_is_contiguous(const clt_tensor *x);
-/* The strides of x, in elements (ndim of them, owned by x). */
+/* The strides of x, in elements (ndim of them, owned by x and valid while it lives); NULL for
+ * NULL. */
 CLT_API const int64_t *clt_tensor_strides(const clt_tensor *x);
-/* x itself (retained) when contiguous, else a contiguous copy. */
+/* x itself (retained) when contiguous, else a contiguous copy: a new reference either way. */
 CLT_API clt_tensor *clt_contiguous(clt_tensor *x);
-/* The same elements in a new shape; one size may be -1 (inferred). clt_view fails when x's
- * strides do not allow it without a copy; clt_reshape copies then. */
+/* The same elements in a new shape; one size may be -1 (inferred); CLT_ERR_SHAPE when the
+ * element counts differ. clt_view fails (CLT_ERR_SHAPE) when x's strides do not allow it
+ * without a copy; clt_reshape then returns a view of a contiguous copy. */
 CLT_API clt_tensor *clt_view(clt_tensor *x, int ndim, const int64_t *shape);
 CLT_API clt_tensor *clt_reshape(clt_tensor *x, int ndim, const int64_t *shape);
 /* Swaps two dimensions; negative dims count from the end. */
 CLT_API clt_tensor *clt_transpose(clt_tensor *x, int dim0, int dim1);
-/* Reorders the dimensions: dims is a permutation of 0..ndim-1. */
+/* Reorders the dimensions: dims is a permutation of 0..ndim-1 (negative entries count from the
+ * end; a repeated one is CLT_ERR_INVALID_ARGUMENT). */
 CLT_API clt_tensor *clt_permute(clt_tensor *x, const int *dims);
-/* Removes dimension dim if its size is 1 (x unchanged otherwise); clt_squeeze_all removes every
- * dimension of size 1. */
+/* A view without dimension dim if its size is 1 (else a view of x's shape); clt_squeeze_all
+ * removes every dimension of size 1. */
 CLT_API clt_tensor *clt_squeeze(clt_tensor *x, int dim);
 CLT_API clt_tensor *clt_squeeze_all(clt_tensor *x);
-/* Inserts a dimension of size 1 at dim (0..ndim, negative counts from the end). */
+/* Inserts a dimension of size 1 at dim (0..ndim, negative counts from the end); CLT_ERR_SHAPE
+ * when x already has CLT_MAX_DIMS dimensions. */
 CLT_API clt_tensor *clt_unsqueeze(clt_tensor *x, int dim);
-/* Elements start .. start+length-1 of dimension dim. */
+/* Elements start .. start+length-1 of dimension dim; CLT_ERR_INVALID_ARGUMENT when they are
+ * not all in it or x is 0-d. */
 CLT_API clt_tensor *clt_narrow(clt_tensor *x, int dim, int64_t start, int64_t length);
 /* x[..., start:end:step, ...] along dim, Python's rules for negative and out-of-range start and
- * end; step > 0. */
+ * end; CLT_ERR_INVALID_ARGUMENT for step <= 0 or a 0-d x. */
 CLT_API clt_tensor *clt_slice(clt_tensor *x, int dim, int64_t start, int64_t end, int64_t step);
-/* Broadcasts size-1 dimensions (and new leading ones) to `shape`; -1 keeps a size. No copy. */
+/* Broadcasts size-1 dimensions (and new leading ones) to `shape`; -1 keeps a size. No copy;
+ * CLT_ERR_SHAPE for a shape x cannot be expanded to. */
 CLT_API clt_tensor *clt_expand(clt_tensor *x, int ndim, const int64_t *shape);
 
 /* --- joining ---------------------------------------------------------------------------------- */
 
 /* Concatenates n tensors along an existing dimension / stacks them along a new one. All on one
- * device; dtypes are promoted as above. */
+ * device, of the same shape but in dim (cat) or of one shape (stack) (CLT_ERR_SHAPE); dtypes
+ * are promoted as above. CLT_ERR_INVALID_ARGUMENT for NULL xs or n < 1; clt_cat refuses 0-d
+ * tensors (CLT_ERR_SHAPE). */
 CLT_API clt_tensor *clt_cat(clt_tensor *const *xs, int n, int dim);
 CLT_API clt_tensor *clt_stack(clt_tensor *const *xs, int n, int dim);
 
 /* --- elementwise ------------------------------------------------------------------------------ */
 
+/* a + b, a - b, a * b, a / b and a ** b elementwise, broadcast and promoted as above. sub and
+ * pow refuse two bool inputs (CLT_ERR_DTYPE); div gives f32 for integer and bool inputs. */
 CLT_API clt_tensor *clt_add(clt_tensor *a, clt_tensor *b);
 CLT_API clt_tensor *clt_sub(clt_tensor *a, clt_tensor *b);
 CLT_API clt_tensor *clt_mul(clt_tensor *a, clt_tensor *b);
@@ -72,12 +87,15 @@ CLT_API clt_tensor *clt_pow(clt_tensor *a, clt_tensor *b);
 CLT_API clt_tensor *clt_maximum(clt_tensor *a, clt_tensor *b);
 CLT_API clt_tensor *clt_minimum(clt_tensor *a, clt_tensor *b);
 
+/* a + s, a - s, a * s, a / s and a ** s, with s a Python float as above. */
 CLT_API clt_tensor *clt_add_scalar(clt_tensor *a, double s);
 CLT_API clt_tensor *clt_sub_scalar(clt_tensor *a, double s);
 CLT_API clt_tensor *clt_mul_scalar(clt_tensor *a, double s);
 CLT_API clt_tensor *clt_div_scalar(clt_tensor *a, double s);
 CLT_API clt_tensor *clt_pow_scalar(clt_tensor *a, double s);
 
+/* -x, |x| and relu(x) = max(x, 0) in x's dtype (CLT_ERR_DTYPE for bool); exp ... silu, the
+ * floating functions, give f32 for integer and bool inputs. */
 CLT_API clt_tensor *clt_neg(clt_tensor *x);
 CLT_API clt_tensor *clt_abs(clt_tensor *x);
 CLT_API clt_tensor *clt_exp(clt_tensor *x);
@@ -92,7 +110,7 @@ CLT_API clt_tensor *clt_relu(clt_tensor *x);
 /* x * Phi(x) with the exact (erf) form, PyTorch's default. */
 CLT_API clt_tensor *clt_gelu(clt_tensor *x);
 CLT_API clt_tensor *clt_silu(clt_tensor *x);
-/* min(max(x, lo), hi) in x's dtype; NaN stays NaN. */
+/* min(max(x, lo), hi) in x's dtype (CLT_ERR_DTYPE for bool); NaN stays NaN. */
 CLT_API clt_tensor *clt_clamp(clt_tensor *x, double lo, double hi);
 
 /* Comparisons give bool tensors (inputs promoted as above). */
@@ -103,16 +121,18 @@ CLT_API clt_tensor *clt_le(clt_tensor *a, clt_tensor *b);
 CLT_API clt_tensor *clt_gt(clt_tensor *a, clt_tensor *b);
 CLT_API clt_tensor *clt_ge(clt_tensor *a, clt_tensor *b);
 
-/* cond ? a : b, elementwise, broadcast over all three; cond must be bool. */
+/* cond ? a : b, elementwise, broadcast over all three, a and b promoted as above; cond must be
+ * bool (CLT_ERR_DTYPE). */
 CLT_API clt_tensor *clt_where(clt_tensor *cond, clt_tensor *a, clt_tensor *b);
 
-/* --- reductions --------------------------------------------------------------------------------- */
+/* --- reductions ------------------------------------------------------------------------------- */
 
 /* Reductions over `dims` (ndims of them, negative counting from the end; ndims 0 reduces every
  * dimension; dims may be NULL then): the reduced dimensions are removed, or kept with size 1
  * when keepdim is true. Each returns a new reference. Errors: CLT_ERR_INVALID_ARGUMENT for a
- * NULL tensor, ndims outside 0..CLT_MAX_DIMS, a dim out of range or repeated. Floating sums
- * are compensated: their error does not grow with the number of elements. */
+ * NULL tensor, ndims outside 0..CLT_MAX_DIMS, NULL dims with ndims > 0, a dim out of range or
+ * repeated. Floating sums are compensated: their error does not grow with the number of
+ * elements. */
 
 /* Sum: i64 for integer and bool inputs (wrapping), f16 and bf16 summed in f32 and rounded once
  * to their dtype, f32 and f64 kept. 0 over no elements. */
@@ -145,47 +165,54 @@ CLT_API clt_tensor *clt_std(clt_tensor *x, const int *dims, int ndims, int64_t c
  * -inf over no elements. */
 CLT_API clt_tensor *clt_logsumexp(clt_tensor *x, const int *dims, int ndims, bool keepdim);
 
-/* --- matrix products ------------------------------------------------------------------------------ */
+/* --- matrix products -------------------------------------------------------------------------- */
 
 /* a @ b as torch.matmul (1-D x 1-D gives a 0-d dot product; a 1-D a / b gets a 1 prepended /
  * appended, then removed; N-D batches broadcast), a new reference. f32 or f64, one dtype (no
- * promotion) and device; else CLT_ERR_DTYPE / _DEVICE_MISMATCH; CLT_ERR_SHAPE for 0-d or k != k. */
+ * promotion) and device; else CLT_ERR_DTYPE / _DEVICE_MISMATCH; CLT_ERR_SHAPE for 0-d, inner
+ * sizes that differ or batch dimensions that do not broadcast. */
 CLT_API clt_tensor *clt_matmul(clt_tensor *a, clt_tensor *b);
 /* x @ weight^T + bias, as torch.nn.functional.linear: x (..., in), weight (out, in), bias (out)
  * or NULL; gives (..., out), a new reference. The dtype and device rules and errors of
  * clt_matmul, for all three tensors. */
 CLT_API clt_tensor *clt_linear(clt_tensor *x, clt_tensor *weight, clt_tensor *bias);
 
-/* --- neural-network functions ------------------------------------------------------------------- */
+/* --- neural-network functions ----------------------------------------------------------------- */
 
-/* softmax / log_softmax along dim (negative counts from the end), as torch.softmax; floating
- * dtypes only (CLT_ERR_DTYPE otherwise). */
+/* softmax / log_softmax along dim (negative counts from the end), as torch.softmax, in x's
+ * dtype; floating dtypes only (CLT_ERR_DTYPE otherwise). */
 CLT_API clt_tensor *clt_softmax(clt_tensor *x, int dim);
 CLT_API clt_tensor *clt_log_softmax(clt_tensor *x, int dim);
 
-/* How a loss reduces its per-element values (PyTorch's reduction=). */
+/* How a loss reduces its per-element values (PyTorch's reduction=); another value is
+ * CLT_ERR_INVALID_ARGUMENT. */
 typedef enum clt_reduction {
     CLT_REDUCTION_MEAN = 0, /* over the elements that count (not ignored) */
     CLT_REDUCTION_SUM = 1,
     CLT_REDUCTION_NONE = 2,
 } clt_reduction;
 
-/* Negative log-likelihood of class-index targets: log_probs (N, C) with target (N,) i64, or (C,)
- * with a 0-d target. Targets equal to ignore_index (PyTorch uses -100) count for nothing; any
- * other target outside 0..C-1 is CLT_ERR_INVALID_ARGUMENT naming it. The targets are read on the
- * host to be checked. */
+/* Negative log-likelihood of class-index targets: floating log_probs (N, C) with target (N,)
+ * i64, or (C,) with a 0-d target (else CLT_ERR_SHAPE, CLT_ERR_DTYPE). Targets equal to
+ * ignore_index (PyTorch uses -100) count for nothing; any other target outside 0..C-1 is
+ * CLT_ERR_INVALID_ARGUMENT naming it. The targets are read on the host to be checked. */
 CLT_API clt_tensor *clt_nll_loss(clt_tensor *log_probs, clt_tensor *target,
                                  clt_reduction reduction, int64_t ignore_index);
-/* nll_loss(log_softmax(logits)) over the class dimension. */
+/* nll_loss(log_softmax(logits)) over the class dimension (1 for 2-D logits, else 0), with
+ * their errors. */
 CLT_API clt_tensor *clt_cross_entropy(clt_tensor *logits, clt_tensor *target,
                                       clt_reduction reduction, int64_t ignore_index);
-/* (input - target)^2, broadcast, reduced (integer inputs give f32). */
+/* (input - target)^2, broadcast, reduced; mean divides by the broadcast element count.
+ * Integer and bool inputs (both) are converted to f32 first. */
 CLT_API clt_tensor *clt_mse_loss(clt_tensor *input, clt_tensor *target, clt_reduction reduction);
 
-/* The rows of x along dim picked by a 1-D i64 index (checked on the host: CLT_ERR_INVALID_ARGUMENT
- * names an index outside the dimension). */
+/* The slices of x along dim picked by a 1-D (or 0-d) i64 index (CLT_ERR_DTYPE for another
+ * dtype, CLT_ERR_SHAPE for more dimensions or a 0-d x), checked on the host:
+ * CLT_ERR_INVALID_ARGUMENT names an index outside the dimension. */
 CLT_API clt_tensor *clt_index_select(clt_tensor *x, int dim, clt_tensor *index);
-/* weight (V, D) rows for i64 indices of any shape: the result has shape indices.shape + (D,). */
+/* weight (V, D) rows for i64 indices of any shape: the result has shape indices.shape + (D,).
+ * The errors of clt_index_select; CLT_ERR_SHAPE when weight is not 2-D or indices have
+ * CLT_MAX_DIMS dimensions. */
 CLT_API clt_tensor *clt_embedding(clt_tensor *weight, clt_tensor *indices);
 
 /* 2-D convolution options, [0] for height and [1] for width; 0 means PyTorch's default
@@ -194,8 +221,10 @@ typedef struct clt_conv2d_options {
     int stride[2], padding[2], dilation[2], groups;
 } clt_conv2d_options;
 
-/* torch.nn.functional.conv2d: x (N, C, H, W), weight (O, C / groups, kh, kw), bias (O,) or NULL;
- * f32 or f64 (as matrix products). CLT_ERR_SHAPE names the shapes that do not fit. */
+/* torch.nn.functional.conv2d: x (N, C, H, W), weight (O, C / groups, kh, kw), bias (O,) or
+ * NULL; f32 or f64 (as matrix products), one dtype. CLT_ERR_SHAPE names the shapes that do not
+ * fit (or a kernel larger than the padded input); CLT_ERR_INVALID_ARGUMENT for a negative
+ * option. */
 CLT_API clt_tensor *clt_conv2d(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
                                const clt_conv2d_options *options);
 
@@ -207,38 +236,48 @@ typedef struct clt_pool2d_options {
     bool exclude_padding;
 } clt_pool2d_options;
 
-/* Max pooling over (N, C, H, W); NaN wins; a window wholly in the padding gives -inf (index
- * -1). If indices is not NULL it receives a new i64 tensor of
- * the flat position (within each H x W plane) of every maximum, as PyTorch's return_indices. */
+/* Max pooling (NaN wins; a window wholly in the padding gives -inf, index -1) and average
+ * pooling over a floating (N, C, H, W) x. If indices is not NULL it receives a new i64 tensor
+ * of the flat position (within each H x W plane) of every maximum, as PyTorch's
+ * return_indices, or NULL on failure. CLT_ERR_INVALID_ARGUMENT for NULL or invalid options or
+ * an x that is not 4-D; CLT_ERR_SHAPE for a window that does not fit. */
 CLT_API clt_tensor *clt_max_pool2d(clt_tensor *x, const clt_pool2d_options *options,
                                    clt_tensor **indices);
 CLT_API clt_tensor *clt_avg_pool2d(clt_tensor *x, const clt_pool2d_options *options);
 
-/* Batch normalisation of x (N, C, ...) per channel. Training: normalises with the batch's mean
- * and biased variance and, when given, updates running_mean and running_var in place
- * (running = (1 - momentum) * running + momentum * batch, unbiased variance); evaluation uses
- * the running statistics (required). weight and bias (C,) may be NULL. */
+/* Batch normalisation of a floating x (N, C, ...) per channel. Training: normalises with the
+ * batch's mean and biased variance and, when given, updates running_mean and running_var in
+ * place (running = (1 - momentum) * running + momentum * batch, unbiased variance); evaluation
+ * uses the running statistics (CLT_ERR_INVALID_ARGUMENT without them). weight and bias (C,) may
+ * be NULL; CLT_ERR_SHAPE for x below 2-D or statistics that are not (C,). */
 CLT_API clt_tensor *clt_batch_norm(clt_tensor *x, clt_tensor *running_mean,
                                    clt_tensor *running_var, clt_tensor *weight, clt_tensor *bias,
                                    bool training, double momentum, double eps);
-/* Layer normalisation over the last normalized_ndim dimensions (biased variance); weight and
- * bias have those dimensions' shape, or are NULL. */
+/* Layer normalisation of a floating x over its last normalized_ndim dimensions (1..ndim, else
+ * CLT_ERR_INVALID_ARGUMENT; biased variance); weight and bias have those dimensions' shape
+ * (CLT_ERR_SHAPE), or are NULL. */
 CLT_API clt_tensor *clt_layer_norm(clt_tensor *x, int normalized_ndim, clt_tensor *weight,
                                    clt_tensor *bias, double eps);
-/* Zeroes each element with probability p and scales the rest by 1 / (1 - p) when training;
- * otherwise x itself (retained). The mask comes from the default generator (Philox): after the
- * same clt_manual_seed every device drops the same elements. */
+/* Zeroes each element of a floating x with probability p (0..1, else CLT_ERR_INVALID_ARGUMENT)
+ * and scales the rest by 1 / (1 - p) when training; x itself (retained) when not training or p
+ * is 0. The mask comes from the default generator (Philox): after the same clt_manual_seed
+ * every device drops the same elements. */
 CLT_API clt_tensor *clt_dropout(clt_tensor *x, double p, bool training);
 
-/* --- in place: x is changed and returned as a status; x keeps its dtype -------------------- */
+/* --- in place: x is changed, the result is a status; x keeps its shape and dtype ------------- */
+/* Each returns CLT_OK or the error; a failed check or allocation leaves x unchanged. Errors:
+ * CLT_ERR_INVALID_ARGUMENT for NULL, for an x that is a broadcast view (elements sharing
+ * memory), or while recording when x or an input requires grad (autograd.h). */
 
-/* x += b / x *= b (b broadcast to x's shape; the result converted to x's dtype as PyTorch's
- * in-place forms do, except that a floating result into an integer x is an error). */
+/* x += b / x *= b (b broadcast to x's shape, else CLT_ERR_SHAPE; the result converted to x's
+ * dtype as PyTorch's in-place forms do, except that a result of a higher kind than x's, such as
+ * a floating result into an integer x, is CLT_ERR_DTYPE). */
 CLT_API clt_status clt_add_(clt_tensor *x, clt_tensor *b);
 CLT_API clt_status clt_mul_(clt_tensor *x, clt_tensor *b);
 /* Every element of x (views included) set to value, converted to x's dtype. */
 CLT_API clt_status clt_fill_(clt_tensor *x, double value);
-/* x's elements set from src, broadcast to x's shape, converted to x's dtype, from any device. */
+/* x's elements set from src, broadcast to x's shape (else CLT_ERR_SHAPE), converted to x's
+ * dtype, from any device. */
 CLT_API clt_status clt_copy_(clt_tensor *x, clt_tensor *src);
 
 #ifdef __cplusplus

@@ -31,30 +31,36 @@ typedef struct clt_adam_options {
     double lr, beta1, beta2, eps, weight_decay;
 } clt_adam_options;
 
-/* An optimizer over n floating parameters (each retained; repeated ones count once), or over
- * every parameter of a module that requires grad. NULL with the last error set:
- * CLT_ERR_INVALID_ARGUMENT for a NULL or non-leaf parameter or options out of range (a
- * negative lr, momentum, weight decay, a beta outside [0, 1), Nesterov without momentum),
- * CLT_ERR_DTYPE for a parameter that is not f32 or f64. */
+/* A new optimizer, freed with clt_optim_free, over n parameters (each retained; repeated ones
+ * count once), or over every parameter of a module that requires grad (module: borrowed).
+ * NULL with the last error set: CLT_ERR_INVALID_ARGUMENT for NULL options or module, n < 0 or
+ * NULL params with n > 0, a NULL, non-leaf or non-contiguous parameter, or options out of
+ * range (a negative lr, momentum, dampening, weight decay or eps, a beta outside [0, 1),
+ * Nesterov without momentum or with dampening), CLT_ERR_DTYPE for a parameter that is not f32
+ * or f64. */
 CLT_API clt_optimizer *clt_optim_sgd(clt_tensor *const *params, int n, const clt_sgd_options *options);
 CLT_API clt_optimizer *clt_optim_adam(clt_tensor *const *params, int n, const clt_adam_options *options);
 CLT_API clt_optimizer *clt_optim_adamw(clt_tensor *const *params, int n, const clt_adam_options *options);
 CLT_API clt_optimizer *clt_optim_sgd_module(clt_module *m, const clt_sgd_options *options);
 CLT_API clt_optimizer *clt_optim_adam_module(clt_module *m, const clt_adam_options *options);
 CLT_API clt_optimizer *clt_optim_adamw_module(clt_module *m, const clt_adam_options *options);
-/* Releases the optimizer, its state and its parameter references; accepts NULL. */
+/* Frees the optimizer and its state and drops its parameter references; accepts NULL. */
 CLT_API void clt_optim_free(clt_optimizer *opt);
 
 /* One update of every parameter that has a gradient (the others are skipped, as PyTorch does),
  * without recording. State that must be made or moved is made or moved for every parameter
- * before any update: if that fails (out of memory), nothing has changed. */
+ * before any update: if that fails (out of memory), or a gradient is not on its parameter's
+ * device and dtype (CLT_ERR_DEVICE_MISMATCH), nothing has changed. CLT_ERR_INVALID_ARGUMENT
+ * for NULL. */
 CLT_API clt_status clt_optim_step(clt_optimizer *opt);
-/* Clears every parameter's gradient (PyTorch's zero_grad(set_to_none=True)). */
+/* Clears every parameter's gradient (PyTorch's zero_grad(set_to_none=True)); accepts NULL. */
 CLT_API void clt_optim_zero_grad(clt_optimizer *opt);
-/* The learning rate, for schedules; CLT_ERR_INVALID_ARGUMENT for a negative or NaN rate. */
+/* The learning rate (NaN for NULL) and its setter, for schedules: CLT_ERR_INVALID_ARGUMENT
+ * for NULL or a negative or NaN rate, and the rate unchanged; 0 is a rate here, not the
+ * default. */
 CLT_API double clt_optim_lr(const clt_optimizer *opt);
 CLT_API clt_status clt_optim_set_lr(clt_optimizer *opt, double lr);
-/* Steps taken so far. */
+/* Successful clt_optim_step calls so far (0 for NULL). */
 CLT_API int64_t clt_optim_steps(const clt_optimizer *opt);
 
 #ifdef __cplusplus

@@ -21,15 +21,19 @@
 extern "C" {
 #endif
 
-/* A DataParallel wrapper of `module` (retained) over devices[0 .. n-1] (n 0 and devices NULL:
- * every GPU, or cpu when there is none), gathering on output_device (NULL: devices[0]). The
- * wrapped module must be on devices[0] when the wrapper runs. NULL with the last error set:
- * CLT_ERR_INVALID_ARGUMENT for a NULL module, a device listed twice or more than 64 devices. */
+/* A DataParallel wrapper of `module` (retained) over devices[0 .. n-1] (copied; n 0 and
+ * devices NULL: every GPU, at most 64, or cpu when there is none), gathering on output_device
+ * (NULL: devices[0]): a new module with one reference. The wrapped module must be on
+ * devices[0] when the wrapper runs (CLT_ERR_DEVICE_MISMATCH), and a batch needs at least one
+ * row (CLT_ERR_SHAPE). NULL with the last error set: CLT_ERR_INVALID_ARGUMENT for a NULL
+ * module or entry of devices, a device listed twice, or a list of n < 0 or more than 64. */
 CLT_API clt_module *clt_nn_data_parallel(clt_module *module, clt_device *const *devices, int n,
                                          clt_device *output_device);
-/* The wrapped module (borrowed): PyTorch's model.module. NULL for another module type. */
+/* The wrapped module (borrowed, valid while dp holds it): PyTorch's model.module. NULL (no
+ * error set) for NULL or another module type. */
 CLT_API clt_module *clt_data_parallel_module(const clt_module *dp);
-/* The devices a DataParallel wrapper runs on (borrowed, *n of them). */
+/* The devices a DataParallel wrapper runs on, *n of them (n may be NULL): an array owned by dp,
+ * valid while it lives. NULL and *n 0 (no error set) for NULL or another module type. */
 CLT_API clt_device *const *clt_data_parallel_devices(const clt_module *dp, int *n);
 
 #ifdef __cplusplus

@@ -25,7 +25,8 @@ extern "C" {
 #define CLT_VERSION_STRING "0.1.0"
 #define CLT_VERSION_NUMBER (CLT_VERSION_MAJOR * 10000 + CLT_VERSION_MINOR * 100 + CLT_VERSION_PATCH)
 
-/* The library's version as CLT_VERSION_NUMBER / CLT_VERSION_STRING were when it was built. */
+/* The library's version as CLT_VERSION_NUMBER / CLT_VERSION_STRING were when it was built; the
+ * string is static. */
 CLT_API int clt_version_number(void);
 CLT_API const char *clt_version_string(void);
 
@@ -60,15 +61,18 @@ CLT_API const char *clt_status_name(clt_status status);
 CLT_API const char *clt_status_str(clt_status status);
 
 /* The message of the last failed call on this thread, naming the function, the cause and the
- * values ("clt_tensor_to: f64 is not supported on gpu:0 (...)"); "" when none. The string stays
- * valid until the next failing call on this thread. */
+ * values ("clt_tensor_to: f64 is not supported on gpu:0 (...)"); "" when none. Never NULL: a
+ * buffer of this thread owned by the library, overwritten by the next failure on the thread
+ * and emptied by clt_clear_error. Read it right after a call reports a failure. */
 CLT_API const char *clt_last_error(void);
-/* The status of the last failed call on this thread (CLT_OK when none). */
+/* The status of the last failed call on this thread, that of clt_last_error (CLT_OK when
+ * none). */
 CLT_API clt_status clt_last_status(void);
-/* Forgets the last error of this thread. */
+/* Forgets the last error of this thread: clt_last_error() is "" and clt_last_status() CLT_OK. */
 CLT_API void clt_clear_error(void);
-/* Sets this thread's last error to "where: message" (printf format) and returns status: how
- * callbacks the library calls (datasets, module forwards) report a failure with its cause. */
+/* Sets this thread's last error to "where: message" (printf format; where NULL reads
+ * "(callback)") and returns status: how callbacks the library calls (datasets, module
+ * forwards) report a failure with its cause. */
 CLT_API clt_status clt_set_error(clt_status status, const char *where, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -85,12 +89,13 @@ typedef enum clt_log_level {
 typedef void (*clt_log_fn)(clt_log_level level, const char *message, void *user);
 
 /* Sends the library's log messages at `min_level` and above to `fn` (NULL: no logging, the
- * default). The library never prints on its own; CLT_LOG=debug|info|warn|error in the
- * environment logs to stderr until a callback is set. */
+ * default), replacing any earlier one; fn may be called on any thread the library runs on.
+ * The library never prints on its own; CLT_LOG=debug|info|warn|error in the environment logs
+ * to stderr until a callback is set. */
 CLT_API void clt_set_log_callback(clt_log_fn fn, void *user, clt_log_level min_level);
 
-/* Frees memory the library returned to the caller (strings from clt_tensor_format, ...).
- * Accepts NULL. */
+/* Frees memory the library returned to the caller for freeing with clt_free (strings from
+ * clt_tensor_format). Accepts NULL. */
 CLT_API void clt_free(void *ptr);
 
 #ifdef __cplusplus

@@ -11,14 +11,23 @@
 #include "status.h"
 
 #ifdef __cplusplus
+#include <initializer_list>
 extern "C" {
 #endif
 
 #define CLT_MAX_DIMS 8
 
-/* Expands to the two arguments `ndim, shape` from a list of sizes: CLT_SHAPE(1, 10). */
+/* Expands to the two arguments `ndim, shape` from a list of sizes: CLT_SHAPE(1, 10). In C++,
+ * which has no compound literals, the sizes are an initializer_list, whose array lives until
+ * the end of the full expression holding the call. */
+#ifdef __cplusplus
+#define CLT_SHAPE(...)                                                                           \
+    (int)std::initializer_list<int64_t>{__VA_ARGS__}.size(),                                     \
+        std::initializer_list<int64_t>{__VA_ARGS__}.begin()
+#else
 #define CLT_SHAPE(...) \
     (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (const int64_t[]){__VA_ARGS__}
+#endif
 
 typedef enum clt_dtype {
     CLT_DTYPE_NONE = 0, /* "no dtype": keeps the dtype where an option takes one */
@@ -33,7 +42,8 @@ typedef enum clt_dtype {
     CLT_DTYPE_COUNT
 } clt_dtype;
 
-/* "f32", "f64", "f16", "bf16", "i32", "i64", "u8", "bool"; "invalid" for anything else. */
+/* "f32", "f64", "f16", "bf16", "i32", "i64", "u8", "bool" (static strings); "invalid" for
+ * anything else. */
 CLT_API const char *clt_dtype_name(clt_dtype dtype);
 /* Bytes per element; 0 for an invalid dtype. */
 CLT_API size_t clt_dtype_size(clt_dtype dtype);
@@ -42,32 +52,37 @@ typedef struct clt_tensor clt_tensor;
 
 /* --- creation: every function returns a new reference, or NULL with the last error set ------ */
 /* `dev` NULL means this thread's current GPU ("gpu", set with CLT_WITH_DEVICE) when there is an
- * OpenCL device, and cpu on a machine without one. */
+ * OpenCL device, and cpu on a machine without one. Errors: CLT_ERR_SHAPE for ndim outside
+ * 0..CLT_MAX_DIMS, a negative size or too many elements; CLT_ERR_INVALID_ARGUMENT for a NULL
+ * shape with ndim > 0; CLT_ERR_DTYPE for an invalid dtype; CLT_ERR_UNSUPPORTED for f64 on a
+ * device without fp64; CLT_ERR_OUT_OF_MEMORY / _DEVICE_OUT_OF_MEMORY. */
 
 /* A tensor of the given shape on `dev` holding a copy of `data` (numel * dtype size bytes,
- * row-major). ndim may be 0 (a scalar); sizes may be 0. For CLT_BOOL any nonzero byte is
- * stored as 1. */
+ * row-major; the caller keeps data). ndim may be 0 (a scalar); sizes may be 0, and data NULL
+ * then (CLT_ERR_INVALID_ARGUMENT otherwise). For CLT_BOOL any nonzero byte is stored as 1. */
 CLT_API clt_tensor *clt_tensor_from_data(const void *data, clt_dtype dtype, int ndim,
                                          const int64_t *shape, clt_device *dev);
-/* Uninitialised contents. */
+/* A tensor with uninitialised contents. */
 CLT_API clt_tensor *clt_tensor_empty(int ndim, const int64_t *shape, clt_dtype dtype,
                                      clt_device *dev);
+/* A tensor with every element 0 / every element 1 in dtype. */
 CLT_API clt_tensor *clt_tensor_zeros(int ndim, const int64_t *shape, clt_dtype dtype,
                                      clt_device *dev);
 CLT_API clt_tensor *clt_tensor_ones(int ndim, const int64_t *shape, clt_dtype dtype,
                                     clt_device *dev);
-/* Every element `value` converted to dtype by the rules of clt_tensor_to_dtype. */
+/* A tensor with every element `value` converted to dtype by the rules of clt_tensor_to_dtype. */
 CLT_API clt_tensor *clt_tensor_full(int ndim, const int64_t *shape, double value, clt_dtype dtype,
                                     clt_device *dev);
 /* 1-D: start, start+step, ... while below `end` (above, for a negative step), as PyTorch's
  * arange: ceil((end - start) / step) elements, element i = start + i * step computed in f64
- * and converted to dtype. */
+ * and converted to dtype. CLT_ERR_INVALID_ARGUMENT for a value that is not finite, a zero
+ * step or a step that goes away from end. */
 CLT_API clt_tensor *clt_tensor_arange(double start, double end, double step, clt_dtype dtype,
                                       clt_device *dev);
 
-/* Uniform on [0, 1) and standard normal values for a floating dtype, from the default
- * generator (Philox4x32-10, counter based): after the same clt_manual_seed, the same calls give
- * bit-identical values on every device. */
+/* Uniform on [0, 1) and standard normal values for a floating dtype (CLT_ERR_DTYPE for
+ * another), from the default generator (Philox4x32-10, counter based): after the same
+ * clt_manual_seed, the same calls give bit-identical values on every device. */
 CLT_API clt_tensor *clt_tensor_rand(int ndim, const int64_t *shape, clt_dtype dtype,
                                     clt_device *dev);
 CLT_API clt_tensor *clt_tensor_randn(int ndim, const int64_t *shape, clt_dtype dtype,
@@ -78,16 +93,20 @@ CLT_API void clt_manual_seed(uint64_t seed);
 
 /* --- references and properties --------------------------------------------------------------- */
 
-/* Returns t with one more reference (NULL for NULL). */
+/* Returns t with one more reference, which the caller releases (NULL for NULL). */
 CLT_API clt_tensor *clt_tensor_retain(clt_tensor *t);
 /* Drops one reference; the last one frees the tensor. Accepts NULL. */
 CLT_API void clt_tensor_release(clt_tensor *t);
 
+/* The properties below set no error: for a NULL t they give 0 dimensions, a NULL shape, size
+ * -1, 0 elements, CLT_DTYPE_NONE and a NULL device. */
+/* The number of dimensions. */
 CLT_API int clt_tensor_ndim(const clt_tensor *t);
-/* The sizes, ndim of them; owned by the tensor. */
+/* The sizes, ndim of them; owned by the tensor and valid while it lives. */
 CLT_API const int64_t *clt_tensor_shape(const clt_tensor *t);
 /* The size of dimension `dim` (negative counts from the end); -1 when out of range. */
 CLT_API int64_t clt_tensor_size(const clt_tensor *t, int dim);
+/* The number of elements and the dtype. */
 CLT_API int64_t clt_tensor_numel(const clt_tensor *t);
 CLT_API clt_dtype clt_tensor_dtype(const clt_tensor *t);
 /* The device the tensor lives on (owned by the library). */
@@ -96,38 +115,46 @@ CLT_API clt_device *clt_tensor_device(const clt_tensor *t);
 /* --- host access ------------------------------------------------------------------------------ */
 
 /* Copies the elements, row-major, into `dst` of `nbytes` (at least numel * dtype size), from any
- * device; waits for pending work on the tensor first. */
+ * device; waits for pending work on the tensor first. CLT_ERR_INVALID_ARGUMENT for a NULL t,
+ * a NULL dst (unless t has no elements) or too small an nbytes. */
 CLT_API clt_status clt_tensor_copy_to_host(const clt_tensor *t, void *dst, size_t nbytes);
-/* The value of a one-element tensor of any dtype and device as a double (PyTorch's x.item()),
- * waiting for pending work on it; CLT_ERR_SHAPE unless t has exactly one element. */
+/* Stores in *value the element of a one-element tensor of any dtype and device as a double
+ * (PyTorch's x.item()), waiting for pending work on it; CLT_ERR_SHAPE unless t has exactly one
+ * element, CLT_ERR_INVALID_ARGUMENT for NULL. */
 CLT_API clt_status clt_tensor_item(const clt_tensor *t, double *value);
 /* The address of element 0 of a cpu tensor, after pending copies into it have finished; the
  * elements lie at the tensor's strides from it (clt_tensor_strides; row-major when contiguous).
- * Valid while the tensor lives; an address that must not be read for a tensor without
- * elements. NULL with the last error set for a tensor on another device. */
+ * Borrowed: valid while the tensor lives and keeps its storage (clt_module_to and
+ * clt_module_to_dtype give a module's tensors new storage); an address that must not be read
+ * for a tensor without elements. NULL with the last error set for NULL (CLT_ERR_INVALID_ARGUMENT)
+ * or a tensor on another device (CLT_ERR_DEVICE_MISMATCH). */
 CLT_API void *clt_tensor_data(clt_tensor *t);
 
 /* A PyTorch-style rendering: "tensor([[ 0.1234, -1.5000]], device='gpu:0')". Returns a string
  * the caller frees with clt_free, or NULL with the last error set. */
 CLT_API char *clt_tensor_format(const clt_tensor *t);
-/* Writes clt_tensor_format(t) and a newline to stdout. */
+/* Writes clt_tensor_format(t) and a newline to stdout; CLT_OK, or the error of
+ * clt_tensor_format with nothing written. */
 CLT_API clt_status clt_tensor_print(const clt_tensor *t);
 
 /* --- explicit casting ------------------------------------------------------------------------- */
 
 typedef struct clt_event clt_event;
 
-/* Waits until the work behind the event has finished; its status. */
+/* Waits until the work behind the event has finished: that work's status, or
+ * CLT_ERR_INVALID_ARGUMENT for NULL. The event still needs clt_event_release. */
 CLT_API clt_status clt_event_wait(clt_event *event);
 /* Frees the event (without waiting). Accepts NULL. */
 CLT_API void clt_event_release(clt_event *event);
 
 /* `x` itself, retained, when it is already on `dev` (x.to(device) "has no effect"); otherwise a
- * new tensor on `dev` with the same values. Works between any two devices, across platforms. */
+ * new tensor on `dev` with the same values. Works between any two devices, across platforms.
+ * Either way a new reference; dev must not be NULL (CLT_ERR_INVALID_ARGUMENT). */
 CLT_API clt_tensor *clt_tensor_to(clt_tensor *x, clt_device *dev);
 
 /* `x` itself, retained, when it already has `dtype`; otherwise a new tensor on the same device
- * with every element converted, giving exactly the same bits on every device:
+ * with every element converted, giving exactly the same bits on every device (either way a new
+ * reference; CLT_ERR_DTYPE for an invalid dtype, CLT_ERR_UNSUPPORTED for f64 without fp64):
  * - float -> f16/bf16 rounds to nearest even; f64 and integers go through f32 first, as PyTorch
  *   does; values beyond the range become +-inf; NaN stays NaN (f16 0x7e00, bf16 0x7fc0, sign
  *   kept).
@@ -145,15 +172,18 @@ typedef struct clt_to_options {
     clt_dtype dtype;     /* CLT_DTYPE_NONE keeps the dtype */
     bool copy;           /* true: always a new tensor, even when nothing changes */
     bool non_blocking;   /* true: return once the copy is queued, see `event` */
-    clt_event **event;   /* with non_blocking, if not NULL: receives an event to wait on (the
-                          * caller releases it). Without one, clt_device_synchronize on the
-                          * OpenCL device involved (the source when the destination is cpu)
-                          * waits. Reading the result through the library always waits by
-                          * itself. */
+    clt_event **event;   /* if not NULL: receives an event to wait on, with or without
+                          * non_blocking (the caller releases it), or NULL when the call fails
+                          * (a NULL x leaves it untouched). Without one, clt_device_synchronize
+                          * on the OpenCL device involved (the source when the destination is
+                          * cpu) waits for a non_blocking copy. Reading the result through the
+                          * library always waits by itself. */
 } clt_to_options;
 
 /* The general form of clt_tensor_to / clt_tensor_to_dtype (x.to(device, dtype, non_blocking,
- * copy)). A new reference, or NULL with the last error set; x is never changed. */
+ * copy)). A new reference (x itself, retained, when nothing changes and copy is false), or NULL
+ * with the last error set (CLT_ERR_INVALID_ARGUMENT for NULL x or options); x is never
+ * changed. */
 CLT_API clt_tensor *clt_tensor_to_ex(clt_tensor *x, const clt_to_options *options);
 
 #ifdef __cplusplus

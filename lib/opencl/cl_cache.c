@@ -143,6 +143,7 @@ static void resolve(void)
     if (n < 0 || (size_t)n >= sizeof cache.dir - CLT__CACHE_NAME_LEN - 2) {
         if (n >= 0)
             clt__log(CLT_LOG_WARN, "the program cache's folder name is too long: cache off");
+        cache.dir[0] = '\0';
         return;
     }
     if (!make_dirs(cache.dir) || access(cache.dir, W_OK | X_OK) != 0) {
@@ -183,6 +184,37 @@ static bool entry_name(const char *name)
         if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
             return false;
     return true;
+}
+
+clt_status clt_cache_get_info(clt_cache_info *info)
+{
+    static const char *const fn = "clt_cache_get_info";
+    char path[sizeof cache.dir + 64];
+    struct dirent *e;
+    DIR *d;
+
+    if (!info)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "info is NULL");
+    pthread_mutex_lock(&cache_lock);
+    if (!cache.resolved)
+        resolve();
+    /* cache.dir and the rest are fixed once resolved */
+    *info = (clt_cache_info){.enabled = cache.enabled, .dir = cache.dir, .size_limit = cache.cap};
+    pthread_mutex_unlock(&cache_lock);
+    if (!info->enabled || !(d = opendir(info->dir)))
+        return CLT_OK;
+    while ((e = readdir(d)) != NULL) {
+        struct stat sb;
+        if (!entry_name(e->d_name))
+            continue;
+        snprintf(path, sizeof path, "%s/%.*s", info->dir, CLT__CACHE_NAME_LEN, e->d_name);
+        if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+            info->entries++;
+            info->bytes += (uint64_t)sb.st_size;
+        }
+    }
+    closedir(d);
+    return CLT_OK;
 }
 
 void clt__cl_cache_note(clt__cl_cache_event event)
@@ -368,7 +400,7 @@ static void evict(const char *fn, const char *dir, uint64_t cap)
         struct stat sb;
         if (!entry_name(e->d_name))
             continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        snprintf(path, sizeof path, "%s/%.*s", dir, CLT__CACHE_NAME_LEN, e->d_name);
         if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
             continue;
         if (count == room) {

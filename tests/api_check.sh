@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The public API as the libraries show it: the shared library exports exactly the functions the
+# public headers declare with CLT_API (nothing internal, nothing undeclared), every global symbol
+# of the static library carries the clt_ prefix, and every CLT_API declaration (or group of
+# adjacent ones) has a comment right above it.
+#   api_check.sh SHARED_LIB STATIC_LIB INCLUDE_DIR
+set -euo pipefail
+shared=$1 static=$2 include=$3
+work=$(mktemp -d "${TMPDIR:-/tmp}/clt-api.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+status=0
+headers=("$include/cltensor.h" "$include"/cltensor/*.h)
+
+# The name of each function declared with CLT_API: the identifier before the first "(" after
+# CLT_API, across lines. A declaration with no comment block (or blank-line-free group of
+# declarations under one) right above it is reported.
+awk -v lint="$work/uncommented" '
+  FNR == 1 { commented = 0; incomment = 0; naming = 0; instmt = 0 }
+  /^#define CLT_API/ { next }
+  incomment { if ($0 ~ /\*\//) { incomment = 0; commented = 1 } next }
+  /^[ \t]*\/\*/ { if ($0 !~ /\*\//) incomment = 1; else commented = 1; next }
+  /^[ \t]*$/ { commented = 0; next }
+  /^#/ { next }
+  /CLT_API/ {
+    if (!commented) print FILENAME ":" FNR ": " $0 > lint
+    decl = ""; naming = 1; instmt = 1
+  }
+  naming {
+    decl = decl " " $0
+    if (decl ~ /\(/) {
+      sub(/\(.*/, "", decl); n = split(decl, w, /[^A-Za-z0-9_]+/)
+      while (n > 0 && w[n] == "") n--
+      print w[n]; naming = 0
+    }
+  }
+  instmt { if ($0 ~ /;/) instmt = 0; next }
+  /^typedef .*;[ \t]*$/ { next }
+  { commented = 0 }
+' "${headers[@]}" | sort -u >"$work/declared"
+
+nm -D --defined-only "$shared" | awk 'NF == 3 && $2 ~ /[TWDBRV]/ {print $3}' | sort -u \
+  >"$work/exported"
+if ! cmp -s "$work/declared" "$work/exported"; then
+  status=1
+  comm -13 "$work/declared" "$work/exported" | sed 's/^/exported but not declared: /' >&2
+  comm -23 "$work/declared" "$work/exported" | sed 's/^/declared but not exported: /' >&2
+fi
+if grep -q '^clt__' "$work/exported"; then
+  status=1
+  grep '^clt__' "$work/exported" | sed 's/^/internal symbol exported: /' >&2
+fi
+
+nm -g --defined-only "$static" | awk 'NF == 3 && $3 !~ /^clt_/ {print $3}' | sort -u \
+  >"$work/unprefixed"
+if [[ -s $work/unprefixed ]]; then
+  status=1
+  sed 's/^/global symbol without the clt_ prefix in the static library: /' "$work/unprefixed" >&2
+fi
+
+if [[ -s $work/uncommented ]]; then
+  status=1
+  sed 's/^/no comment above the declaration: /' "$work/uncommented" >&2
+fi
+
+echo "api_check: $(wc -l <"$work/declared") public functions, $(wc -l <"$work/exported") exported"
+exit $status

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Installs the build into a temporary prefix and builds programs outside the tree against it:
+# with find_package (shared and static imported targets, C and C++) and with pkg-config, then
+# runs them and the installed clt-info. Checks the installed layout and the SONAME.
+#   install_check.sh CMAKE BUILD_DIR SOURCE_DIR VERSION SOVERSION CC
+set -euo pipefail
+cmake=$1 build=$2 src=$3 version=$4 soversion=$5 cc=$6
+work=$(mktemp -d "${TMPDIR:-/tmp}/clt-install.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+fail() { echo "install_check: $*" >&2; exit 1; }
+
+"$cmake" --install "$build" --prefix "$prefix" >"$work/install.log" || {
+  cat "$work/install.log"; fail "cmake --install failed"; }
+
+pc=$(find "$prefix" -name cltensor.pc)
+[[ -n $pc ]] || fail "no cltensor.pc installed"
+libdir=$(dirname "$(dirname "$pc")")
+for f in include/cltensor.h include/cltensor/status.h include/cltensor/opencl.h bin/clt-info; do
+  [[ -f $prefix/$f ]] || fail "$f is not installed"
+done
+for f in libcltensor.so "libcltensor.so.$soversion" "libcltensor.so.$version" libcltensor.a \
+         cmake/cltensor/cltensorConfig.cmake cmake/cltensor/cltensorConfigVersion.cmake; do
+  [[ -e $libdir/$f ]] || fail "$libdir/$f is not installed"
+done
+soname=$(objdump -p "$libdir/libcltensor.so.$version" | awk '$1 == "SONAME" {print $2}')
+[[ $soname == "libcltensor.so.$soversion" ]] || fail "SONAME is '$soname', not libcltensor.so.$soversion"
+
+echo "== find_package(cltensor) from $prefix"
+"$cmake" -S "$src/tests/install" -B "$work/app" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER="$cc" >"$work/configure.log" || {
+  cat "$work/configure.log"; fail "the outside project does not configure"; }
+"$cmake" --build "$work/app" >"$work/build.log" 2>&1 || {
+  cat "$work/build.log"; fail "the outside project does not build"; }
+for exe in consumer consumer_static consumer_cxx; do
+  "$work/app/$exe" || fail "$exe failed"
+done
+# the shared consumers load the installed library, not the build tree's
+ldd "$work/app/consumer" | grep -q "$libdir/libcltensor.so.$soversion" ||
+  fail "consumer does not load $libdir/libcltensor.so.$soversion: $(ldd "$work/app/consumer")"
+if ldd "$work/app/consumer_static" | grep -q libcltensor; then
+  fail "consumer_static loads a shared libcltensor"
+fi
+# a version the package does not satisfy is refused (before 1.0 the minor version must match)
+next_minor=$(echo "$version" | awk -F. '{print $1 "." $2 + 1}')
+if "$cmake" -S "$src/tests/install" -B "$work/app-next" -DCMAKE_PREFIX_PATH="$prefix" \
+     -DCLT_WANT_VERSION="$next_minor" -DCMAKE_C_COMPILER="$cc" >"$work/next.log" 2>&1; then
+  fail "find_package(cltensor $next_minor) accepted version $version"
+fi
+grep -q "compatible with requested version \"$next_minor\"" "$work/next.log" || { cat "$work/next.log"; fail "no version message"; }
+
+echo "== pkg-config cltensor from $prefix"
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+[[ $(pkg-config --modversion cltensor) == "$version" ]] || fail "pkg-config --modversion: $(pkg-config --modversion cltensor)"
+# shellcheck disable=SC2046 # the flags are words
+"$cc" -std=c11 -Wall -Wextra -pedantic -Werror -o "$work/consumer_pc" "$src/tests/install/consumer.c" \
+  $(pkg-config --cflags --libs cltensor) -Wl,-rpath,"$libdir" || fail "the pkg-config build failed"
+"$work/consumer_pc" || fail "consumer_pc failed"
+
+echo "== the installed clt-info"
+out=$("$prefix/bin/clt-info" --version) || fail "clt-info --version failed"
+[[ $out == "cltensor $version" ]] || fail "clt-info --version printed '$out'"
+"$prefix/bin/clt-info" | grep -q '^cpu: ' || fail "clt-info does not list cpu"
+echo "install_check: ok"
