@@ -57,35 +57,57 @@ void test_sync_all(void)
 
 long test_fault_sweep(test_op op, void *ctx, const char *fn, clt__alloc_kind kind)
 {
+    return test_fault_sweep_checked(op, NULL, NULL, ctx, fn, kind);
+}
+
+long test_fault_sweep_checked(test_op op, test_check snapshot, test_check check, void *ctx,
+                              const char *fn, clt__alloc_kind kind)
+{
     clt_status oom = kind == CLT__HOST ? CLT_ERR_OUT_OF_MEMORY : CLT_ERR_DEVICE_OUT_OF_MEMORY;
     char prefix[128];
     long made;
     test_live base;
 
-    snprintf(prefix, sizeof prefix, "%s: ", fn);
-    ck_assert_msg(op(ctx), "warm-up failed: %s", clt_last_error());
-    test_sync_all();
-    base = test_live_now();
-    made = clt__allocation_attempts(kind);
-    ck_assert_msg(op(ctx), "%s", clt_last_error());
-    made = clt__allocation_attempts(kind) - made;
-    test_sync_all();
+    snprintf(prefix, sizeof prefix, "%s%s", fn ? fn : "clt_", fn ? ": " : "");
+    for (int run = 0; run < 2; run++) { /* a warm-up, then a run that counts */
+        if (snapshot)
+            snapshot(ctx);
+        test_sync_all();
+        base = test_live_now();
+        made = clt__allocation_attempts(kind);
+        ck_assert_msg(op(ctx), "%s%s", run ? "" : "warm-up failed: ", clt_last_error());
+        made = clt__allocation_attempts(kind) - made;
+        test_sync_all();
+    }
     ck_assert_live_eq(test_live_now(), base);
     for (long n = 1; n <= made + 1; n++) {
+        if (snapshot)
+            snapshot(ctx);
         clt__fault_inject(kind, n);
         clt_clear_error();
         bool ok = op(ctx);
         clt__fault_inject(kind, 0);
+        clt__error_state failure;
+        clt__error_save(&failure);
         test_sync_all();
-        ck_assert_live_eq(test_live_now(), base);
+        if (!ok && check) /* asserts, and puts the objects back where the next run starts */
+            check(ctx);
+        clt__error_restore(&failure);
+        test_live now = test_live_now();
+        ck_assert_msg(now.host == base.host && now.device == base.device,
+                      "%s, %s allocation %ld of %ld failed: %ld host and %ld device allocations "
+                      "live, %ld and %ld before (%s)", fn ? fn : "the scenario",
+                      kind == CLT__HOST ? "host" : "device", n, made, now.host, now.device,
+                      base.host, base.device, ok ? "it succeeded" : clt_last_error());
         if (n == made + 1) {
             ck_assert_msg(ok, "%s", clt_last_error());
             break;
         }
         ck_assert_msg(!ok, "%s: allocation %ld of %ld was made to fail, yet the call succeeded",
-                      fn, n, made);
-        ck_assert_msg(clt_last_status() == oom, "%s, allocation %ld: %s (%s)", fn, n,
-                      clt_status_name(clt_last_status()), clt_last_error());
+                      fn ? fn : "the scenario", n, made);
+        ck_assert_msg(clt_last_status() == oom, "%s, allocation %ld: %s (%s)",
+                      fn ? fn : "the scenario", n, clt_status_name(clt_last_status()),
+                      clt_last_error());
         ck_assert_msg(strncmp(clt_last_error(), prefix, strlen(prefix)) == 0,
                       "last error \"%s\" does not start with \"%s\"", clt_last_error(), prefix);
     }

@@ -53,6 +53,16 @@ typedef bool (*test_op)(void *ctx);
  * of allocations swept. */
 long test_fault_sweep(test_op op, void *ctx, const char *fn, clt__alloc_kind kind);
 
+/* Asserts something of a scenario's objects (a test_fault_sweep_checked callback). */
+typedef void (*test_check)(void *ctx);
+/* test_fault_sweep for a scenario of several calls on objects that outlive it: snapshot(ctx)
+ * runs before every run (outside the injected failures) to record what the objects hold, and
+ * check(ctx) after every failed run asserts that they hold it still (values, devices, handles)
+ * or what the calls that succeeded before the failing one made of them. fn NULL accepts an
+ * error from any of the library's functions ("clt_..."). Returns the allocations swept. */
+long test_fault_sweep_checked(test_op op, test_check snapshot, test_check check, void *ctx,
+                              const char *fn, clt__alloc_kind kind);
+
 /* Makes OCL_ICD_VENDORS a fresh folder registering PoCL and, with oclgrind, the Oclgrind
  * simulator (a second platform, listed first because it reports itself as a GPU). Returns
  * false, and the test returns at once, when CLT_TEST_HOST_ONLY=1 asks for a run that loads no
@@ -108,6 +118,7 @@ Suite *suite_kernels(void);
 Suite *suite_data(void);
 Suite *suite_cache(void);
 Suite *suite_io(void);
+Suite *suite_fault(void);
 
 /* One strided-batched GEMM for test_gemm_check: sizes, transposes, scalars, and whether B is
  * one matrix for the whole batch. */

@@ -77,6 +77,40 @@ START_TEST(test_module_names)
 }
 END_TEST
 
+/* Registration checks devices against the tensors already held, wherever they are: a module of
+ * activations alone takes a tensor on any device, and a child whose only tensors are buffers is
+ * checked like any other. */
+START_TEST(test_module_register_devices)
+{
+    clt_device *dev = test_device(_i), *cpu = clt_device_cpu();
+    clt_module *acts[2] = {clt_nn_relu(), clt_nn_tanh()};
+    clt_module *seq = clt_nn_sequential(acts, 2);
+    clt_tensor *w = clt_tensor_ones(CLT_SHAPE(3), CLT_F32, dev);
+    clt_tensor *b = clt_tensor_zeros(CLT_SHAPE(3), CLT_F32, cpu);
+    clt_module *holder = clt_nn_sequential(NULL, 0), *bufs = clt_nn_sequential(NULL, 0);
+    ck_assert_ptr_nonnull(seq);
+    ck_assert_ptr_nonnull(holder);
+    ck_assert_ptr_nonnull(bufs);
+    ck_assert_ptr_eq(clt_module_device(seq), cpu); /* no tensor: reported as cpu */
+    ck_assert_int_eq(clt_module_register_parameter(seq, "scale", w), CLT_OK);
+    ck_assert_ptr_eq(clt_module_device(seq), dev);
+
+    ck_assert_int_eq(clt_module_register_buffer(bufs, "stat", w), CLT_OK); /* buffers only */
+    ck_assert_int_eq(clt_module_register_parameter(holder, "b", b), CLT_OK);
+    ck_assert_int_eq(clt_module_register_module(holder, "bufs", bufs),
+                     dev == cpu ? CLT_OK : CLT_ERR_DEVICE_MISMATCH);
+    if (dev != cpu)
+        ck_assert_error_has("\"bufs\" is on gpu:0, the module (Sequential) on cpu");
+    for (int k = 0; k < 2; k++)
+        clt_module_release(acts[k]);
+    clt_module_release(bufs);
+    clt_module_release(holder);
+    clt_module_release(seq);
+    clt_tensor_release(b);
+    clt_tensor_release(w);
+}
+END_TEST
+
 /* Handles stay the same objects; values survive cpu -> device -> cpu bit for bit. */
 START_TEST(test_module_to_in_place)
 {
@@ -429,6 +463,7 @@ Suite *suite_module(void)
     tcase_add_test(tc, test_module_names);
     ADD_DEVICE_TEST(tc, test_module_to_in_place);
     ADD_DEVICE_TEST(tc, test_module_clone_and_forward);
+    ADD_DEVICE_TEST(tc, test_module_register_devices);
     ADD_DEVICE_TEST(tc, test_module_to_atomic);
     ADD_DEVICE_TEST(tc, test_module_100m);
     ADD_DEVICE_TEST(tc, test_module_layers_match_host);

@@ -79,9 +79,10 @@ typedef struct clt_load_report {
  * handles, devices and dtypes; nothing is recorded for autograd). Strict: every name of m must
  * be in the file with the same shape and dtype, and the file must hold no other name.
  * Not strict: names on one side only are skipped, a differing dtype is converted; a differing
- * shape is still an error (as in PyTorch). A file that does not fit changes no tensor and the
- * error lists the names at fault (CLT_ERR_INVALID_ARGUMENT); nor does one that cannot be read
- * (CLT_ERR_IO, CLT_ERR_INVALID_ARGUMENT). report, if not NULL, is zeroed first and receives the
+ * shape is still an error (as in PyTorch). All or nothing: a file that does not fit changes no
+ * tensor and the error lists the names at fault (CLT_ERR_INVALID_ARGUMENT); nor does one that
+ * cannot be read (CLT_ERR_IO, CLT_ERR_INVALID_ARGUMENT), nor running out of host or device
+ * memory (every value is read and placed before any is copied in). report, if not NULL, is zeroed first and receives the
  * missing and unexpected names whenever the file could be read, also when strictness rejects
  * it (clear it with clt_load_report_clear); it is left empty on running out of memory. */
 CLT_API clt_status clt_module_load(clt_module *m, const char *path, bool strict,

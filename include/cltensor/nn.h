@@ -51,8 +51,8 @@ CLT_API void clt_module_release(clt_module *m);
 /* Registers a parameter, a buffer or a child under a name unique in m (no '.'), taking a new
  * reference to it; a floating parameter is marked as requiring grad. CLT_ERR_INVALID_ARGUMENT
  * for NULL, a bad or taken name, a parameter that is not a leaf or m itself as a child; once
- * m holds something, a tensor or a child with parameters must be on m's device
- * (CLT_ERR_DEVICE_MISMATCH). On failure m is unchanged. */
+ * m (or a child of it) holds a tensor, a new tensor, or the tensors of a new child, must be on
+ * that tensor's device (CLT_ERR_DEVICE_MISMATCH). On failure m is unchanged. */
 CLT_API clt_status clt_module_register_parameter(clt_module *m, const char *name, clt_tensor *t);
 CLT_API clt_status clt_module_register_buffer(clt_module *m, const char *name, clt_tensor *t);
 CLT_API clt_status clt_module_register_module(clt_module *m, const char *name, clt_module *child);

@@ -744,7 +744,9 @@ static bool match_names(const parsed *p, const named_list *l, bool strict, const
     return ok;
 }
 
-/* Reads every matched entry to the host, then copies them all in without recording. */
+/* Reads every matched entry and puts it on its tensor's device in its dtype, then, with every
+ * allocation made, copies them all in without recording: a failure to read or to allocate
+ * changes no tensor. */
 static clt_status copy_in(const char *fn, const char *path, parsed *p, const named_list *l,
                           const entry **match)
 {
@@ -753,9 +755,18 @@ static clt_status copy_in(const char *fn, const char *path, parsed *p, const nam
     clt_status st = CLT_OK;
     if (!values)
         return CLT_ERR_OUT_OF_MEMORY;
-    for (int i = 0; i < l->count && st == CLT_OK; i++)
-        if (match[i] && !(values[i] = read_entry(fn, path, p, match[i], clt_device_cpu())))
-            st = clt_last_status();
+    for (int i = 0; i < l->count && st == CLT_OK; i++) {
+        clt_tensor *t = l->items[i].tensor, *read;
+        if (!match[i])
+            continue;
+        read = read_entry(fn, path, p, match[i], clt_device_cpu());
+        values[i] = read ? clt_tensor_to_ex(read, &(clt_to_options){.device = clt_tensor_device(t),
+                                                                    .dtype = clt_tensor_dtype(t)})
+                         : NULL;
+        clt_tensor_release(read);
+        if (!values[i])
+            st = read ? clt__rename_error(fn) : clt_last_status();
+    }
     if (st == CLT_OK) {
         bool previous = clt_grad_set_enabled(false);
         for (int i = 0; i < l->count && st == CLT_OK; i++)

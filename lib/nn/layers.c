@@ -334,17 +334,21 @@ static clt_tensor *batch_norm_forward(clt_module *self, clt_tensor *x)
 {
     batch_norm *b = (batch_norm *)self;
     bool training = clt_module_is_training(self);
-    clt_tensor *y = clt_batch_norm(x, b->running_mean, b->running_var, b->weight, b->bias, training,
-                                   b->momentum, b->eps);
-    if (y && training) {
-        clt_tensor *one = clt_tensor_ones(0, NULL, CLT_I64, clt_tensor_device(b->num_batches_tracked));
-        if (!one || clt_add_(b->num_batches_tracked, one) != CLT_OK) {
-            clt__rename_error("clt_module_forward");
-            clt_tensor_release(y);
-            y = NULL;
-        }
-        clt_tensor_release(one);
+    /* made first, so that no allocation fails once the running statistics have changed */
+    clt_tensor *one = training ? clt_tensor_ones(0, NULL, CLT_I64,
+                                                 clt_tensor_device(b->num_batches_tracked))
+                               : NULL;
+    clt_tensor *y = NULL;
+    if (training && !one)
+        return NULL;
+    y = clt_batch_norm(x, b->running_mean, b->running_var, b->weight, b->bias, training,
+                       b->momentum, b->eps);
+    if (y && training && clt_add_(b->num_batches_tracked, one) != CLT_OK) {
+        clt__rename_error("clt_module_forward");
+        clt_tensor_release(y);
+        y = NULL;
     }
+    clt_tensor_release(one);
     return y;
 }
 

@@ -100,7 +100,7 @@ static entry *find(const clt_module *m, const char *name, size_t len)
 static clt_status add(const char *fn, clt_module *m, const char *name, int kind, clt_tensor *t,
                       clt_module *child)
 {
-    clt_device *dev;
+    clt_tensor *first, *theirs;
     entry *grown, e = {NULL, kind, t, child};
     if (!m || !name || (kind != CHILD && !t) || (kind == CHILD && !child))
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "module, name and %s must not be NULL",
@@ -112,15 +112,13 @@ static clt_status add(const char *fn, clt_module *m, const char *name, int kind,
                           m->type->name, name);
     if (kind == CHILD && child == m)
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "a module cannot contain itself");
-    dev = clt_module_device(m);
-    if (m->state->count > 0 || kind == CHILD) {
-        clt_device *other = kind == CHILD ? clt_module_device(child) : clt_tensor_device(t);
-        bool empty = kind == CHILD ? clt_module_parameter_count(child) == 0 : false;
-        if (other != dev && !empty && m->state->count > 0)
-            return clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
-                              "\"%s\" is on %s, the module (%s) on %s", name, other->name,
-                              m->type->name, dev->name);
-    }
+    /* once m holds a tensor, what joins it must be on that tensor's device */
+    first = clt__module_first_tensor(m, false);
+    theirs = kind == CHILD ? clt__module_first_tensor(child, false) : t;
+    if (first && theirs && clt_tensor_device(theirs) != clt_tensor_device(first))
+        return clt__error(CLT_ERR_DEVICE_MISMATCH, fn, "\"%s\" is on %s, the module (%s) on %s",
+                          name, clt_tensor_device(theirs)->name, m->type->name,
+                          clt_tensor_device(first)->name);
     if (m->state->count == m->state->capacity) {
         int cap = m->state->capacity ? 2 * m->state->capacity : 4;
         grown = clt__alloc(fn, (size_t)cap * sizeof *grown);
@@ -304,19 +302,23 @@ const char *clt_module_type_name(const clt_module *m)
     return m ? m->type->name : "(null)";
 }
 
-static int first_cb(const char *name, clt_tensor *t, void *user)
+clt_tensor *clt__module_first_tensor(const clt_module *m, bool parameters_only)
 {
-    (void)name;
-    *(clt_device **)user = clt_tensor_device(t);
-    return 1;
+    for (int i = 0; m && i < m->state->count; i++) {
+        const entry *e = &m->state->entries[i];
+        clt_tensor *t = e->kind == CHILD ? clt__module_first_tensor(e->child, parameters_only)
+                        : !parameters_only || e->kind == PARAMETER ? e->tensor
+                                                                   : NULL;
+        if (t)
+            return t;
+    }
+    return NULL;
 }
 
 clt_device *clt_module_device(const clt_module *m)
 {
-    clt_device *dev = NULL;
-    if (m)
-        foreach("clt_module_device", m, -1, first_cb, &dev, NULL);
-    return dev ? dev : clt_device_cpu();
+    clt_tensor *t = clt__module_first_tensor(m, false);
+    return t ? clt_tensor_device(t) : clt_device_cpu();
 }
 
 void clt_module_train(clt_module *m, bool training)
@@ -525,7 +527,7 @@ clt_tensor *clt_module_forward(clt_module *m, clt_tensor *x)
         return NULL;
     }
     dev = clt_module_device(m);
-    if (!m->state->any_input_device && clt_module_parameter_count(m) > 0 &&
+    if (!m->state->any_input_device && clt__module_first_tensor(m, true) &&
         dev != clt_tensor_device(x)) {
         clt__error(CLT_ERR_DEVICE_MISMATCH, fn, "the input is on %s, the module (%s) on %s",
                    clt_device_name(clt_tensor_device(x)), m->type->name, dev->name);

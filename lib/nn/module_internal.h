@@ -8,4 +8,8 @@
  * (DataParallel scatters it). */
 void clt__module_accept_any_device(clt_module *m);
 
+/* m's first parameter (parameters_only) or first parameter or buffer, depth first; NULL when it
+ * has none. Allocates nothing, so that device checks cannot fail on memory. */
+clt_tensor *clt__module_first_tensor(const clt_module *m, bool parameters_only);
+
 #endif

@@ -204,7 +204,7 @@ static clt_status check_input(data_parallel *p, clt_tensor *x)
                           "the batch has no rows to split (%s); it needs a first dimension of "
                           "at least 1", x->ndim ? "0 rows" : "a 0-d tensor");
     at = clt_module_device(p->module);
-    if (clt_module_parameter_count(p->module) > 0 && at != p->devices[0])
+    if (clt__module_first_tensor(p->module, true) && at != p->devices[0])
         return clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
                           "the wrapped module (%s) is on %s; DataParallel runs it on its first "
                           "device, %s: move it there first (clt_module_to)",
