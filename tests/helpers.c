@@ -7,6 +7,17 @@
 #include <unistd.h>
 
 #include "helpers.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define CLT_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CLT_TEST_ASAN 1
+#endif
+#endif
+#ifdef CLT_TEST_ASAN
+#include <sanitizer/lsan_interface.h>
+#endif
 #include "device/allocator.h"
 #include "tensor/tensor_internal.h"
 
@@ -38,6 +49,12 @@ void test_teardown(void)
         if (dev)
             clt_device_synchronize(dev);
     }
+#ifdef CLT_TEST_ASAN
+    /* Leaks are looked for here, with the drivers' threads idle, rather than at exit, where
+     * LeakSanitizer's tracer can crash while PoCL's threads wind down; this turns the check at
+     * exit off. (Does nothing unless ASAN_OPTIONS has detect_leaks=1.) */
+    __lsan_do_leak_check();
+#endif
 }
 
 TCase *test_case(const char *name, int timeout)

@@ -110,8 +110,10 @@ clt_status clt_set_error(clt_status status, const char *where, const char *fmt, 
 {
     va_list ap;
     char message[sizeof last_message];
+    message[0] = '\0';
     va_start(ap, fmt);
-    vsnprintf(message, sizeof message, fmt ? fmt : "", ap);
+    if (fmt)
+        vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
     return clt__error(status, where ? where : "(callback)", "%s", message);
 }

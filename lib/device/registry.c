@@ -52,20 +52,6 @@ static clt_status env_error(const char *var, const char *value, const char *what
     return CLT_ERR_ENVIRONMENT;
 }
 
-/* A bad CLT_VISIBLE_DEVICES: the message goes on to list the devices it chooses from. */
-static clt_status visible_error(const char *value, const char *fmt, const char *token)
-{
-    char what[256];
-    size_t used;
-    snprintf(what, sizeof what, fmt, token);
-    env_error("CLT_VISIBLE_DEVICES", value, what);
-    used = strlen(registry_error);
-    snprintf(registry_error + used, sizeof registry_error - used, "; the OpenCL devices are %s",
-             all_count ? "" : "none");
-    list_devices(registry_error, sizeof registry_error, all_devices, all_count, false);
-    return CLT_ERR_ENVIRONMENT;
-}
-
 /* CLT_SUBDEVICES: how many equal sub-devices each CPU-type OpenCL device is split into; a whole
  * number 1 ... 64 (spaces around it allowed). Unset or empty is 1: no split. */
 static clt_status parse_subdevices(const char *value, unsigned *parts)
@@ -92,18 +78,20 @@ static clt_status parse_subdevices(const char *value, unsigned *parts)
     return CLT_OK;
 }
 
-/* CLT_VISIBLE_DEVICES: a comma list of indices into the enumerated OpenCL devices or
- * case-insensitive substrings of their names; selects and orders the gpu:N list. */
-static clt_status apply_visible(const char *value)
+clt_status clt__visible_parse(const char *value, const char *const *names, int count, int *order,
+                              int *chosen, char *why, size_t why_size)
 {
     char token[256];
-    bool *taken = calloc((size_t)all_count + 1, sizeof *taken);
+    bool *taken = calloc((size_t)count + 1, sizeof *taken);
     const char *p = value;
     clt_status st = CLT_OK;
 
-    if (!taken)
+    *chosen = 0;
+    why[0] = '\0';
+    if (!taken) {
+        snprintf(why, why_size, "out of host memory reading it");
         return CLT_ERR_OUT_OF_MEMORY;
-    gpu_count = 0;
+    }
     while (*value && st == CLT_OK) {
         size_t len = strcspn(p, ",");
         const char *start = p;
@@ -114,7 +102,8 @@ static clt_status apply_visible(const char *value)
         while (len && isspace((unsigned char)start[len - 1]))
             len--;
         if (len == 0 || len >= sizeof token) {
-            st = visible_error(value, "%san entry is empty or too long", "");
+            snprintf(why, why_size, "an entry is empty or too long");
+            st = CLT_ERR_ENVIRONMENT;
             break;
         }
         memcpy(token, start, len);
@@ -122,24 +111,26 @@ static clt_status apply_visible(const char *value)
         if (strspn(token, "0123456789") == len) {
             errno = 0;
             long idx = strtol(token, NULL, 10);
-            if (errno || idx >= all_count)
-                st = visible_error(value, "index %s is out of range", token);
+            if (errno || idx >= count)
+                snprintf(why, why_size, "index %s is out of range", token), st = CLT_ERR_ENVIRONMENT;
             else if (taken[idx])
-                st = visible_error(value, "device %s is named twice", token);
+                snprintf(why, why_size, "device %s is named twice", token), st = CLT_ERR_ENVIRONMENT;
             else {
                 taken[idx] = true;
-                gpus[gpu_count++] = all_devices[idx];
+                order[(*chosen)++] = (int)idx;
             }
         } else {
             bool found = false;
-            for (int i = 0; i < all_count; i++) {
-                if (!taken[i] && contains_ci(all_devices[i]->info.name, token)) {
+            for (int i = 0; i < count; i++) {
+                if (!taken[i] && contains_ci(names[i], token)) {
                     taken[i] = found = true;
-                    gpus[gpu_count++] = all_devices[i];
+                    order[(*chosen)++] = i;
                 }
             }
-            if (!found)
-                st = visible_error(value, "no other device's name contains \"%s\"", token);
+            if (!found) {
+                snprintf(why, why_size, "no other device's name contains \"%.200s\"", token);
+                st = CLT_ERR_ENVIRONMENT;
+            }
         }
         p += strcspn(p, ",");
         if (*p == ',')
@@ -148,7 +139,41 @@ static clt_status apply_visible(const char *value)
             break;
     }
     free(taken);
+    if (st != CLT_OK)
+        *chosen = 0;
     return st;
+}
+
+/* CLT_VISIBLE_DEVICES applied to the enumerated devices: the gpu:N list. */
+static clt_status apply_visible(const char *value)
+{
+    const char **names = calloc((size_t)all_count + 1, sizeof *names);
+    int *order = calloc((size_t)all_count + 1, sizeof *order);
+    char why[512];
+    clt_status st = CLT_ERR_OUT_OF_MEMORY;
+
+    gpu_count = 0;
+    if (names && order) {
+        for (int i = 0; i < all_count; i++)
+            names[i] = all_devices[i]->info.name;
+        st = clt__visible_parse(value, names, all_count, order, &gpu_count, why, sizeof why);
+    } else {
+        snprintf(why, sizeof why, "out of host memory reading it");
+    }
+    if (st == CLT_OK) {
+        for (int i = 0; i < gpu_count; i++)
+            gpus[i] = all_devices[order[i]];
+    } else {
+        size_t used;
+        env_error("CLT_VISIBLE_DEVICES", value, why);
+        used = strlen(registry_error);
+        snprintf(registry_error + used, sizeof registry_error - used,
+                 "; the OpenCL devices are %s", all_count ? "" : "none");
+        list_devices(registry_error, sizeof registry_error, all_devices, all_count, false);
+    }
+    free(names);
+    free(order);
+    return st == CLT_ERR_OUT_OF_MEMORY ? st : st != CLT_OK ? CLT_ERR_ENVIRONMENT : CLT_OK;
 }
 
 static void registry_init(void)
@@ -312,21 +337,31 @@ clt_device *clt_device_get(const char *name)
     }
     if (registry_ready(fn) != CLT_OK)
         return NULL;
+    int idx = clt__device_name_parse(name, gpu_count);
+    switch (idx) {
+    case CLT__NAME_CPU: return &cpu_device;
+    case CLT__NAME_GPU: return current_or_first();
+    case CLT__NAME_NO_DEVICE: return unknown_name(fn, name, "no such device");
+    case CLT__NAME_INVALID: return unknown_name(fn, name, "not a device name");
+    default: return gpus[idx];
+    }
+}
+
+int clt__device_name_parse(const char *name, int gpu_count)
+{
     if (strcmp(name, "cpu") == 0)
-        return &cpu_device;
+        return CLT__NAME_CPU;
     if (strcmp(name, "gpu") == 0)
-        return gpu_count ? current_or_first() : unknown_name(fn, name, "no such device");
+        return gpu_count ? CLT__NAME_GPU : CLT__NAME_NO_DEVICE;
     if (strncmp(name, "gpu:", 4) == 0) {
         const char *digits = name + 4;
         size_t n = strlen(digits);
         if (n == 0 || n > 6 || strspn(digits, "0123456789") != n || (digits[0] == '0' && n > 1))
-            return unknown_name(fn, name, "not a device name");
+            return CLT__NAME_INVALID;
         long idx = strtol(digits, NULL, 10);
-        if (idx >= gpu_count)
-            return unknown_name(fn, name, "no such device");
-        return gpus[idx];
+        return idx < gpu_count ? (int)idx : CLT__NAME_NO_DEVICE;
     }
-    return unknown_name(fn, name, "not a device name");
+    return CLT__NAME_INVALID;
 }
 
 const char *clt_device_name(const clt_device *dev)
