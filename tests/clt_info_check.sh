@@ -60,6 +60,14 @@ if ((gpus > 0)); then
   ENVS="CLT_KERNEL_DIR=$work/cl"
   CLT_KERNEL_DIR=$work/cl expect 1 '^cpu: kernels ready' 'gpu:0: warm-up failed: .*reduce' -- --warmup -d cpu -d gpu:0
 fi
+# a vendors file naming a driver that does not exist: a warning says so, the rest works
+if ((gpus > 0)); then
+  mkdir "$work/vendors" && cp /etc/OpenCL/vendors/*.icd "$work/vendors/" 2>/dev/null
+  echo /nonexistent/libOpenCL-driver.so >"$work/vendors/missing.icd"
+  ENVS="OCL_ICD_VENDORS=$work/vendors"
+  OCL_ICD_VENDORS=$work/vendors expect 0 '^gpu:0: ' \
+    "warning: OpenCL: $work/vendors/missing.icd names /nonexistent/libOpenCL-driver.so, which does not exist: that platform is missing" --
+fi
 ENVS="CLT_CACHE_DIR=off"
 CLT_CACHE_DIR=off expect 1 - 'the disk cache is off \(CLT_CACHE_DIR=off\)' -- --cache
 ENVS="CLT_CACHE_DIR=/proc/none"

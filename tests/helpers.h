@@ -119,6 +119,7 @@ Suite *suite_data(void);
 Suite *suite_cache(void);
 Suite *suite_io(void);
 Suite *suite_fault(void);
+Suite *suite_threads(void);
 
 /* One strided-batched GEMM for test_gemm_check: sizes, transposes, scalars, and whether B is
  * one matrix for the whole batch. */

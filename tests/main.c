@@ -59,6 +59,7 @@ int main(int argc, char **argv)
     srunner_add_suite(runner, suite_cache());
     srunner_add_suite(runner, suite_io());
     srunner_add_suite(runner, suite_fault());
+    srunner_add_suite(runner, suite_threads());
     srunner_set_fork_status(runner, CK_FORK);
     srunner_run(runner, only, NULL, CK_NORMAL);
     failed = srunner_ntests_failed(runner);

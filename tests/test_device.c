@@ -150,6 +150,50 @@ START_TEST(test_device_no_platform)
 }
 END_TEST
 
+static void collect_warnings(clt_log_level level, const char *message, void *user)
+{
+    char *log = user;
+    size_t used = strlen(log);
+    if (level >= CLT_LOG_WARN)
+        snprintf(log + used, 4096 - used, "%s\n", message);
+}
+
+/* Vendor files naming a driver that does not exist and a file that is no driver: those platforms
+ * are missing, a warning names each file and library, and PoCL works as usual. */
+START_TEST(test_device_vendor_missing)
+{
+    static char log[4096];
+    char missing[512], bogus[1200], not_driver[512];
+    if (!test_use_vendors(true, false))
+        return;
+    const char *dir = getenv("OCL_ICD_VENDORS");
+    snprintf(not_driver, sizeof not_driver, "%s/pocl.icd", dir); /* exists, and is no library */
+    test_write_file(dir, "missing.icd", "/nonexistent/libOpenCL-driver.so\n");
+    test_write_file(dir, "bogus.icd", not_driver);
+    snprintf(missing, sizeof missing, "OpenCL: %s/missing.icd names /nonexistent/libOpenCL-driver.so, "
+             "which does not exist: that platform is missing", dir);
+    snprintf(bogus, sizeof bogus, "OpenCL: %s/bogus.icd names %s, which could not be loaded as an "
+             "OpenCL driver: that platform is missing", dir, not_driver);
+    clt_set_log_callback(collect_warnings, log, CLT_LOG_WARN);
+    ck_assert_int_eq(clt_device_count(), 1);
+    clt_set_log_callback(NULL, NULL, CLT_LOG_WARN);
+    ck_assert_msg(strstr(log, missing) != NULL, "log: %s", log);
+    ck_assert_msg(strstr(log, bogus) != NULL, "log: %s", log);
+    int lines = 0;
+    for (const char *p = log; (p = strchr(p, '\n')) != NULL; p++)
+        lines++;
+    ck_assert_msg(lines == 2, "PoCL's platform reported too: %s", log);
+    clt_tensor *x = clt_tensor_arange(0, 5, 1, CLT_F32, clt_device_get("gpu:0"));
+    clt_tensor *y = x ? clt_add(x, x) : NULL;
+    double *v = y ? test_values(y) : NULL;
+    ck_assert_msg(v != NULL, "%s", clt_last_error());
+    ck_assert_double_eq(v[4], 8);
+    free(v);
+    clt_tensor_release(y);
+    clt_tensor_release(x);
+}
+END_TEST
+
 START_TEST(test_device_two_platforms)
 {
     if (!test_use_vendors(true, true))
@@ -848,6 +892,7 @@ Suite *suite_device(void)
     tcase_add_test(tc, test_device_bad_names);
     tcase_add_test(tc, test_device_no_platform);
     tcase_add_test(tc, test_device_two_platforms);
+    tcase_add_test(tc, test_device_vendor_missing);
     tcase_add_test(tc, test_device_visible_reorder);
     tcase_add_test(tc, test_device_visible_substring);
     tcase_add_test(tc, test_device_visible_empty);

@@ -3,7 +3,8 @@
  * time with --warmup; prints the version and the disk cache's folder. Uses only the public API.
  *
  * Exit status: 0 success; 1 something failed (the device list, a warm-up, the cache is off for
- * --cache), with the reason on stderr; 2 a usage error; 3 a device named with -d does not exist. */
+ * --cache), with the reason on stderr; 2 a usage error; 3 a device named with -d does not exist.
+ * The library's warnings go to stderr and change no exit status. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,8 @@ static const char usage[] =
     "  -h, --help         this text\n"
     "\n"
     "Exit status: 0 success; 1 a failure, explained on stderr (the device list, a warm-up,\n"
-    "--cache with the cache off); 2 a usage error; 3 a device named with -d does not exist.\n";
+    "--cache with the cache off); 2 a usage error; 3 a device named with -d does not exist.\n"
+    "Warnings (an OpenCL platform that could not be loaded, ...) go to stderr.\n";
 
 typedef struct options {
     bool verbose, warmup, version, cache;
@@ -254,6 +256,14 @@ static int warmup(clt_device **devs, int n)
     return status;
 }
 
+/* The library's warnings (a platform that could not be loaded, an unusable cache folder) go to
+ * stderr; they change no exit status. */
+static void print_warning(clt_log_level level, const char *message, void *user)
+{
+    (void)level, (void)user;
+    fprintf(stderr, "clt-info: warning: %s\n", message);
+}
+
 int main(int argc, char **argv)
 {
     options o = {0};
@@ -262,6 +272,8 @@ int main(int argc, char **argv)
 
     if (status)
         return status;
+    if (!getenv("CLT_LOG")) /* CLT_LOG logs to stderr itself */
+        clt_set_log_callback(print_warning, NULL, CLT_LOG_WARN);
     if (o.version) {
         printf("cltensor %s\n", clt_version_string());
         return 0;

@@ -288,6 +288,7 @@ clt_status clt__cl_enumerate(const char *fn, unsigned subdevices, clt_device ***
     cl_int err = clGetPlatformIDs(0, NULL, &np);
     clt_status st = CLT_OK;
 
+    clt__cl_check_vendors(); /* the loader has loaded what it could */
     if (err == CL_PLATFORM_NOT_FOUND_KHR || (err == CL_SUCCESS && np == 0))
         return CLT_OK; /* no OpenCL at all: only cpu */
     if (err != CL_SUCCESS) {

@@ -194,6 +194,10 @@ void clt__cl_cache_store(const char *fn, const char *key, size_t key_len,
 /* Builds every program the library's kernels use on the device, for every dtype it supports. */
 clt_status clt__cl_build_all(const char *fn, clt_device *dev);
 
+/* Warns about every driver library an ICD vendor file names that the loader could not load
+ * (cl_vendors.c); called once the platforms are listed. */
+void clt__cl_check_vendors(void);
+
 /* A readable failure from an OpenCL call: "what on gpu:0 failed: CL_... (-5)". */
 clt_status clt__cl_error(const char *fn, clt_device *dev, cl_int err, const char *what);
 

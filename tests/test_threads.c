@@ -1,0 +1,239 @@
+/* Threads suite: the library used from several threads at once. Threads each training their own
+ * model on their own device (cpu and two PoCL sub-devices, CLT_SUBDEVICES=2), each choosing its
+ * device for its scope with CLT_WITH_DEVICE, end with the parameters that the same training gives
+ * when run alone; threads sharing one device's tensors and module read-only (products,
+ * reductions, elementwise operations, a forward without recording, copies to the host) all get
+ * the results computed before they started. CI runs this suite, the loader's and DataParallel's
+ * under ThreadSanitizer too (CLT_SANITIZE_THREAD). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "helpers.h"
+
+enum { STEPS = 6, READERS = 4, ROUNDS = 5 };
+
+/* ---- training on a device per thread ---------------------------------------------------------- */
+
+typedef struct trainer {
+    clt_device *dev;
+    clt_module *m;  /* this thread's model, on dev */
+    clt_tensor *x, *y; /* this thread's data, on the host */
+    bool ok;
+    char error[512];
+} trainer;
+
+/* STEPS steps of Adam on the trainer's data, its tensors made on the current device (NULL) inside
+ * CLT_WITH_DEVICE when dev is a GPU, so that each thread relies on its own current device. */
+static bool train(trainer *t)
+{
+    clt_optimizer *opt = clt_optim_adam_module(t->m, &(clt_adam_options){.lr = 0.05});
+    clt_tensor *x = NULL, *y = NULL;
+    bool ok = opt != NULL;
+    if (t->dev == clt_device_cpu()) {
+        x = clt_tensor_retain(t->x), y = clt_tensor_retain(t->y);
+    } else {
+        CLT_WITH_DEVICE(t->dev) {
+            clt_tensor *here = clt_tensor_zeros(CLT_SHAPE(1), CLT_F32, NULL); /* current device */
+            ok = ok && here && clt_tensor_device(here) == t->dev && clt_device_current() == t->dev;
+            clt_tensor_release(here);
+            x = clt_tensor_to(t->x, clt_device_current());
+            y = clt_tensor_to(t->y, clt_device_current());
+        }
+    }
+    for (int s = 0; ok && s < STEPS; s++) {
+        clt_optim_zero_grad(opt);
+        clt_tensor *out = x && y ? clt_module_forward(t->m, x) : NULL;
+        clt_tensor *loss = out ? clt_cross_entropy(out, y, CLT_REDUCTION_MEAN, -100) : NULL;
+        ok = loss && clt_backward(loss, NULL, false) == CLT_OK && clt_optim_step(opt) == CLT_OK;
+        clt_tensor_release(loss);
+        clt_tensor_release(out);
+    }
+    ok = ok && clt_device_synchronize(t->dev) == CLT_OK;
+    if (!ok)
+        snprintf(t->error, sizeof t->error, "%s: %s", clt_device_name(t->dev), clt_last_error());
+    clt_tensor_release(x);
+    clt_tensor_release(y);
+    clt_optim_free(opt);
+    return ok;
+}
+
+static void *train_thread(void *arg)
+{
+    trainer *t = arg;
+    t->ok = train(t);
+    return NULL;
+}
+
+/* Asserts that a and b hold the same parameter values, bit for bit. */
+static void same_parameters(clt_module *a, clt_module *b, const char *what)
+{
+    static const char *const names[4] = {"0.weight", "0.bias", "2.weight", "2.bias"};
+    for (int i = 0; i < 4; i++) {
+        clt_tensor *pa = clt_module_get_parameter(a, names[i]), *pb = clt_module_get_parameter(b, names[i]);
+        double *va = test_values(pa), *vb = test_values(pb);
+        for (int64_t k = 0; k < clt_tensor_numel(pa); k++)
+            ck_assert_msg(va[k] == vb[k], "%s: %s[%lld]: %.9g in a thread, %.9g alone", what,
+                          names[i], (long long)k, va[k], vb[k]);
+        free(va), free(vb);
+    }
+}
+
+START_TEST(test_threads_train_per_device)
+{
+    enum { N = 3 };
+    trainer t[N], alone[N];
+    pthread_t threads[N];
+    if (!test_use_vendors(true, false))
+        return;
+    setenv("CLT_SUBDEVICES", "2", 1);
+    ck_assert_int_ge(clt_device_count(), 2);
+    clt_device *devs[N] = {clt_device_cpu(), clt_device_get("gpu:0"), clt_device_get("gpu:1")};
+    for (int i = 0; i < N; i++) {
+        double xv[16 * 6], yv[16];
+        test_noise(xv, 16 * 6, 10 + i, -1, 1);
+        for (int k = 0; k < 16; k++)
+            yv[k] = (k + i) % 3;
+        clt_module *init = test_mlp(6, 12, 3, clt_nn_tanh(), 30 + i);
+        t[i] = (trainer){.dev = devs[i], .m = clt_module_clone_to(init, devs[i])};
+        alone[i] = (trainer){.dev = devs[i], .m = clt_module_clone_to(init, devs[i])};
+        ck_assert(t[i].m && alone[i].m);
+        t[i].x = alone[i].x = test_tensor(clt_device_cpu(), CLT_F32, xv, 2, (int64_t[]){16, 6});
+        t[i].y = alone[i].y = test_tensor(clt_device_cpu(), CLT_I64, yv, 1, (int64_t[]){16});
+        clt_module_release(init);
+    }
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(pthread_create(&threads[i], NULL, train_thread, &t[i]), 0);
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(pthread_join(threads[i], NULL), 0);
+    for (int i = 0; i < N; i++) {
+        ck_assert_msg(t[i].ok, "%s", t[i].error);
+        ck_assert_msg(train(&alone[i]), "%s", alone[i].error); /* the same, one at a time */
+        same_parameters(t[i].m, alone[i].m, clt_device_name(devs[i]));
+        ck_assert_ptr_eq(clt_module_device(t[i].m), devs[i]);
+    }
+    ck_assert_ptr_eq(clt_device_current(), devs[1]); /* the threads' scopes left this one alone */
+    for (int i = 0; i < N; i++) {
+        clt_tensor_release(t[i].x);
+        clt_tensor_release(t[i].y);
+        clt_module_release(t[i].m);
+        clt_module_release(alone[i].m);
+    }
+}
+END_TEST
+
+/* ---- readers sharing one device's tensors ------------------------------------------------------ */
+
+typedef struct shared {
+    clt_tensor *a, *b;       /* 33 x 40 and 40 x 17, on the device */
+    clt_module *m;           /* evaluation mode, on the device */
+    double *product, *sum, *ew, *forward; /* what each result must be */
+    float a_host[33 * 40];   /* a's elements */
+} shared;
+
+typedef struct reader {
+    const shared *s;
+    bool ok;
+    char error[512];
+} reader;
+
+static bool equal(clt_tensor *t, const double *want, int64_t n)
+{
+    clt__error_state e;
+    bool ok = t && clt_tensor_numel(t) == n;
+    clt__error_save(&e);
+    double *got = ok ? test_values(t) : NULL;
+    for (int64_t k = 0; ok && k < n; k++)
+        ok = got[k] == want[k];
+    free(got);
+    clt__error_restore(&e);
+    return ok;
+}
+
+/* The four results from the shared tensors, as new references (NULL where one failed). */
+static void compute(const shared *s, clt_tensor **r)
+{
+    clt_tensor *relu = clt_relu(s->a);
+    r[0] = clt_matmul(s->a, s->b);
+    r[1] = clt_sum(s->a, (int[]){1}, 1, false);
+    r[2] = relu ? clt_mul_scalar(relu, 3) : NULL;
+    CLT_NO_GRAD r[3] = clt_module_forward(s->m, s->b);
+    clt_tensor_release(relu);
+}
+
+static void *read_thread(void *arg)
+{
+    reader *rd = arg;
+    const shared *s = rd->s;
+    rd->ok = true;
+    for (int round = 0; rd->ok && round < ROUNDS; round++) {
+        clt_tensor *r[4];
+        float a[33 * 40];
+        compute(s, r);
+        rd->ok = equal(r[0], s->product, 33 * 17) && equal(r[1], s->sum, 33) &&
+                 equal(r[2], s->ew, 33 * 40) && equal(r[3], s->forward, 40 * 5) &&
+                 clt_tensor_copy_to_host(s->a, a, sizeof a) == CLT_OK &&
+                 memcmp(a, s->a_host, sizeof a) == 0;
+        if (!rd->ok)
+            snprintf(rd->error, sizeof rd->error, "round %d: %s", round, clt_last_error());
+        for (int k = 0; k < 4; k++)
+            clt_tensor_release(r[k]);
+    }
+    return NULL;
+}
+
+START_TEST(test_threads_shared_read_only)
+{
+    clt_device *dev = test_device(_i);
+    shared s = {0};
+    reader rd[READERS];
+    pthread_t threads[READERS];
+    double av[33 * 40], bv[40 * 17];
+    clt_tensor *r[4];
+    test_noise(av, 33 * 40, 5, -1, 1);
+    test_noise(bv, 40 * 17, 6, -1, 1);
+    s.a = test_tensor(dev, CLT_F32, av, 2, (int64_t[]){33, 40});
+    s.b = test_tensor(dev, CLT_F32, bv, 2, (int64_t[]){40, 17});
+    for (int k = 0; k < 33 * 40; k++)
+        s.a_host[k] = (float)av[k];
+    s.m = test_mlp(17, 9, 5, clt_nn_relu(), 8);
+    ck_assert_int_eq(clt_module_to(s.m, dev), CLT_OK);
+    clt_module_train(s.m, false);
+    compute(&s, r); /* before any thread: the results every thread must get */
+    for (int k = 0; k < 4; k++)
+        ck_assert_msg(r[k] != NULL, "%s", clt_last_error());
+    s.product = test_values(r[0]), s.sum = test_values(r[1]);
+    s.ew = test_values(r[2]), s.forward = test_values(r[3]);
+    for (int k = 0; k < 4; k++)
+        clt_tensor_release(r[k]);
+    ck_assert_int_eq(clt_device_synchronize(dev), CLT_OK);
+
+    for (int i = 0; i < READERS; i++) {
+        rd[i] = (reader){.s = &s};
+        ck_assert_int_eq(pthread_create(&threads[i], NULL, read_thread, &rd[i]), 0);
+    }
+    for (int i = 0; i < READERS; i++)
+        ck_assert_int_eq(pthread_join(threads[i], NULL), 0);
+    for (int i = 0; i < READERS; i++)
+        ck_assert_msg(rd[i].ok, "reader %d on %s: %s", i, clt_device_name(dev), rd[i].error);
+    /* the shared tensor is as it was */
+    double *again = test_values(s.a);
+    for (int k = 0; k < 33 * 40; k++)
+        ck_assert_double_eq(again[k], (float)av[k]);
+    free(again);
+    free(s.product), free(s.sum), free(s.ew), free(s.forward);
+    clt_module_release(s.m);
+    clt_tensor_release(s.b);
+    clt_tensor_release(s.a);
+}
+END_TEST
+
+Suite *suite_threads(void)
+{
+    Suite *s = suite_create("threads");
+    TCase *tc = test_case("threads", 600);
+    tcase_add_test(tc, test_threads_train_per_device);
+    ADD_DEVICE_TEST(tc, test_threads_shared_read_only);
+    suite_add_tcase(s, tc);
+    return s;
+}
