@@ -50,9 +50,9 @@ void test_teardown(void)
             clt_device_synchronize(dev);
     }
 #ifdef CLT_TEST_ASAN
-    /* Leaks are looked for here, with the drivers' threads idle, rather than at exit, where
-     * LeakSanitizer's tracer can crash while PoCL's threads wind down; this turns the check at
-     * exit off. (Does nothing unless ASAN_OPTIONS has detect_leaks=1.) */
+    /* Leaks are looked for here, with the drivers' threads idle and the test's work done,
+     * rather than at exit, while they wind down; this turns the check at exit off. (Does
+     * nothing unless ASAN_OPTIONS has detect_leaks=1.) */
     __lsan_do_leak_check();
 #endif
 }
