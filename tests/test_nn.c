@@ -385,6 +385,18 @@ START_TEST(test_dropout)
     clt_tensor *none = clt_dropout(x, 1, true);
     check(clt_sum(none, NULL, 0, false), (double[]){0}, 1, 0, "dropout p=1");
     clt_tensor_release(none);
+    /* p = 1 on a tensor that requires grad: recorded, the gradient is 0 */
+    ck_assert_int_eq(clt_tensor_set_requires_grad(x, true), CLT_OK);
+    none = clt_dropout(x, 1, true);
+    ck_assert(clt_tensor_requires_grad(none));
+    clt_tensor *total = clt_sum(none, NULL, 0, false);
+    ck_assert_int_eq(clt_backward(total, NULL, false), CLT_OK);
+    clt_tensor *g = clt_tensor_grad(x);
+    ck_assert_int_eq(clt_tensor_numel(g), 10000);
+    check(clt_sum(g, NULL, 0, false), (double[]){0}, 1, 0, "dropout p=1 grad");
+    clt_tensor_release(g);
+    clt_tensor_release(total);
+    clt_tensor_release(none);
     ck_assert_ptr_null(clt_dropout(x, 1.5, true));
     ck_assert_error_has("clt_dropout: probability 1.5 is outside 0..1");
     free(a), free(b);

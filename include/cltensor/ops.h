@@ -260,8 +260,9 @@ CLT_API clt_tensor *clt_layer_norm(clt_tensor *x, int normalized_ndim, clt_tenso
                                    clt_tensor *bias, double eps);
 /* Zeroes each element of a floating x with probability p (0..1, else CLT_ERR_INVALID_ARGUMENT)
  * and scales the rest by 1 / (1 - p) when training; x itself (retained) when not training or p
- * is 0. The mask comes from the default generator (Philox): after the same clt_manual_seed
- * every device drops the same elements. */
+ * is 0; x * 0 when p is 1 (recorded, as in PyTorch: the gradient is 0). The mask comes from
+ * the default generator (Philox): after the same clt_manual_seed every device drops the same
+ * elements. */
 CLT_API clt_tensor *clt_dropout(clt_tensor *x, double p, bool training);
 
 /* --- in place: x is changed, the result is a status; x keeps its shape and dtype ------------- */

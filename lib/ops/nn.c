@@ -719,8 +719,14 @@ clt_tensor *clt_dropout(clt_tensor *x, double p, bool training)
     if (!training || p == 0)
         return clt_tensor_retain(x);
     dev = x->storage->device;
-    if (p == 1)
-        return clt_tensor_zeros(x->ndim, x->shape, x->dtype, dev);
+    if (p == 1) { /* x * 0, as PyTorch: recorded, so the gradient is 0 */
+        zero = clt_tensor_zeros(0, NULL, x->dtype, dev);
+        out = zero ? clt_mul(x, zero) : NULL;
+        clt_tensor_release(zero);
+        if (!out)
+            clt__rename_error(fn);
+        return out;
+    }
     /* the mask comes from the default generator: the same seed, the same mask on every device */
     r = clt_tensor_rand(x->ndim, x->shape, CLT_F32, dev);
     pt = r ? clt_tensor_full(0, NULL, p, CLT_F32, dev) : NULL;
