@@ -1,7 +1,8 @@
 /* Loader suite, on every device: every item exactly once per epoch in order or shuffled (with
  * and without drop_last), the order reproducible from the seed, batches on the requested device
- * holding the right items, an error inside the dataset reaching the caller with its message,
- * and stopping early, restarting and freeing that leak nothing. */
+ * holding the right items, distributed shards (num_replicas, rank), an error inside the dataset
+ * reaching the caller with its message, and stopping early, restarting and freeing that leak
+ * nothing. */
 #include <stdlib.h>
 
 #include "helpers.h"
@@ -97,6 +98,54 @@ START_TEST(test_loader_epochs)
     }
     test_sync_all();
     ck_assert_live_eq(test_live_now(), before);
+    clt_dataset_release(d);
+}
+END_TEST
+
+/* Distributed shards: with 2, 3 and 4 replicas of the 10 items, each replica gets ceil(10 / n)
+ * items an epoch; together they hold every item, each once but for the padding (the first items
+ * of the epoch's order again); the same seed gives the same shards, each epoch new ones; the
+ * single loader's order dealt out is exactly what the replicas get. */
+START_TEST(test_loader_replicas)
+{
+    clt_device *dev = test_device(_i);
+    counting c = {-1};
+    clt_dataset *d = counting_new(&c);
+    for (int replicas = 2; replicas <= 4; replicas++) {
+        int64_t share = (ITEMS + replicas - 1) / replicas, whole[2][ITEMS];
+        clt_loader *one = clt_loader_new(d, &(clt_loader_options){.batch_size = 3, .shuffle = true,
+                                                                  .seed = 7, .device = dev});
+        ck_assert_ptr_nonnull(one);
+        ck_assert_int_eq(epoch(one, dev, 3, whole[0]), ITEMS);
+        ck_assert_int_eq(epoch(one, dev, 3, whole[1]), ITEMS);
+        for (int e = 0; e < 2; e++) {
+            int count[ITEMS] = {0};
+            for (int r = 0; r < replicas; r++) {
+                clt_loader_options o = {.batch_size = 3, .shuffle = true, .seed = 7,
+                                        .device = dev, .num_replicas = replicas, .rank = r};
+                clt_loader *l = clt_loader_new(d, &o);
+                int64_t seen[ITEMS];
+                ck_assert_msg(l != NULL, "%s", clt_last_error());
+                ck_assert_int_eq(clt_loader_batches(l), (share + 2) / 3);
+                if (e == 1) /* the second epoch's shard */
+                    ck_assert_int_eq(epoch(l, dev, 3, seen), share);
+                ck_assert_int_eq(epoch(l, dev, 3, seen), share);
+                for (int64_t k = 0; k < share; k++) {
+                    ck_assert_int_eq(seen[k], whole[e][(k * replicas + r) % ITEMS]);
+                    count[seen[k]]++;
+                }
+                clt_loader_free(l);
+            }
+            int64_t padding = share * replicas - ITEMS;
+            for (int k = 0; k < ITEMS; k++) /* the padding: the epoch's first items again */
+                ck_assert_int_eq(count[whole[e][k]], k < padding ? 2 : 1);
+        }
+        clt_loader_free(one);
+    }
+    ck_assert_ptr_null(clt_loader_new(d, &(clt_loader_options){.num_replicas = 2, .rank = 2}));
+    ck_assert_error_has("clt_loader_new: rank 2 must lie in 0..1 (num_replicas 2)");
+    ck_assert_ptr_null(clt_loader_new(d, &(clt_loader_options){.num_replicas = -1}));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
     clt_dataset_release(d);
 }
 END_TEST
@@ -226,6 +275,7 @@ Suite *suite_loader(void)
     Suite *s = suite_create("loader");
     TCase *tc = test_case("loader", 600);
     ADD_DEVICE_TEST(tc, test_loader_epochs);
+    ADD_DEVICE_TEST(tc, test_loader_replicas);
     ADD_DEVICE_TEST(tc, test_loader_dataset_error);
     ADD_DEVICE_TEST(tc, test_loader_early_stop);
     tcase_add_test(tc, test_loader_subsets);

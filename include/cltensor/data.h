@@ -115,11 +115,19 @@ typedef struct clt_loader_options {
     bool drop_last;      /* leave out a last batch smaller than batch_size */
     clt_device *device;  /* where batches go; NULL means cpu */
     int prefetch;        /* batches prepared ahead; 0 means 2 */
+    /* Distributed training (PyTorch's DistributedSampler): every epoch's order, the same on
+     * every process for the same seed, is padded by repeating its first items to a multiple of
+     * num_replicas and dealt out, item k to replica k % num_replicas; this loader gives the
+     * items of replica `rank`. Every replica has ceil(length / num_replicas) items an epoch, and
+     * together they hold every item once (the padding twice). num_replicas 0 means 1. */
+    int num_replicas;
+    int rank;            /* 0 ... num_replicas - 1 */
 } clt_loader_options;
 
 /* A loader over d (retained), its background thread started; freed with clt_loader_free. NULL
- * with the last error set: CLT_ERR_INVALID_ARGUMENT for a NULL d, a negative batch_size or
- * prefetch outside 0..64; CLT_ERR_UNSUPPORTED for an f64 field on a device without fp64. */
+ * with the last error set: CLT_ERR_INVALID_ARGUMENT for a NULL d, a negative batch_size,
+ * prefetch outside 0..64, a negative num_replicas or a rank outside 0..num_replicas-1;
+ * CLT_ERR_UNSUPPORTED for an f64 field on a device without fp64. */
 CLT_API clt_loader *clt_loader_new(clt_dataset *d, const clt_loader_options *options);
 /* The next batch of the current epoch: batch[k] receives a new tensor for field k, of shape
  * (n, field shape...) on the loader's device, and CLT_OK is returned. At the end of the epoch

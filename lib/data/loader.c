@@ -31,6 +31,9 @@ struct clt_loader {
     clt_dataset *data;
     clt_device *dev;
     int64_t batch_size, batches;
+    int64_t length;      /* items an epoch: the dataset's, or this replica's share of it */
+    int replicas, rank;  /* the distributed shard this loader gives */
+    int64_t *full;       /* with replicas > 1: the whole epoch's order, dealt out into order */
     bool shuffle, drop_last, copies; /* copies: the device is not the host */
     uint64_t seed;
     int depth;
@@ -51,7 +54,16 @@ struct clt_loader {
 
 static void make_order(clt_loader *l)
 {
-    clt__data_order(l->order, l->data->length, l->shuffle, l->seed, (uint64_t)l->epoch + 1);
+    int64_t n = l->data->length;
+    if (l->replicas == 1) {
+        clt__data_order(l->order, n, l->shuffle, l->seed, (uint64_t)l->epoch + 1);
+        return;
+    }
+    /* every replica makes the same whole order; padded by wrapping round to length * replicas,
+     * position k goes to replica k % replicas */
+    clt__data_order(l->full, n, l->shuffle, l->seed, (uint64_t)l->epoch + 1);
+    for (int64_t i = 0; i < l->length; i++)
+        l->order[i] = l->full[(i * l->replicas + l->rank) % n];
 }
 
 /* ---- preparing a batch (the loader's thread) ------------------------------------------------- */
@@ -142,7 +154,7 @@ static clt_status upload(clt_loader *l, slot *s, int64_t n)
 static void prepare(clt_loader *l, slot *s, int64_t b)
 {
     clt_dataset *d = l->data;
-    int64_t first = b * l->batch_size, n = d->length - first;
+    int64_t first = b * l->batch_size, n = l->length - first;
     char *base[CLT_DATA_MAX_FIELDS];
     void *out[CLT_DATA_MAX_FIELDS];
     n = n < l->batch_size ? n : l->batch_size;
@@ -230,6 +242,7 @@ static void destroy(clt_loader *l)
     pthread_cond_destroy(&l->cond);
     pthread_mutex_destroy(&l->lock);
     clt__free(l->order);
+    clt__free(l->full);
     clt__free(l->slots);
     clt_dataset_release(l->data);
     clt__free(l);
@@ -253,6 +266,13 @@ clt_loader *clt_loader_new(clt_dataset *d, const clt_loader_options *options)
                    (long long)o.batch_size, o.prefetch);
         return NULL;
     }
+    o.num_replicas = o.num_replicas ? o.num_replicas : 1;
+    if (o.num_replicas < 0 || o.rank < 0 || o.rank >= o.num_replicas) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                   "rank %d must lie in 0..%d (num_replicas %d)", o.rank, o.num_replicas - 1,
+                   o.num_replicas);
+        return NULL;
+    }
     if (clt__device_check(fn, o.device) != CLT_OK)
         return NULL;
     for (int f = 0; f < d->nfields; f++)
@@ -269,12 +289,20 @@ clt_loader *clt_loader_new(clt_dataset *d, const clt_loader_options *options)
     l->drop_last = o.drop_last;
     l->seed = o.seed;
     l->depth = o.prefetch;
-    l->batches = o.drop_last ? d->length / o.batch_size : (d->length + o.batch_size - 1) / o.batch_size;
+    l->replicas = o.num_replicas;
+    l->rank = o.rank;
+    l->length = l->replicas == 1 ? d->length : (d->length + l->replicas - 1) / l->replicas;
+    l->batches = o.drop_last ? l->length / o.batch_size
+                             : (l->length + o.batch_size - 1) / o.batch_size;
     l->slots = clt__alloc_zeroed(fn, (size_t)l->depth * sizeof *l->slots);
-    l->order = l->slots ? clt__alloc(fn, (size_t)(d->length ? d->length : 1) * sizeof *l->order) : NULL;
+    l->order = l->slots ? clt__alloc(fn, (size_t)(l->length ? l->length : 1) * sizeof *l->order)
+                        : NULL;
+    l->full = l->order && l->replicas > 1
+                  ? clt__alloc(fn, (size_t)(d->length ? d->length : 1) * sizeof *l->full)
+                  : NULL;
     pthread_mutex_init(&l->lock, NULL);
     pthread_cond_init(&l->cond, NULL);
-    if (!l->order) {
+    if (!l->order || (l->replicas > 1 && !l->full)) {
         destroy(l);
         return NULL;
     }
