@@ -18,6 +18,7 @@ packages=(
   zlib1g-dev                        # zlib: samples/train_digits reads the gzip-compressed digits data
   libcjson-dev                      # cJSON: parses the JSON headers of safetensors files
   clang libclang-rt-dev             # clang and its libFuzzer runtime: the fuzzer (tests/fuzz)
+  libopenmpi-dev openmpi-bin        # Open MPI: distributed training (cltensor_mpi) and its tests
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -3,17 +3,22 @@
 # public headers declare with CLT_API (nothing internal, nothing undeclared), every global symbol
 # of the static library carries the clt_ prefix, and every CLT_API declaration (or group of
 # adjacent ones) has a comment right above it.
-#   api_check.sh SHARED_LIB STATIC_LIB INCLUDE_DIR
+# With MPI_LIB, the same for cltensor_mpi and include/cltensor/distributed.h.
+#   api_check.sh SHARED_LIB STATIC_LIB INCLUDE_DIR [MPI_LIB]
 set -euo pipefail
-shared=$1 static=$2 include=$3
+shared=$1 static=$2 include=$3 mpi_lib=${4:-}
 work=$(mktemp -d "${TMPDIR:-/tmp}/clt-api.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 status=0
-headers=("$include/cltensor.h" "$include"/cltensor/*.h)
+headers=("$include/cltensor.h")
+for h in "$include"/cltensor/*.h; do
+  [[ $h == */distributed.h ]] || headers+=("$h")
+done
 
 # The name of each function declared with CLT_API: the identifier before the first "(" after
 # CLT_API, across lines. A declaration with no comment block (or blank-line-free group of
 # declarations under one) right above it is reported.
+declared() { # HEADER... : the CLT_API function names, to stdout; uncommented ones to $work/uncommented
 awk -v lint="$work/uncommented" '
   FNR == 1 { commented = 0; incomment = 0; naming = 0; instmt = 0 }
   /^#define CLT_API/ { next }
@@ -22,7 +27,7 @@ awk -v lint="$work/uncommented" '
   /^[ \t]*$/ { commented = 0; next }
   /^#/ { next }
   /CLT_API/ {
-    if (!commented) print FILENAME ":" FNR ": " $0 > lint
+    if (!commented) print FILENAME ":" FNR ": " $0 >> lint
     decl = ""; naming = 1; instmt = 1
   }
   naming {
@@ -36,7 +41,9 @@ awk -v lint="$work/uncommented" '
   instmt { if ($0 ~ /;/) instmt = 0; next }
   /^typedef .*;[ \t]*$/ { next }
   { commented = 0 }
-' "${headers[@]}" | sort -u >"$work/declared"
+' "$@" | sort -u
+}
+declared "${headers[@]}" >"$work/declared"
 
 nm -D --defined-only "$shared" | awk 'NF == 3 && $2 ~ /[TWDBRV]/ {print $3}' | sort -u \
   >"$work/exported"
@@ -50,14 +57,27 @@ if grep -q '^clt__' "$work/exported"; then
   grep '^clt__' "$work/exported" | sed 's/^/internal symbol exported: /' >&2
 fi
 
-# (a sanitizer build adds __odr_asan.<name> beside each global: instrumentation, not the API)
-nm -g --defined-only "$static" | awk 'NF == 3 && $3 !~ /^clt_/ && $3 !~ /^__odr_asan\./ {print $3}' |
+# (a sanitizer build adds __odr_asan.<name> (GCC) or __odr_asan_gen_<name> (Clang) beside each
+# global: instrumentation, not the API)
+nm -g --defined-only "$static" |
+  awk 'NF == 3 && $3 !~ /^clt_/ && $3 !~ /^__odr_asan(\.|_gen_)/ {print $3}' |
   sort -u >"$work/unprefixed"
 if [[ -s $work/unprefixed ]]; then
   status=1
   sed 's/^/global symbol without the clt_ prefix in the static library: /' "$work/unprefixed" >&2
 fi
 
+if [[ -n $mpi_lib ]]; then
+  declared "$include/cltensor/distributed.h" >"$work/mpi_declared"
+  nm -D --defined-only "$mpi_lib" | awk 'NF == 3 && $2 ~ /[TWDBRV]/ {print $3}' | sort -u \
+    >"$work/mpi_exported"
+  if ! cmp -s "$work/mpi_declared" "$work/mpi_exported"; then
+    status=1
+    comm -13 "$work/mpi_declared" "$work/mpi_exported" | sed 's/^/cltensor_mpi exports, undeclared: /' >&2
+    comm -23 "$work/mpi_declared" "$work/mpi_exported" | sed 's/^/cltensor_mpi lacks: /' >&2
+  fi
+  echo "api_check: cltensor_mpi: $(wc -l <"$work/mpi_declared") functions"
+fi
 if [[ -s $work/uncommented ]]; then
   status=1
   sed 's/^/no comment above the declaration: /' "$work/uncommented" >&2

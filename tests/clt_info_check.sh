@@ -8,6 +8,9 @@ info=$1 version=$2 cl_dir=$3
 work=$(mktemp -d "${TMPDIR:-/tmp}/clt-info.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 failures=0
+# the same every time, whatever the caller's environment: no CLT_LOG, a scratch disk cache
+unset CLT_LOG
+export CLT_CACHE_DIR=$work/default-cache
 
 # matches REGEX FILE: a line of FILE matches; "-" for an empty FILE, "*" for anything
 matches() {
@@ -69,7 +72,7 @@ if ((gpus > 0)); then
     "warning: OpenCL: $work/vendors/missing.icd names /nonexistent/libOpenCL-driver.so, which does not exist: that platform is missing" --
 fi
 ENVS="CLT_CACHE_DIR=off"
-CLT_CACHE_DIR=off expect 1 - 'the disk cache is off \(CLT_CACHE_DIR=off\)' -- --cache
+CLT_CACHE_DIR=off expect 1 - 'the disk cache is off \(CLT_CACHE_DIR=off' -- --cache
 ENVS="CLT_CACHE_DIR=/proc/none"
 CLT_CACHE_DIR=/proc/none expect 1 - 'the disk cache is off: /proc/none cannot be created' -- --cache
 ENVS="CLT_VISIBLE_DEVICES=nosuch"

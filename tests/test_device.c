@@ -154,12 +154,13 @@ static void collect_warnings(clt_log_level level, const char *message, void *use
 {
     char *log = user;
     size_t used = strlen(log);
-    if (level >= CLT_LOG_WARN)
-        snprintf(log + used, 4096 - used, "%s\n", message);
+    snprintf(log + used, 4096 - used, "%s: %s\n", level >= CLT_LOG_WARN ? "warning" : "note",
+             message);
 }
 
-/* Vendor files naming a driver that does not exist and a file that is no driver: those platforms
- * are missing, a warning names each file and library, and PoCL works as usual. */
+/* Vendor files naming a driver that does not exist (a warning names the file and the library)
+ * and a file that is no driver (noted at info level: loaders also drop drivers that report no
+ * platform); PoCL works as usual. */
 START_TEST(test_device_vendor_missing)
 {
     static char log[4096];
@@ -170,19 +171,16 @@ START_TEST(test_device_vendor_missing)
     snprintf(not_driver, sizeof not_driver, "%s/pocl.icd", dir); /* exists, and is no library */
     test_write_file(dir, "missing.icd", "/nonexistent/libOpenCL-driver.so\n");
     test_write_file(dir, "bogus.icd", not_driver);
-    snprintf(missing, sizeof missing, "OpenCL: %s/missing.icd names /nonexistent/libOpenCL-driver.so, "
-             "which does not exist: that platform is missing", dir);
-    snprintf(bogus, sizeof bogus, "OpenCL: %s/bogus.icd names %s, which could not be loaded as an "
-             "OpenCL driver: that platform is missing", dir, not_driver);
-    clt_set_log_callback(collect_warnings, log, CLT_LOG_WARN);
+    snprintf(missing, sizeof missing, "warning: OpenCL: %s/missing.icd names "
+             "/nonexistent/libOpenCL-driver.so, which does not exist: that platform is missing", dir);
+    snprintf(bogus, sizeof bogus, "note: OpenCL: %s/bogus.icd names %s, which is not loaded: not an "
+             "OpenCL driver, or one that reported no platform", dir, not_driver);
+    clt_set_log_callback(collect_warnings, log, CLT_LOG_INFO);
     ck_assert_int_eq(clt_device_count(), 1);
-    clt_set_log_callback(NULL, NULL, CLT_LOG_WARN);
+    clt_set_log_callback(NULL, NULL, CLT_LOG_INFO);
     ck_assert_msg(strstr(log, missing) != NULL, "log: %s", log);
     ck_assert_msg(strstr(log, bogus) != NULL, "log: %s", log);
-    int lines = 0;
-    for (const char *p = log; (p = strchr(p, '\n')) != NULL; p++)
-        lines++;
-    ck_assert_msg(lines == 2, "PoCL's platform reported too: %s", log);
+    ck_assert_msg(!strstr(log, "pocl.icd names libpocl"), "PoCL's platform reported: %s", log);
     clt_tensor *x = clt_tensor_arange(0, 5, 1, CLT_F32, clt_device_get("gpu:0"));
     clt_tensor *y = x ? clt_add(x, x) : NULL;
     double *v = y ? test_values(y) : NULL;

@@ -99,8 +99,12 @@ START_TEST(test_module_register_devices)
     ck_assert_int_eq(clt_module_register_parameter(holder, "b", b), CLT_OK);
     ck_assert_int_eq(clt_module_register_module(holder, "bufs", bufs),
                      dev == cpu ? CLT_OK : CLT_ERR_DEVICE_MISMATCH);
-    if (dev != cpu)
-        ck_assert_error_has("\"bufs\" is on gpu:0, the module (Sequential) on cpu");
+    if (dev != cpu) {
+        char text[128];
+        snprintf(text, sizeof text, "\"bufs\" is on %s, the module (Sequential) on cpu",
+                 clt_device_name(dev));
+        ck_assert_error_has(text);
+    }
     for (int k = 0; k < 2; k++)
         clt_module_release(acts[k]);
     clt_module_release(bufs);

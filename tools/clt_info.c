@@ -225,7 +225,8 @@ static int cache_folder(void)
             fprintf(stderr, "clt-info: the disk cache is off: %s cannot be created or written\n",
                     cache.dir);
         else
-            fprintf(stderr, "clt-info: the disk cache is off (CLT_CACHE_DIR=off)\n");
+            fprintf(stderr, "clt-info: the disk cache is off (CLT_CACHE_DIR=off, or no folder: "
+                            "CLT_CACHE_DIR, XDG_CACHE_HOME and HOME unset, or a name too long)\n");
         return EXIT_FAILED;
     }
     printf("%s\n", cache.dir);

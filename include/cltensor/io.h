@@ -82,7 +82,8 @@ typedef struct clt_load_report {
  * shape is still an error (as in PyTorch). All or nothing: a file that does not fit changes no
  * tensor and the error lists the names at fault (CLT_ERR_INVALID_ARGUMENT); nor does one that
  * cannot be read (CLT_ERR_IO, CLT_ERR_INVALID_ARGUMENT), nor running out of host or device
- * memory (every value is read and placed before any is copied in). report, if not NULL, is zeroed first and receives the
+ * memory (every value is read and placed on its tensor's device before any is copied in, so
+ * a load needs room there for a second copy of what it loads). report, if not NULL, is zeroed first and receives the
  * missing and unexpected names whenever the file could be read, also when strictness rejects
  * it (clear it with clt_load_report_clear); it is left empty on running out of memory. */
 CLT_API clt_status clt_module_load(clt_module *m, const char *path, bool strict,

@@ -1,8 +1,10 @@
 /* The ICD loader's vendor files, checked after it has loaded the platforms: a driver library
- * that a vendor file names but the loader could not load (missing, or not an OpenCL driver)
- * leaves its platform out without a word from the loader, so the library says it in a warning.
- * The files are those the Linux loaders (ocl-icd, Khronos) read: the folder or .icd file
- * OCL_ICD_VENDORS names, else /etc/OpenCL/vendors/ *.icd, and the libraries of OCL_ICD_FILENAMES. */
+ * that a vendor file names but that does not exist leaves its platform out without a word from
+ * the loader, so the library says it in a warning. One that exists but is not loaded is only
+ * noted (info): loaders also unload a driver that reports no platform (an NVIDIA driver on a
+ * machine without its GPU), which is no fault. The files are those the Linux loaders (ocl-icd,
+ * Khronos) read: the folder or .icd file OCL_ICD_VENDORS names, else OPENCL_VENDOR_PATH, else
+ * /etc/OpenCL/vendors/ *.icd, and the libraries of OCL_ICD_FILENAMES. */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -25,8 +27,8 @@ static void check_library(const char *source, const char *library)
         clt__log(CLT_LOG_WARN, "OpenCL: %s names %s, which does not exist: that platform is missing",
                  source, library);
     else
-        clt__log(CLT_LOG_WARN, "OpenCL: %s names %s, which could not be loaded as an OpenCL driver: "
-                 "that platform is missing", source, library);
+        clt__log(CLT_LOG_INFO, "OpenCL: %s names %s, which is not loaded: not an OpenCL driver, or "
+                 "one that reported no platform", source, library);
 }
 
 /* The library named on the first line of an .icd file. */
@@ -56,7 +58,10 @@ static bool ends_with(const char *s, const char *suffix)
 void clt__cl_check_vendors(void)
 {
     const char *vendors = getenv("OCL_ICD_VENDORS"), *files = getenv("OCL_ICD_FILENAMES");
-    const char *dir = vendors && *vendors ? vendors : "/etc/OpenCL/vendors";
+    const char *path_env = getenv("OPENCL_VENDOR_PATH");
+    const char *dir = vendors && *vendors    ? vendors
+                      : path_env && *path_env ? path_env
+                                              : "/etc/OpenCL/vendors";
     char path[4096];
     struct stat sb;
 

@@ -1,0 +1,60 @@
+/* Distributed data-parallel training over MPI: the optional library cltensor_mpi (built when
+ * MPI is found; link it besides cltensor), PyTorch's DistributedDataParallel on an MPI
+ * communicator. One process per device: every rank holds the whole model, trains on its own
+ * shard of each batch (clt_loader_options num_replicas and rank), and after each backward
+ * averages the gradients over the ranks, so that the optimizers run unchanged and every rank
+ * keeps the same parameters. The caller initialises and finalises MPI itself (MPI_Init).
+ * Every function here is collective: all ranks of the communicator call it, in the same
+ * order; a failure on one rank is reported on every rank (no rank waits for ever). */
+#ifndef CLTENSOR_DISTRIBUTED_H
+#define CLTENSOR_DISTRIBUTED_H
+
+#include <mpi.h>
+
+#include "nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct clt_dist clt_dist;
+
+typedef struct clt_dist_options {
+    clt_device *device;  /* this rank's device; NULL: gpu:(local rank modulo the GPUs), or cpu
+                          * when there is no OpenCL device */
+    size_t bucket_bytes; /* gradients are averaged this many bytes at a time; 0 means 25 MiB */
+} clt_dist_options;
+
+/* Joins the ranks of comm (duplicated; MPI_COMM_WORLD usually): a new handle, freed with
+ * clt_dist_free, or NULL with the last error set on every rank when any rank fails
+ * (CLT_ERR_INVALID_ARGUMENT when MPI is not initialised; the failing rank's error, with its
+ * number, on the others). options may be NULL. */
+CLT_API clt_dist *clt_dist_init(MPI_Comm comm, const clt_dist_options *options);
+/* Frees the handle (not collective; accepts NULL). */
+CLT_API void clt_dist_free(clt_dist *d);
+
+/* This process's rank, the number of ranks, its rank among the ranks on its machine, and its
+ * device (owned by the library); -1 / NULL for NULL. */
+CLT_API int clt_dist_rank(const clt_dist *d);
+CLT_API int clt_dist_size(const clt_dist *d);
+CLT_API int clt_dist_local_rank(const clt_dist *d);
+CLT_API clt_device *clt_dist_device(const clt_dist *d);
+
+/* Checks that every rank holds the same model (a hash of every parameter's and buffer's name,
+ * dtype and shape), then copies rank 0's parameters and buffers into every other rank's, in
+ * place. CLT_OK on every rank, or the same failure on every rank: CLT_ERR_INVALID_ARGUMENT
+ * naming the ranks whose model differs from rank 0's (nothing copied), or a rank's error. */
+CLT_API clt_status clt_dist_sync_module(clt_dist *d, clt_module *m);
+
+/* Replaces the gradient of every parameter of m that requires grad by its average over the
+ * ranks (a parameter without a gradient counts as zeros and receives one), bucket_bytes at a
+ * time through host memory. Call it after clt_backward and before the optimizer's step.
+ * CLT_OK on every rank, or the same failure on every rank (CLT_ERR_DTYPE for a parameter that
+ * is not f32 or f64). */
+CLT_API clt_status clt_dist_average_gradients(clt_dist *d, clt_module *m);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,243 @@
+/* The distributed-training checks, run by ctest under `mpirun -np 2` (one process per rank, each
+ * on cpu or, with CLT_SUBDEVICES=2, on its own PoCL sub-device gpu:(local rank)):
+ *   train     N steps of Adam over 2 ranks, each on its half of every batch with the gradients
+ *             averaged, end with the parameters one process gets training on the whole batch
+ *             (within 1e-5 relative), the same on every rank; rank 1 starts from other values,
+ *             which clt_dist_sync_module replaces by rank 0's
+ *   sampler   the loader's shards over the ranks hold every item exactly once per epoch
+ *   mismatch  ranks holding different models: clt_dist_sync_module fails on every rank
+ *   badinit   a rank that cannot initialise (CLT_VISIBLE_DEVICES names no device there): every
+ *             rank's clt_dist_init fails with that rank's error, none waits for ever
+ * Exit status 0 when the check holds on this rank. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cltensor.h>
+#include <cltensor/distributed.h>
+
+enum { ROWS = 16, IN = 6, HIDDEN = 12, OUT = 3, STEPS = 5, ITEMS = 24 };
+
+static int fail(int rank, const char *what)
+{
+    fprintf(stderr, "mpi_check (rank %d): %s: %s\n", rank, what, clt_last_error());
+    return 1;
+}
+
+static clt_module *mlp(uint64_t seed, int64_t hidden)
+{
+    clt_manual_seed(seed);
+    clt_module *parts[3] = {clt_nn_linear(IN, hidden, true), clt_nn_tanh(),
+                            clt_nn_linear(hidden, OUT, true)};
+    clt_module *m = parts[0] && parts[1] && parts[2] ? clt_nn_sequential(parts, 3) : NULL;
+    for (int k = 0; k < 3; k++)
+        clt_module_release(parts[k]);
+    return m;
+}
+
+/* Rows first ... first+n-1 of the fixed batch, on dev. */
+static void batch(clt_device *dev, int first, int n, clt_tensor **x, clt_tensor **y)
+{
+    float xv[ROWS * IN];
+    int64_t yv[ROWS];
+    for (int r = 0; r < ROWS; r++) {
+        for (int c = 0; c < IN; c++)
+            xv[r * IN + c] = (float)sin(0.7 * r + 1.3 * c);
+        yv[r] = r % OUT;
+    }
+    clt_tensor *hx = clt_tensor_from_data(xv + first * IN, CLT_F32, CLT_SHAPE(n, IN), clt_device_cpu());
+    clt_tensor *hy = clt_tensor_from_data(yv + first, CLT_I64, CLT_SHAPE(n), clt_device_cpu());
+    *x = clt_tensor_to(hx, dev);
+    *y = clt_tensor_to(hy, dev);
+    clt_tensor_release(hx);
+    clt_tensor_release(hy);
+}
+
+/* One step; with d, the gradients are averaged over the ranks before the update. */
+static bool step(clt_module *m, clt_optimizer *opt, clt_tensor *x, clt_tensor *y, clt_dist *d)
+{
+    clt_optim_zero_grad(opt);
+    clt_tensor *out = clt_module_forward(m, x);
+    clt_tensor *loss = out ? clt_cross_entropy(out, y, CLT_REDUCTION_MEAN, -100) : NULL;
+    bool ok = loss && clt_backward(loss, NULL, false) == CLT_OK &&
+              (!d || clt_dist_average_gradients(d, m) == CLT_OK) && clt_optim_step(opt) == CLT_OK;
+    clt_tensor_release(loss);
+    clt_tensor_release(out);
+    return ok;
+}
+
+/* The parameters as floats (4 tensors), into v; returns how many. */
+static int parameters(clt_module *m, float *v, int room)
+{
+    static const char *const names[4] = {"0.weight", "0.bias", "2.weight", "2.bias"};
+    int n = 0;
+    for (int i = 0; i < 4; i++) {
+        clt_tensor *p = clt_module_get_parameter(m, names[i]);
+        int64_t k = clt_tensor_numel(p);
+        if (!p || n + k > room || clt_tensor_copy_to_host(p, v + n, (size_t)k * sizeof *v) != CLT_OK)
+            return -1;
+        n += (int)k;
+    }
+    return n;
+}
+
+static int check_train(clt_dist *d)
+{
+    int rank = clt_dist_rank(d), size = clt_dist_size(d), share = ROWS / size;
+    clt_device *dev = clt_dist_device(d);
+    clt_module *m = mlp(rank == 0 ? 1 : 99, HIDDEN); /* rank 1 starts elsewhere */
+    clt_optimizer *opt;
+    clt_tensor *x, *y;
+    float mine[512], want[512], theirs[512];
+    if (!m || clt_module_to(m, dev) != CLT_OK)
+        return fail(rank, "the model");
+    if (clt_dist_sync_module(d, m) != CLT_OK)
+        return fail(rank, "clt_dist_sync_module");
+    opt = clt_optim_adam_module(m, &(clt_adam_options){.lr = 0.05});
+    batch(dev, rank * share, share, &x, &y);
+    for (int s = 0; s < STEPS; s++)
+        if (!step(m, opt, x, y, d))
+            return fail(rank, "a distributed step");
+    int n = parameters(m, mine, 512);
+    if (n < 0)
+        return fail(rank, "reading the parameters");
+    /* every rank the same as rank 0 */
+    memcpy(theirs, mine, sizeof theirs);
+    MPI_Bcast(theirs, n, MPI_FLOAT, 0, MPI_COMM_WORLD);
+    for (int k = 0; k < n; k++)
+        if (theirs[k] != mine[k]) {
+            fprintf(stderr, "mpi_check (rank %d): parameter %d: %.9g, rank 0 has %.9g\n", rank, k,
+                    mine[k], theirs[k]);
+            return 1;
+        }
+    /* one process, the whole batch, from rank 0's start */
+    clt_module *ref = mlp(1, HIDDEN);
+    clt_optimizer *ropt;
+    clt_tensor *fx, *fy;
+    if (!ref || clt_module_to(ref, dev) != CLT_OK)
+        return fail(rank, "the reference model");
+    ropt = clt_optim_adam_module(ref, &(clt_adam_options){.lr = 0.05});
+    batch(dev, 0, ROWS, &fx, &fy);
+    for (int s = 0; s < STEPS; s++)
+        if (!step(ref, ropt, fx, fy, NULL))
+            return fail(rank, "a reference step");
+    if (parameters(ref, want, 512) != n)
+        return fail(rank, "reading the reference");
+    for (int k = 0; k < n; k++)
+        if (fabsf(mine[k] - want[k]) > 1e-5f * fmaxf(1.0f, fabsf(want[k]))) {
+            fprintf(stderr, "mpi_check (rank %d): parameter %d: %.9g over %d ranks, %.9g in one "
+                    "process\n", rank, k, mine[k], size, want[k]);
+            return 1;
+        }
+    printf("mpi_check train (rank %d of %d, %s): %d parameters after %d steps match one process\n",
+           rank, size, clt_device_name(dev), n, STEPS);
+    clt_tensor_release(fx), clt_tensor_release(fy), clt_tensor_release(x), clt_tensor_release(y);
+    clt_optim_free(ropt), clt_optim_free(opt);
+    clt_module_release(ref), clt_module_release(m);
+    return 0;
+}
+
+static int check_sampler(clt_dist *d)
+{
+    int rank = clt_dist_rank(d), size = clt_dist_size(d);
+    float xv[ITEMS];
+    int64_t seen[ITEMS], all[ITEMS * 8];
+    for (int k = 0; k < ITEMS; k++)
+        xv[k] = (float)k;
+    clt_tensor *x = clt_tensor_from_data(xv, CLT_F32, CLT_SHAPE(ITEMS), clt_device_cpu());
+    clt_dataset *ds = clt_dataset_tensors(&x, 1);
+    clt_loader *l = clt_loader_new(ds, &(clt_loader_options){.batch_size = 5, .shuffle = true,
+                                                             .seed = 3, .device = clt_dist_device(d),
+                                                             .num_replicas = size, .rank = rank});
+    if (!l || size > 8 || ITEMS % size)
+        return fail(rank, "the loader");
+    for (int epoch = 0; epoch < 2; epoch++) {
+        clt_tensor *b;
+        int n = 0;
+        while (clt_loader_next(l, &b) == CLT_OK) {
+            float v[5];
+            int64_t rows = clt_tensor_numel(b);
+            if (clt_tensor_copy_to_host(b, v, sizeof v) != CLT_OK)
+                return fail(rank, "a batch");
+            for (int64_t r = 0; r < rows && n < ITEMS; r++)
+                seen[n++] = (int64_t)v[r];
+            clt_tensor_release(b);
+        }
+        if (n != ITEMS / size) {
+            fprintf(stderr, "mpi_check (rank %d): %d items in epoch %d, want %d\n", rank, n, epoch,
+                    ITEMS / size);
+            return 1;
+        }
+        MPI_Allgather(seen, n, MPI_INT64_T, all, n, MPI_INT64_T, MPI_COMM_WORLD);
+        int count[ITEMS] = {0};
+        for (int k = 0; k < ITEMS; k++)
+            count[all[k]]++;
+        for (int k = 0; k < ITEMS; k++)
+            if (count[k] != 1) {
+                fprintf(stderr, "mpi_check (rank %d): item %d seen %d times in epoch %d\n", rank,
+                        k, count[k], epoch);
+                return 1;
+            }
+    }
+    printf("mpi_check sampler (rank %d of %d): every item once per epoch over the ranks\n", rank,
+           size);
+    clt_loader_free(l);
+    clt_dataset_release(ds);
+    clt_tensor_release(x);
+    return 0;
+}
+
+static int check_mismatch(clt_dist *d)
+{
+    int rank = clt_dist_rank(d);
+    clt_module *m = mlp(1, rank == 0 ? HIDDEN : HIDDEN + 1);
+    if (!m || clt_module_to(m, clt_dist_device(d)) != CLT_OK)
+        return fail(rank, "the model");
+    clt_status st = clt_dist_sync_module(d, m);
+    clt_module_release(m);
+    if (st != CLT_ERR_INVALID_ARGUMENT ||
+        !strstr(clt_last_error(), "the model differs between ranks") ||
+        !strstr(clt_last_error(), "of rank 1 are not rank 0's")) {
+        fprintf(stderr, "mpi_check (rank %d): status %d, \"%s\"\n", rank, st, clt_last_error());
+        return 1;
+    }
+    printf("mpi_check mismatch (rank %d): %s\n", rank, clt_last_error());
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int rank, result;
+    const char *mode = argc > 1 ? argv[1] : "";
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    clt_dist *d = clt_dist_init(MPI_COMM_WORLD, NULL);
+    if (!strcmp(mode, "badinit")) {
+        /* rank 1 has no device; every rank's init must fail, naming rank 1 */
+        result = d == NULL && strstr(clt_last_error(), rank == 1 ? "CLT_VISIBLE_DEVICES"
+                                                                  : "rank 1 failed")
+                     ? 0 : 1;
+        if (result)
+            fprintf(stderr, "mpi_check (rank %d): init gave %p, \"%s\"\n", rank, (void *)d,
+                    clt_last_error());
+        else
+            printf("mpi_check badinit (rank %d): %s\n", rank, clt_last_error());
+    } else if (!d) {
+        result = fail(rank, "clt_dist_init");
+    } else if (!strcmp(mode, "train")) {
+        result = check_train(d);
+    } else if (!strcmp(mode, "sampler")) {
+        result = check_sampler(d);
+    } else if (!strcmp(mode, "mismatch")) {
+        result = check_mismatch(d);
+    } else {
+        fprintf(stderr, "usage: mpi_check train|sampler|mismatch|badinit\n");
+        result = 2;
+    }
+    if (d)
+        clt_device_synchronize(clt_dist_device(d));
+    clt_dist_free(d);
+    MPI_Finalize();
+    return result;
+}
