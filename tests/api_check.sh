@@ -43,18 +43,22 @@ awk -v lint="$work/uncommented" '
   { commented = 0 }
 ' "$@" | sort -u
 }
-declared "${headers[@]}" >"$work/declared"
-
-nm -D --defined-only "$shared" | awk 'NF == 3 && $2 ~ /[TWDBRV]/ {print $3}' | sort -u \
-  >"$work/exported"
-if ! cmp -s "$work/declared" "$work/exported"; then
+# exports LIB NAME: LIB's exported symbols into $work/NAME.exported, compared with the
+# functions in $work/NAME.declared both ways
+exports() {
+  nm -D --defined-only "$1" | awk 'NF == 3 && $2 ~ /[TWDBRV]/ {print $3}' | sort -u \
+    >"$work/$2.exported"
+  if ! cmp -s "$work/$2.declared" "$work/$2.exported"; then
+    status=1
+    comm -13 "$work/$2.declared" "$work/$2.exported" | sed "s/^/$2: exported but not declared: /" >&2
+    comm -23 "$work/$2.declared" "$work/$2.exported" | sed "s/^/$2: declared but not exported: /" >&2
+  fi
+}
+declared "${headers[@]}" >"$work/cltensor.declared"
+exports "$shared" cltensor
+if grep -q '^clt__' "$work/cltensor.exported"; then
   status=1
-  comm -13 "$work/declared" "$work/exported" | sed 's/^/exported but not declared: /' >&2
-  comm -23 "$work/declared" "$work/exported" | sed 's/^/declared but not exported: /' >&2
-fi
-if grep -q '^clt__' "$work/exported"; then
-  status=1
-  grep '^clt__' "$work/exported" | sed 's/^/internal symbol exported: /' >&2
+  grep '^clt__' "$work/cltensor.exported" | sed 's/^/internal symbol exported: /' >&2
 fi
 
 # (a sanitizer build adds __odr_asan.<name> (GCC) or __odr_asan_gen_<name> (Clang) beside each
@@ -68,20 +72,14 @@ if [[ -s $work/unprefixed ]]; then
 fi
 
 if [[ -n $mpi_lib ]]; then
-  declared "$include/cltensor/distributed.h" >"$work/mpi_declared"
-  nm -D --defined-only "$mpi_lib" | awk 'NF == 3 && $2 ~ /[TWDBRV]/ {print $3}' | sort -u \
-    >"$work/mpi_exported"
-  if ! cmp -s "$work/mpi_declared" "$work/mpi_exported"; then
-    status=1
-    comm -13 "$work/mpi_declared" "$work/mpi_exported" | sed 's/^/cltensor_mpi exports, undeclared: /' >&2
-    comm -23 "$work/mpi_declared" "$work/mpi_exported" | sed 's/^/cltensor_mpi lacks: /' >&2
-  fi
-  echo "api_check: cltensor_mpi: $(wc -l <"$work/mpi_declared") functions"
+  declared "$include/cltensor/distributed.h" >"$work/cltensor_mpi.declared"
+  exports "$mpi_lib" cltensor_mpi
+  echo "api_check: cltensor_mpi: $(wc -l <"$work/cltensor_mpi.declared") functions"
 fi
 if [[ -s $work/uncommented ]]; then
   status=1
   sed 's/^/no comment above the declaration: /' "$work/uncommented" >&2
 fi
 
-echo "api_check: $(wc -l <"$work/declared") public functions, $(wc -l <"$work/exported") exported"
+echo "api_check: $(wc -l <"$work/cltensor.declared") public functions, $(wc -l <"$work/cltensor.exported") exported"
 exit $status
