@@ -24,16 +24,26 @@
  *         scheduler.step()
  *
  * Usage: train_digits [device] [--epochs N] [--model mlp|cnn|both] [--out DIR] [--data FILE]
- *                    [--save DIR]
+ *                    [--save DIR] [--distributed]
  * Prints a progress line per epoch and the held-out accuracy of each model, and writes the
  * curves (training loss and held-out accuracy per epoch) to DIR/train_digits.csv and
- * DIR/train_digits.svg. */
+ * DIR/train_digits.svg.
+ *
+ * --distributed (built with MPI), under `mpirun -np N train_digits --distributed`, is PyTorch's
+ * DistributedDataParallel with a DistributedSampler: each rank on its own device (gpu:(local
+ * rank), or cpu), rank 0's initial parameters on every rank, each rank a disjoint shard of
+ * every epoch, the gradients averaged over the ranks after each backward. Rank 0 prints and
+ * writes the files; its loss is that of its own shard. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <cltensor.h>
+#ifdef TRAIN_DIGITS_MPI
+#include <cltensor/distributed.h>
+static clt_dist *dist; /* --distributed */
+#endif
 
 #include "digits_models.h"
 #include "train_util.h"
@@ -102,13 +112,20 @@ static double train_step(clt_module *model, clt_optimizer *optimizer, clt_tensor
     clt_tensor *logits = must(clt_module_forward(model, x));
     clt_tensor *loss = must(clt_cross_entropy(logits, y, CLT_REDUCTION_MEAN, -100));
     clt_optim_zero_grad(optimizer);
-    CHECK(clt_backward(loss, NULL, false) == CLT_OK);
+#ifdef TRAIN_DIGITS_MPI
+    if (dist) /* loss.backward() in DDP: the gradients averaged over the ranks meanwhile */
+        CHECK(clt_dist_backward(dist, model, loss) == CLT_OK);
+    else
+#endif
+        CHECK(clt_backward(loss, NULL, false) == CLT_OK);
     CHECK(clt_optim_step(optimizer) == CLT_OK);
     double value = item(loss);
     clt_tensor_release(loss);
     clt_tensor_release(logits);
     return value;
 }
+
+static bool quiet; /* a rank other than 0 */
 
 /* Trains `model` for `epochs` epochs on `device` with batches from `train`, filling loss[] and
  * accuracy[] per epoch. */
@@ -118,6 +135,10 @@ static void fit(const char *name, clt_module *model, clt_device *device, clt_loa
 {
     bool tty = isatty(STDOUT_FILENO);
     CHECK(clt_module_to(model, device) == CLT_OK); /* model.to(device) */
+#ifdef TRAIN_DIGITS_MPI
+    if (dist) /* DistributedDataParallel(model): rank 0's parameters everywhere */
+        CHECK(clt_dist_sync_module(dist, model) == CLT_OK);
+#endif
     clt_optimizer *optimizer =
         clt_optim_adam_module(model, &(clt_adam_options){.lr = LEARNING_RATE});
     CHECK(optimizer);
@@ -136,7 +157,8 @@ static void fit(const char *name, clt_module *model, clt_device *device, clt_loa
             p.done += n;
             p.loss = loss_sum / (double)p.done;
             p.samples_per_s = (double)p.done / (now_s() - start);
-            progress_show(&p, tty);
+            if (!quiet)
+                progress_show(&p, tty);
         }
         CHECK(st == CLT_END);
         CHECK(clt_device_synchronize(device) == CLT_OK);
@@ -144,7 +166,8 @@ static void fit(const char *name, clt_module *model, clt_device *device, clt_loa
         loss[epoch - 1] = p.loss;
         accuracy[epoch - 1] = p.accuracy = evaluate(model, x_test, y_test);
         p.epoch_s = now_s() - start;
-        progress_show(&p, tty);
+        if (!quiet)
+            progress_show(&p, tty);
         CHECK(clt_optim_set_lr(optimizer, clt_optim_lr(optimizer) * LR_GAMMA) == CLT_OK);
     }
     clt_optim_free(optimizer);
@@ -155,6 +178,7 @@ static void fit(const char *name, clt_module *model, clt_device *device, clt_loa
 typedef struct options {
     const char *device, *model, *out, *data, *save;
     int epochs;
+    bool distributed;
 } options;
 
 static void usage(FILE *f)
@@ -166,7 +190,9 @@ static void usage(FILE *f)
                "  --model  which model to train (default both)\n"
                "  --out    where train_digits.csv and train_digits.svg go (default .)\n"
                "  --data   the digits CSV (default %s)\n"
-               "  --save   write each trained model to DIR/mlp.safetensors, DIR/cnn.safetensors\n",
+               "  --save   write each trained model to DIR/mlp.safetensors, DIR/cnn.safetensors\n"
+               "  --distributed  under mpirun: data-parallel over the ranks (default device:\n"
+               "           gpu:(local rank), or cpu)\n",
                DEFAULT_EPOCHS, TRAIN_DIGITS_DATA);
 }
 
@@ -184,6 +210,15 @@ static int parse_args(int argc, char **argv, options *o)
         if (a[0] != '-' && !o->device) {
             o->device = a;
             continue;
+        }
+        if (!strcmp(a, "--distributed")) {
+#ifdef TRAIN_DIGITS_MPI
+            o->distributed = true;
+            continue;
+#else
+            fprintf(stderr, "train_digits: --distributed: built without MPI\n");
+            return -1;
+#endif
         }
         if (i + 1 < argc)
             value = argv[++i];
@@ -235,6 +270,22 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &opt) != 0)
         return 2;
     clt_device *device = opt.device ? clt_device_get(opt.device) : clt_device_default();
+    int replicas = 1, rank = 0;
+#ifdef TRAIN_DIGITS_MPI
+    if (opt.distributed) { /* dist.init_process_group("mpi") */
+        int provided; /* a second thread averages gradients during the backward */
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+        dist = clt_dist_init(MPI_COMM_WORLD, &(clt_dist_options){
+                                                 .device = opt.device ? device : NULL});
+        CHECK(dist);
+        device = clt_dist_device(dist);
+        replicas = clt_dist_size(dist), rank = clt_dist_rank(dist);
+        quiet = rank != 0;
+        printf("rank %d of %d on %s\n", rank, replicas, clt_device_name(device));
+        if (quiet) /* rank 0 speaks for all */
+            CHECK(freopen("/dev/null", "w", stdout) != NULL);
+    }
+#endif
     CHECK(device);
     printf("Using device: %s\n", clt_device_name(device));
 
@@ -271,15 +322,16 @@ int main(int argc, char **argv)
         clt_manual_seed(SEED); /* torch.manual_seed(0): each model starts the same either way */
         clt_module *model = must_module(k == 0 ? digits_mlp_new() : digits_cnn_new());
         clt_loader *batches = clt_loader_new(train, &(clt_loader_options){
-            .batch_size = BATCH_SIZE, .shuffle = true, .seed = SEED, .device = device});
+            .batch_size = BATCH_SIZE, .shuffle = true, .seed = SEED, .device = device,
+            .num_replicas = replicas, .rank = rank}); /* DistributedSampler when distributed */
         CHECK(batches);
         printf("%s: %s, %lld parameters\n", models[k], clt_module_type_name(model),
                (long long)clt_module_parameter_count(model));
         double *loss = history + 2 * k * opt.epochs, *accuracy = loss + opt.epochs;
-        fit(models[k], model, device, batches, total - held_out, x_test, y_test, opt.epochs, loss,
-            accuracy);
+        fit(models[k], model, device, batches, (total - held_out + replicas - 1) / replicas,
+            x_test, y_test, opt.epochs, loss, accuracy);
         curves[ncurves++] = (curve){models[k], loss, accuracy};
-        if (opt.save) { /* torch.save(model.state_dict(), ...) in safetensors form */
+        if (opt.save && rank == 0) { /* torch.save(model.state_dict(), ...) in safetensors form */
             char path[4096], name[32];
             snprintf(name, sizeof name, "%s.safetensors", models[k]);
             if (join(path, sizeof path, opt.save, name) != 0)
@@ -298,11 +350,12 @@ int main(int argc, char **argv)
     }
 
     char csv[4096], svg[4096];
-    rc = join(csv, sizeof csv, opt.out, "train_digits.csv") ||
+    rc = rank != 0 ? 0 :
+         join(csv, sizeof csv, opt.out, "train_digits.csv") ||
          join(svg, sizeof svg, opt.out, "train_digits.svg") ||
          write_curves_csv(csv, curves, ncurves, opt.epochs) ||
          write_curves_svg(svg, curves, ncurves, opt.epochs);
-    if (rc == 0)
+    if (rc == 0 && rank == 0)
         printf("wrote %s and %s\n", csv, svg);
 
     free(history);
@@ -311,5 +364,11 @@ int main(int argc, char **argv)
     clt_dataset_release(test);
     clt_dataset_release(train);
     CHECK(clt_device_synchronize(device) == CLT_OK);
+#ifdef TRAIN_DIGITS_MPI
+    if (dist) {
+        clt_dist_free(dist);
+        MPI_Finalize();
+    }
+#endif
     return rc ? 1 : 0;
 }

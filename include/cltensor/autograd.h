@@ -53,6 +53,26 @@ CLT_API clt_tensor *clt_tensor_detach(clt_tensor *x);
  * nodes must not be walked by two threads at once. */
 CLT_API clt_status clt_backward(clt_tensor *root, clt_tensor *grad, bool retain_graph);
 
+/* Callbacks into a backward pass (as PyTorch's gradient hooks), for work on each gradient as
+ * soon as it is complete while the pass computes the rest (distributed training averages them
+ * over processes meanwhile). */
+typedef struct clt_backward_hooks {
+    /* A leaf's gradient from this pass is complete, before it is added into the leaf's grad:
+     * *grad is a reference the pass holds, which the hook may replace (now, or from another
+     * thread until finish returns) by a new reference of the same shape, dtype and device,
+     * releasing the one it replaces. Called once per leaf, in the order they complete. */
+    void (*leaf_ready)(void *user, clt_tensor *leaf, clt_tensor **grad);
+    /* Called once at the end of the pass, also when it failed (status is then its error): the
+     * hook finishes or abandons its work. A failure it returns fails the pass, nothing
+     * changed. */
+    clt_status (*finish)(void *user, clt_status status);
+    void *user;
+} clt_backward_hooks;
+
+/* clt_backward with hooks (NULL: none); the same result and errors, and a failure of finish. */
+CLT_API clt_status clt_backward_ex(clt_tensor *root, clt_tensor *grad, bool retain_graph,
+                                   const clt_backward_hooks *hooks);
+
 /* Whether this thread records operations for autograd (true unless turned off on it). */
 CLT_API bool clt_grad_is_enabled(void);
 /* Turns recording on or off for this thread (PyTorch's torch.set_grad_enabled); returns the

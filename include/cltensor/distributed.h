@@ -53,6 +53,18 @@ CLT_API clt_status clt_dist_sync_module(clt_dist *d, clt_module *m);
  * is not f32 or f64). */
 CLT_API clt_status clt_dist_average_gradients(clt_dist *d, clt_module *m);
 
+/* clt_backward(loss) with the gradients averaged over the ranks while they are computed
+ * (DistributedDataParallel's overlap): the parameters of m that require grad are cut into
+ * buckets of bucket_bytes in the reverse of registration order (the order a backward completes
+ * them), and each bucket is all-reduced as soon as its gradients are complete, by a thread of
+ * its own while the pass computes the rest when MPI allows calls from another thread
+ * (MPI_Init_thread with MPI_THREAD_SERIALIZED or more), else on this thread. The gradient this
+ * pass adds is averaged: with the gradients zeroed before each step, the result is that of
+ * clt_backward then clt_dist_average_gradients. CLT_OK on every rank, or the same failure on
+ * every rank, no gradient changed (but for parameters the pass gave no gradient on this rank
+ * while another rank's did: those receive the average before the pass commits). */
+CLT_API clt_status clt_dist_backward(clt_dist *d, clt_module *m, clt_tensor *loss);
+
 #ifdef __cplusplus
 }
 #endif

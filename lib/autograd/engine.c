@@ -223,6 +223,12 @@ static clt_tensor *root_grad(clt_tensor *root, clt_tensor *grad)
 
 clt_status clt_backward(clt_tensor *root, clt_tensor *grad, bool retain_graph)
 {
+    return clt_backward_ex(root, grad, retain_graph, NULL);
+}
+
+clt_status clt_backward_ex(clt_tensor *root, clt_tensor *grad, bool retain_graph,
+                           const clt_backward_hooks *hooks)
+{
     walk all = {0}, ready = {0};
     clt__node *start;
     clt_tensor **sums = NULL;
@@ -250,6 +256,13 @@ clt_status clt_backward(clt_tensor *root, clt_tensor *grad, bool retain_graph)
         clt__node *n = ready.nodes[k];
         if (n->d)
             st = run_node(n, &ready);
+        else if (hooks && hooks->leaf_ready && n->leaf && n->grad) /* a leaf's gradient is whole */
+            hooks->leaf_ready(hooks->user, n->leaf, &n->grad);
+    }
+    if (hooks && hooks->finish) { /* also after a failure: the hook lets go of the gradients */
+        clt_status fs = hooks->finish(hooks->user, st);
+        if (st == CLT_OK && fs != CLT_OK)
+            st = fs;
     }
     /* the leaves' new gradients, all made before any is set */
     if (st == CLT_OK && ready.count && !(sums = clt__alloc_zeroed(fn, (size_t)ready.count * sizeof *sums)))

@@ -2,7 +2,9 @@
  * public API alone into the optional library cltensor_mpi. Every collective step ends in an
  * agreement: each rank contributes its status, and a failure anywhere is raised on every rank,
  * with the failing rank's message, so that no rank is left waiting in a collective the others
- * skipped. Tensors travel through host memory. */
+ * skipped. Tensors travel through host memory. clt_dist_backward all-reduces buckets of
+ * gradients from the backward pass's hooks, on a thread of its own when MPI allows. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,5 +324,257 @@ clt_status clt_dist_average_gradients(clt_dist *d, clt_module *m)
         first = last;
     }
     free(ts);
+    return st;
+}
+
+/* ---- the backward pass with overlapped averaging ------------------------------------------------ */
+
+typedef struct bucket {
+    int first, last; /* pass->ts->items[first ... last-1] */
+    size_t bytes;
+    int missing;     /* parameters whose gradient has not come */
+} bucket;
+
+typedef struct pass {
+    clt_dist *d;
+    tensors *ts;           /* the parameters that require grad, in reverse registration order */
+    clt_tensor **slot[MAX_TENSORS]; /* where each one's gradient from this pass lies; NULL: none */
+    clt_tensor *late[MAX_TENSORS];  /* averages for parameters this pass gave no gradient */
+    int *bucket_of;        /* parameter -> bucket */
+    bucket *buckets;
+    int nbuckets;
+    bool threaded;
+    /* guarded by lock */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int complete;          /* buckets 0 ... complete-1 may be averaged */
+    bool ending;           /* the pass is over: every bucket may go, missing gradients as 0 */
+    bool finished;         /* finish ran (the pass may end before its hooks begin) */
+    clt_status failed;     /* this rank's pass failed: its buckets carry the failure */
+    char cause[MESSAGE];   /* its message (the failing thread's last error) */
+    /* the communication's result (the thread's, or this thread's) */
+    int averaged;          /* buckets done */
+    clt_status st;
+    char error[MESSAGE];
+    pthread_t thread;
+} pass;
+
+static const char *const fn_backward = "clt_dist_backward";
+
+/* Averages bucket b: its gradients to the host (zeros for missing ones), all-reduced, and back
+ * as new gradients in the slots (or kept in late[] for missing ones). Collective. */
+static clt_status average_slots(pass *p, int b, clt_status mine)
+{
+    const bucket *bk = &p->buckets[b];
+    clt_dtype dtype = clt_tensor_dtype(p->ts->items[bk->first]);
+    size_t esize = clt_dtype_size(dtype), at = 0, count = bk->bytes / esize;
+    unsigned char *buf = mine == CLT_OK ? calloc(bk->bytes ? bk->bytes : 1, 1) : NULL;
+    clt_status st = mine;
+    if (st == CLT_OK && !buf)
+        st = clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn_backward, "out of host memory");
+    for (int i = bk->first; i < bk->last && st == CLT_OK; i++) {
+        size_t n = (size_t)clt_tensor_numel(p->ts->items[i]) * esize;
+        if (p->slot[i])
+            st = clt_tensor_copy_to_host(*p->slot[i], buf + at, n);
+        at += n;
+    }
+    if ((st = agree(p->d->comm, p->d->rank, fn_backward, st)) != CLT_OK) {
+        free(buf);
+        return st;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, dtype == CLT_F64 ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM,
+                  p->d->comm);
+    for (size_t k = 0; k < count; k++) {
+        if (dtype == CLT_F64)
+            ((double *)buf)[k] /= p->d->size;
+        else
+            ((float *)buf)[k] /= (float)p->d->size;
+    }
+    at = 0;
+    for (int i = bk->first; i < bk->last && st == CLT_OK; i++) {
+        clt_tensor *param = p->ts->items[i];
+        size_t n = (size_t)clt_tensor_numel(param) * esize;
+        clt_tensor *h = clt_tensor_from_data(buf + at, dtype, clt_tensor_ndim(param),
+                                             clt_tensor_shape(param), clt_device_cpu());
+        clt_tensor *on = h ? clt_tensor_to(h, clt_tensor_device(param)) : NULL;
+        if (!on) {
+            st = clt_last_status();
+        } else if (p->slot[i]) { /* the pass's gradient, replaced by the average */
+            clt_tensor_release(*p->slot[i]);
+            *p->slot[i] = clt_tensor_retain(on);
+        } else { /* applied when the pass ends */
+            p->late[i] = on;
+            on = NULL;
+        }
+        clt_tensor_release(on);
+        clt_tensor_release(h);
+        at += n;
+    }
+    free(buf);
+    return agree(p->d->comm, p->d->rank, fn_backward, st);
+}
+
+/* Averages every bucket not yet done, in order, as it becomes ready, until all are done or one
+ * failed. */
+static void communicate(pass *p)
+{
+    for (int b = p->averaged; b < p->nbuckets; b++) {
+        clt_status mine;
+        pthread_mutex_lock(&p->lock);
+        while (b >= p->complete && !p->ending)
+            pthread_cond_wait(&p->cond, &p->lock);
+        mine = p->failed;
+        pthread_mutex_unlock(&p->lock);
+        if (mine != CLT_OK) /* this thread's last error says what failed on the pass's thread */
+            clt_set_error(mine, fn_backward, "%s", p->cause);
+        clt_status st = average_slots(p, b, mine);
+        if (st != CLT_OK) {
+            p->st = st;
+            snprintf(p->error, sizeof p->error, "%s", clt_last_error());
+            return;
+        }
+        p->averaged = b + 1;
+    }
+}
+
+static void *comm_thread(void *arg)
+{
+    communicate(arg);
+    return NULL;
+}
+
+/* The hook: a parameter's gradient is whole; buckets whose every gradient came may go. */
+static void leaf_ready(void *user, clt_tensor *leaf, clt_tensor **grad)
+{
+    pass *p = user;
+    int i = 0;
+    while (i < p->ts->count && p->ts->items[i] != leaf)
+        i++;
+    if (i == p->ts->count)
+        return; /* not one of the module's parameters */
+    pthread_mutex_lock(&p->lock);
+    p->slot[i] = grad;
+    if (--p->buckets[p->bucket_of[i]].missing == 0)
+        while (p->complete < p->nbuckets && p->buckets[p->complete].missing == 0)
+            p->complete++;
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    if (!p->threaded) /* MPI only on this thread: the buckets now complete, here */
+        for (int b = p->averaged; b < p->complete && p->st == CLT_OK; b++) {
+            if ((p->st = average_slots(p, b, CLT_OK)) != CLT_OK)
+                snprintf(p->error, sizeof p->error, "%s", clt_last_error());
+            else
+                p->averaged = b + 1;
+        }
+}
+
+/* The hook: the pass is over; the remaining buckets go (missing gradients as 0), then the
+ * averages of parameters without a gradient here are added into theirs. */
+static clt_status finish(void *user, clt_status status)
+{
+    pass *p = user;
+    p->finished = true;
+    pthread_mutex_lock(&p->lock);
+    p->ending = true;
+    p->failed = status;
+    if (status != CLT_OK)
+        snprintf(p->cause, sizeof p->cause, "%s", clt_last_error());
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    if (p->threaded)
+        pthread_join(p->thread, NULL);
+    else if (p->st == CLT_OK)
+        communicate(p);
+    if (p->st != CLT_OK)
+        return status != CLT_OK ? status : clt_set_error(p->st, fn_backward, "%s", p->error);
+    if (status != CLT_OK)
+        return status;
+    clt_status st = CLT_OK;
+    for (int i = 0; i < p->ts->count && st == CLT_OK; i++) {
+        clt_tensor *avg = p->late[i];
+        if (!avg)
+            continue;
+        clt_tensor *old = clt_tensor_grad(p->ts->items[i]);
+        clt_tensor *sum = old ? clt_add(old, avg) : clt_tensor_retain(avg);
+        st = sum ? clt_tensor_set_grad(p->ts->items[i], sum) : clt_last_status();
+        clt_tensor_release(sum);
+        clt_tensor_release(old);
+    }
+    return st;
+}
+
+clt_status clt_dist_backward(clt_dist *d, clt_module *m, clt_tensor *loss)
+{
+    pass *p = d ? calloc(1, sizeof *p) : NULL;
+    tensors *all = p ? calloc(1, sizeof *all) : NULL;
+    clt_status st;
+    int provided = MPI_THREAD_SINGLE, kept = 0;
+    if (!d)
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn_backward, "the handle is NULL");
+    st = all ? collect(fn_backward, m, false, all)
+             : clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn_backward, "out of host memory");
+    if (st == CLT_OK) { /* the parameters that require grad, last registered first */
+        p->ts = calloc(1, sizeof *p->ts);
+        for (int i = all->count - 1; p->ts && i >= 0 && st == CLT_OK; i--) {
+            clt_tensor *t = all->items[i];
+            clt_dtype dt = clt_tensor_dtype(t);
+            if (!clt_tensor_requires_grad(t))
+                continue;
+            if (dt != CLT_F32 && dt != CLT_F64)
+                st = clt_set_error(CLT_ERR_DTYPE, fn_backward, "a parameter is %s: gradients are "
+                                   "averaged in f32 or f64", clt_dtype_name(dt));
+            p->ts->items[kept++] = t;
+        }
+        if (p->ts)
+            p->ts->count = kept;
+        else
+            st = clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn_backward, "out of host memory");
+    }
+    if (st == CLT_OK) { /* buckets: runs of one dtype up to bucket_bytes */
+        p->bucket_of = calloc((size_t)kept + 1, sizeof *p->bucket_of);
+        p->buckets = calloc((size_t)kept + 1, sizeof *p->buckets);
+        if (!p->bucket_of || !p->buckets)
+            st = clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn_backward, "out of host memory");
+        for (int first = 0; st == CLT_OK && first < kept;) {
+            clt_dtype dt = clt_tensor_dtype(p->ts->items[first]);
+            bucket *bk = &p->buckets[p->nbuckets];
+            int last = first;
+            bk->first = first;
+            while (last < kept && clt_tensor_dtype(p->ts->items[last]) == dt) {
+                size_t n = (size_t)clt_tensor_numel(p->ts->items[last]) * clt_dtype_size(dt);
+                if (last > first && bk->bytes + n > d->bucket_bytes)
+                    break;
+                bk->bytes += n;
+                p->bucket_of[last++] = p->nbuckets;
+            }
+            bk->last = last;
+            bk->missing = last - first;
+            p->nbuckets++;
+            first = last;
+        }
+    }
+    if ((st = agree(d->comm, d->rank, fn_backward, st)) == CLT_OK) {
+        p->d = d;
+        pthread_mutex_init(&p->lock, NULL);
+        pthread_cond_init(&p->cond, NULL);
+        MPI_Query_thread(&provided);
+        p->threaded = provided >= MPI_THREAD_SERIALIZED &&
+                      pthread_create(&p->thread, NULL, comm_thread, p) == 0;
+        clt_backward_hooks hooks = {.leaf_ready = leaf_ready, .finish = finish, .user = p};
+        st = clt_backward_ex(loss, NULL, false, &hooks);
+        if (!p->finished) /* refused before its walk: the other ranks still hear of it */
+            finish(p, st);
+        pthread_cond_destroy(&p->cond);
+        pthread_mutex_destroy(&p->lock);
+        for (int i = 0; i < kept; i++)
+            clt_tensor_release(p->late[i]);
+    }
+    if (p) {
+        free(p->ts);
+        free(p->bucket_of);
+        free(p->buckets);
+    }
+    free(all);
+    free(p);
     return st;
 }

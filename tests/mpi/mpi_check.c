@@ -4,6 +4,9 @@
  *             averaged, end with the parameters one process gets training on the whole batch
  *             (within 1e-5 relative), the same on every rank; rank 1 starts from other values,
  *             which clt_dist_sync_module replaces by rank 0's
+ *   overlap   the same with clt_dist_backward, buckets averaged on a thread of their own
+ *   overlap_single  the same with MPI on the main thread only (MPI_Init)
+ *   backward_failure  clt_dist_backward failing on rank 1 fails on every rank, no gradient kept
  *   sampler   the loader's shards over the ranks hold every item exactly once per epoch
  *   mismatch  ranks holding different models: clt_dist_sync_module fails on every rank
  *   badinit   a rank that cannot initialise (CLT_VISIBLE_DEVICES names no device there): every
@@ -54,14 +57,19 @@ static void batch(clt_device *dev, int first, int n, clt_tensor **x, clt_tensor 
     clt_tensor_release(hy);
 }
 
+static bool overlap; /* clt_dist_backward instead of clt_backward + clt_dist_average_gradients */
+
 /* One step; with d, the gradients are averaged over the ranks before the update. */
 static bool step(clt_module *m, clt_optimizer *opt, clt_tensor *x, clt_tensor *y, clt_dist *d)
 {
     clt_optim_zero_grad(opt);
     clt_tensor *out = clt_module_forward(m, x);
     clt_tensor *loss = out ? clt_cross_entropy(out, y, CLT_REDUCTION_MEAN, -100) : NULL;
-    bool ok = loss && clt_backward(loss, NULL, false) == CLT_OK &&
-              (!d || clt_dist_average_gradients(d, m) == CLT_OK) && clt_optim_step(opt) == CLT_OK;
+    bool ok = loss &&
+              (d && overlap ? clt_dist_backward(d, m, loss) == CLT_OK
+                            : clt_backward(loss, NULL, false) == CLT_OK &&
+                                  (!d || clt_dist_average_gradients(d, m) == CLT_OK)) &&
+              clt_optim_step(opt) == CLT_OK;
     clt_tensor_release(loss);
     clt_tensor_release(out);
     return ok;
@@ -130,8 +138,8 @@ static int check_train(clt_dist *d)
                     "process\n", rank, k, mine[k], size, want[k]);
             return 1;
         }
-    printf("mpi_check train (rank %d of %d, %s): %d parameters after %d steps match one process\n",
-           rank, size, clt_device_name(dev), n, STEPS);
+    printf("mpi_check train%s (rank %d of %d, %s): %d parameters after %d steps match one "
+           "process\n", overlap ? " with overlap" : "", rank, size, clt_device_name(dev), n, STEPS);
     clt_tensor_release(fx), clt_tensor_release(fy), clt_tensor_release(x), clt_tensor_release(y);
     clt_optim_free(ropt), clt_optim_free(opt);
     clt_module_release(ref), clt_module_release(m);
@@ -188,6 +196,35 @@ static int check_sampler(clt_dist *d)
     return 0;
 }
 
+/* A backward that fails on rank 1 (its loss records nothing) fails on every rank, and no
+ * gradient is left on rank 0. */
+static int check_backward_failure(clt_dist *d)
+{
+    int rank = clt_dist_rank(d);
+    clt_device *dev = clt_dist_device(d);
+    clt_module *m = mlp(1, HIDDEN);
+    clt_tensor *x, *y;
+    if (!m || clt_module_to(m, dev) != CLT_OK)
+        return fail(rank, "the model");
+    batch(dev, 0, ROWS, &x, &y);
+    clt_tensor *out = clt_module_forward(m, x);
+    clt_tensor *loss = out ? clt_cross_entropy(out, y, CLT_REDUCTION_MEAN, -100) : NULL;
+    clt_tensor *used = rank == 1 && loss ? clt_tensor_detach(loss) : clt_tensor_retain(loss);
+    clt_status st = clt_dist_backward(d, m, used);
+    clt_tensor *g = clt_tensor_grad(clt_module_get_parameter(m, "0.weight"));
+    int result = st == CLT_OK || g != NULL ||
+                 (rank == 0 && !strstr(clt_last_error(), "rank 1 failed"));
+    if (result)
+        fprintf(stderr, "mpi_check (rank %d): status %d, gradient %p, \"%s\"\n", rank, st,
+                (void *)g, clt_last_error());
+    else
+        printf("mpi_check backward_failure (rank %d): %s\n", rank, clt_last_error());
+    clt_tensor_release(g), clt_tensor_release(used), clt_tensor_release(loss);
+    clt_tensor_release(out), clt_tensor_release(x), clt_tensor_release(y);
+    clt_module_release(m);
+    return result;
+}
+
 static int check_mismatch(clt_dist *d)
 {
     int rank = clt_dist_rank(d);
@@ -208,11 +245,18 @@ static int check_mismatch(clt_dist *d)
 
 int main(int argc, char **argv)
 {
-    int rank, result;
+    int rank, result, provided;
     const char *mode = argc > 1 ? argv[1] : "";
-    MPI_Init(&argc, &argv);
+    /* overlap: MPI from a second thread, so the buckets are averaged during the backward;
+     * overlap_single: MPI on the main thread only, so as each bucket completes */
+    if (!strcmp(mode, "overlap") || !strcmp(mode, "backward_failure"))
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+    else
+        MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    clt_dist *d = clt_dist_init(MPI_COMM_WORLD, NULL);
+    overlap = !strcmp(mode, "overlap") || !strcmp(mode, "overlap_single");
+    /* small buckets: several per model */
+    clt_dist *d = clt_dist_init(MPI_COMM_WORLD, &(clt_dist_options){.bucket_bytes = 200});
     if (!strcmp(mode, "badinit")) {
         /* rank 1 has no device; every rank's init must fail, naming rank 1 */
         result = d == NULL && strstr(clt_last_error(), rank == 1 ? "CLT_VISIBLE_DEVICES"
@@ -225,14 +269,16 @@ int main(int argc, char **argv)
             printf("mpi_check badinit (rank %d): %s\n", rank, clt_last_error());
     } else if (!d) {
         result = fail(rank, "clt_dist_init");
-    } else if (!strcmp(mode, "train")) {
+    } else if (!strcmp(mode, "train") || overlap) {
         result = check_train(d);
+    } else if (!strcmp(mode, "backward_failure")) {
+        result = check_backward_failure(d);
     } else if (!strcmp(mode, "sampler")) {
         result = check_sampler(d);
     } else if (!strcmp(mode, "mismatch")) {
         result = check_mismatch(d);
     } else {
-        fprintf(stderr, "usage: mpi_check train|sampler|mismatch|badinit\n");
+        fprintf(stderr, "usage: mpi_check train|overlap|overlap_single|backward_failure|sampler|mismatch|badinit\n");
         result = 2;
     }
     if (d)
