@@ -2,8 +2,10 @@
  * public API alone into the optional library cltensor_mpi. Every collective step ends in an
  * agreement: each rank contributes its status, and a failure anywhere is raised on every rank,
  * with the failing rank's message, so that no rank is left waiting in a collective the others
- * skipped. Tensors travel through host memory. clt_dist_backward all-reduces buckets of
- * gradients from the backward pass's hooks, on a thread of its own when MPI allows. */
+ * skipped. Gradients travel through page-locked host memory on OpenCL devices (a buffer made
+ * with CL_MEM_ALLOC_HOST_PTR and kept mapped, read into and written from on the device's queue),
+ * through ordinary memory on cpu. clt_dist_backward all-reduces buckets of gradients from the
+ * backward pass's hooks, on a thread of its own when MPI allows. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +14,7 @@
 
 #include "cltensor.h"
 #include "cltensor/distributed.h"
+#include "cltensor/opencl.h"
 
 enum { MESSAGE = 1024, MAX_TENSORS = 4096 };
 
@@ -20,7 +23,98 @@ struct clt_dist {
     int rank, size, local_rank;
     clt_device *device;
     size_t bucket_bytes;
+    /* the staging of a bucket: page-locked and mapped (OpenCL devices) or malloc'd (cpu) */
+    cl_mem pinned;
+    unsigned char *host;
+    size_t host_bytes;
 };
+
+/* ---- staging ----------------------------------------------------------------------------------- */
+
+static void staging_free(clt_dist *d)
+{
+    if (d->pinned) {
+        cl_command_queue q = clt_device_cl_queue(d->device, false);
+        clEnqueueUnmapMemObject(q, d->pinned, d->host, 0, NULL, NULL);
+        clFinish(q);
+        clReleaseMemObject(d->pinned);
+    } else {
+        free(d->host);
+    }
+    d->pinned = NULL, d->host = NULL, d->host_bytes = 0;
+}
+
+/* Host memory for `bytes` (zeroed), kept for the next bucket; NULL with the last error set. */
+static unsigned char *staging(clt_dist *d, const char *fn, size_t bytes)
+{
+    bytes = bytes ? bytes : 1;
+    if (bytes > d->host_bytes) {
+        clt_device_info const *info = clt_device_get_info(d->device);
+        staging_free(d);
+        if (info->type == CLT_DEVICE_HOST) {
+            d->host = malloc(bytes);
+        } else {
+            cl_context ctx = clt_device_cl_context(d->device, false);
+            cl_command_queue q = clt_device_cl_queue(d->device, false);
+            cl_int err = ctx && q ? CL_SUCCESS : CL_INVALID_CONTEXT;
+            d->pinned = err == CL_SUCCESS ? clCreateBuffer(ctx, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE,
+                                                           bytes, NULL, &err) : NULL;
+            d->host = d->pinned ? clEnqueueMapBuffer(q, d->pinned, CL_TRUE,
+                                                     CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, NULL,
+                                                     NULL, &err) : NULL;
+            if (!d->host && d->pinned) {
+                clReleaseMemObject(d->pinned);
+                d->pinned = NULL;
+            }
+        }
+        if (!d->host) {
+            clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn, "no page-locked host memory for %zu bytes "
+                          "of gradients", bytes);
+            return NULL;
+        }
+        d->host_bytes = bytes;
+    }
+    memset(d->host, 0, bytes);
+    return d->host;
+}
+
+/* t's n bytes (contiguous) into dst: a read on the device's queue, else the library's copy. */
+static clt_status to_host(clt_dist *d, clt_tensor *t, void *dst, size_t n)
+{
+    if (d->pinned && clt_tensor_is_contiguous(t) && n) {
+        cl_int err = clEnqueueReadBuffer(clt_device_cl_queue(d->device, false),
+                                         clt_tensor_cl_mem(t, false), CL_TRUE,
+                                         clt_tensor_cl_offset(t), n, dst, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            return clt_set_error(err, "clEnqueueReadBuffer", "reading a gradient failed (%d)", err);
+        return CLT_OK;
+    }
+    return clt_tensor_copy_to_host(t, dst, n);
+}
+
+/* A new tensor like `like` (shape, dtype, device) holding the n bytes at src. */
+static clt_tensor *from_host(clt_dist *d, clt_tensor *like, const void *src, size_t n)
+{
+    clt_dtype dt = clt_tensor_dtype(like);
+    if (d->pinned && n && clt_tensor_device(like) == d->device) {
+        clt_tensor *t = clt_tensor_empty(clt_tensor_ndim(like), clt_tensor_shape(like), dt, d->device);
+        cl_int err = t ? clEnqueueWriteBuffer(clt_device_cl_queue(d->device, false),
+                                              clt_tensor_cl_mem(t, false), CL_TRUE,
+                                              clt_tensor_cl_offset(t), n, src, 0, NULL, NULL)
+                       : CL_SUCCESS;
+        if (t && err != CL_SUCCESS) {
+            clt_set_error(err, "clEnqueueWriteBuffer", "writing a gradient failed (%d)", err);
+            clt_tensor_release(t);
+            return NULL;
+        }
+        return t;
+    }
+    clt_tensor *h = clt_tensor_from_data(src, dt, clt_tensor_ndim(like), clt_tensor_shape(like),
+                                         clt_device_cpu());
+    clt_tensor *on = h ? clt_tensor_to(h, clt_tensor_device(like)) : NULL;
+    clt_tensor_release(h);
+    return on;
+}
 
 /* ---- agreement --------------------------------------------------------------------------------- */
 
@@ -96,6 +190,7 @@ void clt_dist_free(clt_dist *d)
 {
     if (!d)
         return;
+    staging_free(d);
     MPI_Comm_free(&d->comm);
     free(d);
 }
@@ -239,20 +334,18 @@ static clt_status average_bucket(clt_dist *d, const char *fn, tensors *ts, int f
 {
     clt_dtype dtype = clt_tensor_dtype(ts->items[first]);
     size_t esize = clt_dtype_size(dtype), at = 0;
-    unsigned char *buf = calloc(bytes ? bytes : 1, 1);
-    clt_status st = buf ? CLT_OK : clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+    unsigned char *buf = staging(d, fn, bytes);
+    clt_status st = buf ? CLT_OK : clt_last_status();
     for (int i = first; i < last && st == CLT_OK; i++) {
         clt_tensor *g = clt_tensor_grad(ts->items[i]);
         size_t n = (size_t)clt_tensor_numel(ts->items[i]) * esize;
-        if (g)
-            st = clt_tensor_copy_to_host(g, buf + at, n);
+        if (g) /* (none: zeros) */
+            st = to_host(d, g, buf + at, n);
         clt_tensor_release(g);
         at += n;
     }
-    if ((st = agree(d->comm, d->rank, fn, st)) != CLT_OK) {
-        free(buf);
+    if ((st = agree(d->comm, d->rank, fn, st)) != CLT_OK)
         return st;
-    }
     MPI_Allreduce(MPI_IN_PLACE, buf, (int)(bytes / esize), dtype == CLT_F64 ? MPI_DOUBLE : MPI_FLOAT,
                   MPI_SUM, d->comm);
     for (size_t k = 0; k < bytes / esize; k++) {
@@ -262,22 +355,14 @@ static clt_status average_bucket(clt_dist *d, const char *fn, tensors *ts, int f
             ((float *)buf)[k] /= (float)d->size;
     }
     at = 0;
-    for (int i = first; i < last && st == CLT_OK; i++) {
-        clt_tensor *p = ts->items[i], *g = clt_tensor_grad(p);
-        if (g) {
-            st = write_back(g, buf + at);
-        } else { /* none here: the average becomes its gradient */
-            clt_tensor *h = clt_tensor_from_data(buf + at, dtype, clt_tensor_ndim(p),
-                                                 clt_tensor_shape(p), clt_device_cpu());
-            clt_tensor *on = h ? clt_tensor_to(h, clt_tensor_device(p)) : NULL;
-            st = on ? clt_tensor_set_grad(p, on) : clt_last_status();
-            clt_tensor_release(on);
-            clt_tensor_release(h);
-        }
-        clt_tensor_release(g);
-        at += (size_t)clt_tensor_numel(p) * esize;
+    for (int i = first; i < last && st == CLT_OK; i++) { /* each gradient replaced by the average */
+        clt_tensor *p = ts->items[i];
+        size_t n = (size_t)clt_tensor_numel(p) * esize;
+        clt_tensor *avg = from_host(d, p, buf + at, n);
+        st = avg ? clt_tensor_set_grad(p, avg) : clt_last_status();
+        clt_tensor_release(avg);
+        at += n;
     }
-    free(buf);
     return agree(d->comm, d->rank, fn, st);
 }
 
@@ -368,20 +453,16 @@ static clt_status average_slots(pass *p, int b, clt_status mine)
     const bucket *bk = &p->buckets[b];
     clt_dtype dtype = clt_tensor_dtype(p->ts->items[bk->first]);
     size_t esize = clt_dtype_size(dtype), at = 0, count = bk->bytes / esize;
-    unsigned char *buf = mine == CLT_OK ? calloc(bk->bytes ? bk->bytes : 1, 1) : NULL;
-    clt_status st = mine;
-    if (st == CLT_OK && !buf)
-        st = clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn_backward, "out of host memory");
+    unsigned char *buf = mine == CLT_OK ? staging(p->d, fn_backward, bk->bytes) : NULL;
+    clt_status st = mine == CLT_OK && !buf ? clt_last_status() : mine;
     for (int i = bk->first; i < bk->last && st == CLT_OK; i++) {
         size_t n = (size_t)clt_tensor_numel(p->ts->items[i]) * esize;
-        if (p->slot[i])
-            st = clt_tensor_copy_to_host(*p->slot[i], buf + at, n);
+        if (p->slot[i]) /* (none: zeros) */
+            st = to_host(p->d, *p->slot[i], buf + at, n);
         at += n;
     }
-    if ((st = agree(p->d->comm, p->d->rank, fn_backward, st)) != CLT_OK) {
-        free(buf);
+    if ((st = agree(p->d->comm, p->d->rank, fn_backward, st)) != CLT_OK)
         return st;
-    }
     MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, dtype == CLT_F64 ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM,
                   p->d->comm);
     for (size_t k = 0; k < count; k++) {
@@ -394,23 +475,17 @@ static clt_status average_slots(pass *p, int b, clt_status mine)
     for (int i = bk->first; i < bk->last && st == CLT_OK; i++) {
         clt_tensor *param = p->ts->items[i];
         size_t n = (size_t)clt_tensor_numel(param) * esize;
-        clt_tensor *h = clt_tensor_from_data(buf + at, dtype, clt_tensor_ndim(param),
-                                             clt_tensor_shape(param), clt_device_cpu());
-        clt_tensor *on = h ? clt_tensor_to(h, clt_tensor_device(param)) : NULL;
-        if (!on) {
+        clt_tensor *avg = from_host(p->d, param, buf + at, n);
+        if (!avg) {
             st = clt_last_status();
         } else if (p->slot[i]) { /* the pass's gradient, replaced by the average */
             clt_tensor_release(*p->slot[i]);
-            *p->slot[i] = clt_tensor_retain(on);
+            *p->slot[i] = avg;
         } else { /* applied when the pass ends */
-            p->late[i] = on;
-            on = NULL;
+            p->late[i] = avg;
         }
-        clt_tensor_release(on);
-        clt_tensor_release(h);
         at += n;
     }
-    free(buf);
     return agree(p->d->comm, p->d->rank, fn_backward, st);
 }
 
