@@ -328,6 +328,40 @@ done:
 
 /* ---- gradients ----------------------------------------------------------------------------------- */
 
+/* Every rank's count values of dtype at buf, summed and divided by the number of ranks, in
+ * place. Collective. */
+static void mean_over_ranks(clt_dist *d, void *buf, size_t count, clt_dtype dtype)
+{
+    MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, dtype == CLT_F64 ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM,
+                  d->comm);
+    for (size_t k = 0; k < count; k++) {
+        if (dtype == CLT_F64)
+            ((double *)buf)[k] /= d->size;
+        else
+            ((float *)buf)[k] /= (float)d->size;
+    }
+}
+
+/* The parameters of `all` that require grad, into `out` (in order, or last first), each f32 or
+ * f64 (CLT_ERR_DTYPE otherwise). out may be all, when in order. */
+static clt_status trainable(const char *fn, const tensors *all, tensors *out, bool last_first)
+{
+    int kept = 0;
+    clt_status st = CLT_OK;
+    for (int k = 0; k < all->count && st == CLT_OK; k++) {
+        clt_tensor *t = all->items[last_first ? all->count - 1 - k : k];
+        clt_dtype dt = clt_tensor_dtype(t);
+        if (!clt_tensor_requires_grad(t))
+            continue;
+        if (dt != CLT_F32 && dt != CLT_F64)
+            st = clt_set_error(CLT_ERR_DTYPE, fn, "a parameter is %s: gradients are averaged in "
+                               "f32 or f64", clt_dtype_name(dt));
+        out->items[kept++] = t;
+    }
+    out->count = kept;
+    return st;
+}
+
 /* Averages the gradients of ts->items[first ... last-1] (one dtype) in one all-reduce. */
 static clt_status average_bucket(clt_dist *d, const char *fn, tensors *ts, int first, int last,
                                  size_t bytes)
@@ -346,14 +380,7 @@ static clt_status average_bucket(clt_dist *d, const char *fn, tensors *ts, int f
     }
     if ((st = agree(d->comm, d->rank, fn, st)) != CLT_OK)
         return st;
-    MPI_Allreduce(MPI_IN_PLACE, buf, (int)(bytes / esize), dtype == CLT_F64 ? MPI_DOUBLE : MPI_FLOAT,
-                  MPI_SUM, d->comm);
-    for (size_t k = 0; k < bytes / esize; k++) {
-        if (dtype == CLT_F64)
-            ((double *)buf)[k] /= d->size;
-        else
-            ((float *)buf)[k] /= (float)d->size;
-    }
+    mean_over_ranks(d, buf, bytes / esize, dtype);
     at = 0;
     for (int i = first; i < last && st == CLT_OK; i++) { /* each gradient replaced by the average */
         clt_tensor *p = ts->items[i];
@@ -371,24 +398,13 @@ clt_status clt_dist_average_gradients(clt_dist *d, clt_module *m)
     static const char *const fn = "clt_dist_average_gradients";
     tensors *ts = calloc(1, sizeof *ts);
     clt_status st;
-    int kept = 0;
     if (!d) {
         free(ts);
         return clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn, "the handle is NULL");
     }
     st = ts ? collect(fn, m, false, ts) : clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-    for (int i = 0; st == CLT_OK && i < ts->count; i++) {
-        clt_tensor *p = ts->items[i];
-        clt_dtype dt = clt_tensor_dtype(p);
-        if (!clt_tensor_requires_grad(p))
-            continue;
-        if (dt != CLT_F32 && dt != CLT_F64)
-            st = clt_set_error(CLT_ERR_DTYPE, fn, "a parameter is %s: gradients are averaged in "
-                               "f32 or f64", clt_dtype_name(dt));
-        ts->items[kept++] = p;
-    }
-    if (ts)
-        ts->count = kept;
+    if (st == CLT_OK)
+        st = trainable(fn, ts, ts, false);
     if ((st = agree(d->comm, d->rank, fn, st)) != CLT_OK) {
         free(ts);
         return st;
@@ -463,14 +479,7 @@ static clt_status average_slots(pass *p, int b, clt_status mine)
     }
     if ((st = agree(p->d->comm, p->d->rank, fn_backward, st)) != CLT_OK)
         return st;
-    MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, dtype == CLT_F64 ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM,
-                  p->d->comm);
-    for (size_t k = 0; k < count; k++) {
-        if (dtype == CLT_F64)
-            ((double *)buf)[k] /= p->d->size;
-        else
-            ((float *)buf)[k] /= (float)p->d->size;
-    }
+    mean_over_ranks(p->d, buf, count, dtype);
     at = 0;
     for (int i = bk->first; i < bk->last && st == CLT_OK; i++) {
         clt_tensor *param = p->ts->items[i];
@@ -590,20 +599,9 @@ clt_status clt_dist_backward(clt_dist *d, clt_module *m, clt_tensor *loss)
              : clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn_backward, "out of host memory");
     if (st == CLT_OK) { /* the parameters that require grad, last registered first */
         p->ts = calloc(1, sizeof *p->ts);
-        for (int i = all->count - 1; p->ts && i >= 0 && st == CLT_OK; i--) {
-            clt_tensor *t = all->items[i];
-            clt_dtype dt = clt_tensor_dtype(t);
-            if (!clt_tensor_requires_grad(t))
-                continue;
-            if (dt != CLT_F32 && dt != CLT_F64)
-                st = clt_set_error(CLT_ERR_DTYPE, fn_backward, "a parameter is %s: gradients are "
-                                   "averaged in f32 or f64", clt_dtype_name(dt));
-            p->ts->items[kept++] = t;
-        }
-        if (p->ts)
-            p->ts->count = kept;
-        else
-            st = clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn_backward, "out of host memory");
+        st = p->ts ? trainable(fn_backward, all, p->ts, true)
+                   : clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn_backward, "out of host memory");
+        kept = p->ts ? p->ts->count : 0;
     }
     if (st == CLT_OK) { /* buckets: runs of one dtype up to bucket_bytes */
         p->bucket_of = calloc((size_t)kept + 1, sizeof *p->bucket_of);

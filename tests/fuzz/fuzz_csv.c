@@ -9,34 +9,12 @@
 #include <unistd.h>
 
 #include "cltensor/data.h"
-
-static char path[4096];
-static char empty_dir[4096];
-
-static void cleanup(void)
-{
-    if (path[0])
-        unlink(path);
-    if (empty_dir[0])
-        rmdir(empty_dir);
-}
+#include "fuzz_file.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR");
-    if (!base || !*base)
-        base = "/tmp";
-    /* No OpenCL platform: only the cpu device, before the first library call. */
-    snprintf(empty_dir, sizeof empty_dir, "%s/clt_fuzz_vendors_XXXXXX", base);
-    if (!mkdtemp(empty_dir)) {
-        perror("fuzz_csv: mkdtemp");
-        abort();
-    }
-    setenv("OCL_ICD_VENDORS", empty_dir, 1);
-    setenv("OCL_ICD_FILENAMES", "", 1);
-    snprintf(path, sizeof path, "%s/clt_fuzz_%ld.csv", base, (long)getpid());
-    atexit(cleanup);
+    fuzz_file_init("fuzz_csv", ".csv");
     return 0;
 }
 
@@ -53,18 +31,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size == 0)
         return 0;
-    FILE *f = fopen(path, "wb");
-    if (!f || (size > 1 && fwrite(data + 1, 1, size - 1, f) != size - 1) || fclose(f) != 0) {
-        perror("fuzz_csv: writing the scratch file");
-        abort();
-    }
+    fuzz_file_write("fuzz_csv", data + 1, size - 1);
     clt_csv_options o = {.label_column = (data[0] & 3) == 3 ? -1 : data[0] & 3,
                          .scale = data[0] & 4 ? 1.0 / 255 : 0};
     if (data[0] & 8) { /* features shaped (2, 2) */
         o.ndim = 2;
         o.shape[0] = o.shape[1] = 2;
     }
-    clt_dataset *d = clt_dataset_csv(path, &o);
+    clt_dataset *d = clt_dataset_csv(fuzz_path, &o);
     if (!d) {
         if (clt_last_status() == CLT_OK || clt_last_error()[0] == '\0')
             abort();

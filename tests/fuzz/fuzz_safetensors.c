@@ -12,36 +12,19 @@
 
 #include "cltensor/io.h"
 #include "cltensor/nn.h"
+#include "fuzz_file.h"
 
-static char path[4096];
-static char empty_dir[4096];
 static clt_module *model;
 
-static void cleanup(void)
+static void release_model(void)
 {
-    if (path[0])
-        unlink(path);
-    if (empty_dir[0])
-        rmdir(empty_dir);
     clt_module_release(model);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR");
-    if (!base || !*base)
-        base = "/tmp";
-    /* No OpenCL platform: only the cpu device, before the first library call. */
-    snprintf(empty_dir, sizeof empty_dir, "%s/clt_fuzz_vendors_XXXXXX", base);
-    if (!mkdtemp(empty_dir)) {
-        perror("fuzz_safetensors: mkdtemp");
-        abort();
-    }
-    setenv("OCL_ICD_VENDORS", empty_dir, 1);
-    setenv("OCL_ICD_FILENAMES", "", 1);
-    snprintf(path, sizeof path, "%s/clt_fuzz_%ld.safetensors", base, (long)getpid());
-
+    fuzz_file_init("fuzz_safetensors", ".safetensors");
     clt_module *layers[3] = {clt_nn_linear(6, 8, true), clt_nn_relu(), clt_nn_linear(8, 3, true)};
     if (!layers[0] || !layers[1] || !layers[2] || !(model = clt_nn_sequential(layers, 3))) {
         fprintf(stderr, "fuzz_safetensors: cannot build the model\n");
@@ -49,19 +32,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     }
     for (int i = 0; i < 3; i++)
         clt_module_release(layers[i]);
-    atexit(cleanup);
+    atexit(release_model);
     return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    FILE *f = fopen(path, "wb");
-    if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f) != 0) {
-        perror("fuzz_safetensors: writing the scratch file");
-        abort();
-    }
+    fuzz_file_write("fuzz_safetensors", data, size);
     clt_safetensors st;
-    if (clt_safetensors_load(path, clt_device_cpu(), &st) != CLT_OK) {
+    if (clt_safetensors_load(fuzz_path, clt_device_cpu(), &st) != CLT_OK) {
         /* A failed load leaves st empty. */
         if (st.count || st.tensors || st.metadata_count || st.metadata)
             abort();
@@ -78,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     clt_safetensors_clear(&st);
 
     clt_load_report report;
-    clt_module_load(model, path, false, &report);
+    clt_module_load(model, fuzz_path, false, &report);
     clt_load_report_clear(&report);
     return 0;
 }
