@@ -7,6 +7,7 @@
  *   overlap   the same with clt_dist_backward, buckets averaged on a thread of their own
  *   overlap_single  the same with MPI on the main thread only (MPI_Init)
  *   backward_failure  clt_dist_backward failing on rank 1 fails on every rank, no gradient kept
+ *   errors    NULL arguments, and f16 parameters, which neither way of averaging takes
  *   sampler   the loader's shards over the ranks hold every item exactly once per epoch
  *   mismatch  ranks holding different models: clt_dist_sync_module fails on every rank
  *   badinit   a rank that cannot initialise (CLT_VISIBLE_DEVICES names no device there): every
@@ -225,6 +226,36 @@ static int check_backward_failure(clt_dist *d)
     return result;
 }
 
+/* Bad input: a NULL handle or module is an error on the calling rank; parameters that are not
+ * f32 or f64 make both ways of averaging fail on every rank with CLT_ERR_DTYPE. */
+static int check_errors(clt_dist *d)
+{
+    int rank = clt_dist_rank(d);
+    clt_module *m = mlp(1, HIDDEN), *half = mlp(1, HIDDEN);
+    if (!m || !half || clt_module_to_dtype(half, CLT_F16) != CLT_OK)
+        return fail(rank, "the models");
+    if (clt_dist_sync_module(NULL, m) != CLT_ERR_INVALID_ARGUMENT ||
+        clt_dist_average_gradients(NULL, m) != CLT_ERR_INVALID_ARGUMENT ||
+        clt_dist_backward(NULL, m, NULL) != CLT_ERR_INVALID_ARGUMENT || clt_dist_rank(NULL) != -1 ||
+        clt_dist_device(NULL) != NULL)
+        return fail(rank, "a NULL handle");
+    if (clt_dist_sync_module(d, NULL) != CLT_ERR_INVALID_ARGUMENT ||
+        !strstr(clt_last_error(), "module is NULL"))
+        return fail(rank, "a NULL module");
+    if (clt_dist_average_gradients(d, half) != CLT_ERR_DTYPE ||
+        !strstr(clt_last_error(), "a parameter is f16"))
+        return fail(rank, "an f16 model (average)");
+    /* (matrix products take no f16: a loss straight from a parameter) */
+    clt_tensor *loss = clt_sum(clt_module_get_parameter(half, "0.bias"), NULL, 0, false);
+    if (!loss || clt_dist_backward(d, half, loss) != CLT_ERR_DTYPE ||
+        !strstr(clt_last_error(), "a parameter is f16"))
+        return fail(rank, "an f16 model (backward)");
+    printf("mpi_check errors (rank %d): %s\n", rank, clt_last_error());
+    clt_tensor_release(loss);
+    clt_module_release(half), clt_module_release(m);
+    return 0;
+}
+
 static int check_mismatch(clt_dist *d)
 {
     int rank = clt_dist_rank(d);
@@ -271,6 +302,8 @@ int main(int argc, char **argv)
         result = fail(rank, "clt_dist_init");
     } else if (!strcmp(mode, "train") || overlap) {
         result = check_train(d);
+    } else if (!strcmp(mode, "errors")) {
+        result = check_errors(d);
     } else if (!strcmp(mode, "backward_failure")) {
         result = check_backward_failure(d);
     } else if (!strcmp(mode, "sampler")) {
@@ -278,7 +311,7 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "mismatch")) {
         result = check_mismatch(d);
     } else {
-        fprintf(stderr, "usage: mpi_check train|overlap|overlap_single|backward_failure|sampler|mismatch|badinit\n");
+        fprintf(stderr, "usage: mpi_check train|overlap|overlap_single|backward_failure|errors|sampler|mismatch|badinit\n");
         result = 2;
     }
     if (d)
