@@ -1,13 +1,15 @@
 /* Autograd suite: the gradient of every differentiable operation against central finite
  * differences in f64 on every device, and the graph's behaviour: leaves, accumulation,
  * detach, no-grad mode, retain_graph, errors for a freed graph and for tensors changed in
- * place, all-or-nothing backward under allocation failures, and no leak after many steps. */
+ * place, all-or-nothing backward under allocation failures, and no leak after many steps; a
+ * million-node chain freed, gradient cycles refused, backward hooks' gradients checked. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "helpers.h"
+#include "tensor/tensor_internal.h"
 
 #define fill_noise test_noise
 #define make test_tensor
@@ -735,6 +737,109 @@ START_TEST(test_autograd_allocation_failures)
 }
 END_TEST
 
+/* A chain of a million recorded operations is freed without a million nested calls (in any
+ * build: the release recursed once per node and overflowed the stack), and leaks nothing. */
+START_TEST(test_autograd_deep_graph_release)
+{
+    enum { DEPTH = 1000000 };
+    test_live before = test_live_now();
+    clt_tensor *x = clt_tensor_ones(CLT_SHAPE(1), CLT_F32, clt_device_cpu()), *y;
+    ck_assert_int_eq(clt_tensor_set_requires_grad(x, true), CLT_OK);
+    y = clt_tensor_retain(x);
+    for (int k = 0; k < DEPTH; k++) {
+        clt_tensor *next = clt_add_scalar(y, 1);
+        ck_assert_msg(next != NULL, "op %d: %s", k, clt_last_error());
+        clt_tensor_release(y);
+        y = next;
+    }
+    ck_assert_str_eq(clt_tensor_grad_fn_name(y), "AddBackward");
+    double v;
+    ck_assert_int_eq(clt_tensor_item(y, &v), CLT_OK);
+    ck_assert_double_eq(v, 1 + DEPTH);
+    clt_tensor_release(y);
+    clt_tensor_release(x);
+    ck_assert_live_eq(test_live_now(), before);
+}
+END_TEST
+
+/* A tensor cannot be its own gradient, nor hold itself through a chain of gradients (the cycle
+ * would never be freed); the refused call changes nothing. */
+START_TEST(test_autograd_grad_cycles_refused)
+{
+    clt_device *dev = test_device(_i);
+    test_live before = test_live_now();
+    clt_tensor *x = clt_tensor_ones(CLT_SHAPE(2), CLT_F32, dev);
+    clt_tensor *y = clt_tensor_zeros(CLT_SHAPE(2), CLT_F32, dev);
+    clt_tensor *z = clt_tensor_zeros(CLT_SHAPE(2), CLT_F32, dev);
+    ck_assert_int_eq(clt_tensor_set_grad(x, x), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_tensor_set_grad: a tensor cannot be its own gradient");
+    ck_assert_ptr_null(x->grad);
+    ck_assert_int_eq(clt_tensor_set_grad(x, y), CLT_OK);
+    ck_assert_int_eq(clt_tensor_set_grad(y, z), CLT_OK);
+    ck_assert_int_eq(clt_tensor_set_grad(z, x), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_tensor_set_grad: the gradient holds the tensor through its own "
+                        "gradients: a cycle");
+    ck_assert_ptr_null(z->grad);
+    ck_assert_int_eq(clt_tensor_set_grad(z, NULL), CLT_OK);
+    clt_tensor_release(z), clt_tensor_release(y), clt_tensor_release(x);
+    ck_assert_live_eq(test_live_now(), before);
+}
+END_TEST
+
+/* Backward hooks: a gradient replaced by one of the leaf's shape is used; one of another shape
+ * fails the pass with CLT_ERR_SHAPE and no gradient changes (an optimizer would have read a
+ * (1,) gradient as a (64, 64) one). */
+typedef struct replacing {
+    clt_tensor *with; /* the replacement, or NULL: halve the gradient */
+    int calls;
+} replacing;
+
+static void replace_grad(void *user, clt_tensor *leaf, clt_tensor **grad)
+{
+    replacing *r = user;
+    clt_tensor *g = r->with ? clt_tensor_retain(r->with) : clt_mul_scalar(*grad, 0.5);
+    (void)leaf;
+    r->calls++;
+    clt_tensor_release(*grad);
+    *grad = g;
+}
+
+START_TEST(test_autograd_hook_gradient_checked)
+{
+    clt_device *dev = test_device(_i);
+    clt_tensor *w = clt_tensor_full(CLT_SHAPE(64, 64), 3, CLT_F32, dev);
+    clt_tensor *wrong = clt_tensor_ones(CLT_SHAPE(1), CLT_F32, dev);
+    ck_assert_int_eq(clt_tensor_set_requires_grad(w, true), CLT_OK);
+    clt_tensor *sq = clt_mul(w, w), *loss = clt_sum(sq, NULL, 0, false); /* d/dw = 2w = 6 */
+    replacing half = {NULL, 0}, bad = {wrong, 0};
+    ck_assert_int_eq(clt_backward_ex(loss, NULL, true,
+                                     &(clt_backward_hooks){.leaf_ready = replace_grad,
+                                                           .user = &half}),
+                     CLT_OK);
+    ck_assert_int_eq(half.calls, 1);
+    double *g = test_values(w->grad);
+    for (int k = 0; k < 64 * 64; k++)
+        ck_assert_double_eq(g[k], 3);
+    free(g);
+    clt_tensor *kept = clt_tensor_grad(w);
+    ck_assert_int_eq(clt_backward_ex(loss, NULL, true,
+                                     &(clt_backward_hooks){.leaf_ready = replace_grad,
+                                                           .user = &bad}),
+                     CLT_ERR_SHAPE);
+    ck_assert_error_has("clt_backward: a leaf of shape (64, 64) was given a gradient of shape "
+                        "(1,) (by a backward hook)");
+    ck_assert_int_eq(bad.calls, 1);
+    ck_assert_ptr_eq(w->grad, kept); /* unchanged */
+    g = test_values(w->grad);
+    for (int k = 0; k < 64 * 64; k++)
+        ck_assert_double_eq(g[k], 3);
+    free(g);
+    clt_tensor_release(kept);
+    clt_tensor_release(loss), clt_tensor_release(sq), clt_tensor_release(wrong);
+    clt_tensor_release(w);
+}
+END_TEST
+
 Suite *suite_autograd(void)
 {
     Suite *s = suite_create("autograd");
@@ -748,6 +853,9 @@ Suite *suite_autograd(void)
     ADD_DEVICE_TEST(tc, test_autograd_no_leak);
     ADD_DEVICE_TEST(tc, test_autograd_allocation_failures);
     ADD_DEVICE_TEST(tc, test_autograd_gradients);
+    tcase_add_test(tc, test_autograd_deep_graph_release);
+    ADD_DEVICE_TEST(tc, test_autograd_grad_cycles_refused);
+    ADD_DEVICE_TEST(tc, test_autograd_hook_gradient_checked);
     suite_add_tcase(s, tc);
     return s;
 }

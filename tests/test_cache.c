@@ -1,5 +1,5 @@
 /* Cache suite: the disk cache of built OpenCL programs (a miss stores, another process hits;
- * corrupt, truncated and foreign entries are rebuilt; concurrent builders; CLT_CACHE_DIR=off; an
+ * corrupt, truncated and foreign entries and FIFOs are rebuilt; concurrent builders; CLT_CACHE_DIR=off; an
  * unwritable folder; the size cap's LRU eviction; clt_cache_get_info) and clt_device_warmup.
  * PoCL only. Processes that must start cold are forked at the start of a test, before it calls
  * OpenCL (PoCL hangs in children forked after). */
@@ -215,6 +215,32 @@ START_TEST(test_cache_foreign_entry_rejected)
     ck_assert_int_eq(s.rejected, 2);
     ck_assert_int_eq(s.hits, 0);
     ck_assert_int_eq(s.misses, 2);
+}
+END_TEST
+
+/* A FIFO at an entry's name (planted, or left by anything) is rejected at once instead of
+ * blocking every process that needs the program, and the rebuilt entry replaces it. */
+START_TEST(test_cache_fifo_entry_rejected)
+{
+    const char *dir = use_cache();
+    char names[8][64], path[256];
+    struct stat sb;
+    if (!dir)
+        return;
+    ck_assert(add_in_children(1, only_f32));
+    ck_assert_int_eq(list_files(dir, names, 8), 1);
+    snprintf(path, sizeof path, "%s/%s", dir, names[0]);
+    ck_assert_int_eq(unlink(path), 0);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+
+    ck_assert(add_is_right(CLT_F32));
+    clt__cl_cache_stats s = clt__cl_cache_get_stats();
+    ck_assert_int_eq(s.rejected, 1);
+    ck_assert_int_eq(s.hits, 0);
+    ck_assert_int_eq(s.stored, 1);
+    ck_assert_int_eq(stat(path, &sb), 0);
+    ck_assert(S_ISREG(sb.st_mode));
+    ck_assert_int_gt(sb.st_size, 40);
 }
 END_TEST
 
@@ -436,6 +462,7 @@ Suite *suite_cache(void)
     tcase_add_test(tc, test_cache_corrupt_entry_rebuilt);
     tcase_add_test(tc, test_cache_truncated_entry_rebuilt);
     tcase_add_test(tc, test_cache_foreign_entry_rejected);
+    tcase_add_test(tc, test_cache_fifo_entry_rejected);
     tcase_add_test(tc, test_cache_concurrent_builders);
     tcase_add_test(tc, test_cache_off_writes_nothing);
     tcase_add_test(tc, test_cache_default_folder);

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <zlib.h>
 
@@ -438,6 +439,28 @@ START_TEST(test_data_csv_plain)
 }
 END_TEST
 
+/* Integer labels are read exactly, to the last of 64 bits (not through a double). */
+START_TEST(test_data_csv_label_limits)
+{
+    char path[256];
+    csv_file(path, sizeof path, "9223372036854775807,1\n-9223372036854775808,2\n"
+                                "9007199254740993,3\n1e3,4\n");
+    clt_device_cpu();
+    clt_dataset *d = clt_dataset_csv(path, NULL);
+    static const int64_t want[] = {INT64_MAX, INT64_MIN, 9007199254740993, 1000};
+    ck_assert_msg(d != NULL, "%s", clt_last_error());
+    for (int i = 0; i < 4; i++) {
+        clt_tensor *item[CLT_DATA_MAX_FIELDS];
+        int64_t label;
+        ck_assert_int_eq(clt_dataset_get(d, i, item), CLT_OK);
+        ck_assert_int_eq(clt_tensor_copy_to_host(item[1], &label, sizeof label), CLT_OK);
+        ck_assert_msg(label == want[i], "row %d: label %lld", i, (long long)label);
+        clt_tensor_release(item[0]), clt_tensor_release(item[1]);
+    }
+    clt_dataset_release(d);
+}
+END_TEST
+
 /* Values as the library's conversion from f64 gives them. */
 static void *converted(const double *v, int64_t n, clt_dtype dtype)
 {
@@ -520,6 +543,8 @@ START_TEST(test_data_csv_bad_files)
         {"1,2,nan\n", ":1: label nan is not an integer"},
         {"1,2,inf\n", ":1: label inf is not an integer"},
         {"1,2,1e300\n", ":1: label 1e300 is beyond i64"},
+        {"1,2,9223372036854775808\n", ":1: label 9223372036854775808 is beyond i64"},
+        {"1,2,-9223372036854775809\n", ":1: label -9223372036854775809 is beyond i64"},
         {"", ": no rows"},
         {"\n\r\n\n", ": no rows"},
         {"1\n2\n", ": the first row has 1 column; a label and a feature need 2"},
@@ -535,6 +560,11 @@ START_TEST(test_data_csv_bad_files)
               ": label_column -4 is out of range for 3 columns");
     csv_fails("1,2,3,4\n", &(clt_csv_options){.ndim = 2, .shape = {2, 2}}, CLT_ERR_SHAPE,
               ": shape (2, 2) does not hold the 3 features");
+    /* a shape whose product overflows holds no three features */
+    csv_fails("1,2,3,4\n",
+              &(clt_csv_options){.ndim = 3, .shape = {(int64_t)1 << 62, 4, (int64_t)1 << 62}},
+              CLT_ERR_SHAPE,
+              ": shape (4611686018427387904, 4, 4611686018427387904) does not hold the 3 features");
     ck_assert_live_eq(test_live_now(), base);
 }
 END_TEST
@@ -559,8 +589,13 @@ START_TEST(test_data_csv_io_errors)
     snprintf(path, sizeof path, "%s/missing.csv", dir);
     snprintf(text, sizeof text, "cannot open %s: No such file or directory", path);
     csv_path_fails(path, NULL, CLT_ERR_IO, text);
-    snprintf(text, sizeof text, "cannot read %s: Is a directory", dir);
+    snprintf(text, sizeof text, "cannot open %s: not a regular file", dir);
     csv_path_fails(dir, NULL, CLT_ERR_IO, text);
+    /* a FIFO: refused at once, not read (which would block until a writer came) */
+    snprintf(path, sizeof path, "%s/fifo.csv", dir);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    snprintf(text, sizeof text, "cannot open %s: not a regular file", path);
+    csv_path_fails(path, NULL, CLT_ERR_IO, text);
     csv_path_fails(NULL, NULL, CLT_ERR_INVALID_ARGUMENT, "path is NULL");
     /* the first half of the digits file: a gzip stream cut short */
     FILE *in = fopen(CLT_TEST_DIGITS, "rb");
@@ -660,6 +695,7 @@ Suite *suite_data(void)
     tcase_add_test(tc, test_data_tensors_allocation_failures);
     tcase_add_test(tc, test_data_csv_digits);
     tcase_add_test(tc, test_data_csv_plain);
+    tcase_add_test(tc, test_data_csv_label_limits);
     tcase_add_test(tc, test_data_csv_scale_and_dtype);
     tcase_add_test(tc, test_data_csv_bad_files);
     tcase_add_test(tc, test_data_csv_io_errors);

@@ -3,10 +3,14 @@
  * metadata round trips; strict loads reject missing, unexpected and mismatched names and change
  * nothing; non-strict loads report what they skipped; every kind of malformed file, written
  * byte by byte here, is rejected with its message; allocation failures leak nothing; a model
- * PyTorch wrote (tests/data/torch_mlp.safetensors) gives PyTorch's output. */
+ * PyTorch wrote (tests/data/torch_mlp.safetensors) gives PyTorch's output; FIFOs, links planted
+ * at temporary names and modules holding broadcast views are handled. */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "helpers.h"
 
@@ -385,6 +389,95 @@ START_TEST(test_io_malformed_files)
 }
 END_TEST
 
+/* ---- hostile paths and modules ---------------------------------------------------------------- */
+
+/* A FIFO is refused at once instead of blocking the reader forever; a save writes through no
+ * link planted at a predictable temporary name, leaves no temporary file, and makes the file
+ * with the umask's mode. */
+START_TEST(test_io_hostile_paths)
+{
+    const char *dir = test_temp_dir();
+    clt_safetensors st;
+    char victim[600], planted[600];
+    clt_module *m = test_mlp(4, 5, 3, clt_nn_tanh(), 1);
+    ck_assert_int_eq(mkfifo(path_in(dir, "fifo.safetensors"), 0600), 0);
+    ck_assert_int_eq(clt_safetensors_load(path_in(dir, "fifo.safetensors"), NULL, &st), CLT_ERR_IO);
+    ck_assert_error_has("fifo.safetensors: not a readable regular file");
+    ck_assert_int_eq(clt_module_load(m, path_in(dir, "fifo.safetensors"), true, NULL), CLT_ERR_IO);
+    ck_assert_error_has("clt_module_load: ");
+
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    test_write_file(dir, "victim", "precious");
+    for (long pid = (long)getpid() - 2; pid <= (long)getpid() + 2; pid++) {
+        snprintf(planted, sizeof planted, "%s/model.safetensors.%ld.tmp", dir, pid);
+        ck_assert_int_eq(symlink(victim, planted), 0);
+    }
+    for (int k = 0; k < 2; k++) {
+        mode_t mask = k ? 077 : 022, old = umask(mask);
+        struct stat sb;
+        ck_assert_msg(clt_module_save(m, path_in(dir, "model.safetensors"), NULL, 0) == CLT_OK,
+                      "%s", clt_last_error());
+        umask(old);
+        ck_assert_int_eq(stat(path_in(dir, "model.safetensors"), &sb), 0);
+        ck_assert_int_eq(sb.st_mode & 0777, 0666 & ~mask);
+    }
+    FILE *f = fopen(victim, "r");
+    char text[16] = {0};
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(fgets(text, sizeof text, f));
+    fclose(f);
+    ck_assert_str_eq(text, "precious");
+    /* the folder holds the FIFO, the victim, the planted links and the file: nothing else */
+    DIR *d = opendir(dir);
+    int files = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (e->d_name[0] != '.') {
+            files++;
+            ck_assert_msg(strstr(e->d_name, ".tmp-") == NULL, "left behind: %s", e->d_name);
+        }
+    closedir(d);
+    ck_assert_int_eq(files, 2 + 5 + 1);
+    ck_assert_int_eq(clt_module_load(m, path_in(dir, "model.safetensors"), true, NULL), CLT_OK);
+    clt_module_release(m);
+}
+END_TEST
+
+static const clt_module_type holder_type = {"Holder", sizeof(clt_module), NULL, NULL, NULL};
+
+/* A load checks every value before it writes the first: a broadcast view among the module's
+ * buffers (registration accepts one) fails the load with nothing overwritten. */
+START_TEST(test_io_load_all_or_nothing)
+{
+    clt_device *dev = test_device(_i);
+    const char *dir = test_temp_dir();
+    clt_module *m = clt_module_new(&holder_type), *src = clt_module_new(&holder_type);
+    clt_tensor *w = clt_tensor_full(CLT_SHAPE(2), 1, CLT_F32, dev);
+    clt_tensor *one = clt_tensor_full(CLT_SHAPE(1), 5, CLT_F32, dev);
+    clt_tensor *wide = clt_expand(one, CLT_SHAPE(2));
+    clt_tensor *sw = clt_tensor_full(CLT_SHAPE(2), 7, CLT_F32, dev);
+    clt_tensor *sb = clt_tensor_full(CLT_SHAPE(2), 8, CLT_F32, dev);
+    ck_assert_int_eq(clt_module_register_parameter(m, "w", w), CLT_OK);
+    ck_assert_int_eq(clt_module_register_buffer(m, "wide", wide), CLT_OK);
+    ck_assert_int_eq(clt_module_register_parameter(src, "w", sw), CLT_OK);
+    ck_assert_int_eq(clt_module_register_buffer(src, "wide", sb), CLT_OK);
+    ck_assert_int_eq(clt_module_save(src, path_in(dir, "src.safetensors"), NULL, 0), CLT_OK);
+    ck_assert_int_eq(clt_module_load(m, path_in(dir, "src.safetensors"), true, NULL),
+                     CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_module_load: \"wide\" of the module is a broadcast view");
+    double *v = test_values(w);
+    ck_assert(v[0] == 1 && v[1] == 1); /* not overwritten with 7 */
+    free(v);
+    v = test_values(one);
+    ck_assert(v[0] == 5);
+    free(v);
+    clt_tensor *all[] = {sb, sw, wide, one, w};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        clt_tensor_release(all[k]);
+    clt_module_release(src);
+    clt_module_release(m);
+}
+END_TEST
+
 /* ---- PyTorch interop ------------------------------------------------------------------------- */
 
 /* tests/data/torch_mlp.safetensors, from tests/data/make_safetensors.py: a PyTorch MLP's
@@ -493,6 +586,8 @@ Suite *suite_io(void)
     ADD_DEVICE_TEST(tc, test_io_strict_errors);
     ADD_DEVICE_TEST(tc, test_io_non_strict_report);
     tcase_add_test(tc, test_io_malformed_files);
+    tcase_add_test(tc, test_io_hostile_paths);
+    ADD_DEVICE_TEST(tc, test_io_load_all_or_nothing);
     ADD_DEVICE_TEST(tc, test_io_torch_mlp);
     ADD_DEVICE_TEST(tc, test_io_fault_sweeps);
     suite_add_tcase(s, tc);

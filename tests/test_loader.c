@@ -3,6 +3,7 @@
  * holding the right items, distributed shards (num_replicas, rank), an error inside the dataset
  * reaching the caller with its message, and stopping early, restarting and freeing that leak
  * nothing. */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "helpers.h"
@@ -98,6 +99,48 @@ START_TEST(test_loader_epochs)
     }
     test_sync_all();
     ck_assert_live_eq(test_live_now(), before);
+    clt_dataset_release(d);
+}
+END_TEST
+
+/* A batch size far beyond the dataset's length gives one batch of every item on every device
+ * (staging memory is sized by the items a batch has); sizes whose memory would have no size are
+ * refused when the loader is made. */
+START_TEST(test_loader_huge_batch_size)
+{
+    clt_device *dev = test_device(_i);
+    counting c = {-1};
+    clt_dataset *d = counting_new(&c);
+    static const int64_t sizes[] = {((int64_t)1 << 61) + 1, INT64_MAX, ITEMS + 1};
+    for (int k = 0; k < 3; k++) {
+        for (int drop = 0; drop < 2; drop++) {
+            clt_loader_options o = {.batch_size = sizes[k], .drop_last = drop, .device = dev};
+            clt_loader *l = clt_loader_new(d, &o);
+            int64_t seen[ITEMS];
+            ck_assert_msg(l != NULL, "%s", clt_last_error());
+            ck_assert_int_eq(clt_loader_batches(l), drop ? 0 : 1);
+            ck_assert_int_eq(epoch(l, dev, sizes[k], seen), drop ? 0 : ITEMS);
+            for (int i = 0; !drop && i < ITEMS; i++)
+                ck_assert_int_eq(seen[i], i);
+            clt_loader_free(l);
+        }
+    }
+    /* a dataset whose batch of every item would need more than 2^64 bytes */
+    clt_field wide[2] = {{CLT_F32, 1, {(int64_t)1 << 40}}, {CLT_I64, 0, {0}}};
+    clt_dataset *huge = clt_dataset_new((int64_t)1 << 30, 2, wide, counting_get, NULL, &c);
+    ck_assert_ptr_nonnull(huge);
+    ck_assert_ptr_null(clt_loader_new(huge, &(clt_loader_options){.batch_size = 1 << 30,
+                                                                  .device = dev}));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_SHAPE);
+    ck_assert_error_has("clt_loader_new: a batch of field 0 would have shape (1073741824, "
+                        "1099511627776): more elements than memory can hold");
+    clt_field many[1] = {{CLT_U8, 0, {0}}};
+    clt_dataset *long_one = clt_dataset_new(INT64_MAX, 1, many, counting_get, NULL, &c);
+    ck_assert_ptr_null(clt_loader_new(long_one, &(clt_loader_options){.device = dev}));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_OUT_OF_MEMORY);
+    ck_assert_error_has("clt_loader_new: the order of 9223372036854775807 items needs more bytes");
+    clt_dataset_release(long_one);
+    clt_dataset_release(huge);
     clt_dataset_release(d);
 }
 END_TEST
@@ -278,6 +321,7 @@ Suite *suite_loader(void)
     ADD_DEVICE_TEST(tc, test_loader_replicas);
     ADD_DEVICE_TEST(tc, test_loader_dataset_error);
     ADD_DEVICE_TEST(tc, test_loader_early_stop);
+    ADD_DEVICE_TEST(tc, test_loader_huge_batch_size);
     tcase_add_test(tc, test_loader_subsets);
     tcase_add_test(tc, test_loader_allocation_failures);
     suite_add_tcase(s, tc);

@@ -1,8 +1,11 @@
 /* Memory suite: the caching allocator on every device (reuse by size class, exact statistics,
  * emptying the cache), the out-of-memory path under CLT_DEVICE_MEMORY_LIMIT (a retry that
  * succeeds once the cache is given back; a clean failure that names the sizes and leaves
- * existing tensors intact), and Oclgrind's 128 MiB device as a real small GPU. */
+ * existing tensors intact; values that name no size refused with a warning), and Oclgrind's 128 MiB device as a real small GPU. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "helpers.h"
 
@@ -84,6 +87,51 @@ START_TEST(test_memory_limit)
 }
 END_TEST
 
+static char warned[512];
+
+static void keep_warning(clt_log_level level, const char *message, void *user)
+{
+    (void)user;
+    if (level == CLT_LOG_WARN && strstr(message, "CLT_DEVICE_MEMORY_LIMIT"))
+        snprintf(warned, sizeof warned, "%s", message);
+}
+
+/* A CLT_DEVICE_MEMORY_LIMIT that names no size of at least one byte is refused with a warning
+ * naming the value (and no limit applies), where it silently meant "no limit" (or, cast from
+ * a double out of range, anything); good values still apply. One child process a value: the
+ * limit is read once, when a device's allocator starts. */
+START_TEST(test_memory_limit_refused)
+{
+    static const struct {
+        const char *value;
+        size_t limit; /* 0: refused */
+    } cases[] = {{"inf", 0}, {"1e30", 0}, {"0.5", 0}, {"-1", 0}, {"nan", 0}, {"1x", 0}, {"K", 0},
+                 {"1", 1}, {"1.5K", 1536}, {"2G", (size_t)2 << 30}};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            clt_memory_stats st;
+            char want[128];
+            setenv("OCL_ICD_VENDORS", test_temp_dir(), 1); /* cpu alone */
+            setenv("CLT_DEVICE_MEMORY_LIMIT", cases[k].value, 1);
+            clt_set_log_callback(keep_warning, NULL, CLT_LOG_WARN);
+            bool ok = clt_device_memory_stats(clt_device_cpu(), &st) == CLT_OK &&
+                      st.limit == cases[k].limit;
+            snprintf(want, sizeof want, "CLT_DEVICE_MEMORY_LIMIT=\"%s\" is not a size",
+                     cases[k].value);
+            ok = ok && (cases[k].limit ? warned[0] == '\0' : strstr(warned, want) != NULL);
+            _exit(ok ? 0 : 1);
+        }
+        int status = 0;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "CLT_DEVICE_MEMORY_LIMIT=%s: the limit or the warning is wrong",
+                      cases[k].value);
+    }
+}
+END_TEST
+
 /* Oclgrind's device has 128 MiB: the driver's own out-of-memory, and the retry after the cache
  * is given back. */
 START_TEST(test_memory_small_gpu)
@@ -129,6 +177,7 @@ Suite *suite_memory(void)
     TCase *tc = test_case("memory", 600);
     ADD_DEVICE_TEST(tc, test_memory_reuse);
     ADD_DEVICE_TEST(tc, test_memory_limit);
+    tcase_add_test(tc, test_memory_limit_refused);
     tcase_add_test(tc, test_memory_small_gpu);
     suite_add_tcase(s, tc);
     return s;

@@ -1,6 +1,6 @@
 /* Module suite: registration and dotted names, in-place moves that keep every handle, clones
  * that are independent, forward parity with the host, all-or-nothing moves under allocation
- * failures, and a 100M-parameter model. */
+ * failures, cycles refused, and a 100M-parameter model. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +74,48 @@ START_TEST(test_module_names)
     clt_module_train(&m->base, false);
     ck_assert(!clt_module_is_training(clt_module_get_child(&m->base, "seq.2")));
     clt_module_release(&m->base);
+}
+END_TEST
+
+/* Registration refuses any cycle, however deep (every walk over the modules would recurse
+ * forever, and the cycle would never be freed); a child shared by two parents is no cycle. The
+ * refused call changes nothing: counts, walks and release work after it and leak nothing. */
+START_TEST(test_module_cycles_refused)
+{
+    test_live before = test_live_now();
+    model *a = model_new();
+    clt_module *b = clt_nn_sequential(NULL, 0), *c = clt_nn_sequential(NULL, 0);
+    int64_t count = clt_module_parameter_count(&a->base);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(clt_module_register_module(&a->base, "self", &a->base), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_module_register_module: \"self\" (Model) is or contains the module "
+                        "(Model) it would join: modules cannot form a cycle");
+    ck_assert_int_eq(clt_module_register_module(b, "a", &a->base), CLT_OK);
+    ck_assert_int_eq(clt_module_register_module(&a->base, "b", b), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clt_module_register_module(c, "b", b), CLT_OK);
+    /* a -> seq, b -> a, c -> b: seq -> c would close a loop four modules long */
+    ck_assert_int_eq(clt_module_register_module(a->seq, "c", c), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("\"c\" (Sequential) is or contains the module (Sequential)");
+    /* the same child under two parents (a DAG) is allowed, and counted once */
+    ck_assert_int_eq(clt_module_register_module(c, "seq_too", a->seq), CLT_OK);
+    ck_assert_int_eq(clt_module_parameter_count(c), count);
+    ck_assert_int_eq(clt_module_parameter_count(&a->base), count);
+    names n = {0};
+    ck_assert_int_eq(clt_module_foreach_parameter(b, collect, &n), 0);
+    ck_assert_int_eq(n.n, 4);
+    ck_assert_str_eq(n.list[0], "a.seq.0.weight");
+    if (test_device_total > 1)
+        ck_assert_int_eq(clt_module_to(c, test_device(1)), CLT_OK);
+    clt_module *copy = clt_module_clone_to(c, clt_device_cpu());
+    ck_assert_ptr_nonnull(copy);
+    ck_assert_int_eq(clt_module_parameter_count(copy), count);
+    clt_module_release(copy);
+    clt_module_release(c);
+    clt_module_release(b);
+    clt_module_release(&a->base);
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), before);
 }
 END_TEST
 
@@ -465,6 +507,7 @@ Suite *suite_module(void)
     Suite *s = suite_create("module");
     TCase *tc = test_case("module", 600);
     tcase_add_test(tc, test_module_names);
+    tcase_add_test(tc, test_module_cycles_refused);
     ADD_DEVICE_TEST(tc, test_module_to_in_place);
     ADD_DEVICE_TEST(tc, test_module_clone_and_forward);
     ADD_DEVICE_TEST(tc, test_module_register_devices);

@@ -2,6 +2,7 @@
  * dropout on every device, against the host and against references computed here in double;
  * and the adjoint kernels of the backward passes (index_add, col2im, pool2d_backward) against
  * references written in scatter form. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,6 +158,49 @@ START_TEST(test_nn_edges)
     ck_assert_ptr_null(clt_conv2d(one, w, b64, NULL));
     ck_assert_error_has("clt_conv2d: the bias is f64, the input f32: they must match");
     clt_tensor *all[] = {b64, w, idx, mp, one, bn, rs, e4, se, empty, ub, ua, t, x};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        clt_tensor_release(all[k]);
+}
+END_TEST
+
+/* Window geometry near the int and int64 limits: errors, not overflows (UBSan) or geometry
+ * from truncated sizes. */
+START_TEST(test_nn_window_limits)
+{
+    clt_device *dev = test_device(_i);
+    clt_tensor *x = clt_tensor_ones(CLT_SHAPE(1, 16, 2, 2), CLT_F32, dev);
+    clt_tensor *w = clt_tensor_ones(CLT_SHAPE(1, 16, 1, 1), CLT_F32, dev);
+    /* padding INT_MAX: more than half of any kernel */
+    ck_assert_ptr_null(clt_max_pool2d(x, &(clt_pool2d_options){.kernel = {INT_MAX, 1},
+                                                               .padding = {INT_MAX, 0}}, NULL));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("padding at most half of it");
+    /* a padding just short of what a kernel of INT_MAX needs to fit the 2 rows */
+    ck_assert_ptr_null(clt_avg_pool2d(x, &(clt_pool2d_options){.kernel = {INT_MAX, 1},
+                                                               .padding = {INT_MAX / 2 - 1, 0}}));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_SHAPE);
+    ck_assert_error_has("clt_avg_pool2d: the 2147483647x1 window does not fit the 2x2 input");
+    /* conv2d: padding INT_MAX each way would unfold into (2^32)^2 columns */
+    ck_assert_ptr_null(clt_conv2d(x, w, NULL, &(clt_conv2d_options){.padding = {INT_MAX, INT_MAX}}));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_SHAPE);
+    ck_assert_error_has("clt_conv2d: input (1, 16, 2, 2) and weight (1, 16, 1, 1): the unfolded "
+                        "input would have more than 9223372036854775807 elements");
+    /* a kernel height beyond INT_MAX (in an empty weight) is refused, not truncated to 1 */
+    clt_tensor *tall = clt_tensor_zeros(CLT_SHAPE(0, 16, ((int64_t)1 << 32) + 1, 1), CLT_F32, dev);
+    ck_assert_ptr_null(clt_conv2d(x, tall, NULL, NULL));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_SHAPE);
+    ck_assert_error_has("kh and kw at most INT_MAX");
+    /* C / groups against an enormous weight: compared, not multiplied */
+    clt_tensor *wide = clt_tensor_zeros(CLT_SHAPE(0, (int64_t)1 << 60, 1, 1), CLT_F32, dev);
+    ck_assert_ptr_null(clt_conv2d(x, wide, NULL, &(clt_conv2d_options){.groups = 16}));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_SHAPE);
+    ck_assert_error_has("(groups 16): expected (N, C, H, W), (O, C / groups, kh, kw)");
+    /* and a geometry at the limit that is fine: padding 3 of a 7-wide kernel */
+    clt_tensor *x1 = clt_tensor_ones(CLT_SHAPE(1, 1, 2, 2), CLT_F32, dev);
+    clt_tensor *p = clt_max_pool2d(x1, &(clt_pool2d_options){.kernel = {7, 7}, .stride = {1, 1},
+                                                              .padding = {3, 3}}, NULL);
+    check(clt_tensor_retain(p), (double[]){1, 1, 1, 1}, 4, 0, "7x7 max pool padded by 3");
+    clt_tensor *all[] = {p, x1, wide, tall, w, x};
     for (size_t k = 0; k < sizeof all / sizeof *all; k++)
         clt_tensor_release(all[k]);
 }
@@ -638,6 +682,7 @@ Suite *suite_nn(void)
     ADD_DEVICE_TEST(tc, test_losses);
     ADD_DEVICE_TEST(tc, test_gathers);
     ADD_DEVICE_TEST(tc, test_nn_edges);
+    ADD_DEVICE_TEST(tc, test_nn_window_limits);
     ADD_DEVICE_TEST(tc, test_conv2d);
     ADD_DEVICE_TEST(tc, test_pooling);
     ADD_DEVICE_TEST(tc, test_col2im);

@@ -3,6 +3,7 @@
  * promotion table, values worked out by hand, views sharing storage, cat and stack, the
  * in-place forms, bad input and allocation failures. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -18,7 +19,8 @@ static bool floating(clt_dtype t)
 }
 
 /* Deterministic test data: values from a small generator, made on cpu in dtype. `positive`
- * keeps floats in (0.1, 3) for log, sqrt and pow; integers lie in -4..4 (0..8 for u8). */
+ * keeps floats in (0.1, 3) for log, sqrt and pow; integers lie in -4..4 (0..8 for u8, and with
+ * `positive`: an integer power's exponent must not be negative). */
 static clt_tensor *data(clt_dtype dt, int ndim, const int64_t *shape, unsigned seed, bool positive)
 {
     int64_t n = 1;
@@ -34,7 +36,7 @@ static clt_tensor *data(clt_dtype dt, int ndim, const int64_t *shape, unsigned s
         else if (dt == CLT_BOOL)
             v[i] = u < 0.5;
         else
-            v[i] = floor(u * 9.0) - (dt == CLT_U8 ? 0 : 4);
+            v[i] = floor(u * 9.0) - (dt == CLT_U8 || positive ? 0 : 4);
     }
     clt_tensor *f = clt_tensor_from_data(v, CLT_F64, ndim, shape, clt_device_cpu());
     clt_tensor *t = clt_tensor_to_dtype(f, dt);
@@ -305,7 +307,9 @@ START_TEST(test_ops_values)
     clt_tensor *a = vec(CLT_I32, big, 3, dev), *b = vec(CLT_I32, one, 3, dev);
     expect(clt_add(a, b), (double[]){-2147483648.0, 2147483647, 7}, 3, 0, "i32 add wraps");
     expect(clt_abs(a), (double[]){2147483647, -2147483648.0, 5}, 3, 0, "abs(INT_MIN) wraps");
-    expect(clt_pow(b, b), (double[]){1, -1, 4}, 3, 0, "integer pow");
+    clt_tensor *odd = vec(CLT_I32, (double[]){1, 3, 2}, 3, dev);
+    expect(clt_pow(b, odd), (double[]){1, -1, 4}, 3, 0, "integer pow");
+    clt_tensor_release(odd);
     clt_tensor_release(a), clt_tensor_release(b);
 
     const double u[] = {200, 255, 3}, w[] = {100, 1, 4};
@@ -556,6 +560,100 @@ START_TEST(test_ops_bad_input)
 }
 END_TEST
 
+/* Sizes near the 64-bit limit: every view either has a shape whose elements it really holds
+ * or fails with an error naming the function, and nothing reads or writes out of bounds. */
+START_TEST(test_views_size_limits)
+{
+    clt_device *dev = test_device(_i);
+    clt_tensor *x = clt_tensor_arange(0, 5, 1, CLT_I64, dev); /* 0..4 */
+    /* x[0:5:huge] is x[0:1], x[3:5:huge] is x[3:4], as in Python */
+    clt_tensor *a = clt_slice(x, 0, 0, 5, INT64_MAX - 1), *b = clt_slice(x, 0, 0, 5, INT64_MAX);
+    clt_tensor *c = clt_slice(x, 0, 3, 5, INT64_MAX / 2);
+    expect_i64(a, (int64_t[]){0}, 1, "x[0:5:INT64_MAX - 1]");
+    expect_i64(b, (int64_t[]){0}, 1, "x[0:5:INT64_MAX]");
+    expect_i64(c, (int64_t[]){3}, 1, "x[3:5:INT64_MAX / 2]");
+    clt_tensor *e = clt_slice(x, 0, INT64_MIN, INT64_MAX, 2);
+    expect_i64(e, (int64_t[]){0, 2, 4}, 3, "x[-huge:huge:2]");
+    ck_assert_int_eq(clt_fill_(a, 7), CLT_OK);
+    ck_assert_int_eq(clt_fill_(c, 9), CLT_OK);
+    expect_i64(x, (int64_t[]){7, 1, 2, 9, 4}, 5, "fill_ through the one-element slices");
+
+    /* a shape whose product wraps is no shape of four elements */
+    ck_assert_ptr_null(clt_view(x, CLT_SHAPE(((int64_t)1 << 62) + 1, 4)));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_SHAPE);
+    ck_assert_error_has("clt_view: shape (4611686018427387905, 4) is invalid for a tensor of shape (5,)");
+    clt_tensor *four = clt_narrow(x, 0, 0, 4);
+    ck_assert_ptr_null(clt_reshape(four, CLT_SHAPE(((int64_t)1 << 62) + 1, 4)));
+    ck_assert_error_has("clt_reshape: shape (4611686018427387905, 4) is invalid");
+    ck_assert_ptr_null(clt_view(four, CLT_SHAPE(-1, (int64_t)1 << 62, 4)));
+    ck_assert_error_has("clt_view: shape (-1, 4611686018427387904, 4) is invalid");
+    clt_tensor *none = clt_tensor_zeros(CLT_SHAPE(0), CLT_F32, dev);
+    /* no elements, but sizes whose strides would overflow */
+    ck_assert_ptr_null(clt_view(none, CLT_SHAPE(INT64_MAX, 2, 0)));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_SHAPE);
+    clt_tensor *ok = clt_view(none, CLT_SHAPE(INT64_MAX, 0));
+    ck_assert_ptr_nonnull(ok);
+    ck_assert_int_eq(clt_tensor_numel(ok), 0);
+
+    /* narrow: start + length past INT64_MAX is out of range, not an empty view */
+    ck_assert_ptr_null(clt_narrow(x, 0, 2, INT64_MAX));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_narrow: start 2 and length 9223372036854775807 are out of range");
+
+    /* expand: (2^32)^2 elements do not fit in 64 bits; (2^31)^2 do, as a view */
+    clt_tensor *one = clt_narrow(x, 0, 1, 1), *one2 = clt_view(one, CLT_SHAPE(1, 1));
+    ck_assert_ptr_null(clt_expand(one2, CLT_SHAPE((int64_t)1 << 32, (int64_t)1 << 32)));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_SHAPE);
+    ck_assert_error_has("clt_expand: a view of shape (4294967296, 4294967296) would have more than");
+    clt_tensor *big = clt_expand(one2, CLT_SHAPE((int64_t)1 << 31, (int64_t)1 << 31));
+    ck_assert_ptr_nonnull(big);
+    ck_assert_int_eq(clt_tensor_numel(big), (int64_t)1 << 62);
+    clt_tensor *corner = clt_narrow(big, 1, ((int64_t)1 << 31) - 1, 1);
+    clt_tensor *tiny = corner ? clt_narrow(corner, 0, 5, 2) : NULL;
+    expect_i64(tiny, (int64_t[]){1, 1}, 2, "a corner of the expanded view");
+
+    /* cat: sizes that add up past INT64_MAX */
+    clt_tensor *half = clt_expand(one, CLT_SHAPE((int64_t)1 << 62));
+    ck_assert_ptr_nonnull(half);
+    ck_assert_ptr_null(clt_cat((clt_tensor *[]){half, half}, 2, 0));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_SHAPE);
+    ck_assert_error_has("clt_cat: the sizes of dimension 0 add up to more than 9223372036854775807");
+
+    /* unsqueeze of a one-element slice whose stride is huge */
+    clt_tensor *u = clt_unsqueeze(a, 0);
+    expect_i64(u, (int64_t[]){7}, 1, "unsqueeze of x[0:5:huge]");
+    clt_tensor *all[] = {u, half, tiny, corner, big, one2, one, ok, none, four, e, c, b, a, x};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        clt_tensor_release(all[i]);
+}
+END_TEST
+
+/* An integer to a negative integer power is refused, as PyTorch refuses it. */
+START_TEST(test_ops_pow_negative_integer_exponent)
+{
+    clt_device *dev = test_device(_i);
+    static const clt_dtype exps[] = {CLT_I32, CLT_I64};
+    clt_tensor *base = test_tensor(dev, CLT_I64, (double[]){2, 3, -2}, 1, (int64_t[]){3});
+    for (int k = 0; k < 2; k++) {
+        clt_tensor *neg = test_tensor(dev, exps[k], (double[]){3, -1, 2}, 1, (int64_t[]){3});
+        clt_tensor *pos = test_tensor(dev, exps[k], (double[]){3, 2, 0}, 1, (int64_t[]){3});
+        ck_assert_ptr_null(clt_pow(base, neg));
+        ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+        ck_assert_error_has("clt_pow: integers to negative integer powers are not allowed "
+                            "(the exponent holds -1)");
+        ck_assert_ptr_null(clt_pow(neg, neg)); /* i32 ** i32 too */
+        clt_tensor *p = clt_pow(base, pos);
+        expect_i64(p, (int64_t[]){8, 9, 1}, 3, "integer ** non-negative");
+        clt_tensor_release(p);
+        /* a floating side makes it a floating power: allowed */
+        clt_tensor *f = clt_tensor_to_dtype(base, CLT_F32);
+        expect(clt_pow(f, neg), (double[]){8, 1.0 / 3, 4}, 3, 1e-6, "f32 ** negative integers");
+        clt_tensor_release(f), clt_tensor_release(pos), clt_tensor_release(neg);
+    }
+    clt_tensor_release(base);
+}
+END_TEST
+
 typedef struct fault_case {
     clt_tensor *a, *b, *t; /* t: a transposed */
     int which;
@@ -604,6 +702,7 @@ Suite *suite_ops(void)
     tcase_add_test(tc, test_ops_promotion_table);
     ADD_DEVICE_TEST(tc, test_ops_values);
     ADD_DEVICE_TEST(tc, test_ops_bad_input);
+    ADD_DEVICE_TEST(tc, test_ops_pow_negative_integer_exponent);
     ADD_DEVICE_TEST(tc, test_ops_allocation_failures);
     suite_add_tcase(s, tc);
     tc = test_case("views", 300);
@@ -612,6 +711,7 @@ Suite *suite_ops(void)
     ADD_DEVICE_TEST(tc, test_cat_stack);
     ADD_DEVICE_TEST(tc, test_in_place);
     ADD_DEVICE_TEST(tc, test_in_place_overlap);
+    ADD_DEVICE_TEST(tc, test_views_size_limits);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "helpers.h"
+#include "tensor/tensor_internal.h"
 
 enum { N = 7, STEPS = 4 };
 
@@ -201,6 +202,36 @@ static double epoch(clt_module *m, clt_optimizer *opt)
     return total / 8;
 }
 
+/* A gradient of another shape than its parameter's (clt_tensor_set_grad and backward refuse to
+ * store one; the optimizer checks again) fails the step, which changes nothing, rather than
+ * reading past the gradient. */
+START_TEST(test_optim_gradient_shape_refused)
+{
+    clt_device *dev = test_device(_i);
+    clt_tensor *w = clt_tensor_full(CLT_SHAPE(64, 64), 2, CLT_F32, dev);
+    clt_tensor *g = clt_tensor_ones(CLT_SHAPE(1), CLT_F32, dev);
+    clt_tensor_set_requires_grad(w, true);
+    for (int kind = 0; kind < 2; kind++) {
+        clt_optimizer *opt = kind ? clt_optim_adam(&w, 1, &(clt_adam_options){.lr = 0.1})
+                                  : clt_optim_sgd(&w, 1, &(clt_sgd_options){.lr = 0.1});
+        ck_assert_ptr_nonnull(opt);
+        w->grad = clt_tensor_retain(g); /* past the public checks */
+        ck_assert_int_eq(clt_optim_step(opt), CLT_ERR_SHAPE);
+        ck_assert_error_has("parameter 0 has shape (64, 64), its gradient (1,)");
+        ck_assert_int_eq(clt_optim_steps(opt), 0);
+        double *v = test_values(w);
+        for (int k = 0; k < 64 * 64; k++)
+            ck_assert_double_eq(v[k], 2);
+        free(v);
+        clt_tensor_release(w->grad);
+        w->grad = NULL;
+        clt_optim_free(opt);
+    }
+    clt_tensor_release(g);
+    clt_tensor_release(w);
+}
+END_TEST
+
 START_TEST(test_optim_same_trajectory)
 {
     clt_device *dev = test_device(_i);
@@ -298,6 +329,7 @@ Suite *suite_optim(void)
     TCase *tc = test_case("optim", 900);
     ADD_DEVICE_TEST(tc, test_optim_rules);
     ADD_DEVICE_TEST(tc, test_optim_arguments);
+    ADD_DEVICE_TEST(tc, test_optim_gradient_shape_refused);
     ADD_DEVICE_TEST(tc, test_optim_same_trajectory);
     ADD_DEVICE_TEST(tc, test_optim_state_follows_the_model);
     ADD_DEVICE_TEST(tc, test_optim_allocation_failures);

@@ -3,13 +3,16 @@
  * device for its scope with CLT_WITH_DEVICE, end with the parameters that the same training gives
  * when run alone; threads sharing one device's tensors and module read-only (products,
  * reductions, elementwise operations, a forward without recording, copies to the host) all get
- * the results computed before they started. CI runs this suite, the loader's and DataParallel's
+ * the results computed before they started; a module moved between devices and dtypes while
+ * another thread retains and releases its parameter keeps every reference. CI runs this suite, the loader's and DataParallel's
  * under ThreadSanitizer too (CLT_SANITIZE_THREAD). */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "helpers.h"
+#include "tensor/tensor_internal.h"
 
 enum { STEPS = 6, READERS = 4, ROUNDS = 5 };
 
@@ -228,12 +231,68 @@ START_TEST(test_threads_shared_read_only)
 }
 END_TEST
 
+/* ---- moving a module while another thread retains and releases its parameters ----------------- */
+
+typedef struct holder {
+    clt_tensor *p;
+    atomic_bool stop;
+    long rounds;
+} holder;
+
+static void *hold_thread(void *arg)
+{
+    holder *h = arg;
+    while (!atomic_load(&h->stop)) {
+        for (int k = 0; k < 3; k++)
+            clt_tensor_retain(h->p);
+        for (int k = 0; k < 3; k++)
+            clt_tensor_release(h->p);
+        h->rounds++;
+    }
+    return NULL;
+}
+
+/* clt_module_to swaps a parameter's data in place: a retain or release of that handle on another
+ * thread meanwhile must not be lost (the handle would be freed while the module holds it, or
+ * never). Moves between cpu and the device, and between f32 and f64, while a thread retains and
+ * releases the weight; afterwards the handle has exactly the module's reference and ours. */
+START_TEST(test_threads_move_while_retained)
+{
+    clt_device *dev = test_device(_i);
+    clt_module *m = test_mlp(8, 16, 4, clt_nn_relu(), 3);
+    holder h = {.p = clt_tensor_retain(clt_module_get_parameter(m, "0.weight"))};
+    pthread_t thread;
+    double *before = test_values(h.p);
+    atomic_init(&h.stop, false);
+    ck_assert_int_eq(pthread_create(&thread, NULL, hold_thread, &h), 0);
+    for (int round = 0; round < 400; round++) {
+        ck_assert_int_eq(clt_module_to_dtype(m, round % 2 ? CLT_F32 : CLT_F64), CLT_OK);
+        if (dev != clt_device_cpu())
+            ck_assert_int_eq(clt_module_to(m, round % 2 ? clt_device_cpu() : dev), CLT_OK);
+    }
+    atomic_store(&h.stop, true);
+    ck_assert_int_eq(pthread_join(thread, NULL), 0);
+    ck_assert_int_gt(h.rounds, 0);
+    ck_assert_int_eq(atomic_load(&h.p->refs), 2);
+    ck_assert_ptr_eq(clt_module_get_parameter(m, "0.weight"), h.p);
+    ck_assert_ptr_eq(clt_tensor_device(h.p), clt_device_cpu());
+    ck_assert_int_eq(clt_tensor_dtype(h.p), CLT_F32);
+    double *after = test_values(h.p);
+    for (int k = 0; k < 8 * 16; k++)
+        ck_assert_double_eq(after[k], before[k]);
+    free(after), free(before);
+    clt_tensor_release(h.p);
+    clt_module_release(m);
+}
+END_TEST
+
 Suite *suite_threads(void)
 {
     Suite *s = suite_create("threads");
     TCase *tc = test_case("threads", 600);
     tcase_add_test(tc, test_threads_train_per_device);
     ADD_DEVICE_TEST(tc, test_threads_shared_read_only);
+    ADD_DEVICE_TEST(tc, test_threads_move_while_retained);
     suite_add_tcase(s, tc);
     return s;
 }

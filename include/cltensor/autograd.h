@@ -34,7 +34,8 @@ CLT_API bool clt_tensor_is_leaf(const clt_tensor *x);
 CLT_API clt_tensor *clt_tensor_grad(const clt_tensor *x);
 /* Replaces x's gradient with grad (retained; NULL clears it, as PyTorch's x.grad = None).
  * grad must have x's shape, dtype and device (CLT_ERR_SHAPE / _DTYPE / _DEVICE_MISMATCH);
- * CLT_ERR_INVALID_ARGUMENT for a NULL x. On failure x's gradient is unchanged. */
+ * CLT_ERR_INVALID_ARGUMENT for a NULL x, for grad == x, and for a grad that holds x through
+ * its own gradients (a cycle never freed). On failure x's gradient is unchanged. */
 CLT_API clt_status clt_tensor_set_grad(clt_tensor *x, clt_tensor *grad);
 /* The name of the node that made x ("MulBackward", "AddmmBackward"), a static string; NULL (no
  * error set) for NULL, a leaf or a tensor that records nothing. */
@@ -60,7 +61,9 @@ typedef struct clt_backward_hooks {
     /* A leaf's gradient from this pass is complete, before it is added into the leaf's grad:
      * *grad is a reference the pass holds, which the hook may replace (now, or from another
      * thread until finish returns) by a new reference of the same shape, dtype and device,
-     * releasing the one it replaces. Called once per leaf, in the order they complete. */
+     * releasing the one it replaces (another shape fails the pass with CLT_ERR_SHAPE, no
+     * gradient changed; another device or dtype with CLT_ERR_DEVICE_MISMATCH). Called once per
+     * leaf, in the order they complete. */
     void (*leaf_ready)(void *user, clt_tensor *leaf, clt_tensor **grad);
     /* Called once at the end of the pass, also when it failed (status is then its error): the
      * hook finishes or abandons its work. A failure it returns fails the pass, nothing

@@ -62,7 +62,7 @@ CLT_API clt_dataset *clt_dataset_tensors(clt_tensor *const *tensors, int n);
 /* A CSV file of numbers without a header, gzip-compressed or plain (told apart by its first
  * bytes), one item a row: the features (every column but the label, as `dtype`, each value
  * multiplied by `scale`, shaped as `shape` when ndim > 0, else flat) and the label (an integer
- * column, i64). */
+ * column, i64, read exactly to all 64 bits when written as a decimal integer). */
 typedef struct clt_csv_options {
     int label_column; /* 0-based; negative counts from the end (-1: the last) */
     clt_dtype dtype;  /* of the features; CLT_DTYPE_NONE (0) means f32 */
@@ -73,8 +73,8 @@ typedef struct clt_csv_options {
 /* Reads the whole file into a new dataset with one reference; options NULL means all zeros
  * (the label in column 0). Blank lines, CRLF line ends and blanks around values are accepted;
  * numbers are read with strtod (the C locale's decimal point unless the program changed
- * LC_NUMERIC). NULL with the last error set: CLT_ERR_IO for a file that cannot be read (naming
- * it and why); CLT_ERR_INVALID_ARGUMENT for a NULL path, a label column out of range, or naming
+ * LC_NUMERIC). NULL with the last error set: CLT_ERR_IO for a file that cannot be read or is
+ * not a regular file (a FIFO is refused, not waited on), naming it and why; CLT_ERR_INVALID_ARGUMENT for a NULL path, a label column out of range, or naming
  * the line and column of a value that is not a number, a row with another number of columns
  * than the first, a label that is not an integer, or a file without rows or with one column;
  * CLT_ERR_DTYPE for a bad dtype; CLT_ERR_SHAPE for a bad shape or one that does not hold the
@@ -127,7 +127,10 @@ typedef struct clt_loader_options {
 /* A loader over d (retained), its background thread started; freed with clt_loader_free. NULL
  * with the last error set: CLT_ERR_INVALID_ARGUMENT for a NULL d, a negative batch_size,
  * prefetch outside 0..64, a negative num_replicas or a rank outside 0..num_replicas-1;
- * CLT_ERR_UNSUPPORTED for an f64 field on a device without fp64. */
+ * CLT_ERR_UNSUPPORTED for an f64 field on a device without fp64; CLT_ERR_SHAPE or
+ * CLT_ERR_OUT_OF_MEMORY when a batch or the epoch's order would need more memory than a size
+ * can count. Any batch_size works: batches and their staging memory are sized by the items
+ * they hold (a batch_size beyond the dataset's length gives one batch of every item). */
 CLT_API clt_loader *clt_loader_new(clt_dataset *d, const clt_loader_options *options);
 /* The next batch of the current epoch: batch[k] receives a new tensor for field k, of shape
  * (n, field shape...) on the loader's device, and CLT_OK is returned. At the end of the epoch

@@ -89,7 +89,7 @@ CLT_API clt_status clt_device_synchronize(clt_device *dev);
  * made, so that running out of memory shows there rather than in a later kernel.
  * An OpenCL device holds at most its global memory (some drivers promise more and fail later);
  * CLT_DEVICE_MEMORY_LIMIT (bytes, with K/M/G) caps what each device may hold instead, cache
- * included. */
+ * included; a value that is no size of at least one byte is ignored with a warning. */
 typedef struct clt_memory_stats {
     size_t allocated;          /* held by tensors, in size-class bytes */
     size_t cached;             /* kept for reuse */

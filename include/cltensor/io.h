@@ -29,8 +29,9 @@ typedef struct clt_metadata {
 } clt_metadata;
 
 /* Writes `count` tensors (distinct names, any devices and dtypes, views included) and
- * `metadata_count` metadata pairs to `path`, through a temporary file renamed over it, so that
- * a failure leaves any old file as it was. metadata may be NULL when metadata_count is 0.
+ * `metadata_count` metadata pairs to `path`, through a new temporary file of an unpredictable
+ * name in path's folder (created exclusively, never through a link; the umask's mode) renamed
+ * over it, so that a failure leaves any old file as it was. metadata may be NULL when metadata_count is 0.
  * CLT_ERR_INVALID_ARGUMENT for a NULL path, tensor, name or string, a negative count, a
  * repeated name or the reserved name "__metadata__"; CLT_ERR_IO naming what failed. */
 CLT_API clt_status clt_safetensors_save(const char *path, const clt_named_tensor *tensors,
@@ -55,7 +56,8 @@ typedef struct clt_safetensors {
 
 /* Reads every tensor of `path` into new tensors on `dev` (NULL: cpu), filling *out, which the
  * caller empties with clt_safetensors_clear. On failure *out is left empty (zeroed) and
- * nothing is kept; CLT_ERR_INVALID_ARGUMENT for a NULL path or out. */
+ * nothing is kept; CLT_ERR_INVALID_ARGUMENT for a NULL path or out; CLT_ERR_IO for a path that
+ * is no regular file (a FIFO is refused at once, not waited on). */
 CLT_API clt_status clt_safetensors_load(const char *path, clt_device *dev, clt_safetensors *out);
 /* Releases what clt_safetensors_load put in *st and zeroes it; accepts NULL and empty ones. */
 CLT_API void clt_safetensors_clear(clt_safetensors *st);
@@ -83,7 +85,9 @@ typedef struct clt_load_report {
  * tensor and the error lists the names at fault (CLT_ERR_INVALID_ARGUMENT); nor does one that
  * cannot be read (CLT_ERR_IO, CLT_ERR_INVALID_ARGUMENT), nor running out of host or device
  * memory (every value is read and placed on its tensor's device before any is copied in, so
- * a load needs room there for a second copy of what it loads). report, if not NULL, is zeroed first and receives the
+ * a load needs room there for a second copy of what it loads), nor a module tensor that
+ * cannot be written (a broadcast view: CLT_ERR_INVALID_ARGUMENT naming it, before any copy).
+ * report, if not NULL, is zeroed first and receives the
  * missing and unexpected names whenever the file could be read, also when strictness rejects
  * it (clear it with clt_load_report_clear); it is left empty on running out of memory. */
 CLT_API clt_status clt_module_load(clt_module *m, const char *path, bool strict,

@@ -50,7 +50,8 @@ CLT_API void clt_module_release(clt_module *m);
 
 /* Registers a parameter, a buffer or a child under a name unique in m (no '.'), taking a new
  * reference to it; a floating parameter is marked as requiring grad. CLT_ERR_INVALID_ARGUMENT
- * for NULL, a bad or taken name, a parameter that is not a leaf or m itself as a child; once
+ * for NULL, a bad or taken name, a parameter that is not a leaf, or a child that is m or holds
+ * it at any depth (modules never form a cycle; one child under several parents is fine); once
  * m (or a child of it) holds a tensor, a new tensor, or the tensors of a new child, must be on
  * that tensor's device (CLT_ERR_DEVICE_MISMATCH). On failure m is unchanged. */
 CLT_API clt_status clt_module_register_parameter(clt_module *m, const char *name, clt_tensor *t);
@@ -89,7 +90,8 @@ CLT_API bool clt_module_is_training(const clt_module *m);
  * place: m, its children and every tensor handle stay the same objects and report dev
  * afterwards (PyTorch's model.to(device) returns the same module). Nothing to do when already
  * there. All or nothing: if any copy fails, everything stays on its old device with its
- * values, and the error says what failed; CLT_ERR_INVALID_ARGUMENT for a NULL m or dev. */
+ * values, and the error says what failed; CLT_ERR_INVALID_ARGUMENT for a NULL m or dev.
+ * Other threads may retain and release m's tensors meanwhile, not compute with them or move m. */
 CLT_API clt_status clt_module_to(clt_module *m, clt_device *dev);
 /* The same for the dtype of floating parameters and buffers (integer buffers keep theirs);
  * CLT_ERR_DTYPE for a dtype that is not floating. */

@@ -39,7 +39,7 @@ CLT_API const int64_t *clt_tensor_strides(const clt_tensor *x);
 /* x itself (retained) when contiguous, else a contiguous copy: a new reference either way. */
 CLT_API clt_tensor *clt_contiguous(clt_tensor *x);
 /* The same elements in a new shape; one size may be -1 (inferred); CLT_ERR_SHAPE when the
- * element counts differ. clt_view fails (CLT_ERR_SHAPE) when x's strides do not allow it
+ * element counts differ or the sizes multiply past INT64_MAX (zeros taken as ones). clt_view fails (CLT_ERR_SHAPE) when x's strides do not allow it
  * without a copy; clt_reshape then returns a view of a contiguous copy. */
 CLT_API clt_tensor *clt_view(clt_tensor *x, int ndim, const int64_t *shape);
 CLT_API clt_tensor *clt_reshape(clt_tensor *x, int ndim, const int64_t *shape);
@@ -56,13 +56,14 @@ CLT_API clt_tensor *clt_squeeze_all(clt_tensor *x);
  * when x already has CLT_MAX_DIMS dimensions. */
 CLT_API clt_tensor *clt_unsqueeze(clt_tensor *x, int dim);
 /* Elements start .. start+length-1 of dimension dim; CLT_ERR_INVALID_ARGUMENT when they are
- * not all in it or x is 0-d. */
+ * not all in it (start + length past INT64_MAX included) or x is 0-d. */
 CLT_API clt_tensor *clt_narrow(clt_tensor *x, int dim, int64_t start, int64_t length);
 /* x[..., start:end:step, ...] along dim, Python's rules for negative and out-of-range start and
- * end; CLT_ERR_INVALID_ARGUMENT for step <= 0 or a 0-d x. */
+ * end (any step up to INT64_MAX: x[0:5:huge] is x[0:1]); CLT_ERR_INVALID_ARGUMENT for step <= 0
+ * or a 0-d x. */
 CLT_API clt_tensor *clt_slice(clt_tensor *x, int dim, int64_t start, int64_t end, int64_t step);
 /* Broadcasts size-1 dimensions (and new leading ones) to `shape`; -1 keeps a size. No copy;
- * CLT_ERR_SHAPE for a shape x cannot be expanded to. */
+ * CLT_ERR_SHAPE for a shape x cannot be expanded to or one of more than INT64_MAX elements. */
 CLT_API clt_tensor *clt_expand(clt_tensor *x, int ndim, const int64_t *shape);
 
 /* --- joining ---------------------------------------------------------------------------------- */
@@ -70,14 +71,16 @@ CLT_API clt_tensor *clt_expand(clt_tensor *x, int ndim, const int64_t *shape);
 /* Concatenates n tensors along an existing dimension / stacks them along a new one. All on one
  * device, of the same shape but in dim (cat) or of one shape (stack) (CLT_ERR_SHAPE); dtypes
  * are promoted as above. CLT_ERR_INVALID_ARGUMENT for NULL xs or n < 1; clt_cat refuses 0-d
- * tensors (CLT_ERR_SHAPE). */
+ * tensors and sizes in dim that add up past INT64_MAX (CLT_ERR_SHAPE). */
 CLT_API clt_tensor *clt_cat(clt_tensor *const *xs, int n, int dim);
 CLT_API clt_tensor *clt_stack(clt_tensor *const *xs, int n, int dim);
 
 /* --- elementwise ------------------------------------------------------------------------------ */
 
 /* a + b, a - b, a * b, a / b and a ** b elementwise, broadcast and promoted as above. sub and
- * pow refuse two bool inputs (CLT_ERR_DTYPE); div gives f32 for integer and bool inputs. */
+ * pow refuse two bool inputs (CLT_ERR_DTYPE); div gives f32 for integer and bool inputs. An
+ * integer pow refuses a negative exponent (CLT_ERR_INVALID_ARGUMENT, as PyTorch), which it
+ * learns by reading the exponent's smallest element back from its device. */
 CLT_API clt_tensor *clt_add(clt_tensor *a, clt_tensor *b);
 CLT_API clt_tensor *clt_sub(clt_tensor *a, clt_tensor *b);
 CLT_API clt_tensor *clt_mul(clt_tensor *a, clt_tensor *b);

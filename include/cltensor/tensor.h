@@ -95,7 +95,11 @@ CLT_API void clt_manual_seed(uint64_t seed);
 
 /* Returns t with one more reference, which the caller releases (NULL for NULL). */
 CLT_API clt_tensor *clt_tensor_retain(clt_tensor *t);
-/* Drops one reference; the last one frees the tensor. Accepts NULL. */
+/* Drops one reference; the last one frees the tensor. Accepts NULL.
+ * Threads: retain and release of one handle may run on any threads at once, also while
+ * clt_module_to or clt_module_to_dtype moves the module holding it. Any calls that only read a
+ * tensor may run at once; an in-place write (clt_add_, clt_fill_, clt_copy_, an optimizer step)
+ * races with every other use of that tensor's elements, as in PyTorch: updates are lost. */
 CLT_API void clt_tensor_release(clt_tensor *t);
 
 /* The properties below set no error: for a NULL t they give 0 dimensions, a NULL shape, size

@@ -182,6 +182,14 @@ static clt_tensor *new_leaf_grad(clt__node *acc)
                    clt_dtype_name(g->dtype), g->storage->device->name);
         return NULL;
     }
+    if (!clt__same_shape(g, leaf)) { /* only a backward hook can have made it so */
+        char a[256], b[256];
+        clt__format_shape(a, sizeof a, g->ndim, g->shape);
+        clt__format_shape(b, sizeof b, leaf->ndim, leaf->shape);
+        clt__error(CLT_ERR_SHAPE, fn, "a leaf of shape %s was given a gradient of shape %s (by "
+                   "a backward hook): it must have the leaf's shape", b, a);
+        return NULL;
+    }
     if (leaf->grad)
         return clt_add(leaf->grad, g);
     /* a leaf's grad is its own: the tensor that arrived may be shared (the same gradient sent
@@ -210,8 +218,7 @@ static clt_tensor *root_grad(clt_tensor *root, clt_tensor *grad)
                    grad->storage->device->name, root->storage->device->name);
         return NULL;
     }
-    if (grad->ndim != root->ndim ||
-        memcmp(grad->shape, root->shape, sizeof(int64_t) * (size_t)root->ndim)) {
+    if (!clt__same_shape(grad, root)) {
         char a[256], b[256];
         clt__format_shape(a, sizeof a, grad->ndim, grad->shape);
         clt__format_shape(b, sizeof b, root->ndim, root->shape);

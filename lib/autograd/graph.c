@@ -47,10 +47,14 @@ void clt__grad_end(bool prev)
 
 /* ---- nodes ------------------------------------------------------------------------------------ */
 
-void clt__node_release(clt__node *n)
+/* Nodes whose last reference this thread dropped, waiting to be freed: freeing one releases
+ * its inputs' nodes and its saved tensors, which may drop more, and a chain of a million
+ * operations must not take a million nested calls. */
+static _Thread_local clt__node *doomed;
+static _Thread_local bool freeing;
+
+static void node_free(clt__node *n)
 {
-    if (!n || atomic_fetch_sub(&n->refs, 1) != 1)
-        return;
     for (int i = 0; i < n->ninputs; i++)
         clt__node_release(n->inputs[i].next);
     for (int i = 0; n->saved && i <= n->ninputs; i++)
@@ -61,6 +65,22 @@ void clt__node_release(clt__node *n)
     clt__free(n->saved);
     clt__free(n->versions);
     clt__free(n);
+}
+
+void clt__node_release(clt__node *n)
+{
+    if (!n || atomic_fetch_sub(&n->refs, 1) != 1)
+        return;
+    n->next_doomed = doomed;
+    doomed = n;
+    if (freeing) /* an outer call on this thread frees it */
+        return;
+    freeing = true;
+    while ((n = doomed) != NULL) {
+        doomed = n->next_doomed;
+        node_free(n);
+    }
+    freeing = false;
 }
 
 static clt__node *node_alloc(const char *fn, int ninputs)
@@ -175,13 +195,7 @@ clt_tensor *clt__tensor_alias(const char *fn, clt_tensor *t)
         return NULL;
     atomic_init(&v->refs, 1);
     atomic_fetch_add(&t->storage->refs, 1);
-    v->storage = t->storage;
-    v->offset = t->offset;
-    v->ndim = t->ndim;
-    memcpy(v->shape, t->shape, sizeof v->shape);
-    memcpy(v->strides, t->strides, sizeof v->strides);
-    v->numel = t->numel;
-    v->dtype = t->dtype;
+    clt__tensor_copy_data(v, t);
     return v;
 }
 
@@ -255,12 +269,20 @@ clt_status clt_tensor_set_grad(clt_tensor *x, clt_tensor *grad)
         if (grad->dtype != x->dtype)
             return clt__error(CLT_ERR_DTYPE, fn, "the gradient is %s, the tensor %s",
                               clt_dtype_name(grad->dtype), clt_dtype_name(x->dtype));
-        if (grad->ndim != x->ndim || memcmp(grad->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim)) {
+        if (!clt__same_shape(grad, x)) {
             char a[256], b[256];
             clt__format_shape(a, sizeof a, grad->ndim, grad->shape);
             clt__format_shape(b, sizeof b, x->ndim, x->shape);
             return clt__error(CLT_ERR_SHAPE, fn, "the gradient has shape %s, the tensor %s", a, b);
         }
+        /* a tensor holding itself through its grads would never be freed (PyTorch refuses
+         * a tensor as its own grad) */
+        for (const clt_tensor *g = grad; g; g = g->grad)
+            if (g == x)
+                return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                                  g == grad ? "a tensor cannot be its own gradient"
+                                            : "the gradient holds the tensor through its own "
+                                              "gradients: a cycle");
     }
     clt_tensor_retain(grad);
     clt_tensor_release(x->grad);

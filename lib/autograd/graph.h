@@ -65,6 +65,7 @@ struct clt__node {
     unsigned *versions;            /* each saved tensor's storage version when saved */
     bool freed;                    /* saved tensors released by a backward pass */
     clt__node_args a;
+    struct clt__node *next_doomed; /* clt__node_release's list of nodes to free */
     /* the engine's, during one clt_backward */
     int deps;
     bool seen;

@@ -52,14 +52,6 @@ void clt__live_add(clt__alloc_kind kind, long delta)
     atomic_fetch_add(&live[kind], delta);
 }
 
-bool clt__mul_size(size_t a, size_t b, size_t *out)
-{
-    if (b != 0 && a > SIZE_MAX / b)
-        return false;
-    *out = a * b;
-    return true;
-}
-
 void *clt__alloc_aligned(const char *fn, size_t nbytes, size_t alignment)
 {
     void *p = NULL;

@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "cltensor/status.h"
 
@@ -58,7 +60,36 @@ long clt__allocation_attempts(clt__alloc_kind kind);
 long clt__live_allocations(clt__alloc_kind kind);
 void clt__live_add(clt__alloc_kind kind, long delta);
 
-/* Overflow-checked size arithmetic: false when a * b or a + b does not fit. */
-bool clt__mul_size(size_t a, size_t b, size_t *out);
+/* Opens an existing regular file for reading (close-on-exec) without blocking on a FIFO:
+ * the descriptor, or -1 with errno set (EINVAL: not a regular file). */
+int clt__open_regular(const char *path);
+/* Creates and opens for writing a new file named `path`, whose last six characters, "XXXXXX",
+ * it replaces with random ones (O_EXCL | O_NOFOLLOW: never an existing file or a link's
+ * target), with `mode` less the umask: the descriptor, or -1 with errno set. */
+int clt__create_temp(char *path, mode_t mode);
+
+/* Overflow-checked size arithmetic, which every computation of a size, count, extent or byte
+ * length from caller-supplied numbers goes through: each stores the exact result in *out and
+ * returns true, or returns false (leaving *out alone) when it does not fit the type. */
+static inline bool clt__mul_size(size_t a, size_t b, size_t *out)
+{
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool clt__add_size(size_t a, size_t b, size_t *out)
+{
+    return !__builtin_add_overflow(a, b, out);
+}
+static inline bool clt__mul_i64(int64_t a, int64_t b, int64_t *out)
+{
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool clt__add_i64(int64_t a, int64_t b, int64_t *out)
+{
+    return !__builtin_add_overflow(a, b, out);
+}
+/* The element count of a shape of sizes >= 0 (1 for ndim 0). False when a size is negative,
+ * or when the product, or the product with each 0 taken as 1 (what strides multiply), exceeds
+ * INT64_MAX: no tensor of that shape can exist. */
+bool clt__shape_numel(int ndim, const int64_t *shape, int64_t *numel);
 
 #endif

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <zlib.h>
 
@@ -63,11 +64,17 @@ static clt_status read_all(const char *fn, const char *path, char **text, size_t
     size_t cap = 0, used = 0;
     clt_status st = CLT_OK;
     int err;
+    int fd = clt__open_regular(path);
+    if (fd < 0)
+        return clt__error(CLT_ERR_IO, fn, "cannot open %s: %s", path,
+                          errno == EINVAL ? "not a regular file" : strerror(errno));
     errno = 0;
-    gzFile f = gzopen(path, "rb");
-    if (!f)
+    gzFile f = gzdopen(fd, "rb");
+    if (!f) {
+        close(fd);
         return clt__error(CLT_ERR_IO, fn, "cannot open %s: %s", path,
                           errno ? strerror(errno) : "out of memory");
+    }
     gzbuffer(f, 1 << 17);
     for (;;) {
         if (cap - used < 2 && (st = grow(fn, &buf, &cap, used)) != CLT_OK)
@@ -80,9 +87,9 @@ static clt_status read_all(const char *fn, const char *path, char **text, size_t
     }
     const char *msg = gzerror(f, &err);
     if (err != Z_OK && err != Z_STREAM_END) {
-        size_t skip = strlen(path); /* zlib's message begins "path: " */
-        if (strncmp(msg, path, skip) == 0 && strncmp(msg + skip, ": ", 2) == 0)
-            msg += skip + 2;
+        const char *colon = strstr(msg, ": "); /* zlib's message begins "<fd:N>: " */
+        if (msg[0] == '<' && colon)
+            msg = colon + 2;
         st = clt__error(CLT_ERR_IO, fn, "cannot read %s: %s", path,
                         err == Z_ERRNO ? strerror(errno) : msg);
         goto fail;
@@ -152,6 +159,21 @@ static bool parse_number(const char **s, const char **e, double *v)
     return stop == *e;
 }
 
+/* Whether [s, e) is a decimal integer: 1 when it fits i64 (its value in *v), -1 when it does
+ * not, 0 when the text is no decimal integer. */
+static int integer_text(const char *s, const char *e, int64_t *v)
+{
+    char *stop;
+    errno = 0;
+    long long r = strtoll(s, &stop, 10);
+    if (stop != e)
+        return 0;
+    if (errno == ERANGE)
+        return -1;
+    *v = r;
+    return 1;
+}
+
 /* What the options ask for, checked, with their defaults applied. */
 typedef struct csv_format {
     int label_column;
@@ -186,7 +208,7 @@ static clt_status make_fields(const char *fn, const char *path, const csv_format
                               int64_t ncols, int64_t *label, clt_field *fields)
 {
     char text[256];
-    int64_t numel = 1;
+    int64_t numel;
     if (ncols < 2)
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                           "%s: the first row has 1 column; a label and a feature need 2", path);
@@ -199,9 +221,7 @@ static clt_status make_fields(const char *fn, const char *path, const csv_format
     fields[1] = (clt_field){.dtype = CLT_I64, .ndim = 0};
     if (f->ndim == 0)
         return CLT_OK;
-    for (int i = 0; i < f->ndim; i++)
-        numel = f->shape[i] && numel > INT64_MAX / f->shape[i] ? -1 : numel * f->shape[i];
-    if (numel != ncols - 1) {
+    if (!clt__shape_numel(f->ndim, f->shape, &numel) || numel != ncols - 1) {
         clt__format_shape(text, sizeof text, f->ndim, f->shape);
         return clt__error(CLT_ERR_SHAPE, fn, "%s: shape %s does not hold the %lld features", path,
                           text, (long long)(ncols - 1));
@@ -232,11 +252,14 @@ static clt_status parse_row(const char *fn, const char *path, const lines *l,
         if (!number)
             return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s:%lld: column %lld: '%.*s' is not a number",
                               path, line, (long long)c + 1, shown, s);
-        if (c == label) {
+        int exact = c == label ? integer_text(s, e, &cd->labels[row]) : 0;
+        if (exact == 1) {
+            /* all 64 bits of it */
+        } else if (c == label) {
             if (!isfinite(v) || v != trunc(v))
                 return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s:%lld: label %.*s is not an integer",
                                   path, line, shown, s);
-            if (v < -0x1p63 || v >= 0x1p63)
+            if (exact < 0 || v < -0x1p63 || v >= 0x1p63)
                 return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s:%lld: label %.*s is beyond i64",
                                   path, line, shown, s);
             cd->labels[row] = (int64_t)v;

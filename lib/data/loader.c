@@ -31,6 +31,7 @@ struct clt_loader {
     clt_dataset *data;
     clt_device *dev;
     int64_t batch_size, batches;
+    int64_t max_items;   /* in one batch: the batch size, or the length when that is smaller */
     int64_t length;      /* items an epoch: the dataset's, or this replica's share of it */
     int replicas, rank;  /* the distributed shard this loader gives */
     int64_t *full;       /* with replicas > 1: the whole epoch's order, dealt out into order */
@@ -111,7 +112,7 @@ static clt_status destinations(clt_loader *l, slot *s, int64_t n, char **base)
     clt_dataset *d = l->data;
     for (int f = 0; f < d->nfields; f++) {
         int64_t shape[CLT_MAX_DIMS];
-        size_t bytes = d->item_bytes[f] * (size_t)l->batch_size;
+        size_t bytes = d->item_bytes[f] * (size_t)l->max_items; /* checked by clt_loader_new */
         batch_shape(&d->fields[f], n, shape);
         if (!l->copies) {
             s->fields[f] = clt__tensor_new(fn_next, l->dev, d->fields[f].dtype, d->fields[f].ndim + 1, shape);
@@ -248,6 +249,36 @@ static void destroy(clt_loader *l)
     clt__free(l);
 }
 
+/* The items of one replica's share of an epoch: the length padded to a multiple of the
+ * replicas, divided by them. */
+static int64_t shard_length(int64_t length, int replicas)
+{
+    return length / replicas + (length % replicas != 0);
+}
+
+/* Whether the memory a loader of these options needs has a size: the epoch's order, and for
+ * each field the largest batch's tensor and its staging memory. */
+static clt_status check_sizes(const char *fn, const clt_dataset *d, const clt_loader_options *o)
+{
+    int64_t length = shard_length(d->length, o->num_replicas), numel, shape[CLT_MAX_DIMS];
+    int64_t items = length < o->batch_size ? length : o->batch_size;
+    size_t bytes;
+    if (!clt__mul_size((size_t)d->length, sizeof(int64_t), &bytes))
+        return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "the order of %lld items needs more bytes "
+                          "than memory can hold", (long long)d->length);
+    for (int f = 0; f < d->nfields; f++) {
+        batch_shape(&d->fields[f], items, shape);
+        if (!clt__shape_numel(d->fields[f].ndim + 1, shape, &numel) ||
+            !clt__mul_size(d->item_bytes[f], (size_t)items, &bytes)) {
+            char text[256];
+            clt__format_shape(text, sizeof text, d->fields[f].ndim + 1, shape);
+            return clt__error(CLT_ERR_SHAPE, fn, "a batch of field %d would have shape %s: more "
+                              "elements than memory can hold", f, text);
+        }
+    }
+    return CLT_OK;
+}
+
 clt_loader *clt_loader_new(clt_dataset *d, const clt_loader_options *options)
 {
     static const char *const fn = "clt_loader_new";
@@ -278,6 +309,8 @@ clt_loader *clt_loader_new(clt_dataset *d, const clt_loader_options *options)
     for (int f = 0; f < d->nfields; f++)
         if (clt__device_dtype_check(fn, o.device, d->fields[f].dtype) != CLT_OK)
             return NULL;
+    if (check_sizes(fn, d, &o) != CLT_OK)
+        return NULL;
     l = clt__alloc_zeroed(fn, sizeof *l);
     if (!l)
         return NULL;
@@ -291,12 +324,12 @@ clt_loader *clt_loader_new(clt_dataset *d, const clt_loader_options *options)
     l->depth = o.prefetch;
     l->replicas = o.num_replicas;
     l->rank = o.rank;
-    l->length = l->replicas == 1 ? d->length : (d->length + l->replicas - 1) / l->replicas;
-    l->batches = o.drop_last ? l->length / o.batch_size
-                             : (l->length + o.batch_size - 1) / o.batch_size;
+    l->length = shard_length(d->length, l->replicas);
+    l->batches = l->length / o.batch_size + (!o.drop_last && l->length % o.batch_size != 0);
+    l->max_items = l->length < o.batch_size ? l->length : o.batch_size;
     l->slots = clt__alloc_zeroed(fn, (size_t)l->depth * sizeof *l->slots);
     l->order = l->slots ? clt__alloc(fn, (size_t)(l->length ? l->length : 1) * sizeof *l->order)
-                        : NULL;
+                        : NULL; /* the sizes of the order and the full order: checked above */
     l->full = l->order && l->replicas > 1
                   ? clt__alloc(fn, (size_t)(d->length ? d->length : 1) * sizeof *l->full)
                   : NULL;

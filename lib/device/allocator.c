@@ -61,8 +61,11 @@ static size_t memory_limit(void)
     case 'G': x *= 1024.0 * 1024 * 1024, end++; break;
     default: break;
     }
-    if (*end || !(x > 0)) {
-        clt__log(CLT_LOG_WARN, "CLT_DEVICE_MEMORY_LIMIT=\"%s\" is not a size: ignored", v);
+    /* at least one byte and a number of bytes a size_t holds: inf, 1e30 or 0.5 are no limit
+     * anyone meant */
+    if (end == v || *end || !(x >= 1) || !(x < 0x1p64) || x > (double)SIZE_MAX) {
+        clt__log(CLT_LOG_WARN, "CLT_DEVICE_MEMORY_LIMIT=\"%s\" is not a size of at least one "
+                 "byte: ignored", v);
         return 0;
     }
     return (size_t)x;

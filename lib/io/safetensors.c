@@ -17,6 +17,7 @@
 #include "cltensor/io.h"
 #include "cltensor/ops.h"
 #include "core/core.h"
+#include "tensor/tensor_internal.h"
 
 #define MAX_HEADER ((uint64_t)100 << 20) /* bytes of JSON a reader accepts */
 #define MAX_EXACT ((double)((uint64_t)1 << 53))
@@ -214,12 +215,16 @@ static clt_status save(const char *fn, const char *path, const clt_named_tensor 
         st = CLT_ERR_OUT_OF_MEMORY;
         goto fail;
     }
-    snprintf(tmp, tmp_size, "%s.%ld.tmp", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    /* a new file of a name nobody can predict, in the destination's folder, renamed into
+     * place once complete */
+    snprintf(tmp, tmp_size, "%s.tmp-XXXXXX", path);
+    int fd = clt__create_temp(tmp, 0666);
     if (fd < 0 || !(f = fdopen(fd, "wb"))) {
         st = clt__error(CLT_ERR_IO, fn, "%s: cannot create: %s", tmp, strerror(errno));
-        if (fd >= 0)
+        if (fd >= 0) {
             close(fd);
+            unlink(tmp);
+        }
         goto fail;
     }
     for (int i = 0; i < 8; i++)
@@ -491,9 +496,16 @@ static clt_status parse_file(const char *fn, const char *path, parsed *p)
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "path is NULL");
     if (!little_endian())
         return clt__error(CLT_ERR_UNSUPPORTED, fn, "big-endian hosts are not supported");
-    if (!(p->f = fopen(path, "rb")))
-        return clt__error(CLT_ERR_IO, fn, "%s: cannot open: %s", path, strerror(errno));
-    if (fstat(fileno(p->f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    int fd = clt__open_regular(path);
+    if (fd < 0 && errno == EINVAL)
+        return clt__error(CLT_ERR_IO, fn, "%s: not a readable regular file", path);
+    if (fd < 0 || !(p->f = fdopen(fd, "rb"))) {
+        st = clt__error(CLT_ERR_IO, fn, "%s: cannot open: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return st;
+    }
+    if (fstat(fd, &sb) != 0) {
         st = clt__error(CLT_ERR_IO, fn, "%s: not a readable regular file", path);
         goto fail;
     }
@@ -750,9 +762,14 @@ static bool match_names(const parsed *p, const named_list *l, bool strict, const
 static clt_status copy_in(const char *fn, const char *path, parsed *p, const named_list *l,
                           const entry **match)
 {
-    clt_tensor **values = clt__alloc_zeroed(fn, (size_t)(l->count ? l->count : 1) *
-                                                    sizeof *values);
+    clt_tensor **values;
     clt_status st = CLT_OK;
+    /* all or nothing: whatever can refuse a value is checked before the first is written */
+    for (int i = 0; i < l->count; i++)
+        if (match[i] && clt__tensor_overlaps(l->items[i].tensor))
+            return BAD("\"%s\" of the module is a broadcast view (several elements share "
+                       "memory): it cannot be loaded into", l->items[i].name);
+    values = clt__alloc_zeroed(fn, (size_t)(l->count ? l->count : 1) * sizeof *values);
     if (!values)
         return CLT_ERR_OUT_OF_MEMORY;
     for (int i = 0; i < l->count && st == CLT_OK; i++) {

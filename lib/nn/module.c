@@ -97,6 +97,18 @@ static entry *find(const clt_module *m, const char *name, size_t len)
     return NULL;
 }
 
+/* Whether m is `target` or holds it at any depth (the modules are a tree or a DAG: every
+ * registration keeps them free of cycles). */
+static bool contains(const clt_module *m, const clt_module *target)
+{
+    if (m == target)
+        return true;
+    for (int i = 0; i < m->state->count; i++)
+        if (m->state->entries[i].kind == CHILD && contains(m->state->entries[i].child, target))
+            return true;
+    return false;
+}
+
 static clt_status add(const char *fn, clt_module *m, const char *name, int kind, clt_tensor *t,
                       clt_module *child)
 {
@@ -110,8 +122,10 @@ static clt_status add(const char *fn, clt_module *m, const char *name, int kind,
     if (find(m, name, strlen(name)))
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s already has a member named \"%s\"",
                           m->type->name, name);
-    if (kind == CHILD && child == m)
-        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "a module cannot contain itself");
+    if (kind == CHILD && contains(child, m))
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "\"%s\" (%s) is or contains the module (%s) it would join: modules "
+                          "cannot form a cycle", name, child->type->name, m->type->name);
     /* once m holds a tensor, what joins it must be on that tensor's device */
     first = clt__module_first_tensor(m, false);
     theirs = kind == CHILD ? clt__module_first_tensor(child, false) : t;

@@ -355,10 +355,10 @@ unsigned char *clt__cl_cache_load(const char *fn, const char *key, size_t key_le
     if (!cache_dir(dir))
         return NULL;
     entry_path(path, sizeof path, dir, key, key_len);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = clt__open_regular(path); /* a FIFO planted at the entry's name must not block */
     if (fd < 0) {
         if (errno != ENOENT)
-            reject(path, strerror(errno));
+            reject(path, errno == EINVAL ? "is not a regular file" : strerror(errno));
         return NULL;
     }
     binary = read_entry(fn, fd, path, key, key_len, size);
@@ -446,7 +446,7 @@ void clt__cl_cache_store(const char *fn, const char *key, size_t key_len,
     put_u64(head + 32, fnv1a64(binary, size));
     entry_path(path, sizeof path, dir, key, key_len);
     snprintf(tmp, sizeof tmp, "%s/.clt-tmp-XXXXXX", dir);
-    fd = mkstemp(tmp);
+    fd = clt__create_temp(tmp, 0600);
     if (fd < 0) {
         pthread_mutex_lock(&cache_lock);
         bool first = cache.enabled;

@@ -195,7 +195,32 @@ clt_tensor *clt_add(clt_tensor *a, clt_tensor *b) { return binary("clt_add", CLT
 clt_tensor *clt_sub(clt_tensor *a, clt_tensor *b) { return binary("clt_sub", CLT_EW_sub, a, b, NO_BOOL); }
 clt_tensor *clt_mul(clt_tensor *a, clt_tensor *b) { return binary("clt_mul", CLT_EW_mul, a, b, KEEP); }
 clt_tensor *clt_div(clt_tensor *a, clt_tensor *b) { return binary("clt_div", CLT_EW_div, a, b, TO_FLOAT); }
-clt_tensor *clt_pow(clt_tensor *a, clt_tensor *b) { return binary("clt_pow", CLT_EW_pow, a, b, NO_BOOL); }
+/* An integer power refuses a negative integer exponent, as PyTorch does (its value would be a
+ * fraction): the smallest exponent is read back from the device first. */
+clt_tensor *clt_pow(clt_tensor *a, clt_tensor *b)
+{
+    static const char *const fn = "clt_pow";
+    clt_tensor *in[2] = {a, b}, *least;
+    double v = 0;
+    if (clt__same_device(fn, in, 2) != CLT_OK)
+        return NULL;
+    if (kind(promote(a->dtype, b->dtype)) == 1 && (b->dtype == CLT_I32 || b->dtype == CLT_I64) &&
+        b->numel) {
+        least = clt_min(b, NULL, 0, false);
+        clt_status st = least ? clt_tensor_item(least, &v) : clt_last_status();
+        clt_tensor_release(least);
+        if (st != CLT_OK) {
+            clt__rename_error(fn);
+            return NULL;
+        }
+        if (v < 0) {
+            clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "integers to negative integer powers are "
+                       "not allowed (the exponent holds %.0f)", v);
+            return NULL;
+        }
+    }
+    return binary(fn, CLT_EW_pow, a, b, NO_BOOL);
+}
 clt_tensor *clt_maximum(clt_tensor *a, clt_tensor *b) { return binary("clt_maximum", CLT_EW_maximum, a, b, KEEP); }
 clt_tensor *clt_minimum(clt_tensor *a, clt_tensor *b) { return binary("clt_minimum", CLT_EW_minimum, a, b, KEEP); }
 clt_tensor *clt_eq(clt_tensor *a, clt_tensor *b) { return binary("clt_eq", CLT_EW_eq, a, b, KEEP); }
@@ -270,15 +295,6 @@ clt_tensor *clt_where(clt_tensor *cond, clt_tensor *a, clt_tensor *b)
 
 /* ---- in place ------------------------------------------------------------------------------------ */
 
-/* Whether two elements of x share memory (a broadcast view): writing it is refused. */
-static bool overlaps(const clt_tensor *x)
-{
-    for (int d = 0; d < x->ndim; d++)
-        if (x->strides[d] == 0 && x->shape[d] > 1)
-            return true;
-    return false;
-}
-
 /* The elements [lo, hi] of the storage that x covers (strides are never negative). */
 static void extent(const clt_tensor *x, size_t *lo, size_t *hi)
 {
@@ -328,7 +344,7 @@ static clt_status into(const char *fn, clt__ew_op op, clt_tensor *out, clt_tenso
         clt__format_shape(b, sizeof b, ndim, shape);
         return clt__error(CLT_ERR_SHAPE, fn, "the result of shape %s does not fit the output of shape %s", b, a);
     }
-    if (overlaps(out))
+    if (clt__tensor_overlaps(out))
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                           "the output is a broadcast view: several elements share memory");
     if (kind(dtype) > kind(out->dtype))
@@ -450,7 +466,11 @@ clt_tensor *clt_cat(clt_tensor *const *xs, int n, int dim)
             clt__error(CLT_ERR_SHAPE, fn, "tensor %d of shape %s does not match tensor 0 of shape %s except in dimension %d", i, b, a, dim);
             return NULL;
         }
-        shape[dim] += xs[i]->shape[dim];
+        if (!clt__add_i64(shape[dim], xs[i]->shape[dim], &shape[dim])) {
+            clt__error(CLT_ERR_SHAPE, fn, "the sizes of dimension %d add up to more than %lld",
+                       dim, (long long)INT64_MAX);
+            return NULL;
+        }
         dt = promote(dt, xs[i]->dtype);
     }
     rec = clt__grad_begin(xs, n, &prev);

@@ -2,6 +2,7 @@
  * index_select and embedding, 2-D convolution (im2col and a matrix product), max and average
  * pooling, batch and layer normalisation, and dropout. Most are compositions of the elementwise
  * operations, reductions and matrix products; gathers and sliding windows have kernels. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -351,13 +352,14 @@ static int or_default(int v, int def)
     return v ? v : def;
 }
 
-/* The output size of a window sweep, or -1 when the window does not fit. */
+/* The output size of a window sweep, or -1 when the window does not fit (or the padded input
+ * would have more than INT64_MAX elements a row). */
 static int64_t out_size(int64_t in, int k, int s, int p, int d)
 {
-    int64_t span = (int64_t)d * (k - 1) + 1;
-    if (in + 2 * p < span)
+    int64_t span = (int64_t)d * (k - 1) + 1, padded; /* below 2^62 */
+    if (!clt__add_i64(in, 2 * (int64_t)p, &padded) || padded < span)
         return -1;
-    return (in + 2 * p - span) / s + 1;
+    return (padded - span) / s + 1;
 }
 
 /* Fills c->OH and c->OW from the rest of the geometry, or fails with CLT_ERR_SHAPE when the
@@ -378,7 +380,7 @@ clt_status clt__pool2d_geometry(const char *fn, const clt_tensor *x, const clt_p
 {
     if (!o || x->ndim != 4 || o->kernel[0] <= 0 || o->kernel[1] <= 0 || o->stride[0] < 0 ||
         o->stride[1] < 0 || o->padding[0] < 0 || o->padding[1] < 0 || o->dilation[0] < 0 ||
-        o->dilation[1] < 0 || 2 * o->padding[0] > o->kernel[0] || 2 * o->padding[1] > o->kernel[1] ||
+        o->dilation[1] < 0 || o->padding[0] > o->kernel[0] / 2 || o->padding[1] > o->kernel[1] / 2 ||
         (!is_max && (o->dilation[0] > 1 || o->dilation[1] > 1)))
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                           "needs an (N, C, H, W) input (got %d dimensions) and options with a "
@@ -491,25 +493,34 @@ clt_tensor *clt_conv2d(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
     o = o ? o : &defaults;
     groups = or_default(o->groups, 1);
     if (x->ndim != 4 || weight->ndim != 4 || groups < 0 || x->shape[1] % groups ||
-        weight->shape[0] % groups || weight->shape[1] * groups != x->shape[1] ||
+        weight->shape[0] % groups || weight->shape[1] != x->shape[1] / groups ||
+        weight->shape[2] > INT_MAX || weight->shape[3] > INT_MAX ||
         (bias && (bias->ndim != 1 || bias->shape[0] != weight->shape[0]))) {
         clt__format_shape(a, sizeof a, x->ndim, x->shape);
         clt__format_shape(b, sizeof b, weight->ndim, weight->shape);
         clt__error(CLT_ERR_SHAPE, fn,
                    "input %s and weight %s (groups %d): expected (N, C, H, W), (O, C / groups, "
-                   "kh, kw) with C and O divisible by groups, and a bias of (O,)",
+                   "kh, kw) with C and O divisible by groups, kh and kw at most INT_MAX, and a "
+                   "bias of (O,)",
                    a, b, groups);
         return NULL;
     }
     if (clt__conv2d_geometry(fn, x, (int)weight->shape[2], (int)weight->shape[3], o, &c) != CLT_OK)
         return NULL;
-    int64_t oh = (int64_t)c.OH, ow = (int64_t)c.OW;
+    int64_t oh = (int64_t)c.OH, ow = (int64_t)c.OW, n = x->shape[0], k, l, nl;
+    if (!clt__mul_i64(x->shape[1], (int64_t)c.kh * c.kw, &k) || !clt__mul_i64(oh, ow, &l) ||
+        !clt__mul_i64(n, l, &nl)) {
+        clt__format_shape(a, sizeof a, x->ndim, x->shape);
+        clt__format_shape(b, sizeof b, weight->ndim, weight->shape);
+        clt__error(CLT_ERR_SHAPE, fn, "input %s and weight %s: the unfolded input would have "
+                   "more than %lld elements a row or column", a, b, (long long)INT64_MAX);
+        return NULL;
+    }
     dev = x->storage->device;
-    int64_t n = x->shape[0], k = x->shape[1] * c.kh * c.kw, l = oh * ow;
     int64_t og = weight->shape[0] / groups, kg = k / groups;
     in = clt__contiguous(fn, x);
     /* (K, N * L): one product per group convolves every image */
-    cols = in ? clt__tensor_new(fn, dev, x->dtype, 2, (int64_t[]){k, n * l}) : NULL;
+    cols = in ? clt__tensor_new(fn, dev, x->dtype, 2, (int64_t[]){k, nl}) : NULL;
     if (cols && cols->numel) {
         c.in = in->storage->buf, c.in_offset = in->offset, c.out = cols->storage->buf;
         if (dev->backend->im2col(fn, dev, &c) != CLT_OK) {

@@ -235,6 +235,13 @@ static clt_status prepare(const char *fn, const clt_optimizer *opt, const slot *
         st = clt__error(CLT_ERR_DEVICE_MISMATCH, fn, "parameter %d is %s on %s, its gradient %s on %s",
                         (int)(s - opt->slots), clt_dtype_name(p->dtype), p->storage->device->name,
                         clt_dtype_name(p->grad->dtype), p->grad->storage->device->name);
+    if (st == CLT_OK && !clt__same_shape(p->grad, p)) {
+        char a[256], b[256];
+        clt__format_shape(a, sizeof a, p->ndim, p->shape);
+        clt__format_shape(b, sizeof b, p->grad->ndim, p->grad->shape);
+        st = clt__error(CLT_ERR_SHAPE, fn, "parameter %d has shape %s, its gradient %s",
+                        (int)(s - opt->slots), a, b);
+    }
     if (st == CLT_OK && !(w->grad = clt__contiguous(fn, p->grad)))
         st = clt_last_status();
     if (st == CLT_OK && needs_m)

@@ -125,7 +125,7 @@ static clt_status replica_refresh(data_parallel *p, replica *r, clt_device *dev,
         if (r->storages[j] == s->storage && r->versions[j] == v)
             continue;
         if (d->dtype != s->dtype || d->ndim != s->ndim ||
-            memcmp(d->shape, s->shape, sizeof(int64_t) * (size_t)s->ndim)) {
+            !clt__same_shape(d, s)) {
             clt_grad_set_enabled(prev);
             return replica_make(p, r, dev, src);
         }

@@ -26,7 +26,8 @@ static clt_status check_shape(const char *fn, int ndim, const int64_t *shape, cl
                               size_t *numel)
 {
     char text[256];
-    size_t n = 1, bytes;
+    int64_t n;
+    size_t bytes;
 
     if (ndim < 0 || ndim > CLT_MAX_DIMS)
         return clt__error(CLT_ERR_SHAPE, fn, "ndim %d is outside 0..%d", ndim, CLT_MAX_DIMS);
@@ -39,26 +40,17 @@ static clt_status check_shape(const char *fn, int ndim, const int64_t *shape, cl
                               text, (long long)shape[i], i);
         }
     }
-    /* the strides multiply the sizes with 0 taken as 1: that product must fit too */
-    for (int i = 0; i < ndim; i++) {
-        if (!clt__mul_size(n, (size_t)(shape[i] ? shape[i] : 1), &n) || n > (size_t)INT64_MAX) {
-            clt__format_shape(text, sizeof text, ndim, shape);
-            return clt__error(CLT_ERR_SHAPE, fn, "shape %s has more elements than memory can hold",
-                              text);
-        }
+    if (!clt__shape_numel(ndim, shape, &n)) {
+        clt__format_shape(text, sizeof text, ndim, shape);
+        return clt__error(CLT_ERR_SHAPE, fn, "shape %s has more elements than memory can hold",
+                          text);
     }
-    for (int i = 0; i < ndim; i++) {
-        if (shape[i] == 0) {
-            *numel = 0;
-            return CLT_OK;
-        }
-    }
-    if (!clt__mul_size(n, clt_dtype_size(dtype), &bytes)) {
+    if (!clt__mul_size((size_t)n, clt_dtype_size(dtype), &bytes)) {
         clt__format_shape(text, sizeof text, ndim, shape);
         return clt__error(CLT_ERR_SHAPE, fn, "shape %s of %s needs more bytes than memory can hold",
                           text, clt_dtype_name(dtype));
     }
-    *numel = n;
+    *numel = (size_t)n;
     return CLT_OK;
 }
 
@@ -133,17 +125,25 @@ void clt__storage_release(clt__storage *s)
     clt__free(s);
 }
 
+void clt__tensor_copy_data(clt_tensor *dst, const clt_tensor *src)
+{
+    dst->storage = src->storage;
+    dst->offset = src->offset;
+    dst->ndim = src->ndim;
+    memcpy(dst->shape, src->shape, sizeof dst->shape);
+    memcpy(dst->strides, src->strides, sizeof dst->strides);
+    dst->numel = src->numel;
+    dst->dtype = src->dtype;
+}
+
 void clt__tensor_swap(clt_tensor *a, clt_tensor *b)
 {
-    clt_tensor ta = *a, tb = *b;
-    *a = tb;
-    *b = ta;
-    atomic_store(&a->refs, atomic_load(&ta.refs));
-    atomic_store(&b->refs, atomic_load(&tb.refs));
-    a->requires_grad = ta.requires_grad, b->requires_grad = tb.requires_grad;
-    a->grad = ta.grad, b->grad = tb.grad;
-    a->grad_fn = ta.grad_fn, b->grad_fn = tb.grad_fn;
-    a->accumulate = ta.accumulate, b->accumulate = tb.accumulate;
+    /* the data alone: the reference counts, which other threads may change meanwhile, and the
+     * autograd state stay where they are */
+    clt_tensor held;
+    clt__tensor_copy_data(&held, a);
+    clt__tensor_copy_data(a, b);
+    clt__tensor_copy_data(b, &held);
     clt__tensor_bump_version(a);
     clt__tensor_bump_version(b);
 }

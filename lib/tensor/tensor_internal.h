@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "backend.h"
 
@@ -63,6 +64,9 @@ static inline void *clt__host_ptr(const clt_tensor *t)
 clt_tensor *clt__contiguous(const char *fn, clt_tensor *x);
 /* Normalises dim (negative counts from the end) or sets the error naming the valid range. */
 clt_status clt__dim_check(const char *fn, int *dim, int ndim);
+/* Copies src's data (storage pointer, offset, shape, strides, numel, dtype) into dst, leaving
+ * dst's reference count and autograd state alone; takes no reference to the storage. */
+void clt__tensor_copy_data(clt_tensor *dst, const clt_tensor *src);
 /* Exchanges the data of a and b (storage, offset, shape, strides, dtype), keeping each handle's
  * reference count and autograd state: a handle keeps its identity while taking another
  * tensor's data (modules moving in place). Counts as an in-place write of both storages. */
@@ -71,6 +75,20 @@ void clt__tensor_swap(clt_tensor *a, clt_tensor *b);
 static inline void clt__tensor_bump_version(clt_tensor *t)
 {
     atomic_fetch_add(&t->storage->version, 1);
+}
+/* Whether two elements of t share memory (a broadcast view, as clt_expand makes): writing into
+ * it is refused. */
+static inline bool clt__tensor_overlaps(const clt_tensor *t)
+{
+    for (int d = 0; d < t->ndim; d++)
+        if (t->strides[d] == 0 && t->shape[d] > 1)
+            return true;
+    return false;
+}
+/* Whether a and b have one shape. */
+static inline bool clt__same_shape(const clt_tensor *a, const clt_tensor *b)
+{
+    return a->ndim == b->ndim && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0;
 }
 /* Writes "(2, 3)" into buf. */
 void clt__format_shape(char *buf, size_t size, int ndim, const int64_t *shape);

@@ -28,12 +28,21 @@ const int64_t *clt_tensor_strides(const clt_tensor *x)
     return x ? x->strides : NULL;
 }
 
-/* A new tensor over x's storage. */
+/* A new tensor over x's storage; NULL with the error set when the shape has more elements than
+ * a tensor can (an expanded view). */
 static clt_tensor *make_view(const char *fn, clt_tensor *x, int ndim, const int64_t *shape,
                              const int64_t *strides, size_t offset)
 {
-    clt_tensor *v = clt__alloc_zeroed(fn, sizeof *v);
-    if (!v)
+    char text[256];
+    int64_t numel;
+    clt_tensor *v;
+    if (!clt__shape_numel(ndim, shape, &numel)) {
+        clt__format_shape(text, sizeof text, ndim, shape);
+        clt__error(CLT_ERR_SHAPE, fn, "a view of shape %s would have more than %lld elements",
+                   text, (long long)INT64_MAX);
+        return NULL;
+    }
+    if (!(v = clt__alloc_zeroed(fn, sizeof *v)))
         return NULL;
     atomic_init(&v->refs, 1);
     atomic_fetch_add(&x->storage->refs, 1);
@@ -41,11 +50,10 @@ static clt_tensor *make_view(const char *fn, clt_tensor *x, int ndim, const int6
     v->offset = offset;
     v->ndim = ndim;
     v->dtype = x->dtype;
-    v->numel = 1;
+    v->numel = (size_t)numel;
     for (int d = 0; d < ndim; d++) {
         v->shape[d] = shape[d];
         v->strides[d] = strides[d];
-        v->numel *= (size_t)shape[d];
     }
     return v;
 }
@@ -113,24 +121,26 @@ static clt_status infer_shape(const char *fn, const clt_tensor *x, int ndim, con
 {
     char want[256], have[256];
     int infer = -1;
-    int64_t known = 1;
+    int64_t known, numel;
     if (ndim < 0 || ndim > CLT_MAX_DIMS || (ndim > 0 && !shape))
         return clt__error(CLT_ERR_SHAPE, fn, "ndim %d is outside 0..%d (or shape is NULL)", ndim,
                           CLT_MAX_DIMS);
     for (int d = 0; d < ndim; d++) {
         out[d] = shape[d];
         if (shape[d] == -1 && infer < 0)
-            infer = d;
+            infer = d, out[d] = 1;
         else if (shape[d] < 0)
             return clt__error(CLT_ERR_SHAPE, fn, "size %lld of dimension %d is invalid",
                               (long long)shape[d], d);
-        else
-            known *= shape[d];
     }
+    if (!clt__shape_numel(ndim, out, &known))
+        goto mismatch;
     if (infer >= 0) {
         if (known == 0 || (int64_t)x->numel % known != 0)
             goto mismatch;
         out[infer] = (int64_t)x->numel / known;
+        if (!clt__shape_numel(ndim, out, &numel)) /* the sizes with 0 taken as 1 overflow */
+            goto mismatch;
     } else if (known != (int64_t)x->numel) {
         goto mismatch;
     }
@@ -147,7 +157,7 @@ mismatch:
 static bool view_strides(const clt_tensor *x, int ndim, const int64_t *shape, int64_t *strides)
 {
     if (x->numel == 0 || clt_tensor_is_contiguous(x)) {
-        int64_t s = 1;
+        int64_t s = 1; /* no overflow: clt__shape_numel accepted the shape */
         for (int d = ndim - 1; d >= 0; d--) {
             strides[d] = s;
             s *= shape[d] ? shape[d] : 1;
@@ -157,11 +167,14 @@ static bool view_strides(const clt_tensor *x, int ndim, const int64_t *shape, in
     int view_d = ndim - 1;
     int64_t chunk = x->ndim ? x->strides[x->ndim - 1] : 1, tensor_numel = 1, view_numel = 1;
     for (int d = x->ndim - 1; d >= 0; d--) {
-        tensor_numel *= x->shape[d];
-        if (d == 0 || (x->shape[d - 1] != 1 && x->strides[d - 1] != tensor_numel * chunk)) {
+        int64_t span;
+        tensor_numel *= x->shape[d]; /* a product of x's sizes: fits */
+        if (d == 0 || (x->shape[d - 1] != 1 &&
+                       (!clt__mul_i64(tensor_numel, chunk, &span) || x->strides[d - 1] != span))) {
             while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
-                strides[view_d] = view_numel * chunk;
-                view_numel *= shape[view_d];
+                if (!clt__mul_i64(view_numel, chunk, &strides[view_d]))
+                    return false;
+                view_numel *= shape[view_d]; /* at most tensor_numel times a size of the view */
                 view_d--;
             }
             if (view_numel != tensor_numel)
@@ -314,7 +327,9 @@ clt_tensor *clt_unsqueeze(clt_tensor *x, int dim)
     for (int d = 0, k = 0; d <= x->ndim; d++) {
         if (d == dim) {
             s[d] = 1;
-            st[d] = dim < x->ndim ? x->shape[dim] * x->strides[dim] : 1;
+            /* any stride addresses a dimension of size 1: PyTorch's, when it fits */
+            if (dim == x->ndim || !clt__mul_i64(x->shape[dim], x->strides[dim], &st[d]))
+                st[d] = 1;
         } else {
             s[d] = x->shape[k];
             st[d] = x->strides[k++];
@@ -344,8 +359,10 @@ clt_tensor *clt_slice(clt_tensor *x, int dim, int64_t start, int64_t end, int64_
     end = end < start ? start : end > size ? size : end;
     memcpy(s, x->shape, sizeof s);
     memcpy(st, x->strides, sizeof st);
-    s[dim] = (end - start + step - 1) / step;
-    st[dim] = x->strides[dim] * step;
+    s[dim] = (end - start) / step + ((end - start) % step != 0); /* 0 <= start <= end <= size */
+    /* with two elements or more, stride * step spans less than the dimension does (no
+     * overflow); a single element keeps its stride, which kernels may step by once more */
+    st[dim] = s[dim] > 1 ? x->strides[dim] * step : x->strides[dim];
     return recorded(fn, &clt__d_slice, x,
                     make_view(fn, x, x->ndim, s, st,
                               s[dim] ? x->offset + (size_t)(start * x->strides[dim]) : x->offset),
@@ -357,7 +374,8 @@ clt_tensor *clt_narrow(clt_tensor *x, int dim, int64_t start, int64_t length)
     static const char *const fn = "clt_narrow";
     if (clt__tensor_check(fn, x) != CLT_OK || check_dim(fn, &dim, x->ndim) != CLT_OK)
         return NULL;
-    if (x->ndim == 0 || start < 0 || length < 0 || start + length > x->shape[dim]) {
+    if (x->ndim == 0 || start < 0 || length < 0 || start > x->shape[dim] ||
+        length > x->shape[dim] - start) {
         clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                    "start %lld and length %lld are out of range for dimension %d of size %lld",
                    (long long)start, (long long)length, dim,
