@@ -33,7 +33,7 @@ static void im2col_at(ulong i, __global ST *out, __global const ST *in, ulong N,
                       int ph, int pw, int dh, int dw)
 {
     ulong col = i % cols, n = (i / cols) % N, row = i / (cols * N);
-    ulong c = row / (ulong)(kh * kw);
+    ulong c = row / ((ulong)kh * (ulong)kw);
     long y = (long)((row / (ulong)kw) % (ulong)kh), x = (long)(row % (ulong)kw);
     long iy = (long)(col / OW) * sh - ph + y * dh, ix = (long)(col % OW) * sw - pw + x * dw;
     ST zero = STORE((CT)0);
@@ -46,7 +46,7 @@ __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulo
                      ulong N, ulong C, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw,
                      int sh, int sw, int ph, int pw, int dh, int dw, int blocked)
 {
-    ulong cols = OH * OW, rows = C * (ulong)(kh * kw);
+    ulong cols = OH * OW, rows = C * ((ulong)kh * (ulong)kw);
     CLT_RUN(N * rows * cols, blocked,
             im2col_at(i, out + out_off, in + in_off, N, C, H, W, OW, cols, kh, kw, sh, sw, ph,
                       pw, dh, dw));
@@ -125,7 +125,7 @@ static void col2im_at(ulong i, __global ST *out, __global const ST *in, ulong N,
 {
     long w = (long)(i % W), h = (long)((i / W) % H);
     ulong cols = OH * OW, nc = i / (W * H), n = nc / C, c = nc % C, tap = N * cols;
-    __global const ST *rows = in + (c * (ulong)(kh * kw) * N + n) * cols;
+    __global const ST *rows = in + (c * ((ulong)kh * (ulong)kw) * N + n) * cols;
     CT sum = 0;
     for (int y = 0; y < kh; y++) {
         long oy = clt_window_at(h, y, sh, ph, dh, OH);

@@ -7,6 +7,7 @@
  * another thread retains and releases its parameter keeps every reference. CI runs this suite, the loader's and DataParallel's
  * under ThreadSanitizer too (CLT_SANITIZE_THREAD). */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -236,7 +237,7 @@ END_TEST
 typedef struct holder {
     clt_tensor *p;
     atomic_bool stop;
-    long rounds;
+    atomic_long rounds;
 } holder;
 
 static void *hold_thread(void *arg)
@@ -247,7 +248,7 @@ static void *hold_thread(void *arg)
             clt_tensor_retain(h->p);
         for (int k = 0; k < 3; k++)
             clt_tensor_release(h->p);
-        h->rounds++;
+        atomic_fetch_add(&h->rounds, 1);
     }
     return NULL;
 }
@@ -264,15 +265,24 @@ START_TEST(test_threads_move_while_retained)
     pthread_t thread;
     double *before = test_values(h.p);
     atomic_init(&h.stop, false);
+    atomic_init(&h.rounds, 0);
     ck_assert_int_eq(pthread_create(&thread, NULL, hold_thread, &h), 0);
-    for (int round = 0; round < 400; round++) {
-        ck_assert_int_eq(clt_module_to_dtype(m, round % 2 ? CLT_F32 : CLT_F64), CLT_OK);
+    while (atomic_load(&h.rounds) == 0) /* the moves must overlap the other thread's work */
+        sched_yield();
+    long first = atomic_load(&h.rounds);
+    /* 200 moves there and back at least, and as many as the other thread needs for 2000 rounds */
+    for (int round = 0; round < 200 || (atomic_load(&h.rounds) < first + 2000 && round < 100000);
+         round++) {
+        ck_assert_int_eq(clt_module_to_dtype(m, CLT_F64), CLT_OK);
         if (dev != clt_device_cpu())
-            ck_assert_int_eq(clt_module_to(m, round % 2 ? clt_device_cpu() : dev), CLT_OK);
+            ck_assert_int_eq(clt_module_to(m, dev), CLT_OK);
+        ck_assert_int_eq(clt_module_to_dtype(m, CLT_F32), CLT_OK);
+        if (dev != clt_device_cpu())
+            ck_assert_int_eq(clt_module_to(m, clt_device_cpu()), CLT_OK);
     }
     atomic_store(&h.stop, true);
     ck_assert_int_eq(pthread_join(thread, NULL), 0);
-    ck_assert_int_gt(h.rounds, 0);
+    ck_assert_int_ge(atomic_load(&h.rounds), first + 2000);
     ck_assert_int_eq(atomic_load(&h.p->refs), 2);
     ck_assert_ptr_eq(clt_module_get_parameter(m, "0.weight"), h.p);
     ck_assert_ptr_eq(clt_tensor_device(h.p), clt_device_cpu());

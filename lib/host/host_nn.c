@@ -27,11 +27,11 @@ clt_status clt__host_index_select(const char *fn, clt_device *dev, const clt__in
 #define HOST_IM2COL(T)                                                                         \
     static void im2col_##T(const clt__conv_call *c)                                            \
     {                                                                                          \
-        size_t rows = c->C * (size_t)(c->kh * c->kw);                                          \
+        size_t rows = c->C * ((size_t)c->kh * (size_t)c->kw);                                  \
         const T *in = (const T *)c->in + c->in_offset;                                         \
         T *out = (T *)c->out + c->out_offset;                                                  \
         for (size_t row = 0; row < rows; row++) {                                              \
-            size_t ch = row / (size_t)(c->kh * c->kw);                                         \
+            size_t ch = row / ((size_t)c->kh * (size_t)c->kw);                                 \
             long y = (long)((row / (size_t)c->kw) % (size_t)c->kh);                            \
             long x = (long)(row % (size_t)c->kw);                                              \
             for (size_t n = 0; n < c->N; n++) {                                                \
@@ -153,7 +153,7 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
         for (size_t nc = 0; nc < c->N * c->C; nc++) {                                          \
             size_t n = nc / c->C, ch = nc % c->C;                                              \
             const ST *rows = (const ST *)c->in + c->in_offset +                                \
-                             (ch * (size_t)(c->kh * c->kw) * c->N + n) * cols;                 \
+                             (ch * ((size_t)c->kh * (size_t)c->kw) * c->N + n) * cols;         \
             for (long h = 0; h < (long)c->H; h++)                                              \
                 for (long w = 0; w < (long)c->W; w++) {                                        \
                     CT sum = 0;                                                                \

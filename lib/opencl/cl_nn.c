@@ -51,7 +51,7 @@ static clt_status columns(const char *fn, clt_device *dev, const clt__conv_call 
 
 clt_status clt__cl_im2col(const char *fn, clt_device *dev, const clt__conv_call *c)
 {
-    return columns(fn, dev, c, "im2col", c->N * c->C * (size_t)(c->kh * c->kw) * c->OH * c->OW);
+    return columns(fn, dev, c, "im2col", c->N * c->C * ((size_t)c->kh * (size_t)c->kw) * c->OH * c->OW);
 }
 
 clt_status clt__cl_col2im(const char *fn, clt_device *dev, const clt__conv_call *c)

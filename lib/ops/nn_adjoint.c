@@ -130,7 +130,7 @@ clt_tensor *clt__col2im(const char *fn, clt_tensor *cols, const clt__conv_call *
     const clt__conv_call *g = shape_of_call;
     if (clt__tensor_check(fn, cols) != CLT_OK || clt__need_floating(fn, cols) != CLT_OK)
         return NULL;
-    return window_adjoint(fn, cols, NULL, g, g->N * g->C * (size_t)(g->kh * g->kw) * g->OH * g->OW,
+    return window_adjoint(fn, cols, NULL, g, g->N * g->C * ((size_t)g->kh * (size_t)g->kw) * g->OH * g->OW,
                           true);
 }
 
