@@ -132,7 +132,7 @@ static void col2im_at(ulong i, __global ST *out, __global const ST *in, ulong N,
         for (int x = 0; oy >= 0 && x < kw; x++) {
             long ox = clt_window_at(w, x, sw, pw, dw, OW);
             if (ox >= 0)
-                sum += LOAD(rows[(ulong)(y * kw + x) * tap + (ulong)(oy * (long)OW + ox)]);
+                sum += LOAD(rows[((ulong)y * kw + (ulong)x) * tap + (ulong)(oy * (long)OW + ox)]);
         }
     }
     out[i] = STORE(sum);

@@ -762,6 +762,24 @@ START_TEST(test_autograd_deep_graph_release)
 }
 END_TEST
 
+/* A chain of a million gradients of gradients (x1.grad = x2, x2.grad = x3, ...) is freed
+ * without a nested call per tensor. */
+START_TEST(test_autograd_deep_grad_chain_release)
+{
+    enum { DEPTH = 1000000 };
+    test_live before = test_live_now();
+    clt_tensor *first = clt_tensor_ones(CLT_SHAPE(1), CLT_F32, clt_device_cpu()), *t = first;
+    for (int k = 0; k < DEPTH; k++) {
+        clt_tensor *g = clt_tensor_ones(CLT_SHAPE(1), CLT_F32, clt_device_cpu());
+        ck_assert_int_eq(clt_tensor_set_grad(t, g), CLT_OK);
+        clt_tensor_release(g); /* t holds it */
+        t = g;
+    }
+    clt_tensor_release(first);
+    ck_assert_live_eq(test_live_now(), before);
+}
+END_TEST
+
 /* A tensor cannot be its own gradient, nor hold itself through a chain of gradients (the cycle
  * would never be freed); the refused call changes nothing. */
 START_TEST(test_autograd_grad_cycles_refused)
@@ -803,6 +821,41 @@ static void replace_grad(void *user, clt_tensor *leaf, clt_tensor **grad)
     clt_tensor_release(*grad);
     *grad = g;
 }
+
+/* A hook's gradient that holds the leaf through its own gradient is copied, not adopted as
+ * the leaf's grad (which would close a cycle never freed). */
+static void give_holding_grad(void *user, clt_tensor *leaf, clt_tensor **grad)
+{
+    clt_tensor *y = clt_mul_scalar(*grad, 1);
+    (void)user;
+    if (y && clt_tensor_set_grad(y, leaf) == CLT_OK) {
+        clt_tensor_release(*grad);
+        *grad = y;
+    } else {
+        clt_tensor_release(y);
+    }
+}
+
+START_TEST(test_autograd_hook_gradient_holding_leaf)
+{
+    clt_device *dev = test_device(_i);
+    test_live before = test_live_now();
+    clt_tensor *w = clt_tensor_full(CLT_SHAPE(3), 2, CLT_F32, dev);
+    ck_assert_int_eq(clt_tensor_set_requires_grad(w, true), CLT_OK);
+    clt_tensor *sq = clt_mul(w, w), *loss = clt_sum(sq, NULL, 0, false);
+    ck_assert_int_eq(clt_backward_ex(loss, NULL, false,
+                                     &(clt_backward_hooks){.leaf_ready = give_holding_grad}),
+                     CLT_OK);
+    ck_assert_ptr_nonnull(w->grad);
+    ck_assert_ptr_null(w->grad->grad);
+    double *g = test_values(w->grad);
+    ck_assert(g[0] == 4 && g[1] == 4 && g[2] == 4);
+    free(g);
+    clt_tensor_release(loss), clt_tensor_release(sq), clt_tensor_release(w);
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), before);
+}
+END_TEST
 
 START_TEST(test_autograd_hook_gradient_checked)
 {
@@ -854,6 +907,8 @@ Suite *suite_autograd(void)
     ADD_DEVICE_TEST(tc, test_autograd_allocation_failures);
     ADD_DEVICE_TEST(tc, test_autograd_gradients);
     tcase_add_test(tc, test_autograd_deep_graph_release);
+    tcase_add_test(tc, test_autograd_deep_grad_chain_release);
+    ADD_DEVICE_TEST(tc, test_autograd_hook_gradient_holding_leaf);
     ADD_DEVICE_TEST(tc, test_autograd_grad_cycles_refused);
     ADD_DEVICE_TEST(tc, test_autograd_hook_gradient_checked);
     suite_add_tcase(s, tc);

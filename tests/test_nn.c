@@ -189,7 +189,11 @@ START_TEST(test_nn_window_limits)
     clt_tensor *tall = clt_tensor_zeros(CLT_SHAPE(0, 16, ((int64_t)1 << 32) + 1, 1), CLT_F32, dev);
     ck_assert_ptr_null(clt_conv2d(x, tall, NULL, NULL));
     ck_assert_int_eq(clt_last_status(), CLT_ERR_SHAPE);
-    ck_assert_error_has("kh and kw at most INT_MAX");
+    ck_assert_error_has("kh and kw in 1..INT_MAX");
+    clt_tensor *flat = clt_tensor_zeros(CLT_SHAPE(1, 16, 0, 1), CLT_F32, dev);
+    ck_assert_ptr_null(clt_conv2d(x, flat, NULL, NULL)); /* a kernel without rows */
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_SHAPE);
+    clt_tensor_release(flat);
     /* C / groups against an enormous weight: compared, not multiplied */
     clt_tensor *wide = clt_tensor_zeros(CLT_SHAPE(0, (int64_t)1 << 60, 1, 1), CLT_F32, dev);
     ck_assert_ptr_null(clt_conv2d(x, wide, NULL, &(clt_conv2d_options){.groups = 16}));

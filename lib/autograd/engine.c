@@ -195,7 +195,7 @@ static clt_tensor *new_leaf_grad(clt__node *acc)
     /* a leaf's grad is its own: the tensor that arrived may be shared (the same gradient sent
      * to both inputs of an add, a view of a cat's gradient, the caller's own grad argument) */
     if (atomic_load(&g->refs) == 1 && atomic_load(&g->storage->refs) == 1 && g->offset == 0 &&
-        clt_tensor_is_contiguous(g))
+        clt_tensor_is_contiguous(g) && !g->grad && !g->grad_fn) /* (a hook's may hold more) */
         return clt_tensor_retain(g);
     return clt_tensor_to_ex(g, &(clt_to_options){.copy = true});
 }

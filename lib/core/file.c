@@ -12,15 +12,20 @@
 
 #include "core.h"
 
-int clt__open_regular(const char *path)
+int clt__open_regular(const char *path, bool *irregular)
 {
     struct stat sb;
-    int flags, fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO opens at once */
+    /* O_NONBLOCK: a FIFO opens at once; O_NOCTTY: a terminal never becomes ours */
+    int flags, fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    *irregular = false;
     if (fd < 0)
         return -1;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    bool known = fstat(fd, &sb) == 0;
+    if (!known || !S_ISREG(sb.st_mode)) {
+        int err = known ? EINVAL : errno;
+        *irregular = known;
         close(fd);
-        errno = EINVAL;
+        errno = err;
         return -1;
     }
     flags = fcntl(fd, F_GETFL);

@@ -64,10 +64,11 @@ static clt_status read_all(const char *fn, const char *path, char **text, size_t
     size_t cap = 0, used = 0;
     clt_status st = CLT_OK;
     int err;
-    int fd = clt__open_regular(path);
+    bool irregular;
+    int fd = clt__open_regular(path, &irregular);
     if (fd < 0)
         return clt__error(CLT_ERR_IO, fn, "cannot open %s: %s", path,
-                          errno == EINVAL ? "not a regular file" : strerror(errno));
+                          irregular ? "not a regular file" : strerror(errno));
     errno = 0;
     gzFile f = gzdopen(fd, "rb");
     if (!f) {

@@ -162,7 +162,7 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
                         for (int x = 0; oy >= 0 && x < c->kw; x++) {                           \
                             long ox = window_x(&t, c, w, x);                                   \
                             if (ox >= 0)                                                       \
-                                sum += LOAD(rows[(size_t)(y * c->kw + x) * tap +               \
+                                sum += LOAD(rows[((size_t)y * c->kw + (size_t)x) * tap +       \
                                                  (size_t)(oy * (long)c->OW + ox)]);            \
                         }                                                                      \
                     }                                                                          \

@@ -496,8 +496,9 @@ static clt_status parse_file(const char *fn, const char *path, parsed *p)
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "path is NULL");
     if (!little_endian())
         return clt__error(CLT_ERR_UNSUPPORTED, fn, "big-endian hosts are not supported");
-    int fd = clt__open_regular(path);
-    if (fd < 0 && errno == EINVAL)
+    bool irregular;
+    int fd = clt__open_regular(path, &irregular);
+    if (fd < 0 && irregular)
         return clt__error(CLT_ERR_IO, fn, "%s: not a readable regular file", path);
     if (fd < 0 || !(p->f = fdopen(fd, "rb"))) {
         st = clt__error(CLT_ERR_IO, fn, "%s: cannot open: %s", path, strerror(errno));

@@ -355,10 +355,11 @@ unsigned char *clt__cl_cache_load(const char *fn, const char *key, size_t key_le
     if (!cache_dir(dir))
         return NULL;
     entry_path(path, sizeof path, dir, key, key_len);
-    fd = clt__open_regular(path); /* a FIFO planted at the entry's name must not block */
+    bool irregular;
+    fd = clt__open_regular(path, &irregular); /* a FIFO planted at the entry's name: no wait */
     if (fd < 0) {
-        if (errno != ENOENT)
-            reject(path, errno == EINVAL ? "is not a regular file" : strerror(errno));
+        if (irregular || errno != ENOENT)
+            reject(path, irregular ? "is not a regular file" : strerror(errno));
         return NULL;
     }
     binary = read_entry(fn, fd, path, key, key_len, size);

@@ -494,13 +494,14 @@ clt_tensor *clt_conv2d(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
     groups = or_default(o->groups, 1);
     if (x->ndim != 4 || weight->ndim != 4 || groups < 0 || x->shape[1] % groups ||
         weight->shape[0] % groups || weight->shape[1] != x->shape[1] / groups ||
-        weight->shape[2] > INT_MAX || weight->shape[3] > INT_MAX ||
+        weight->shape[2] < 1 || weight->shape[2] > INT_MAX || weight->shape[3] < 1 ||
+        weight->shape[3] > INT_MAX ||
         (bias && (bias->ndim != 1 || bias->shape[0] != weight->shape[0]))) {
         clt__format_shape(a, sizeof a, x->ndim, x->shape);
         clt__format_shape(b, sizeof b, weight->ndim, weight->shape);
         clt__error(CLT_ERR_SHAPE, fn,
                    "input %s and weight %s (groups %d): expected (N, C, H, W), (O, C / groups, "
-                   "kh, kw) with C and O divisible by groups, kh and kw at most INT_MAX, and a "
+                   "kh, kw) with C and O divisible by groups, kh and kw in 1..INT_MAX, and a "
                    "bias of (O,)",
                    a, b, groups);
         return NULL;

@@ -157,11 +157,16 @@ clt_tensor *clt_tensor_retain(clt_tensor *t)
 
 void clt_tensor_release(clt_tensor *t)
 {
-    if (!t || atomic_fetch_sub(&t->refs, 1) != 1)
-        return;
-    clt__tensor_autograd_release(t);
-    clt__storage_release(t->storage);
-    clt__free(t);
+    /* a gradient is let go after its tensor, by this loop: a chain of gradients of gradients
+     * takes no recursion (nodes defer their own freeing: clt__node_release) */
+    while (t && atomic_fetch_sub(&t->refs, 1) == 1) {
+        clt_tensor *grad = t->grad;
+        t->grad = NULL;
+        clt__tensor_autograd_release(t);
+        clt__storage_release(t->storage);
+        clt__free(t);
+        t = grad;
+    }
 }
 
 /* ---- properties --------------------------------------------------------------------------------- */
