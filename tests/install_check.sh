@@ -35,12 +35,13 @@ echo "== find_package(cltensor) from $prefix"
 for exe in consumer consumer_static consumer_cxx; do
   "$work/app/$exe" || fail "$exe failed"
 done
-# the shared consumers load the installed library, not the build tree's
-ldd "$work/app/consumer" | grep -q "$libdir/libcltensor.so.$soversion" ||
-  fail "consumer does not load $libdir/libcltensor.so.$soversion: $(ldd "$work/app/consumer")"
-if ldd "$work/app/consumer_static" | grep -q libcltensor; then
-  fail "consumer_static loads a shared libcltensor"
-fi
+# the shared consumers load the installed library, not the build tree's (each listing taken
+# whole first: `ldd | grep -q` fails under pipefail when grep stops reading early)
+loads=$(ldd "$work/app/consumer")
+[[ $loads == *"$libdir/libcltensor.so.$soversion"* ]] ||
+  fail "consumer does not load $libdir/libcltensor.so.$soversion: $loads"
+loads=$(ldd "$work/app/consumer_static")
+[[ $loads != *libcltensor* ]] || fail "consumer_static loads a shared libcltensor"
 # a version the package does not satisfy is refused (before 1.0 the minor version must match)
 next_minor=$(echo "$version" | awk -F. '{print $1 "." $2 + 1}')
 if "$cmake" -S "$src/tests/install" -B "$work/app-next" -DCMAKE_PREFIX_PATH="$prefix" \
@@ -60,5 +61,6 @@ export PKG_CONFIG_PATH=$libdir/pkgconfig
 echo "== the installed clt-info"
 out=$("$prefix/bin/clt-info" --version) || fail "clt-info --version failed"
 [[ $out == "cltensor $version" ]] || fail "clt-info --version printed '$out'"
-"$prefix/bin/clt-info" | grep -q '^cpu: ' || fail "clt-info does not list cpu"
+out=$("$prefix/bin/clt-info") || fail "clt-info failed"
+grep -q '^cpu: ' <<<"$out" || fail "clt-info does not list cpu"
 echo "install_check: ok"
