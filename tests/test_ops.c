@@ -656,6 +656,7 @@ END_TEST
 
 typedef struct fault_case {
     clt_tensor *a, *b, *t; /* t: a transposed */
+    clt_tensor *ia, *ib;   /* i64 operands of an integer power (its exponent read back) */
     int which;
 } fault_case;
 
@@ -668,6 +669,7 @@ static bool run_fault_case(void *ctx)
     case 0: r = clt_add(c->a, c->b); break;           /* broadcast, converting b */
     case 1: r = clt_contiguous(c->t); break;
     case 2: r = clt_cat((clt_tensor *[]){c->a, c->a}, 2, 0); break;
+    case 3: r = clt_pow(c->ia, c->ib); break;
     default: return clt_add_(c->a, c->b) == CLT_OK;
     }
     clt_tensor_release(t);
@@ -677,15 +679,20 @@ static bool run_fault_case(void *ctx)
 
 START_TEST(test_ops_allocation_failures)
 {
-    static const char *const fns[] = {"clt_add", "clt_contiguous", "clt_cat", "clt_add_"};
+    static const char *const fns[] = {"clt_add", "clt_contiguous", "clt_cat", "clt_pow",
+                                      "clt_add_"};
     clt_device *dev = test_device(_i);
     fault_case c = {clt_tensor_ones(CLT_SHAPE(3, 4), CLT_F32, dev),
-                    clt_tensor_ones(CLT_SHAPE(4), CLT_F16, dev), NULL, 0};
+                    clt_tensor_ones(CLT_SHAPE(4), CLT_F16, dev), NULL,
+                    clt_tensor_full(CLT_SHAPE(3, 4), 2, CLT_I64, dev),
+                    clt_tensor_full(CLT_SHAPE(4), 3, CLT_I64, dev), 0};
     c.t = clt_transpose(c.a, 0, 1);
-    for (c.which = 0; c.which < 4; c.which++) {
+    for (c.which = 0; c.which < 5; c.which++) {
         test_fault_sweep(run_fault_case, &c, fns[c.which], CLT__HOST);
         test_fault_sweep(run_fault_case, &c, fns[c.which], CLT__DEVICE);
     }
+    clt_tensor_release(c.ib);
+    clt_tensor_release(c.ia);
     clt_tensor_release(c.t);
     clt_tensor_release(c.b);
     clt_tensor_release(c.a);

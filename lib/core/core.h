@@ -60,10 +60,12 @@ long clt__allocation_attempts(clt__alloc_kind kind);
 long clt__live_allocations(clt__alloc_kind kind);
 void clt__live_add(clt__alloc_kind kind, long delta);
 
+struct stat;
 /* Opens an existing regular file for reading (close-on-exec, never as a controlling terminal)
- * without blocking on a FIFO: the descriptor, or -1 with errno set; *irregular tells whether
- * the path opened but is no regular file (a FIFO, a device, a folder). */
-int clt__open_regular(const char *path, bool *irregular);
+ * without blocking on a FIFO: the descriptor, with the file's status in *sb, or -1 with errno
+ * set; *irregular tells whether the path opened but is no regular file (a FIFO, a device, a
+ * folder). */
+int clt__open_regular(const char *path, bool *irregular, struct stat *sb);
 /* Creates and opens for writing a new file named `path`, whose last six characters, "XXXXXX",
  * it replaces with random ones (O_EXCL | O_NOFOLLOW: never an existing file or a link's
  * target), with `mode` less the umask: the descriptor, or -1 with errno set. */
@@ -76,11 +78,6 @@ static inline bool clt__mul_size(size_t a, size_t b, size_t *out)
 {
     size_t r;
     return __builtin_mul_overflow(a, b, &r) ? false : (*out = r, true);
-}
-static inline bool clt__add_size(size_t a, size_t b, size_t *out)
-{
-    size_t r;
-    return __builtin_add_overflow(a, b, &r) ? false : (*out = r, true);
 }
 static inline bool clt__mul_i64(int64_t a, int64_t b, int64_t *out)
 {

@@ -12,16 +12,15 @@
 
 #include "core.h"
 
-int clt__open_regular(const char *path, bool *irregular)
+int clt__open_regular(const char *path, bool *irregular, struct stat *sb)
 {
-    struct stat sb;
     /* O_NONBLOCK: a FIFO opens at once; O_NOCTTY: a terminal never becomes ours */
     int flags, fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     *irregular = false;
     if (fd < 0)
         return -1;
-    bool known = fstat(fd, &sb) == 0;
-    if (!known || !S_ISREG(sb.st_mode)) {
+    bool known = fstat(fd, sb) == 0;
+    if (!known || !S_ISREG(sb->st_mode)) {
         int err = known ? EINVAL : errno;
         *irregular = known;
         close(fd);

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <zlib.h>
@@ -65,7 +66,8 @@ static clt_status read_all(const char *fn, const char *path, char **text, size_t
     clt_status st = CLT_OK;
     int err;
     bool irregular;
-    int fd = clt__open_regular(path, &irregular);
+    struct stat sb;
+    int fd = clt__open_regular(path, &irregular, &sb);
     if (fd < 0)
         return clt__error(CLT_ERR_IO, fn, "cannot open %s: %s", path,
                           irregular ? "not a regular file" : strerror(errno));

@@ -256,12 +256,11 @@ static int64_t shard_length(int64_t length, int replicas)
     return length / replicas + (length % replicas != 0);
 }
 
-/* Whether the memory a loader of these options needs has a size: the epoch's order, and for
- * each field the largest batch's tensor and its staging memory. */
-static clt_status check_sizes(const char *fn, const clt_dataset *d, const clt_loader_options *o)
+/* Whether the memory a loader over d needs has a size: the epoch's order, and for each field
+ * the tensor and staging memory of its largest batch, of `items` items. */
+static clt_status check_sizes(const char *fn, const clt_dataset *d, int64_t items)
 {
-    int64_t length = shard_length(d->length, o->num_replicas), numel, shape[CLT_MAX_DIMS];
-    int64_t items = length < o->batch_size ? length : o->batch_size;
+    int64_t numel, shape[CLT_MAX_DIMS];
     size_t bytes;
     if (!clt__mul_size((size_t)d->length, sizeof(int64_t), &bytes))
         return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "the order of %lld items needs more bytes "
@@ -309,7 +308,9 @@ clt_loader *clt_loader_new(clt_dataset *d, const clt_loader_options *options)
     for (int f = 0; f < d->nfields; f++)
         if (clt__device_dtype_check(fn, o.device, d->fields[f].dtype) != CLT_OK)
             return NULL;
-    if (check_sizes(fn, d, &o) != CLT_OK)
+    int64_t length = shard_length(d->length, o.num_replicas);
+    int64_t items = length < o.batch_size ? length : o.batch_size;
+    if (check_sizes(fn, d, items) != CLT_OK)
         return NULL;
     l = clt__alloc_zeroed(fn, sizeof *l);
     if (!l)
@@ -324,9 +325,9 @@ clt_loader *clt_loader_new(clt_dataset *d, const clt_loader_options *options)
     l->depth = o.prefetch;
     l->replicas = o.num_replicas;
     l->rank = o.rank;
-    l->length = shard_length(d->length, l->replicas);
+    l->length = length;
     l->batches = l->length / o.batch_size + (!o.drop_last && l->length % o.batch_size != 0);
-    l->max_items = l->length < o.batch_size ? l->length : o.batch_size;
+    l->max_items = items;
     l->slots = clt__alloc_zeroed(fn, (size_t)l->depth * sizeof *l->slots);
     l->order = l->slots ? clt__alloc(fn, (size_t)(l->length ? l->length : 1) * sizeof *l->order)
                         : NULL; /* the sizes of the order and the full order: checked above */

@@ -63,7 +63,7 @@ static size_t memory_limit(void)
     }
     /* at least one byte and a number of bytes a size_t holds: inf, 1e30 or 0.5 are no limit
      * anyone meant */
-    if (end == v || *end || !(x >= 1) || !(x < 0x1p64) || x > (double)SIZE_MAX) {
+    if (end == v || *end || !(x >= 1) || !(x < (double)SIZE_MAX)) {
         clt__log(CLT_LOG_WARN, "CLT_DEVICE_MEMORY_LIMIT=\"%s\" is not a size of at least one "
                  "byte: ignored", v);
         return 0;

@@ -497,7 +497,7 @@ static clt_status parse_file(const char *fn, const char *path, parsed *p)
     if (!little_endian())
         return clt__error(CLT_ERR_UNSUPPORTED, fn, "big-endian hosts are not supported");
     bool irregular;
-    int fd = clt__open_regular(path, &irregular);
+    int fd = clt__open_regular(path, &irregular, &sb);
     if (fd < 0 && irregular)
         return clt__error(CLT_ERR_IO, fn, "%s: not a readable regular file", path);
     if (fd < 0 || !(p->f = fdopen(fd, "rb"))) {
@@ -505,10 +505,6 @@ static clt_status parse_file(const char *fn, const char *path, parsed *p)
         if (fd >= 0)
             close(fd);
         return st;
-    }
-    if (fstat(fd, &sb) != 0) {
-        st = clt__error(CLT_ERR_IO, fn, "%s: not a readable regular file", path);
-        goto fail;
     }
     size = (uint64_t)sb.st_size;
     if (size < 8 || fread(len, 1, 8, p->f) != 8) {

@@ -303,17 +303,14 @@ static bool transfer_all(int fd, void *buf, size_t n, bool writing)
     return true;
 }
 
-/* Checks an open entry against the key; the binary (clt__free) on success, NULL after
- * rejecting it. */
-static unsigned char *read_entry(const char *fn, int fd, const char *path, const char *key,
-                                 size_t key_len, size_t *size)
+/* Checks an open regular entry of status sb against the key; the binary (clt__free) on
+ * success, NULL after rejecting it. */
+static unsigned char *read_entry(const char *fn, int fd, const struct stat *sb, const char *path,
+                                 const char *key, size_t key_len, size_t *size)
 {
     unsigned char head[CLT__CACHE_HEADER], *buf = NULL;
-    struct stat sb;
     uint64_t klen, blen;
 
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
-        return reject(path, "is not a regular file"), NULL;
     if (!transfer_all(fd, head, sizeof head, false))
         return reject(path, "is truncated (no complete header)"), NULL;
     if (memcmp(head, CLT__CACHE_MAGIC, 8) != 0)
@@ -323,7 +320,7 @@ static unsigned char *read_entry(const char *fn, int fd, const char *path, const
     klen = get_u64(head + 16);
     blen = get_u64(head + 24);
     if (klen > CLT__CACHE_MAX_ENTRY || blen > CLT__CACHE_MAX_ENTRY || blen == 0 ||
-        (uint64_t)sb.st_size != CLT__CACHE_HEADER + klen + blen)
+        (uint64_t)sb->st_size != CLT__CACHE_HEADER + klen + blen)
         return reject(path, "is truncated or has a bad length"), NULL;
     if (klen != key_len)
         return reject(path, "belongs to another key (foreign entry)"), NULL;
@@ -356,13 +353,14 @@ unsigned char *clt__cl_cache_load(const char *fn, const char *key, size_t key_le
         return NULL;
     entry_path(path, sizeof path, dir, key, key_len);
     bool irregular;
-    fd = clt__open_regular(path, &irregular); /* a FIFO planted at the entry's name: no wait */
+    struct stat sb;
+    fd = clt__open_regular(path, &irregular, &sb); /* a FIFO at the entry's name: no wait */
     if (fd < 0) {
         if (irregular || errno != ENOENT)
             reject(path, irregular ? "is not a regular file" : strerror(errno));
         return NULL;
     }
-    binary = read_entry(fn, fd, path, key, key_len, size);
+    binary = read_entry(fn, fd, &sb, path, key, key_len, size);
     close(fd);
     if (binary)
         utimensat(AT_FDCWD, path, NULL, 0); /* most recently used: the last to be evicted */
