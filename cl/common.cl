@@ -46,3 +46,25 @@ typedef long clt_i64;
             }                                                                                  \
         }                                                                                      \
     } while (0)
+
+/* Kernel selection: a program built with -DCLT_ONLY -DCLT_PICK_<name>=1 holds kernel <name>
+ * alone, so that a driver compiles only what runs; without CLT_ONLY it holds every kernel of its
+ * file. A kernel's definition sits under `#if CLT_WANTED(name)`, or, inside a macro, in
+ * CLT_WHEN(name)(definition). */
+#define CLT_PROBE_1 ~, 1
+#define CLT_SECOND_(a, b, ...) b
+#define CLT_SECOND(...) CLT_SECOND_(__VA_ARGS__)
+#define CLT_PASTE_(a, b) a##b
+#define CLT_PASTE(a, b) CLT_PASTE_(a, b)
+/* (name is pasted before anything expands it: a part may share its name with a macro of the
+ * driver's headers) */
+#ifdef CLT_ONLY
+#define CLT_PICKED(pick) CLT_SECOND(CLT_PASTE(CLT_PROBE_, pick), 0, ~)
+#else
+#define CLT_PICKED(pick) 1
+#endif
+#define CLT_WANTED(name) CLT_PICKED(CLT_PICK_##name)
+#define CLT_WHEN_0(...)
+#define CLT_WHEN_1(...) __VA_ARGS__
+#define CLT_WHEN_PICKED(pick) CLT_PASTE(CLT_WHEN_, CLT_PICKED(pick))
+#define CLT_WHEN(name) CLT_WHEN_PICKED(CLT_PICK_##name)

@@ -4,7 +4,10 @@
  * per-operand strides (in elements) place output element i and its inputs (ndim 0: every
  * operand contiguous, element i at offset + i); the elements are spread over the work-items as
  * CLT_RUN spreads them (common.cl). Inputs an operation does not use are passed as any valid
- * buffer. */
+ * buffer. Each program built from this file holds one part of it (CLT_WANTED, common.cl): the
+ * ew_ and ewc_ kernels of one group of operations of elementwise_ops.cl (binary, scalar, sign,
+ * math, compare, backward), copy (copy and where), fill, or transpose (the batched transposes at
+ * the end). */
 
 #define CLT_CAT_(a, b) a##b
 #define CLT_CAT(a, b) CLT_CAT_(a, b)
@@ -20,25 +23,42 @@
 #define EXPR(fe, ie) (fe)
 #endif
 
-#define EW_PARAMS(OT, XT)                                                                      \
-    __global OT *out, ulong out_off, long8 out_st, __global const XT *xp, ulong x_off,         \
-        long8 x_st, __global const ST *yp, ulong y_off, long8 y_st, __global const ST *zp,     \
-        ulong z_off, long8 z_st, long8 shape, int ndim, ulong n, int blocked, CT s0, CT s1
-
-/* The strided operands' layout, as arrays: sizes, and the strides of out, x, y, z. */
+/* The strided operands' layout: sizes, and the strides of out, x, y, z (operand q's stride
+ * along dimension d at st[8 q + d]). A struct, passed by value: vector arguments wider than the
+ * CPU's registers would change a CPU driver's ABI. (One-dimensional arrays only: Rusticl 22
+ * sizes a struct holding a two-dimensional one wrongly. A kernel copies such an argument into
+ * private memory before any branch: Rusticl 22 reads an argument inside control flow as if
+ * every work-item took the same path, and says so on stderr.) */
 typedef struct ew_layout {
-    long sh[8], st[4][8];
+    long sh[8], st[32];
 } ew_layout;
+
+/* The arguments arrive with an _in suffix and EW_ARGS(OT, XT) reads every one of them into a
+ * private variable of the plain name first, before any branch or loop (see ew_layout). */
+#define EW_PARAMS(OT, XT)                                                                      \
+    __global OT *out_in, ulong out_off_in, __global const XT *xp_in, ulong x_off_in,           \
+        __global const ST *yp_in, ulong y_off_in, __global const ST *zp_in, ulong z_off_in,    \
+        ew_layout layout_in, int ndim_in, ulong n_in, int blocked_in, CT s0_in, CT s1_in
+#define EW_ARGS(OT, XT)                                                                        \
+    __global OT *out = out_in;                                                                 \
+    __global const XT *xp = xp_in;                                                             \
+    __global const ST *yp = yp_in, *zp = zp_in;                                                \
+    ulong out_off = out_off_in, x_off = x_off_in, y_off = y_off_in, z_off = z_off_in;          \
+    ulong n = n_in;                                                                            \
+    int ndim = ndim_in, blocked = blocked_in;                                                  \
+    CT s0 = s0_in, s1 = s1_in;                                                                 \
+    ew_layout layout = layout_in;                                                              \
+    (void)yp, (void)zp, (void)y_off, (void)z_off, (void)s0, (void)s1
 
 /* The offsets off[0..3] (out, x, y, z) of output element i, whose index along each dimension
  * goes to k. */
-static void ew_place(const ew_layout *l, int ndim, ulong i, long *k, ulong *off)
+CLT_FN void ew_place(const ew_layout *l, int ndim, ulong i, long *k, ulong *off)
 {
     for (int d = ndim - 1; d >= 0; d--) {
         k[d] = (long)(i % (ulong)l->sh[d]);
         i /= (ulong)l->sh[d];
         for (int q = 0; q < 4; q++)
-            off[q] += (ulong)(k[d] * l->st[q][d]);
+            off[q] += (ulong)(k[d] * l->st[8 * q + d]);
     }
 }
 
@@ -47,19 +67,14 @@ static void ew_place(const ew_layout *l, int ndim, ulong i, long *k, ulong *off)
  * elements places its first one and steps the index (and the four offsets) from there, so that
  * only one element a run pays for the divisions; otherwise each element is placed. */
 #define EW_LOOP(BODY)                                                                          \
-    ew_layout l_;                                                                              \
+    ew_layout l_ = layout;                                                                     \
     long k_[8];                                                                                \
     ulong g_ = get_global_id(0), gs_ = get_global_size(0), first_ = g_, end_ = n, step_ = gs_; \
-    vstore8(shape, 0, l_.sh);                                                                  \
-    vstore8(out_st, 0, l_.st[0]);                                                              \
-    vstore8(x_st, 0, l_.st[1]);                                                                \
-    vstore8(y_st, 0, l_.st[2]);                                                                \
-    vstore8(z_st, 0, l_.st[3]);                                                                \
     int nd_ = ndim;                                                                            \
     if (nd_ == 0) { /* contiguous: one dimension of n */                                       \
         nd_ = 1;                                                                               \
         l_.sh[0] = (long)n;                                                                    \
-        l_.st[0][0] = l_.st[1][0] = l_.st[2][0] = l_.st[3][0] = 1;                             \
+        l_.st[0] = l_.st[8] = l_.st[16] = l_.st[24] = 1;                                       \
     }                                                                                          \
     if (blocked) {                                                                             \
         ulong per_ = ((n + gs_ - 1) / gs_ + 15) & ~(ulong)15;                                  \
@@ -77,21 +92,26 @@ static void ew_place(const ew_layout *l, int ndim, ulong i, long *k, ulong *off)
                 break;                                                                         \
             for (int d_ = nd_ - 1; d_ >= 0; d_--) { /* the next element's index */             \
                 for (int q_ = 0; q_ < 4; q_++)                                                 \
-                    off_[q_] += (ulong)l_.st[q_][d_];                                          \
+                    off_[q_] += (ulong)l_.st[8 * q_ + d_];                                     \
                 if (++k_[d_] < l_.sh[d_])                                                      \
                     break;                                                                     \
                 for (int q_ = 0; q_ < 4; q_++)                                                 \
-                    off_[q_] -= (ulong)(l_.st[q_][d_] * l_.sh[d_]);                            \
+                    off_[q_] -= (ulong)(l_.st[8 * q_ + d_] * l_.sh[d_]);                       \
                 k_[d_] = 0;                                                                    \
             }                                                                                  \
         }                                                                                      \
     }
 
+/* K(op...) for every operation, each group in the part of its name. */
+#define EW_GROUPS(K)                                                                           \
+    CLT_WHEN(binary)(CLT_EW_BINARY(K)) CLT_WHEN(scalar)(CLT_EW_SCALAR(K))                      \
+    CLT_WHEN(sign)(CLT_EW_SIGN(K)) CLT_WHEN(math)(CLT_EW_MATH(K))                              \
+    CLT_WHEN(compare)(CLT_EW_COMPARE(K)) CLT_WHEN(backward)(CLT_EW_BACKWARD(K))
+
 #define EW_KERNEL(name, inputs, fe, ie, res)                                                   \
     __kernel void ew_##name(EW_PARAMS(OUT_##res, ST))                                          \
     {                                                                                          \
-        (void)s0;                                                                              \
-        (void)s1;                                                                              \
+        EW_ARGS(OUT_##res, ST);                                                                \
         EW_LOOP({                                                                              \
             CT x = LOAD(xp[a]);                                                                \
             CT y = inputs > 1 ? (CT)LOAD(yp[b]) : (CT)0;                                       \
@@ -100,31 +120,35 @@ static void ew_place(const ew_layout *l, int ndim, ulong i, long *k, ulong *off)
             out[o] = STORE_##res(EXPR(fe, ie));                                                \
         })                                                                                     \
     }
-CLT_EW_OPS(EW_KERNEL)
+EW_GROUPS(EW_KERNEL)
 
+#if CLT_WANTED(copy)
 __kernel void ew_copy(EW_PARAMS(ST, ST))
 {
-    (void)s0;
-    (void)s1;
+    EW_ARGS(ST, ST);
     EW_LOOP({
         (void)b;
         (void)c;
         out[o] = xp[a];
     })
 }
+#endif
 
 /* n elements from offset `off` set to `value` (the stored bits). */
+#if CLT_WANTED(fill)
 __kernel void ew_fill(__global ST *out, ulong off, ulong n, ST value, int blocked)
 {
     CLT_RUN(n, blocked, out[off + i] = value);
 }
+#endif
 
+#if CLT_WANTED(copy)
 __kernel void ew_where(EW_PARAMS(ST, clt_u8))
 {
-    (void)s0;
-    (void)s1;
+    EW_ARGS(ST, clt_u8);
     EW_LOOP(out[o] = xp[a] ? yp[b] : zp[c])
 }
+#endif
 
 /* The same operations over contiguous operands (ndim 0), element i at offset + i, each
  * work-item looping over several with CLT_RUN (common.cl): ewc_<op>, ewc_copy and ewc_where. */
@@ -147,8 +171,9 @@ __kernel void ew_where(EW_PARAMS(ST, clt_u8))
             out[out_off + i] = STORE_##res(EXPR(fe, ie));                                      \
         });                                                                                    \
     }
-CLT_EW_OPS(EWC_KERNEL)
+EW_GROUPS(EWC_KERNEL)
 
+#if CLT_WANTED(copy)
 __kernel void ewc_copy(EWC_PARAMS(ST, ST))
 {
     (void)yp;
@@ -159,16 +184,19 @@ __kernel void ewc_copy(EWC_PARAMS(ST, ST))
     (void)s1;
     CLT_RUN(n, blocked, out[out_off + i] = xp[x_off + i]);
 }
+#endif
 
+#if CLT_WANTED(copy)
 __kernel void ewc_where(EWC_PARAMS(ST, clt_u8))
 {
     (void)s0;
     (void)s1;
     CLT_RUN(n, blocked, out[out_off + i] = xp[x_off + i] ? yp[y_off + i] : zp[z_off + i]);
 }
+#endif
 
 /* ---- copies that are batched transposes (clt__tile_plan in lib/backend.h) ------------------- */
-/* Within matrix b (batch index over the nb dimensions of bshape, with strides out_bs, in_bs),
+/* Within matrix b (batch index over the nb dimensions of bd),
  * out[o + i * out_rs + j] = in[a + i + j * in_cs] for i < rows, j < cols. Elements move as
  * unsigned integers of their size (TU, TU4): bit-exact. */
 #define CLT_SIZE_f32 4
@@ -196,36 +224,38 @@ __kernel void ewc_where(EWC_PARAMS(ST, clt_u8))
 #define TP_T 32 /* a tile: TP_T x TP_T elements */
 #define TP_ROWS 8 /* ew_copy_t: work-items a work-group has down a tile */
 
+/* The batch dimensions of a transpose: sizes, and the strides of out and in. */
+typedef struct tp_batch {
+    long sh[8], out[8], in[8];
+} tp_batch;
+
 #define TP_PARAMS                                                                              \
     __global ST *outp, ulong out_off, __global const ST *inp, ulong in_off, ulong rows,        \
-        ulong cols, long out_rs, long in_cs, ulong batch, long8 bshape, long8 out_bs,          \
-        long8 in_bs, int nb
+        ulong cols, long out_rs, long in_cs, ulong batch, tp_batch bd, int nb
 
 /* The offsets of matrix b's first element in the output (*o) and the input (*a). */
-CLT_FN void tp_base(ulong b, long8 bshape, long8 out_bs, long8 in_bs, int nb, ulong *o, ulong *a)
+CLT_FN void tp_base(ulong b, const tp_batch *bd, int nb, ulong *o, ulong *a)
 {
-    long sh[8], so[8], si[8];
-    vstore8(bshape, 0, sh);
-    vstore8(out_bs, 0, so);
-    vstore8(in_bs, 0, si);
     for (int d = nb - 1; d >= 0; d--) {
-        ulong k = b % (ulong)sh[d];
-        b /= (ulong)sh[d];
-        *o += k * so[d];
-        *a += k * si[d];
+        ulong k = b % (ulong)bd->sh[d];
+        b /= (ulong)bd->sh[d];
+        *o += k * bd->out[d];
+        *a += k * bd->in[d];
     }
 }
 
 /* GPUs: work-group (TP_T, TP_ROWS) copies the tile at (group 1, group 0) of matrix global id 2
  * through local memory, reading input rows and writing output rows whole (coalesced). */
+#if CLT_WANTED(transpose)
 __kernel void ew_copy_t(TP_PARAMS)
 {
+    tp_batch bl = bd; /* read whole before any branch (see ew_layout) */
     __local TU tile[TP_T][TP_T + 1];
     __global TU *out = (__global TU *)outp;
     __global const TU *in = (__global const TU *)inp;
     ulong o = out_off, a = in_off, i0 = get_group_id(1) * TP_T, j0 = get_group_id(0) * TP_T;
     uint lx = get_local_id(0), ly = get_local_id(1);
-    tp_base(get_global_id(2), bshape, out_bs, in_bs, nb, &o, &a);
+    tp_base(get_global_id(2), &bl, nb, &o, &a);
     (void)batch;
     for (uint k = ly; k < TP_T; k += TP_ROWS)
         if (i0 + lx < rows && j0 + k < cols)
@@ -235,13 +265,15 @@ __kernel void ew_copy_t(TP_PARAMS)
         if (i0 + k < rows && j0 + lx < cols)
             out[o + (i0 + k) * out_rs + (j0 + lx)] = tile[lx][k];
 }
+#endif
 
 /* Rows i0 .. i1 - 1, columns j0 .. j1 - 1 of one matrix (o, a its offsets), 4 x 4 blocks
- * transposed in vectors. */
+ * transposed in vectors where four elements fit the device's native vectors. */
 CLT_FN void tp_tile(__global TU *out, __global const TU *in, ulong o, ulong a, long out_rs,
                     long in_cs, ulong i0, ulong i1, ulong j0, ulong j1)
 {
     ulong i = i0, j;
+#if CLT_DT_SIZE * 4 <= CLT_VW_LONG * 8 /* 4 elements fit the device's native vectors */
     for (; i + 4 <= i1; i += 4) {
         for (j = j0; j + 4 <= j1; j += 4) {
             __global const TU *p = in + a + i + j * in_cs;
@@ -257,7 +289,8 @@ CLT_FN void tp_tile(__global TU *out, __global const TU *in, ulong o, ulong a, l
             for (ulong m = j; m < j1; m++)
                 out[o + k * out_rs + m] = in[a + k + m * in_cs];
     }
-    for (; i < i1; i++) /* the rows left */
+#endif
+    for (; i < i1; i++) /* the rows left (every row, without the vectors) */
         for (j = j0; j < j1; j++)
             out[o + i * out_rs + j] = in[a + i + j * in_cs];
 }
@@ -265,13 +298,16 @@ CLT_FN void tp_tile(__global TU *out, __global const TU *in, ulong o, ulong a, l
 /* CPU devices: work-item g copies one TP_T x TP_T tile, tiles in the order (matrix, row of
  * tiles, column of tiles), so that a work-group's consecutive tiles continue the same output
  * rows. */
+#if CLT_WANTED(transpose)
 __kernel void ew_copy_tb(TP_PARAMS)
 {
+    tp_batch bl = bd;
     ulong tj = (cols + TP_T - 1) / TP_T, ti = (rows + TP_T - 1) / TP_T, g = get_global_id(0);
     ulong o = out_off, a = in_off, j0 = g % tj * TP_T, i0 = g / tj % ti * TP_T;
     if (g >= tj * ti * batch)
         return;
-    tp_base(g / tj / ti, bshape, out_bs, in_bs, nb, &o, &a);
+    tp_base(g / tj / ti, &bl, nb, &o, &a);
     tp_tile((__global TU *)outp, (__global const TU *)inp, o, a, out_rs, in_cs, i0,
             min(i0 + TP_T, rows), j0, min(j0 + TP_T, cols));
 }
+#endif

@@ -7,28 +7,28 @@
  * The packed and direct kernels run in work-groups of one work-item, consecutive ones walking
  * down M so that a panel of B stays in cache: on CPU-type devices this keeps the PW-wide rows of
  * C in vector registers (MR x NV accumulators of VW lanes) instead of relying on implicit
- * vectorisation across work-items. Built with -DT=float (VW 16) or -DT=double (VW 8).
+ * vectorisation across work-items. Built with -DT=float or -DT=double, VW the device's native
+ * vector width for T (CLT_VW_FLOAT, CLT_VW_DOUBLE: 2 to 16, from the build options), as one
+ * program per part (CLT_WANTED, common.cl): packed (gemm_pack and gemm_packed), direct, tiled.
  *
  * A is m x k with element (i, l) at a[a_off + b * a_bs + i * a_rs + l * a_cs] in batch b, B is
  * k x n likewise, C is m x n with rows ldc apart. Every product is fma(), so results depend
  * only on the order of summation, which is l = 0, 1, ... k - 1 for every element. */
 
 #if GEMM_F64
-#define VW 8
-#define VT double8
-#define vloadw vload8
-#define vstorew vstore8
+#define VW CLT_VW_DOUBLE
 #else
-#define VW 16
-#define VT float16
-#define vloadw vload16
-#define vstorew vstore16
+#define VW CLT_VW_FLOAT
 #endif
+#define VT CLT_PASTE(T, VW)
+#define vloadw CLT_PASTE(vload, VW)
+#define vstorew CLT_PASTE(vstore, VW)
 #define MR 4
 #define NV 4
 #define PW (VW * NV) /* the panel's width */
 
 /* One work-item a row l of a panel p of batch b: global (k, panels, batch). */
+#if CLT_WANTED(packed)
 __kernel void gemm_pack(int n, int k, __global const T *bsrc, ulong b_off, ulong b_rs, ulong b_cs,
                         ulong b_bs, __global T *panels)
 {
@@ -46,6 +46,7 @@ __kernel void gemm_pack(int n, int k, __global const T *bsrc, ulong b_off, ulong
     for (int j = 0; j < PW; j++)
         dst[j] = j0 + j < n ? src[(j0 + j) * b_cs] : (T)0;
 }
+#endif
 
 #define ACC_ROW(r) VT c##r##0 = 0, c##r##1 = 0, c##r##2 = 0, c##r##3 = 0
 #define ACC_TILE() ACC_ROW(0); ACC_ROW(1); ACC_ROW(2); ACC_ROW(3)
@@ -72,7 +73,7 @@ __kernel void gemm_pack(int n, int k, __global const T *bsrc, ulong b_off, ulong
                   c##r##3)
 #define STORE_TILE() STORE_ROW(0); STORE_ROW(1); STORE_ROW(2); STORE_ROW(3)
 
-static void store_row(__global T *crow, int j0, int n, T alpha, T beta, VT v0, VT v1, VT v2,
+CLT_FN void store_row(__global T *crow, int j0, int n, T alpha, T beta, VT v0, VT v1, VT v2,
                       VT v3)
 {
     if (j0 + PW <= n) {
@@ -108,6 +109,7 @@ static void store_row(__global T *crow, int j0, int n, T alpha, T beta, VT v0, V
     __global const T *a3 = ab + (ulong)min(i0 + 3, m - 1) * a_rs
 
 /* Global (ceil(m / MR), ceil(n / PW), batch), work-groups of one work-item. */
+#if CLT_WANTED(packed)
 __kernel void gemm_packed(int m, int n, int k, T alpha, T beta, __global const T *a, ulong a_off,
                           ulong a_rs, ulong a_cs, ulong a_bs, __global const T *panels,
                           __global T *c, ulong c_off, ulong ldc, ulong c_bs)
@@ -124,9 +126,11 @@ __kernel void gemm_packed(int m, int n, int k, T alpha, T beta, __global const T
     }
     STORE_TILE();
 }
+#endif
 
 /* As gemm_packed with B read in place: element (l, j) at b[b_off + b * b_bs + l * ldb + j]. A
  * panel that reaches past n reads its elements one by one, zero beyond n. */
+#if CLT_WANTED(direct)
 __kernel void gemm_direct(int m, int n, int k, T alpha, T beta, __global const T *a, ulong a_off,
                           ulong a_rs, ulong a_cs, ulong a_bs, __global const T *bsrc, ulong b_off,
                           ulong ldb, ulong b_bs, __global T *c, ulong c_off, ulong ldc,
@@ -154,6 +158,7 @@ __kernel void gemm_direct(int m, int n, int k, T alpha, T beta, __global const T
     }
     STORE_TILE();
 }
+#endif
 
 /* Work-groups of 16 x 16 work-items, each a 64 x 64 tile of C (a work-item 4 x 4 elements, 16
  * apart), through 64 x 16 tiles of A and 16 x 64 tiles of B in local memory, zero beyond the
@@ -161,6 +166,7 @@ __kernel void gemm_direct(int m, int n, int k, T alpha, T beta, __global const T
  * on a device that cannot run 256 work-items the program still builds for the other kernels.) */
 #define TS 64
 #define TK 16
+#if CLT_WANTED(tiled)
 __kernel void gemm_tiled(int m, int n, int k, T alpha, T beta, __global const T *a, ulong a_off, ulong a_rs,
            ulong a_cs, ulong a_bs, __global const T *bsrc, ulong b_off, ulong b_rs, ulong b_cs,
            ulong b_bs, __global T *c, ulong c_off, ulong ldc, ulong c_bs)
@@ -207,3 +213,4 @@ __kernel void gemm_tiled(int m, int n, int k, T alpha, T beta, __global const T 
         }
     }
 }
+#endif

@@ -10,6 +10,12 @@
 #define CLT_CAT(a, b) CLT_CAT_(a, b)
 #define LOAD(v) CLT_CAT(clt_load_, DT)(v)
 #define STORE(v) CLT_CAT(CLT_CAT(CLT_CAT(clt_, KIND), _to_), DT)(v)
+/* Whether v takes the place of best in a max pool: larger, or NaN over a number. */
+#if CLT_KIND_INT
+#define BEATS(v, best) ((v) > (best))
+#else
+#define BEATS(v, best) ((v) > (best) || ((v) != (v) && (best) == (best)))
+#endif
 
 /* out[a, m, b] = src[a, idx[m], b] for a < A, m < M, b < B; src is A x K x B. The indices were
  * checked to lie in 0..K-1. One work-item an output element. */
@@ -73,7 +79,7 @@ static void pool2d_at(ulong i, __global ST *out, __global long *arg, __global co
             CT v = LOAD(plane[iy * (long)W + ix]);
             inside++;
             sum += v;
-            if (best_at < 0 || v > best || (v != v && best == best)) {
+            if (best_at < 0 || BEATS(v, best)) {
                 best = v;
                 best_at = iy * (long)W + ix;
             }

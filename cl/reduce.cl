@@ -29,28 +29,43 @@
 #define CLT_RED_WG 256
 
 /* ---- vectors for the blocked layout: VT the compute type in VW lanes, VLOAD(p) p[0 .. VW) ---- */
+/* VW is the device's native vector width for the compute type (CLT_VW_FLOAT, CLT_VW_DOUBLE,
+ * CLT_VW_LONG: 2, 4, 8 or 16, from the build options), so that no vector is wider than the
+ * CPU's registers. */
 
-#define VW 16
-#define VT_flt float16
-#define VT_dbl double16
-#define VT_int long16
-#define VT CLT_CAT(VT_, KIND)
-#define VM_flt int16 /* the lanes' comparison results */
-#define VM_dbl long16
-#define VM_int long16
+#define VW_flt CLT_VW_FLOAT
+#define VW_dbl CLT_VW_DOUBLE
+#define VW_int CLT_VW_LONG
+#define VW CLT_PASTE(VW_, KIND)
+#define VS_flt float
+#define VS_dbl double
+#define VS_int long
+#define VT CLT_CAT(CLT_CAT(VS_, KIND), VW)
+#define VM_flt CLT_PASTE(int, VW) /* the lanes' comparison results */
+#define VM_dbl CLT_PASTE(long, VW)
+#define VM_int CLT_PASTE(long, VW)
 #define VM CLT_CAT(VM_, KIND)
-#define VLOAD_f32(p) vload16(0, p)
-#define VLOAD_f64(p) vload16(0, p)
-#define VLOAD_i64(p) vload16(0, p)
-#define VLOAD_ANY(p)                                                                           \
-    ((VT)(LOAD((p)[0]), LOAD((p)[1]), LOAD((p)[2]), LOAD((p)[3]), LOAD((p)[4]), LOAD((p)[5]),  \
-          LOAD((p)[6]), LOAD((p)[7]), LOAD((p)[8]), LOAD((p)[9]), LOAD((p)[10]), LOAD((p)[11]),\
-          LOAD((p)[12]), LOAD((p)[13]), LOAD((p)[14]), LOAD((p)[15])))
-#define VLOAD_f16(p) VLOAD_ANY(p)
-#define VLOAD_bf16(p) VLOAD_ANY(p)
-#define VLOAD_i32(p) VLOAD_ANY(p)
-#define VLOAD_u8(p) VLOAD_ANY(p)
-#define VLOAD_b8(p) VLOAD_ANY(p)
+#define VU CLT_CAT(ulong, VW)
+#define AS_VU CLT_CAT(as_ulong, VW)
+#define VLOADN CLT_CAT(vload, VW)
+#define VSTOREN CLT_CAT(vstore, VW)
+
+/* p[0 .. VW) of a dtype whose storage is not its compute type, converted. */
+CLT_FN VT vload_any(__global const ST *p)
+{
+    CT t[VW];
+    for (int i = 0; i < VW; i++)
+        t[i] = LOAD(p[i]);
+    return VLOADN(0, t);
+}
+#define VLOAD_f32(p) VLOADN(0, p)
+#define VLOAD_f64(p) VLOADN(0, p)
+#define VLOAD_i64(p) VLOADN(0, p)
+#define VLOAD_f16(p) vload_any(p)
+#define VLOAD_bf16(p) vload_any(p)
+#define VLOAD_i32(p) vload_any(p)
+#define VLOAD_u8(p) vload_any(p)
+#define VLOAD_b8(p) vload_any(p)
 #define VLOAD(p) CLT_CAT(VLOAD_, DT)(p)
 
 /* ---- sum ------------------------------------------------------------------------------------- */
@@ -74,12 +89,12 @@ CLT_FN CT sum_result(sum_state st, __global const ST *row, clt_u64 len)
 /* Adds row[k .. end) into *st, VW elements at a time (wrapping: the order does not matter). */
 CLT_FN void sum_vrun(__global const ST *row, ulong k, ulong end, CT m, sum_state *st)
 {
-    ulong16 v = 0;
+    VU v = 0;
     clt_u64 l[VW];
     (void)m;
     for (; k + VW <= end; k += VW)
-        v += as_ulong16(VLOAD(row + k));
-    vstore16(v, 0, l);
+        v += AS_VU(VLOAD(row + k));
+    VSTOREN(v, 0, l);
     for (int i = 0; i < VW; i++)
         st->s += l[i];
     for (; k < end; k++)
@@ -130,8 +145,8 @@ CLT_FN csum vcsum_total(vcsum v)
 {
     CT s[VW], c[VW];
     csum r;
-    vstore16(v.s, 0, s);
-    vstore16(v.c, 0, c);
+    VSTOREN(v.s, 0, s);
+    VSTOREN(v.c, 0, c);
     for (int w = VW / 2; w > 0; w /= 2) {
         for (int l = 0; l < w; l++) {
             CT e;
@@ -297,7 +312,7 @@ CLT_FN void arg_vrun(__global const ST *row, ulong k, ulong end, int largest, ar
             any_nan |= isnan(v);
 #endif
         }
-        vstore16(b, 0, l);
+        VSTOREN(b, 0, l);
         best = l[0];
         for (int i = 1; i < VW; i++)
             best = (largest ? l[i] > best : l[i] < best) ? l[i] : best;
@@ -392,11 +407,11 @@ CLT_FN ST amin_result(arg_state st, __global const ST *row, clt_u64 len)
 #define RED_KERNELS(NAME, OT)                                                                  \
     __kernel void NAME##_rows(RED_PARAMS(NAME, OT))                                            \
     {                                                                                          \
-        ulong r = get_global_id(0);                                                            \
-        if (r >= rows)                                                                         \
-            return;                                                                            \
+        ulong g = get_global_id(0), r = g < rows ? g : 0; /* (no branch before the reads) */   \
         __global const ST *row = x + x_off + r * len;                                          \
-        CT m = uses_mean ? mean[mean_off + r] : (CT)0;                                         \
+        __global OT *dst = out + out_off + r;                                                  \
+        __global const CT *mr = mean + mean_off + r;                                           \
+        CT m = uses_mean ? *mr : (CT)0;                                                        \
         NAME##_state st = NAME##_init();                                                       \
         (void)parts;                                                                           \
         (void)chunk;                                                                           \
@@ -404,7 +419,8 @@ CLT_FN ST amin_result(arg_state st, __global const ST *row, clt_u64 len)
         (void)blocked;                                                                         \
         for (ulong k = 0; k < len; k++)                                                        \
             NAME##_add(&st, LOAD(row[k]), k, m);                                               \
-        out[out_off + r] = NAME##_result(st, row, len);                                        \
+        if (g < rows)                                                                          \
+            *dst = NAME##_result(st, row, len);                                                \
     }                                                                                          \
     __kernel void NAME##_part(RED_PARAMS(NAME, OT))                                            \
     {                                                                                          \
@@ -452,11 +468,16 @@ CLT_FN ST amin_result(arg_state st, __global const ST *row, clt_u64 len)
             out[out_off + r] = NAME##_result(st, row, len);                                    \
     }
 
+/* The parts (CLT_WANTED, common.cl): sums (sum, sqdev) and extremes (the rest). */
+#if CLT_WANTED(sums)
 RED_KERNELS(sum, CT)
+#if !CLT_KIND_INT
+RED_KERNELS(sqdev, CT)
+#endif
+#endif
+#if CLT_WANTED(extremes)
 RED_KERNELS(argmax, clt_i64)
 RED_KERNELS(argmin, clt_i64)
 RED_KERNELS(amax, ST)
 RED_KERNELS(amin, ST)
-#if !CLT_KIND_INT
-RED_KERNELS(sqdev, CT)
 #endif

@@ -12,6 +12,8 @@ packages=(
   ocl-icd-opencl-dev opencl-headers # the OpenCL ICD loader and headers
   pocl-opencl-icd                   # PoCL: an OpenCL device on the CPU, always present
   oclgrind                          # a second, simulated OpenCL platform for the tests
+  mesa-opencl-icd                   # Mesa's Rusticl: a third OpenCL implementation, on the CPU
+                                    # with RUSTICL_ENABLE=llvmpipe (its Clover has no device here)
   libclblast-dev                    # GEMM on OpenCL devices
   libopenblas-dev                   # CBLAS GEMM on the host
   check libsubunit-dev              # the unit-test framework

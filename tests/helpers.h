@@ -36,8 +36,16 @@ test_live test_live_now(void);
  * test's process never exits while a driver still compiles or runs it (PoCL crashes when its
  * background kernel compilation meets the process's teardown). */
 void test_teardown(void);
+/* Whether dev holds tensors of dtype dt: f64 only where it has fp64 (Rusticl has none). */
+bool test_has_dtype(clt_device *dev, clt_dtype dt);
 
-/* A test case with a timeout in seconds and test_teardown after every test. */
+/* Sends the test's stderr to a file that test_teardown checks is empty. */
+void test_setup(void);
+/* For a test whose driver may print by design (PoCL prints the error count of a kernel source
+ * that does not build): its stderr is not checked. */
+void test_allow_stderr(void);
+
+/* A test case with a timeout in seconds, test_setup before and test_teardown after every test. */
 TCase *test_case(const char *name, int timeout);
 
 /* Synchronises cpu and every gpu:N: finished asynchronous copies then release what they held. */

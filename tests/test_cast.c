@@ -92,11 +92,15 @@ START_TEST(test_cast_all_pairs_match_host)
     clt_device *dev = test_device(_i);
     for (int s = 0; s < NDTYPES; s++) {
         size_t n;
+        if (!test_has_dtype(dev, all_dtypes[s]))
+            continue;
         const uint64_t *edges = edges_of(all_dtypes[s], &n);
         clt_tensor *host = from_bits(all_dtypes[s], edges, n, clt_device_cpu());
         clt_tensor *x = clt_tensor_to(host, dev);
         ck_assert_ptr_nonnull(x);
         for (int d = 0; d < NDTYPES; d++) {
+            if (!test_has_dtype(dev, all_dtypes[d]))
+                continue;
             clt_tensor *want = clt_tensor_to_dtype(host, all_dtypes[d]);
             clt_tensor *got = clt_tensor_to_dtype(x, all_dtypes[d]);
             ck_assert_msg(got != NULL, "%s", clt_last_error());
@@ -224,6 +228,8 @@ START_TEST(test_cast_expected_bits)
 {
     clt_device *dev = test_device(_i);
     for (size_t k = 0; k < sizeof expected / sizeof *expected; k++) {
+        if (!test_has_dtype(dev, expected[k].from) || !test_has_dtype(dev, expected[k].to))
+            continue;
         clt_tensor *h = from_bits(expected[k].from, &expected[k].in, 1, clt_device_cpu());
         clt_tensor *x = clt_tensor_to(h, dev);
         clt_tensor *y = clt_tensor_to_dtype(x, expected[k].to);
@@ -253,6 +259,8 @@ START_TEST(test_to_copy_keeps_bits)
                  {CLT_F64, 0x7ff0000000000001}, {CLT_F16, 0x8001}};
     clt_device *dev = test_device(_i);
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        if (!test_has_dtype(dev, cases[k].dtype))
+            continue;
         clt_tensor *x = from_bits(cases[k].dtype, &cases[k].bits, 1, dev);
         clt_tensor *y = clt_tensor_to_ex(x, &(clt_to_options){.copy = true});
         ck_assert_ptr_nonnull(y);
@@ -330,6 +338,8 @@ START_TEST(test_to_every_direction)
     clt_device *to = test_device(_i % test_device_total);
     for (int d = 0; d < NDTYPES; d++) {
         size_t n;
+        if (!test_has_dtype(from, all_dtypes[d]) || !test_has_dtype(to, all_dtypes[d]))
+            continue;
         const uint64_t *edges = edges_of(all_dtypes[d], &n);
         clt_tensor *x = from_bits(all_dtypes[d], edges, n, from);
         clt_tensor *y = clt_tensor_to(x, to);
@@ -443,10 +453,14 @@ START_TEST(test_to_device_and_dtype)
     clt_device *dev = test_device(_i), *cpu = clt_device_cpu();
     for (int s = 0; s < NDTYPES; s++) {
         size_t n;
+        if (!test_has_dtype(dev, all_dtypes[s]))
+            continue;
         const uint64_t *edges = edges_of(all_dtypes[s], &n);
         clt_tensor *h = from_bits(all_dtypes[s], edges, n, cpu);
         clt_tensor *g = clt_tensor_to(h, dev);
         for (int d = 0; d < NDTYPES; d++) {
+            if (!test_has_dtype(dev, all_dtypes[d]))
+                continue;
             clt_tensor *y = clt_tensor_to_ex(h, &(clt_to_options){.device = dev,
                                                                    .dtype = all_dtypes[d]});
             ck_assert_msg(y != NULL, "%s", clt_last_error());

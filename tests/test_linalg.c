@@ -736,15 +736,50 @@ START_TEST(test_gemm_tuning_build_failure)
     setenv("CLT_CACHE_DIR", "off", 1);
     test_copy_kernels(kernels);
     test_write_file(kernels, "gemm.cl", "__kernel void gemm_pack(void) { not OpenCL C }\n");
+    test_allow_stderr(); /* PoCL prints the compiler's error count */
     setenv("CLT_KERNEL_DIR", kernels, 1);
     clt_set_error(CLT_ERR_SHAPE, "earlier", "a failure before tuning");
-    tune_here(CLT__GEMM_PACKED, "building OpenCL program 'gemm'", log, choice);
+    tune_here(CLT__GEMM_PACKED, "building OpenCL program 'gemm:", log, choice);
     ck_assert_str_eq(clt_last_error(), "earlier: a failure before tuning");
     ck_assert_int_eq(clt_last_status(), CLT_ERR_SHAPE);
     ck_assert_msg(strstr(log, "GEMM variant packed on gpu:0 (f32) failed") != NULL, "%s", log);
     ck_assert_msg(strstr(log, "GEMM variant direct on gpu:0 (f32) failed") != NULL, "%s", log);
     for (int i = 0; i < CLT__GEMM_CHOICES; i++)
         ck_assert_int_eq(choice[i], CLT__GEMM_CLBLAST);
+}
+END_TEST
+
+/* An untuned device runs the default variant for its kind at once, small products and large:
+ * the register tiles where the driver keeps each work-item's vectors (native float width above
+ * 1), CLBlast where it vectorises across work-items; nothing is tuned, and the products are
+ * right. */
+START_TEST(test_gemm_defaults)
+{
+    static char log[8192];
+    clt_device *dev = test_device(_i);
+    clt__gemm_variant v;
+    if (clt__is_host(dev))
+        return;
+    unsetenv("CLT_GEMM");
+    setenv("CLT_CACHE_DIR", test_temp_dir(), 1); /* no stored choices */
+    clt_set_log_callback(collect_log, log, CLT_LOG_INFO);
+    bool tiles = clt__cl(dev)->native_float_width > 1;
+    clt__gemm_call small = {.dtype = CLT_F32, .m = 1, .n = 5, .k = 10, .batch = 1};
+    clt__gemm_call large = {.dtype = CLT_F32, .m = 1024, .n = 1024, .k = 1024, .batch = 1};
+    ck_assert_int_eq(clt__cl_gemm_choose("test", dev, &small, &v), CLT_OK);
+    ck_assert_int_eq(v, tiles ? CLT__GEMM_DIRECT : CLT__GEMM_CLBLAST);
+    ck_assert_int_eq(clt__cl_gemm_choose("test", dev, &large, &v), CLT_OK);
+    ck_assert_int_eq(v, tiles ? CLT__GEMM_PACKED : CLT__GEMM_CLBLAST);
+    clt_manual_seed(6);
+    for (int64_t n = 1; n <= 200; n *= 14) {
+        clt_tensor *a = rnd(dev, CLT_F32, CLT_SHAPE(n, 10));
+        clt_tensor *b = rnd(dev, CLT_F32, CLT_SHAPE(10, 5));
+        clt_tensor *c = clt_matmul(a, b);
+        ck_assert_msg(c != NULL, "%s", clt_last_error());
+        check_matmul(a, b, c, TOL_F32);
+        clt_tensor_release(c), clt_tensor_release(b), clt_tensor_release(a);
+    }
+    ck_assert_msg(strstr(log, "tuned in") == NULL, "%s", log);
 }
 END_TEST
 
@@ -780,6 +815,7 @@ Suite *suite_linalg(void)
     ADD_DEVICE_TEST(tc, test_matmul_allocation_failures_packed);
     ADD_DEVICE_TEST(tc, test_gemm_clblast_status);
     ADD_DEVICE_TEST(tc, test_gemm_variants);
+    ADD_DEVICE_TEST(tc, test_gemm_defaults);
     tcase_add_test(tc, test_gemm_tuning);
     tcase_add_test(tc, test_gemm_tuning_fallback);
     tcase_add_test(tc, test_gemm_tuning_build_failure);

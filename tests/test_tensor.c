@@ -191,6 +191,8 @@ START_TEST(test_properties)
     static const clt_dtype dts[] = {CLT_F32, CLT_F64, CLT_F16, CLT_BF16, CLT_I32, CLT_I64, CLT_U8, CLT_BOOL};
     for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) {
         double v = -1;
+        if (!test_has_dtype(dev, dts[k]))
+            continue;
         clt_tensor *one = clt_tensor_full(CLT_SHAPE(1, 1), dts[k] == CLT_BOOL ? 1 : 3.5, dts[k], dev);
         ck_assert_int_eq(clt_tensor_item(one, &v), CLT_OK);
         double want = dts[k] == CLT_BOOL ? 1 : k < 4 ? 3.5 : 3; /* the first four are floating */

@@ -35,6 +35,8 @@ void clt__error_save(clt__error_state *saved);
 void clt__error_restore(const clt__error_state *saved);
 
 void clt__log(clt_log_level level, const char *fmt, ...) CLT__PRINTF(2, 3);
+/* Whether a message of this level would reach a log callback (to skip preparing it). */
+bool clt__log_wants(clt_log_level level);
 
 /* Host memory. Every allocation of the library goes through these, so that tests can count
  * live allocations and make the Nth one fail. clt__alloc sets the last error on failure. */

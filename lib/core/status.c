@@ -165,6 +165,17 @@ void clt_set_log_callback(clt_log_fn fn, void *user, clt_log_level min_level)
     pthread_mutex_unlock(&log_lock);
 }
 
+bool clt__log_wants(clt_log_level level)
+{
+    bool wanted;
+    pthread_mutex_lock(&log_lock);
+    if (!log_env_read)
+        log_read_env();
+    wanted = log_fn && level >= log_min;
+    pthread_mutex_unlock(&log_lock);
+    return wanted;
+}
+
 void clt__log(clt_log_level level, const char *fmt, ...)
 {
     char message[CLT__ERROR_CAPACITY];

@@ -217,6 +217,57 @@ clt_status clt_cache_get_info(clt_cache_info *info)
     return CLT_OK;
 }
 
+/* Whether an environment variable reads as true, as Mesa reads its switches. */
+static bool env_true(const char *name)
+{
+    const char *v = getenv(name);
+    return v && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || strcmp(v, "y") == 0 ||
+                 strcmp(v, "yes") == 0);
+}
+
+/* The folder `tool` keeps under the user's cache folder: $XDG_CACHE_HOME/tool, else
+ * $HOME/.cache/tool; `over` (an environment variable naming it) first. */
+static void user_cache_folder(const char *over, const char *tool, char *folder, size_t size)
+{
+    const char *v = getenv(over), *base;
+    if (v && *v)
+        snprintf(folder, size, "%s", v);
+    else if ((base = getenv("XDG_CACHE_HOME")) && *base)
+        snprintf(folder, size, "%s/%s", base, tool);
+    else if ((base = getenv("HOME")) && *base)
+        snprintf(folder, size, "%s/.cache/%s", base, tool);
+    else
+        snprintf(folder, size, "(no folder: HOME unset)");
+}
+
+bool clt__cl_driver_cache(const clt_device *dev, char *folder, size_t size)
+{
+    const char *platform = dev->info.platform;
+    if (strcmp(platform, "Portable Computing Language") == 0) {
+        const char *on = getenv("POCL_KERNEL_CACHE");
+        if (on && strcmp(on, "0") == 0)
+            return false;
+        user_cache_folder("POCL_CACHE_DIR", "pocl", folder, size);
+        return true;
+    }
+    if (strcmp(platform, "rusticl") == 0 || strcmp(platform, "Clover") == 0) {
+        if (env_true("MESA_SHADER_CACHE_DISABLE") || env_true("MESA_GLSL_CACHE_DISABLE"))
+            return false;
+        user_cache_folder("MESA_SHADER_CACHE_DIR", "mesa_shader_cache", folder, size);
+        return true;
+    }
+    return false;
+}
+
+bool clt__cl_cache_folder(char *folder, size_t size)
+{
+    char dir[sizeof cache.dir];
+    if (!cache_dir(dir))
+        return false;
+    snprintf(folder, size, "%s", dir);
+    return true;
+}
+
 void clt__cl_cache_note(clt__cl_cache_event event)
 {
     pthread_mutex_lock(&cache_lock);

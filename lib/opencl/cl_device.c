@@ -72,6 +72,24 @@ static clt_device_type classify(cl_device_type t)
 /* A device record for one OpenCL device, with its description filled in; for part `sub` (from
  * 1) of a device split into `of` sub-devices, the name says so and the record takes over the
  * reference to id. */
+/* A native vector width of the device (0 when not reported). */
+static cl_uint native_width(cl_device_id id, cl_device_info which)
+{
+    cl_uint w = 0;
+    clGetDeviceInfo(id, which, sizeof w, &w, NULL);
+    return w;
+}
+
+/* The vector width the kernels use for a native width: the largest power of two up to it,
+ * between 2 and 16. */
+static unsigned kernel_width(cl_uint native)
+{
+    unsigned w = 2;
+    while (w < 16 && w * 2 <= native)
+        w *= 2;
+    return w;
+}
+
 static clt_device *describe(cl_platform_id platform, cl_device_id id, clt_device_type type,
                             unsigned sub, unsigned of)
 {
@@ -112,6 +130,11 @@ static clt_device *describe(cl_platform_id platform, cl_device_id id, clt_device
     clGetDeviceInfo(id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
     clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
     clGetDeviceInfo(id, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof fp64, &fp64, NULL);
+    clGetDeviceInfo(id, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof cd->native_float_width,
+                    &cd->native_float_width, NULL);
+    cd->vw_float = kernel_width(cd->native_float_width);
+    cd->vw_double = kernel_width(native_width(id, CL_DEVICE_NATIVE_VECTOR_WIDTH_DOUBLE));
+    cd->vw_long = kernel_width(native_width(id, CL_DEVICE_NATIVE_VECTOR_WIDTH_LONG));
     dev->index = -1;
     dev->backend = &clt__cl_backend;
     dev->impl = cd;

@@ -113,15 +113,15 @@ static clt_status run_clblast(const char *fn, clt_device *dev, const clt__gemm_c
 const char *const clt__gemm_variant_names[CLT__GEMM_VARIANTS] = {"clblast", "packed", "direct",
                                                                  "tiled"};
 
-/* The width of a packed panel of B: NV vectors of VW elements (cl/gemm.cl). */
-static size_t panel_width(clt_dtype dtype)
+/* The width of a packed panel of B: NV (4) vectors of VW elements (cl/gemm.cl). */
+static size_t panel_width(clt_device *dev, clt_dtype dtype)
 {
-    return dtype == CLT_F64 ? 32 : 64;
+    return 4 * (size_t)(dtype == CLT_F64 ? clt__cl(dev)->vw_double : clt__cl(dev)->vw_float);
 }
 
-size_t clt__cl_gemm_panel_bytes(const clt__gemm_call *c)
+size_t clt__cl_gemm_panel_bytes(clt_device *dev, const clt__gemm_call *c)
 {
-    size_t pw = panel_width(c->dtype), np = (c->n + pw - 1) / pw, bytes = 0;
+    size_t pw = panel_width(dev, c->dtype), np = (c->n + pw - 1) / pw, bytes = 0;
     size_t elem = c->dtype == CLT_F64 ? 8 : 4;
     if (!clt__mul_size(c->batch, np * pw, &bytes) || !clt__mul_size(bytes, c->k, &bytes) ||
         !clt__mul_size(bytes, elem, &bytes))
@@ -138,7 +138,7 @@ bool clt__cl_gemm_fits(clt_device *dev, clt__gemm_variant v, const clt__gemm_cal
         return false;
     switch (v) {
     case CLT__GEMM_PACKED:
-        return clt__cl_gemm_panel_bytes(c) <= dev->info.max_alloc_bytes;
+        return clt__cl_gemm_panel_bytes(dev, c) <= dev->info.max_alloc_bytes;
     case CLT__GEMM_DIRECT:
         return !c->trans_b;
     case CLT__GEMM_TILED:
@@ -153,7 +153,7 @@ static clt_status run_ours(const char *fn, clt_device *dev, clt__gemm_variant v,
                            const clt__gemm_call *c, cl_mem panels)
 {
     const bool f64 = c->dtype == CLT_F64;
-    const char *options = f64 ? "-DT=double -DGEMM_F64=1" : "-DT=float";
+    const char *options = f64 ? CLT__CL_GEMM_F64 : CLT__CL_GEMM_F32;
     cl_int m = (cl_int)c->m, n = (cl_int)c->n, k = (cl_int)c->k;
     cl_ulong a_off = c->a_offset, a_rs = c->trans_a ? 1 : c->lda, a_cs = c->trans_a ? c->lda : 1;
     cl_ulong b_off = c->b_offset, b_rs = c->trans_b ? 1 : c->ldb, b_cs = c->trans_b ? c->ldb : 1;
@@ -164,7 +164,7 @@ static clt_status run_ours(const char *fn, clt_device *dev, clt__gemm_variant v,
     clt__cl_arg alpha = f64 ? (clt__cl_arg){8, &alpha64} : (clt__cl_arg){4, &alpha32};
     clt__cl_arg beta = f64 ? (clt__cl_arg){8, &beta64} : (clt__cl_arg){4, &beta32};
     cl_mem a = c->a, b = c->b, out = c->c;
-    size_t pw = panel_width(c->dtype), np = (c->n + pw - 1) / pw;
+    size_t pw = panel_width(dev, c->dtype), np = (c->n + pw - 1) / pw;
     clt__cl_arg head[] = {{sizeof m, &m}, {sizeof n, &n}, {sizeof k, &k}, alpha, beta,
                           {sizeof a, &a}, {8, &a_off}, {8, &a_rs}, {8, &a_cs}, {8, &a_bs}};
     clt__cl_arg args[20];
@@ -179,7 +179,7 @@ static clt_status run_ours(const char *fn, clt_device *dev, clt__gemm_variant v,
                               {8, &b_bs},      {sizeof out, &out}, {8, &c_off}, {8, &ldc},
                               {8, &c_bs}};
         memcpy(args + nargs, rest, sizeof rest);
-        return clt__cl_launch_nd(fn, dev, "gemm", options, "gemm_tiled", args,
+        return clt__cl_launch_nd(fn, dev, "gemm:tiled", options, "gemm_tiled", args,
                                  nargs + (int)(sizeof rest / sizeof *rest), 3, global, local,
                                  NULL);
     }
@@ -188,21 +188,21 @@ static clt_status run_ours(const char *fn, clt_device *dev, clt__gemm_variant v,
         clt__cl_arg rest[] = {{sizeof b, &b},     {8, &b_off}, {8, &b_rs}, {8, &b_bs},
                               {sizeof out, &out}, {8, &c_off}, {8, &ldc},  {8, &c_bs}};
         memcpy(args + nargs, rest, sizeof rest);
-        return clt__cl_launch_nd(fn, dev, "gemm", options, "gemm_direct", args,
+        return clt__cl_launch_nd(fn, dev, "gemm:direct", options, "gemm_direct", args,
                                  nargs + (int)(sizeof rest / sizeof *rest), 3, global, one, NULL);
     }
     clt__cl_arg pack[] = {{sizeof n, &n},  {sizeof k, &k},  {sizeof b, &b},
                           {8, &b_off},     {8, &b_rs},      {8, &b_cs},
                           {8, &b_bs},      {sizeof panels, &panels}};
     size_t pack_global[3] = {c->k, np, c->batch};
-    st = clt__cl_launch_nd(fn, dev, "gemm", options, "gemm_pack", pack,
+    st = clt__cl_launch_nd(fn, dev, "gemm:packed", options, "gemm_pack", pack,
                            (int)(sizeof pack / sizeof *pack), 3, pack_global, NULL, NULL);
     if (st != CLT_OK)
         return st;
     clt__cl_arg rest[] = {{sizeof panels, &panels}, {sizeof out, &out}, {8, &c_off}, {8, &ldc},
                           {8, &c_bs}};
     memcpy(args + nargs, rest, sizeof rest);
-    return clt__cl_launch_nd(fn, dev, "gemm", options, "gemm_packed", args,
+    return clt__cl_launch_nd(fn, dev, "gemm:packed", options, "gemm_packed", args,
                              nargs + (int)(sizeof rest / sizeof *rest), 3, global, one, NULL);
 }
 
@@ -225,7 +225,7 @@ clt_status clt__cl_gemm(const char *fn, clt_device *dev, const clt__gemm_call *c
     if (st != CLT_OK)
         return st;
     if (v == CLT__GEMM_PACKED &&
-        (st = clt__device_alloc(fn, dev, clt__cl_gemm_panel_bytes(c), false, &panels,
+        (st = clt__device_alloc(fn, dev, clt__cl_gemm_panel_bytes(dev, c), false, &panels,
                                 &capacity)) != CLT_OK)
         return st;
     st = clt__cl_gemm_run(fn, dev, v, c, panels);

@@ -1,12 +1,15 @@
 /* GEMM tuning: which variant (CLBlast or one of the library's kernels) runs a product on an
- * OpenCL device. On a dtype's first product on a device (or at clt_device_warmup), every variant
- * the device can run is verified on awkward shapes (every transpose, odd sizes, offsets, batch
- * strides, alpha and beta) against the exact result, then the verified ones are timed on an
- * n x n x n product for n = 64 ... 1024; each size class takes the fastest. CLBlast with its own
- * parameters is always a candidate, so the choice is never slower than it as measured, and a
- * variant that fails verification is never chosen. The choices are stored in the disk cache
- * (under a key holding the device, its driver, the library version and cl/gemm.cl), so that
- * later processes start tuned. CLT_GEMM=<variant> skips all of this. */
+ * OpenCL device. Until a device is tuned, products run the default for its kind: the register-
+ * tile kernels (direct, packed) where the driver runs each work-item's vectors as such (native
+ * float vector width above 1: CPU devices such as PoCL), CLBlast where it vectorises across
+ * work-items (GPUs, Mesa's llvmpipe), for which those kernels are the wrong shape (llvmpipe
+ * takes minutes to compile them). Tuning runs in clt_device_warmup, never under a product:
+ * every candidate (see candidate()) is verified on awkward shapes (every transpose, odd sizes,
+ * offsets, batch strides, alpha and beta) against the exact result, then the verified ones are
+ * timed on an n x n x n product for n = 64 ... 1024 within a few seconds; each size class takes
+ * the fastest. A variant that fails verification is never chosen. The choices are stored in the
+ * disk cache (under a key holding the device, its driver, the library version and cl/gemm.cl),
+ * so that later processes start tuned. CLT_GEMM=<variant> skips all of this. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,12 +17,15 @@
 #include <time.h>
 
 #include "cl_internal.h"
+#include "cl_run.h"
 #include "core/core.h"
 
 #define TUNE_MAX_N 1024      /* the largest product timed */
 #define TUNE_BUDGET_S 4.0    /* seconds of timed runs that larger classes may not take past: they
-                              * take the last class's choice (a slow device, a simulator) */
-#define TUNE_FORMAT "cltensor gemm tuning 2\n"
+                              * keep the default (a slow device, a simulator) */
+#define TUNE_WALL_S 3.0      /* seconds of tuning (compiles and checks included) past which no
+                              * larger class is timed */
+#define TUNE_FORMAT "cltensor gemm tuning 3\n"
 
 static double now_s(void)
 {
@@ -285,7 +291,32 @@ static size_t host_elems(clt_dtype dtype)
     return most;
 }
 
-/* Verifies and times every variant; fills choice. */
+/* Whether the register-tile kernels suit the device (see the top of this file). */
+static bool tile_shaped(clt_device *dev)
+{
+    return clt__cl_serial(dev);
+}
+
+/* The choices of a device that has not been tuned. */
+static void defaults(clt_device *dev, unsigned char *choice)
+{
+    bool tiles = tile_shaped(dev);
+    for (int cls = 0; cls < CLT__GEMM_CLASSES; cls++)
+        choice[cls] = !tiles ? CLT__GEMM_CLBLAST : cls < 3 ? CLT__GEMM_DIRECT : CLT__GEMM_PACKED;
+    choice[CLT__GEMM_CLASSES] = tiles ? CLT__GEMM_PACKED : CLT__GEMM_CLBLAST;
+}
+
+/* Whether tuning considers variant v on dev: the library's kernels shaped for it, and CLBlast
+ * where the register tiles are not (on CPU-type devices its database knows no parameters, its
+ * kernels ran 13-18 times slower than the tiles, and compiling them took PoCL about 20 s). */
+static bool candidate(clt_device *dev, clt__gemm_variant v)
+{
+    if (v == CLT__GEMM_PACKED || v == CLT__GEMM_DIRECT)
+        return tile_shaped(dev);
+    return v == CLT__GEMM_TILED || !tile_shaped(dev);
+}
+
+/* Verifies and times every variant shaped for the device; fills choice. */
 static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigned char *choice)
 {
     size_t elem = dtype == CLT_F64 ? 8 : 4, n = TUNE_MAX_N;
@@ -296,16 +327,20 @@ static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigne
     char line[256];
     int len;
     clt__gemm_call big = {.dtype = dtype, .m = n, .n = n, .k = n, .batch = 1};
+    unsigned char fallback[CLT__GEMM_CHOICES]; /* what a class not timed takes, if verified */
+
+    defaults(dev, fallback);
 
     if (!(host = clt__alloc(fn, host_elems(dtype) * sizeof *host)))
         return CLT_ERR_OUT_OF_MEMORY;
-    st = scratch_make(fn, dev, clt__cl_gemm_panel_bytes(&big) / elem, elem, &s);
+    st = scratch_make(fn, dev, clt__cl_gemm_panel_bytes(dev, &big) / elem, elem, &s);
     if (st != CLT_OK) {
         clt__free(host);
         return st;
     }
     for (int v = 0; v < CLT__GEMM_VARIANTS; v++)
-        ok[v] = verify(fn, dev, (clt__gemm_variant)v, dtype, &s, host);
+        ok[v] = candidate(dev, (clt__gemm_variant)v) &&
+                verify(fn, dev, (clt__gemm_variant)v, dtype, &s, host);
     ok_packed = ok[CLT__GEMM_PACKED];
     clt__free(host);
     len = snprintf(line, sizeof line, "GEMM on %s (%s, %s):", dev->name, dev->info.name,
@@ -314,9 +349,10 @@ static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigne
         size_t size = (size_t)64 << cls;
         double best = -1;
         choice[cls] = CLT__GEMM_CLBLAST;
-        /* each class costs about 8 times the last: stop before the budget would be passed */
-        if (cls > 0 && spent + 8 * last > TUNE_BUDGET_S) {
-            choice[cls] = choice[cls - 1];
+        /* each class costs about 8 times the last: stop before the budget would be passed, the
+         * classes left taking the default (when it passed verification) */
+        if (cls > 0 && (spent + 8 * last > TUNE_BUDGET_S || now_s() - start > TUNE_WALL_S)) {
+            choice[cls] = ok[fallback[cls]] ? fallback[cls] : choice[cls - 1];
             continue;
         }
         double before = spent;
@@ -390,36 +426,39 @@ static void store(const char *fn, const char *key, size_t key_len, const unsigne
     clt__cl_cache_store(fn, key, key_len, (const unsigned char *)text, (size_t)len);
 }
 
-/* dtype's choices on dev, from the disk cache or tuned now. Called with gemm_lock held. */
-static clt_status load_or_tune(const char *fn, clt_device *dev, clt_dtype dtype,
-                               unsigned char *choice)
+enum { CLT__GEMM_UNKNOWN, CLT__GEMM_DEFAULTS, CLT__GEMM_TUNED }; /* gemm_state */
+
+/* dtype's choices on dev from the disk cache into choice: whether there were any. With tune,
+ * tunes when there were none (and stores the result). Called with gemm_lock held. */
+static bool load_choices(const char *fn, clt_device *dev, clt_dtype dtype, bool tune_now,
+                         unsigned char *choice)
 {
     clt__error_state caller;
     clt__error_save(&caller);
     size_t key_len = 0, size = 0;
     char *key = tuning_key(fn, dev, dtype, &key_len);
     unsigned char *data = key ? clt__cl_cache_load(fn, key, key_len, &size) : NULL;
-    clt_status st = CLT_OK;
-    if (key && data && parse(data, size, choice)) {
+    bool found = key && data && parse(data, size, choice);
+    if (found) {
         clt__log(CLT_LOG_DEBUG, "GEMM choices for %s (%s) from the disk cache", dev->name,
                  clt_dtype_name(dtype));
-    } else if (key && (st = tune(fn, dev, dtype, choice)) == CLT_OK) {
+    } else if (tune_now && key && tune(fn, dev, dtype, choice) == CLT_OK) {
         store(fn, key, key_len, choice);
-    } else { /* not stored: a later process tunes again */
-        clt__log(CLT_LOG_WARN, "GEMM tuning on %s (%s) failed, CLBlast runs every product: %s",
-                 dev->name, clt_dtype_name(dtype), clt_last_error());
-        clt_clear_error();
-        memset(choice, CLT__GEMM_CLBLAST, CLT__GEMM_CHOICES);
-        st = CLT_OK;
+        found = true;
+    } else if (tune_now) { /* not stored: a later warm-up tunes again */
+        clt__log(CLT_LOG_WARN, "GEMM tuning on %s (%s) failed, products keep the default "
+                 "variants: %s", dev->name, clt_dtype_name(dtype), clt_last_error());
     }
     clt__free(data);
     clt__free(key);
     clt__error_restore(&caller); /* tuning's own failures are handled above */
-    return st;
+    return found;
 }
 
-clt_status clt__cl_gemm_tune(const char *fn, clt_device *dev, clt_dtype dtype,
-                             clt__gemm_variant *choice)
+/* dtype's choices on dev into choice: the stored or tuned ones, else the defaults; with
+ * tune_now, tuned unless they were. */
+static clt_status choices(const char *fn, clt_device *dev, clt_dtype dtype, bool tune_now,
+                          clt__gemm_variant *choice)
 {
     clt__cl_device *cd = clt__cl(dev);
     int d = dtype == CLT_F64;
@@ -427,12 +466,23 @@ clt_status clt__cl_gemm_tune(const char *fn, clt_device *dev, clt_dtype dtype,
     if (st != CLT_OK)
         return st;
     pthread_mutex_lock(&cd->gemm_lock);
-    if (!cd->gemm_tuned[d] && (st = load_or_tune(fn, dev, dtype, cd->gemm_choice[d])) == CLT_OK)
-        cd->gemm_tuned[d] = true;
-    for (int cls = 0; choice && st == CLT_OK && cls < CLT__GEMM_CHOICES; cls++)
+    if (cd->gemm_state[d] == CLT__GEMM_UNKNOWN ||
+        (tune_now && cd->gemm_state[d] == CLT__GEMM_DEFAULTS)) {
+        if (load_choices(fn, dev, dtype, tune_now, cd->gemm_choice[d]))
+            cd->gemm_state[d] = CLT__GEMM_TUNED;
+        else if (cd->gemm_state[d] == CLT__GEMM_UNKNOWN)
+            defaults(dev, cd->gemm_choice[d]), cd->gemm_state[d] = CLT__GEMM_DEFAULTS;
+    }
+    for (int cls = 0; choice && cls < CLT__GEMM_CHOICES; cls++)
         choice[cls] = (clt__gemm_variant)cd->gemm_choice[d][cls];
     pthread_mutex_unlock(&cd->gemm_lock);
-    return st;
+    return CLT_OK;
+}
+
+clt_status clt__cl_gemm_tune(const char *fn, clt_device *dev, clt_dtype dtype,
+                             clt__gemm_variant *choice)
+{
+    return choices(fn, dev, dtype, true, choice);
 }
 
 clt_status clt__cl_gemm_choose(const char *fn, clt_device *dev, const clt__gemm_call *c,
@@ -448,7 +498,7 @@ clt_status clt__cl_gemm_choose(const char *fn, clt_device *dev, const clt__gemm_
     if (forced >= 0) {
         choice[0] = (clt__gemm_variant)forced;
         choice[CLT__GEMM_CLASSES] = CLT__GEMM_PACKED;
-    } else if ((st = clt__cl_gemm_tune(fn, dev, c->dtype, choice)) != CLT_OK) {
+    } else if ((st = choices(fn, dev, c->dtype, false, choice)) != CLT_OK) {
         return st;
     }
     *v = choice[forced >= 0 ? 0 : clt__gemm_class(c)];

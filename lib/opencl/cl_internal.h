@@ -31,10 +31,12 @@ extern const char *const clt__gemm_variant_names[CLT__GEMM_VARIANTS];
 #define CLT__GEMM_CLASSES 5
 #define CLT__GEMM_CHOICES (CLT__GEMM_CLASSES + 1)
 
-/* A built program and the kernels taken from it so far. */
+/* A built program and the kernels taken from it so far. A program's name is a file of cl/
+ * ("nn"), or "file:part" for the kernels of one part of it ("elementwise:contiguous"), built
+ * with -DCLT_ONLY -DCLT_PICK_<part>=1 (cl/common.cl). */
 typedef struct clt__cl_program {
     struct clt__cl_program *next;
-    char *name;  /* the program's name ("elementwise"), one allocation with... */
+    char *name;  /* the program's name, one allocation with... */
     char *extra; /* ...the options it was asked for beyond the common ones ("" for none) */
     cl_program program;
     struct clt__cl_kernel *kernels;
@@ -60,10 +62,16 @@ typedef struct clt__cl_device {
     cl_command_queue queue;
     cl_command_queue copy_queue; /* the data loader's uploads, ordered against queue by events */
     clt__cl_program *programs;
+    int cache_mode;       /* how built programs persist (cl_program.c), 0 until first needed */
+    char cache_folder[1024]; /* the folder they persist in (for the log) */
     struct clt__cl_deferred *_Atomic deferred; /* work waiting for asynchronous transfers
                                                 * (read without the lock when empty) */
+    cl_uint native_float_width; /* CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT: 1 where the driver
+                                 * vectorises across work-items (GPUs, Mesa's llvmpipe) */
+    unsigned vw_float, vw_double, vw_long; /* the kernels' vector widths (CLT_VW_FLOAT, ...):
+                                            * the native ones as 2, 4, 8 or 16 */
     pthread_mutex_t gemm_lock; /* guards the two below: each dtype is tuned once */
-    bool gemm_tuned[2];        /* f32, f64 */
+    int gemm_state[2];         /* f32, f64: CLT__GEMM_DEFAULTS ... (cl_gemm_tune.c) */
     unsigned char gemm_choice[2][CLT__GEMM_CHOICES]; /* clt__gemm_variant values */
     char strings[5][256]; /* backing store of info.name, vendor, platform, versions */
 } clt__cl_device;
@@ -89,6 +97,10 @@ clt_status clt__cl_start(const char *fn, clt_device *dev);
 /* Build options that specialise elementwise.cl, nn.cl and the like for a dtype: -DDT (its token),
  * -DST (storage type), -DCT (compute type), -DKIND (flt, dbl or int), -DCLT_KIND_INT. */
 const char *clt__cl_dtype_options(clt_dtype dtype);
+
+/* The dtype whose programs move elements of `size` bytes as bits (fills, transposes): u8, f16,
+ * i32 or i64. */
+clt_dtype clt__cl_bits_dtype(size_t size);
 
 /* One kernel argument: its size and a pointer to its value (a cl_mem, a cl_ulong, ...). */
 typedef struct clt__cl_arg {
@@ -124,9 +136,13 @@ clt_status clt__cl_launch_nd(const char *fn, clt_device *dev, const char *progra
                              int nargs, int dims, const size_t *global, const size_t *local,
                              cl_event *event);
 
-/* GEMM (cl_gemm.c). The bytes of the packed copy of B the packed variant needs (SIZE_MAX when
+/* GEMM (cl_gemm.c). The build options of cl/gemm.cl for f32 and f64. */
+#define CLT__CL_GEMM_F32 "-DT=float"
+#define CLT__CL_GEMM_F64 "-DT=double -DGEMM_F64=1"
+
+/* The bytes of the packed copy of B the packed variant needs (SIZE_MAX when
  * that overflows). */
-size_t clt__cl_gemm_panel_bytes(const clt__gemm_call *c);
+size_t clt__cl_gemm_panel_bytes(clt_device *dev, const clt__gemm_call *c);
 
 /* Whether variant v can run the call on dev (CLBlast always can). */
 bool clt__cl_gemm_fits(clt_device *dev, clt__gemm_variant v, const clt__gemm_call *c);
@@ -140,14 +156,15 @@ clt_status clt__cl_gemm_run(const char *fn, clt_device *dev, clt__gemm_variant v
 int clt__gemm_class(const clt__gemm_call *c);
 
 /* The variant that runs a call: the one CLT_GEMM names, else the device's choice for the call's
- * dtype and size class, tuned on first use (or read from the disk cache); where that variant
- * cannot take the call, the fallback choice (or, for a named one, packed for direct), and
- * CLBlast where the library's kernels cannot. An unknown CLT_GEMM is an error. */
+ * dtype and size class: tuned (in this process by clt_device_warmup, or in an earlier one and
+ * read from the disk cache), else the default for the kind of device (never tuned here); where
+ * that variant cannot take the call, the fallback choice (or, for a named one, packed for
+ * direct), and CLBlast where the library's kernels cannot. An unknown CLT_GEMM is an error. */
 clt_status clt__cl_gemm_choose(const char *fn, clt_device *dev, const clt__gemm_call *c,
                                clt__gemm_variant *v);
 
-/* Tunes dtype's GEMM on dev unless done (clt_device_warmup); choice, when not NULL, receives
- * the CLT__GEMM_CHOICES choices. */
+/* Tunes dtype's GEMM on dev unless done or stored (clt_device_warmup); choice, when not NULL,
+ * receives the CLT__GEMM_CHOICES choices. */
 clt_status clt__cl_gemm_tune(const char *fn, clt_device *dev, clt_dtype dtype,
                              clt__gemm_variant *choice);
 
@@ -191,7 +208,19 @@ unsigned char *clt__cl_cache_load(const char *fn, const char *key, size_t key_le
 void clt__cl_cache_store(const char *fn, const char *key, size_t key_len,
                          const unsigned char *binary, size_t size);
 
-/* Builds every program the library's kernels use on the device, for every dtype it supports. */
+/* Whether the device's driver keeps a disk cache of its own builds, on by default and not turned
+ * off: PoCL (POCL_KERNEL_CACHE=0 turns it off; POCL_CACHE_DIR) and Mesa's Rusticl and Clover
+ * (MESA_SHADER_CACHE_DISABLE; MESA_SHADER_CACHE_DIR). Such a driver caches what it compiles
+ * when it compiles it, where asking it for a program's binary would compile every kernel of the
+ * program at once, so the library's own cache is not used with it. *folder receives the
+ * driver's cache folder. */
+bool clt__cl_driver_cache(const clt_device *dev, char *folder, size_t size);
+
+/* The library's cache folder into folder; false when the cache is off. */
+bool clt__cl_cache_folder(char *folder, size_t size);
+
+/* Builds every program the library's kernels use on the device, for every dtype it supports,
+ * several at once where the machine has the cores. */
 clt_status clt__cl_build_all(const char *fn, clt_device *dev);
 
 /* Warns about every driver library an ICD vendor file names that the loader could not load

@@ -14,7 +14,7 @@ clt_status clt__cl_cast(const char *fn, clt_device *dev, void *src, size_t src_o
                         clt_dtype src_dtype, void *dst, size_t dst_off, clt_dtype dst_dtype,
                         size_t n)
 {
-    char kernel[32];
+    char program[32], kernel[32];
     cl_mem s = src, d = dst;
     cl_ulong so = src_off, dof = dst_off, count = n;
     cl_int blocked = clt__cl_run_layout(dev);
@@ -24,7 +24,8 @@ clt_status clt__cl_cast(const char *fn, clt_device *dev, void *src, size_t src_o
     };
     snprintf(kernel, sizeof kernel, "cast_%s_%s", clt__dtype_token(src_dtype),
              clt__dtype_token(dst_dtype));
-    return clt__cl_run(fn, dev, "cast", NULL, kernel, args, 6, n);
+    snprintf(program, sizeof program, "cast:from_%s", clt__dtype_token(src_dtype));
+    return clt__cl_run(fn, dev, program, NULL, kernel, args, 6, n);
 }
 
 const char *clt__cl_dtype_options(clt_dtype dtype)
@@ -50,6 +51,18 @@ int clt__cl_run_blocked = -1;
 static const char *const ew_kernels[CLT_EW_COUNT][2] = {
     CLT_EW_OPS(CLT__EW_KERNELS){"ew_copy", "ewc_copy"}, {"ew_where", "ewc_where"}};
 
+/* The programs that hold them: the part of cl/elementwise.cl for the operation's group. */
+#define CLT__EW_BINARY(...) "elementwise:binary",
+#define CLT__EW_SCALAR(...) "elementwise:scalar",
+#define CLT__EW_SIGN(...) "elementwise:sign",
+#define CLT__EW_MATH(...) "elementwise:math",
+#define CLT__EW_COMPARE(...) "elementwise:compare",
+#define CLT__EW_BACKWARD(...) "elementwise:backward",
+static const char *const ew_programs[CLT_EW_COUNT] = {
+    CLT_EW_BINARY(CLT__EW_BINARY) CLT_EW_SCALAR(CLT__EW_SCALAR) CLT_EW_SIGN(CLT__EW_SIGN)
+    CLT_EW_MATH(CLT__EW_MATH) CLT_EW_COMPARE(CLT__EW_COMPARE) CLT_EW_BACKWARD(CLT__EW_BACKWARD)
+    "elementwise:copy", "elementwise:copy"};
+
 static clt_status contiguous(const char *fn, clt_device *dev, const clt__ew_call *c,
                              const cl_mem *bufs, const cl_ulong *offs, const void *s0,
                              const void *s1, size_t ssize)
@@ -62,10 +75,19 @@ static clt_status contiguous(const char *fn, clt_device *dev, const clt__ew_call
         {sizeof bufs[3], &bufs[3]}, {sizeof offs[3], &offs[3]}, {sizeof n, &n},
         {sizeof blocked, &blocked}, {ssize, s0},                {ssize, s1},
     };
-    return clt__cl_run(fn, dev, "elementwise", clt__cl_dtype_options(c->dtype),
+    return clt__cl_run(fn, dev, ew_programs[c->op], clt__cl_dtype_options(c->dtype),
                        ew_kernels[c->op][1], args, 12,
                        c->n);
 }
+
+/* The struct arguments of cl/elementwise.cl's strided kernels and transposes, field for
+ * field. */
+typedef struct ew_layout {
+    cl_long sh[8], st[32];
+} ew_layout;
+typedef struct tp_batch {
+    cl_long sh[8], out[8], in[8];
+} tp_batch;
 
 #define CLT__TP_T 32   /* TP_T of cl/elementwise.cl */
 #define CLT__TP_ROWS 8 /* TP_ROWS */
@@ -78,29 +100,28 @@ static clt_status tiled(const char *fn, clt_device *dev, const clt__ew_call *c,
     cl_ulong out_off = c->out.offset, in_off = c->in[0].offset, rows = t->rows, cols = t->cols;
     cl_ulong batch = t->batch;
     cl_long out_rs = t->out_rs, in_cs = t->in_cs;
-    cl_long8 bshape, out_bs, in_bs;
+    tp_batch bd;
     cl_int nb = t->nb;
     size_t ti = (t->rows + CLT__TP_T - 1) / CLT__TP_T, tj = (t->cols + CLT__TP_T - 1) / CLT__TP_T;
     for (int d = 0; d < 8; d++) {
-        bshape.s[d] = d < t->nb ? t->bshape[d] : 1;
-        out_bs.s[d] = d < t->nb ? t->out_bs[d] : 0;
-        in_bs.s[d] = d < t->nb ? t->in_bs[d] : 0;
+        bd.sh[d] = d < t->nb ? t->bshape[d] : 1;
+        bd.out[d] = d < t->nb ? t->out_bs[d] : 0;
+        bd.in[d] = d < t->nb ? t->in_bs[d] : 0;
     }
     const clt__cl_arg args[] = {
         {sizeof out, &out},       {sizeof out_off, &out_off}, {sizeof in, &in},
         {sizeof in_off, &in_off}, {sizeof rows, &rows},       {sizeof cols, &cols},
         {sizeof out_rs, &out_rs}, {sizeof in_cs, &in_cs},     {sizeof batch, &batch},
-        {sizeof bshape, &bshape}, {sizeof out_bs, &out_bs},   {sizeof in_bs, &in_bs},
-        {sizeof nb, &nb},
+        {sizeof bd, &bd},         {sizeof nb, &nb},
     };
-    const char *opts = clt__cl_dtype_options(c->dtype);
+    const char *opts = clt__cl_dtype_options(clt__cl_bits_dtype(clt_dtype_size(c->dtype)));
     if (clt__cl_run_layout(dev))
-        return clt__cl_launch(fn, dev, "elementwise", opts, "ew_copy_tb", args, 13,
+        return clt__cl_launch(fn, dev, "elementwise:transpose", opts, "ew_copy_tb", args, 11,
                               ti * tj * t->batch, NULL);
     size_t global[3] = {tj * CLT__TP_T, ti * CLT__TP_ROWS, t->batch};
     size_t local[3] = {CLT__TP_T, CLT__TP_ROWS, 1};
-    return clt__cl_launch_nd(fn, dev, "elementwise", opts, "ew_copy_t", args, 13, 3, global, local,
-                             NULL);
+    return clt__cl_launch_nd(fn, dev, "elementwise:transpose", opts, "ew_copy_t", args, 11, 3,
+                             global, local, NULL);
 }
 
 clt_status clt__cl_elementwise(const char *fn, clt_device *dev, const clt__ew_call *c)
@@ -112,7 +133,7 @@ clt_status clt__cl_elementwise(const char *fn, clt_device *dev, const clt__ew_ca
 
     cl_mem bufs[4];
     cl_ulong offs[4];
-    cl_long8 strides[4], shape;
+    ew_layout layout;
     cl_int ndim = c->ndim, blocked = clt__cl_run_layout(dev);
     cl_ulong n = c->n;
     union {
@@ -127,10 +148,10 @@ clt_status clt__cl_elementwise(const char *fn, clt_device *dev, const clt__ew_ca
         bufs[k] = ops[k]->buf ? (cl_mem)ops[k]->buf : (cl_mem)c->out.buf;
         offs[k] = ops[k]->buf ? ops[k]->offset : 0;
         for (int d = 0; d < 8; d++)
-            strides[k].s[d] = d < c->ndim && ops[k]->buf ? ops[k]->strides[d] : 0;
+            layout.st[8 * k + d] = d < c->ndim && ops[k]->buf ? ops[k]->strides[d] : 0;
     }
     for (int d = 0; d < 8; d++)
-        shape.s[d] = d < c->ndim ? c->shape[d] : 1;
+        layout.sh[d] = d < c->ndim ? c->shape[d] : 1;
     for (int k = 0; k < 2; k++) {
         double v = k ? c->s1 : c->s0;
         unsigned char tmp[8];
@@ -147,17 +168,16 @@ clt_status clt__cl_elementwise(const char *fn, clt_device *dev, const clt__ew_ca
             : (c->dtype == CLT_F32 || c->dtype == CLT_F16 || c->dtype == CLT_BF16) ? sizeof(cl_float)
                                                                                   : sizeof(cl_long);
     const clt__cl_arg args[] = {
-        {sizeof bufs[0], &bufs[0]}, {sizeof offs[0], &offs[0]}, {sizeof strides[0], &strides[0]},
-        {sizeof bufs[1], &bufs[1]}, {sizeof offs[1], &offs[1]}, {sizeof strides[1], &strides[1]},
-        {sizeof bufs[2], &bufs[2]}, {sizeof offs[2], &offs[2]}, {sizeof strides[2], &strides[2]},
-        {sizeof bufs[3], &bufs[3]}, {sizeof offs[3], &offs[3]}, {sizeof strides[3], &strides[3]},
-        {sizeof shape, &shape},     {sizeof ndim, &ndim},       {sizeof n, &n},
-        {sizeof blocked, &blocked}, {ssize, &s[0]},             {ssize, &s[1]},
+        {sizeof bufs[0], &bufs[0]}, {sizeof offs[0], &offs[0]}, {sizeof bufs[1], &bufs[1]},
+        {sizeof offs[1], &offs[1]}, {sizeof bufs[2], &bufs[2]}, {sizeof offs[2], &offs[2]},
+        {sizeof bufs[3], &bufs[3]}, {sizeof offs[3], &offs[3]}, {sizeof layout, &layout},
+        {sizeof ndim, &ndim},       {sizeof n, &n},             {sizeof blocked, &blocked},
+        {ssize, &s[0]},             {ssize, &s[1]},
     };
     if (c->ndim == 0) /* every operand contiguous */
         return contiguous(fn, dev, c, bufs, offs, &s[0], &s[1], ssize);
-    return clt__cl_run(fn, dev, "elementwise", clt__cl_dtype_options(c->dtype),
-                       ew_kernels[c->op][0], args, 18, c->n);
+    return clt__cl_run(fn, dev, ew_programs[c->op], clt__cl_dtype_options(c->dtype),
+                       ew_kernels[c->op][0], args, 14, c->n);
 }
 
 /* Fills with a kernel (ew_fill of the dtype whose storage has the pattern's size) rather than
@@ -165,8 +185,7 @@ clt_status clt__cl_elementwise(const char *fn, clt_device *dev, const clt__ew_ca
 clt_status clt__cl_fill(const char *fn, clt_device *dev, void *buf, size_t offset,
                         const void *pattern, size_t pattern_size, size_t nbytes)
 {
-    clt_dtype as = pattern_size == 1 ? CLT_U8 : pattern_size == 2 ? CLT_F16
-                   : pattern_size == 4 ? CLT_I32 : CLT_I64;
+    clt_dtype as = clt__cl_bits_dtype(pattern_size);
     cl_mem b = buf;
     cl_ulong off = offset / pattern_size, n = nbytes / pattern_size;
     cl_int blocked = clt__cl_run_layout(dev);
@@ -174,7 +193,8 @@ clt_status clt__cl_fill(const char *fn, clt_device *dev, void *buf, size_t offse
         {sizeof b, &b}, {sizeof off, &off}, {sizeof n, &n}, {pattern_size, pattern},
         {sizeof blocked, &blocked},
     };
-    return clt__cl_run(fn, dev, "elementwise", clt__cl_dtype_options(as), "ew_fill", args, 5, n);
+    return clt__cl_run(fn, dev, "elementwise:fill", clt__cl_dtype_options(as), "ew_fill", args, 5,
+                       n);
 }
 
 clt_status clt__cl_random(const char *fn, clt_device *dev, void *buf, size_t off, clt_dtype dtype,

@@ -4,7 +4,9 @@
  * from them; and the launch helper. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cl_internal.h"
 #include "cl_sources.h"
@@ -75,19 +77,19 @@ static void append_build_log(cl_program program, cl_device_id id)
     clt__error_append(log);
 }
 
-/* The sources of a program: the prelude, then what the program's own file needs first. */
-static int program_sources(const char *name, const char **names)
+/* The sources of a program from file cl/<file>.cl: the prelude, then what the file needs first. */
+static int program_sources(const char *file, const char **names)
 {
     int n = 0;
     names[n++] = "common";
     names[n++] = "scalar";
-    if (strcmp(name, "elementwise") == 0)
+    if (strcmp(file, "elementwise") == 0)
         names[n++] = "elementwise_ops";
-    if (strcmp(name, "optim") == 0)
+    if (strcmp(file, "optim") == 0)
         names[n++] = "optim_step";
-    else if (strcmp(name, "nn") == 0)
+    else if (strcmp(file, "nn") == 0)
         names[n++] = "window";
-    names[n++] = name;
+    names[n++] = file;
     return n;
 }
 
@@ -130,6 +132,25 @@ static void store_binary(const char *fn, clt_device *dev, cl_program program, co
     clt__free(binary);
 }
 
+/* A successful build's log, when the compiler said anything, as a debug line. */
+static void log_build_log(clt_device *dev, const char *name, cl_program program)
+{
+    char log[2048];
+    size_t size = 0;
+    if (!clt__log_wants(CLT_LOG_DEBUG) ||
+        clGetProgramBuildInfo(program, clt__cl(dev)->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1,
+                              log, &size) != CL_SUCCESS)
+        return;
+    log[size < sizeof log ? size : sizeof log - 1] = '\0';
+    for (const char *c = log; *c; c++) {
+        if (*c != ' ' && *c != '\n' && *c != '\r' && *c != '\t') {
+            clt__log(CLT_LOG_DEBUG, "build log of OpenCL program '%s' on %s:\n%s", name,
+                     dev->name, log);
+            return;
+        }
+    }
+}
+
 /* Builds the program from its sources, and stores its binary under key (when not NULL). */
 static clt_status build_source(const char *fn, clt_device *dev, const char *name,
                                const char *options, int count, const char **texts,
@@ -153,29 +174,61 @@ static clt_status build_source(const char *fn, clt_device *dev, const char *name
         clReleaseProgram(*out);
         return st;
     }
+    log_build_log(dev, name, *out);
     if (key)
         store_binary(fn, dev, *out, key, key_len);
     return CLT_OK;
 }
 
-/* Builds cl/<name>.cl for the device: from the disk cache's binary when it holds a usable one,
- * else from source (then stored there). Called with the device lock held. */
+/* How a device's built programs persist between processes (clt__cl_device.cache_mode). */
+enum {
+    CACHE_UNKNOWN,
+    CACHE_OURS,   /* the library's disk cache (cl_cache.c) */
+    CACHE_DRIVER, /* the driver's own cache: the library's is not used */
+    CACHE_NONE,   /* neither */
+};
+
+/* Settles the device's cache mode on its first build, and says once, at info level, that the
+ * device compiles kernels and where they are kept. Device lock held. */
+static void first_build(clt_device *dev)
+{
+    clt__cl_device *cd = clt__cl(dev);
+    const char *by;
+    if (cd->cache_mode != CACHE_UNKNOWN)
+        return;
+    if (clt__cl_driver_cache(dev, cd->cache_folder, sizeof cd->cache_folder))
+        cd->cache_mode = CACHE_DRIVER, by = "the driver's cache";
+    else if (clt__cl_cache_folder(cd->cache_folder, sizeof cd->cache_folder))
+        cd->cache_mode = CACHE_OURS, by = "the program cache";
+    else
+        cd->cache_mode = CACHE_NONE, by = "no cache (CLT_CACHE_DIR=off or unusable)";
+    clt__log(CLT_LOG_INFO, "%s (%s) compiles OpenCL kernels as they are first needed; built "
+             "programs are kept by %s%s%s", dev->name, dev->info.name, by,
+             cd->cache_mode == CACHE_NONE ? "" : " in ", cd->cache_folder);
+}
+
+/* Builds program `name` (see clt__cl_program) with the complete options for the device: from
+ * the disk cache's binary when that cache is in use and holds a usable one, else from source
+ * (then stored there). Touches no list of the device's: callable without its lock once
+ * first_build has run. */
 static clt_status build(const char *fn, clt_device *dev, const char *name, const char *options,
                         cl_program *out)
 {
     const char *names[CLT__PRELUDE_COUNT + 2];
     const char *texts[CLT__PRELUDE_COUNT + 2];
     size_t lens[CLT__PRELUDE_COUNT + 2], key_len = 0, size = 0;
-    char *owned[CLT__PRELUDE_COUNT + 2] = {NULL}, *key = NULL;
+    char *owned[CLT__PRELUDE_COUNT + 2] = {NULL}, *key = NULL, file[64];
     unsigned char *binary = NULL;
     clt_status st = CLT_OK;
-    int count = program_sources(name, names);
+    bool ours = clt__cl(dev)->cache_mode == CACHE_OURS;
 
+    snprintf(file, sizeof file, "%.*s", (int)strcspn(name, ":"), name);
+    int count = program_sources(file, names);
     for (int i = 0; i < count && st == CLT_OK; i++)
         st = clt__cl_source_text(fn, names[i], &texts[i], &lens[i], &owned[i]);
     if (st == CLT_OK) {
         clt__cl_cache_note(CLT__CACHE_PROGRAM);
-        key = clt__cl_cache_key(fn, dev, options, count, texts, lens, &key_len);
+        key = ours ? clt__cl_cache_key(fn, dev, options, count, texts, lens, &key_len) : NULL;
         binary = key ? clt__cl_cache_load(fn, key, key_len, &size) : NULL;
         *out = binary ? build_binary(dev, name, options, binary, size) : NULL;
         if (*out)
@@ -190,51 +243,77 @@ static clt_status build(const char *fn, clt_device *dev, const char *name, const
     return st;
 }
 
-/* The program `name` with `extra` options for the device, built on first use. Lock held. A
- * program is found by its name and extra options as given, so that a launch formats nothing. */
-static clt_status get_program(const char *fn, clt_device *dev, const char *name,
-                              const char *extra, clt__cl_program **out)
+/* The complete build options of program `name` with `extra` options on the device. */
+static void program_options(clt_device *dev, const char *name, const char *extra, char *options,
+                            size_t size)
 {
+    const char *part = strchr(name, ':');
+    char pick[96] = "";
+    if (part)
+        snprintf(pick, sizeof pick, " -DCLT_ONLY -DCLT_PICK_%s=1", part + 1);
     clt__cl_device *cd = clt__cl(dev);
-    char options[512];
-    clt__cl_program *p;
-    size_t name_size = strlen(name) + 1, extra_size;
-    clt_status st;
+    snprintf(options, size,
+             "-cl-std=CL1.2 -DCLT_HAS_FP64=%d -DCLT_VW_FLOAT=%u -DCLT_VW_DOUBLE=%u "
+             "-DCLT_VW_LONG=%u%s%s%s", dev->info.fp64 ? 1 : 0, cd->vw_float, cd->vw_double,
+             cd->vw_long, pick, *extra ? " " : "", extra);
+}
 
-    if (!extra)
-        extra = "";
+/* The device's built program `name` with `extra` options, or NULL. Lock held. A program is
+ * found by its name and extra options as given, so that a launch formats nothing. */
+static clt__cl_program *find_program(clt__cl_device *cd, const char *name, const char *extra)
+{
+    clt__cl_program *p;
     for (clt__cl_program **link = &cd->programs; (p = *link) != NULL; link = &p->next) {
         if (strcmp(p->name, name) == 0 && strcmp(p->extra, extra) == 0) {
             *link = p->next; /* to the front: the next launch likely needs it again */
             p->next = cd->programs;
             cd->programs = p;
-            *out = p;
-            return CLT_OK;
+            return p;
         }
     }
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -DCLT_HAS_FP64=%d%s%s",
-             dev->info.fp64 ? 1 : 0, *extra ? " " : "", extra);
-    extra_size = strlen(extra) + 1;
-    p = clt__alloc_zeroed(fn, sizeof *p);
+    return NULL;
+}
+
+/* Adds a built program to the device's list (which then owns it). Lock held. */
+static clt_status add_program(const char *fn, clt_device *dev, const char *name,
+                              const char *extra, cl_program program, clt__cl_program **out)
+{
+    clt__cl_device *cd = clt__cl(dev);
+    size_t name_size = strlen(name) + 1, extra_size = strlen(extra) + 1;
+    clt__cl_program *p = clt__alloc_zeroed(fn, sizeof *p);
     if (!p || !(p->name = clt__alloc(fn, name_size + extra_size))) {
         clt__free(p);
+        clReleaseProgram(program);
         return CLT_ERR_OUT_OF_MEMORY;
     }
     p->extra = p->name + name_size; /* one block: name, then the extra options */
     memcpy(p->name, name, name_size);
     memcpy(p->extra, extra, extra_size);
-    st = build(fn, dev, name, options, &p->program);
-    if (st != CLT_OK) {
-        clt__free(p->name);
-        clt__free(p);
-        return st;
-    }
-    clt__log(CLT_LOG_INFO, "built OpenCL program '%s' for %s", name, dev->name);
+    p->program = program;
+    clt__log(CLT_LOG_DEBUG, "built OpenCL program '%s' (%s) for %s", name, extra, dev->name);
     clt__live_add(CLT__HOST, -2); /* cached for the life of the process: not counted as live */
     p->next = cd->programs;
     cd->programs = p;
     *out = p;
     return CLT_OK;
+}
+
+/* The program `name` with `extra` options for the device, built on first use. Lock held. */
+static clt_status get_program(const char *fn, clt_device *dev, const char *name,
+                              const char *extra, clt__cl_program **out)
+{
+    char options[512];
+    cl_program program;
+    clt_status st;
+
+    if (!extra)
+        extra = "";
+    if ((*out = find_program(clt__cl(dev), name, extra)) != NULL)
+        return CLT_OK;
+    first_build(dev);
+    program_options(dev, name, extra, options, sizeof options);
+    st = build(fn, dev, name, options, &program);
+    return st == CLT_OK ? add_program(fn, dev, name, extra, program, out) : st;
 }
 
 /* A kernel of a built program, created on first use. Lock held. */
@@ -376,30 +455,159 @@ clt_status clt__cl_launch_nd(const char *fn, clt_device *dev, const char *progra
                    &(range){.dims = (cl_uint)dims, .global_nd = global, .local_nd = local}, event);
 }
 
+/* Every program the kernels use, and the dtypes each is built for (bits 1 << dtype; 0: built
+ * once, without dtype options): those the operations that use it accept (a launch with another
+ * still builds what it needs). Fills and transposes move bits, so they are built for one dtype
+ * per storage size (clt__cl_bits_dtype); cast has one program per source dtype. */
+#define D(t) (1u << (t))
+#define EVERY_DTYPE (D(CLT_F32) | D(CLT_F64) | D(CLT_F16) | D(CLT_BF16) | D(CLT_I32) |          \
+                     D(CLT_I64) | D(CLT_U8) | D(CLT_BOOL))
+#define FLOAT_DTYPES (D(CLT_F32) | D(CLT_F64) | D(CLT_F16) | D(CLT_BF16))
+#define BIT_DTYPES (D(CLT_U8) | D(CLT_F16) | D(CLT_I32) | D(CLT_I64))
+#define GEMM_DTYPES (D(CLT_F32) | D(CLT_F64) | 1u) /* bit 0: gemm.cl's options, not dtype's */
+static const struct {
+    const char *name;
+    unsigned dtypes;
+} every_program[] = {
+    {"elementwise:binary", EVERY_DTYPE},
+    {"elementwise:scalar", EVERY_DTYPE},
+    {"elementwise:sign", EVERY_DTYPE & ~D(CLT_BOOL)},
+    {"elementwise:math", FLOAT_DTYPES},
+    {"elementwise:compare", EVERY_DTYPE},
+    {"elementwise:backward", FLOAT_DTYPES},
+    {"elementwise:copy", EVERY_DTYPE},
+    {"elementwise:fill", BIT_DTYPES},
+    {"elementwise:transpose", BIT_DTYPES},
+    {"reduce:sums", EVERY_DTYPE},
+    {"reduce:extremes", EVERY_DTYPE},
+    {"nn", EVERY_DTYPE},
+    {"optim", D(CLT_F32) | D(CLT_F64)},
+    {"random", 0},
+    {"gemm:direct", GEMM_DTYPES},
+    {"gemm:packed", GEMM_DTYPES},
+    {"gemm:tiled", GEMM_DTYPES},
+    {"cast:from_f32", 0},
+    {"cast:from_f64", 0},
+    {"cast:from_f16", 0},
+    {"cast:from_bf16", 0},
+    {"cast:from_i32", 0},
+    {"cast:from_i64", 0},
+    {"cast:from_u8", 0},
+    {"cast:from_b8", 0},
+};
+#undef D
+
+clt_dtype clt__cl_bits_dtype(size_t size)
+{
+    return size == 1 ? CLT_U8 : size == 2 ? CLT_F16 : size == 4 ? CLT_I32 : CLT_I64;
+}
+
+/* One program of a warm-up: what to build, then what the build gave. */
+typedef struct warm_job {
+    const char *name, *extra;
+    cl_program program;
+    clt_status status;
+    char error[1024]; /* the failure's message, from the thread that built it */
+} warm_job;
+
+typedef struct warm_work {
+    const char *fn;
+    clt_device *dev;
+    warm_job *jobs;
+    size_t count;
+    atomic_size_t next; /* the next job to take */
+} warm_work;
+
+/* A warm-up thread: builds jobs until none is left. */
+static void *warm_thread(void *arg)
+{
+    warm_work *w = arg;
+    size_t i;
+    while ((i = atomic_fetch_add(&w->next, 1)) < w->count) {
+        warm_job *j = &w->jobs[i];
+        char options[512];
+        program_options(w->dev, j->name, j->extra, options, sizeof options);
+        j->status = build(w->fn, w->dev, j->name, options, &j->program);
+        if (j->status != CLT_OK)
+            snprintf(j->error, sizeof j->error, "%s", clt_last_error());
+    }
+    return NULL;
+}
+
+/* The jobs of a warm-up of dev: every program of every_program for the dtypes dev supports that
+ * is not built yet. Lock held. */
+static size_t warm_jobs(clt_device *dev, warm_job *jobs)
+{
+    clt__cl_device *cd = clt__cl(dev);
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof every_program / sizeof *every_program; i++) {
+        for (int d = 0; d < CLT_DTYPE_COUNT; d++) {
+            unsigned set = every_program[i].dtypes;
+            bool f64 = d == CLT_F64 || strcmp(every_program[i].name, "cast:from_f64") == 0;
+            if (!(set ? d > 0 && (set & (1u << d)) : d == 0) || (f64 && !dev->info.fp64))
+                continue;
+            const char *extra = !set       ? ""
+                                : set & 1u ? (d == CLT_F64 ? CLT__CL_GEMM_F64 : CLT__CL_GEMM_F32)
+                                           : clt__cl_dtype_options((clt_dtype)d);
+            if (find_program(cd, every_program[i].name, extra))
+                continue;
+            if (jobs)
+                jobs[n] = (warm_job){.name = every_program[i].name, .extra = extra};
+            n++;
+        }
+    }
+    return n;
+}
+
 clt_status clt__cl_build_all(const char *fn, clt_device *dev)
 {
-    static const char *const plain[] = {"cast", "random"};
-    static const struct {
-        const char *name;
-        bool floats_only; /* used for f32 and f64 tensors only */
-    } typed[] = {{"elementwise", false}, {"reduce", false}, {"nn", false}, {"optim", true}};
     clt__cl_device *cd = clt__cl(dev);
-    clt__cl_program *p;
+    warm_work w = {.fn = fn, .dev = dev};
+    pthread_t threads[8];
+    size_t started = 0, want;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
     clt_status st = clt__cl_start(fn, dev);
 
     if (st != CLT_OK)
         return st;
     pthread_mutex_lock(&cd->lock);
-    for (size_t i = 0; i < sizeof plain / sizeof *plain && st == CLT_OK; i++)
-        st = get_program(fn, dev, plain[i], NULL, &p);
-    for (size_t i = 0; i < sizeof typed / sizeof *typed && st == CLT_OK; i++) {
-        for (int d = CLT_F32; d < CLT_DTYPE_COUNT && st == CLT_OK; d++) {
-            if ((d == CLT_F64 && !dev->info.fp64) ||
-                (typed[i].floats_only && d != CLT_F32 && d != CLT_F64))
-                continue;
-            st = get_program(fn, dev, typed[i].name, clt__cl_dtype_options((clt_dtype)d), &p);
+    first_build(dev);
+    w.count = warm_jobs(dev, NULL);
+    w.jobs = w.count ? clt__alloc_zeroed(fn, w.count * sizeof *w.jobs) : NULL;
+    if (w.jobs)
+        warm_jobs(dev, w.jobs);
+    pthread_mutex_unlock(&cd->lock);
+    if (w.count && !w.jobs)
+        return CLT_ERR_OUT_OF_MEMORY;
+
+    /* the builds run on up to one thread a core, this one among them */
+    want = cores > 1 ? (size_t)cores - 1 : 0;
+    if (want > sizeof threads / sizeof *threads)
+        want = sizeof threads / sizeof *threads;
+    if (want >= w.count)
+        want = w.count ? w.count - 1 : 0;
+    while (started < want && pthread_create(&threads[started], NULL, warm_thread, &w) == 0)
+        started++;
+    warm_thread(&w);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(threads[i], NULL);
+
+    pthread_mutex_lock(&cd->lock);
+    for (size_t i = 0; i < w.count; i++) {
+        warm_job *j = &w.jobs[i];
+        clt__cl_program *p;
+        if (j->status != CLT_OK) {
+            const char *cause = strstr(j->error, ": "); /* past the name of the function */
+            if (st == CLT_OK)
+                st = clt__error(j->status, fn, "%s", cause ? cause + 2 : j->error);
+        } else if (find_program(cd, j->name, j->extra)) {
+            clReleaseProgram(j->program); /* a launch built it meanwhile */
+        } else if (add_program(fn, dev, j->name, j->extra, j->program, &p) != CLT_OK &&
+                   st == CLT_OK) {
+            st = CLT_ERR_OUT_OF_MEMORY;
         }
     }
     pthread_mutex_unlock(&cd->lock);
+    clt__free(w.jobs);
     return st;
 }

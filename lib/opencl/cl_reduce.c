@@ -33,10 +33,16 @@ static const char *red_name(clt__reduce_op op)
     }
 }
 
+/* The program of an operation's kernels: its part of cl/reduce.cl. */
+static const char *red_program(clt__reduce_op op)
+{
+    return op == CLT_REDUCE_SUM || op == CLT_REDUCE_SQDEV ? "reduce:sums" : "reduce:extremes";
+}
+
 clt_status clt__cl_reduce(const char *fn, clt_device *dev, const clt__reduce_call *c)
 {
     char kernel[32];
-    const char *opts = clt__cl_dtype_options(c->dtype);
+    const char *opts = clt__cl_dtype_options(c->dtype), *program = red_program(c->op);
     cl_mem x = c->in, out = c->out, mean = c->mean ? c->mean : c->out, tmp = c->out;
     cl_ulong x_off = c->in_offset, len = c->len, rows = c->rows, parts = 1, chunk = c->len;
     cl_ulong out_off = c->out_offset, mean_off = c->mean ? c->mean_offset : 0;
@@ -60,7 +66,7 @@ clt_status clt__cl_reduce(const char *fn, clt_device *dev, const clt__reduce_cal
 
     if (c->len <= CLT__RED_SHORT) {
         snprintf(kernel, sizeof kernel, "%s_rows", red_name(c->op));
-        return clt__cl_launch(fn, dev, "reduce", opts, kernel, args, nargs, c->rows, NULL);
+        return clt__cl_launch(fn, dev, program, opts, kernel, args, nargs, c->rows, NULL);
     }
 
     want = (size_t)(dev->info.compute_units ? dev->info.compute_units : 1) * CLT__RED_GROUPS_PER_CU;
@@ -82,14 +88,14 @@ clt_status clt__cl_reduce(const char *fn, clt_device *dev, const clt__reduce_cal
         tmp = tmp_buf;
     }
     snprintf(kernel, sizeof kernel, "%s_part", red_name(c->op));
-    st = clt__cl_launch_groups(fn, dev, "reduce", opts, kernel, args, nargs,
+    st = clt__cl_launch_groups(fn, dev, program, opts, kernel, args, nargs,
                                (size_t)(rows * parts), &local, NULL);
     if (st == CLT_OK && parts > 1) {
         local = blocked ? CLT__RED_CPU_WG : CLT__RED_WG;
         while (local > 32 && local / 2 >= parts)
             local /= 2;
         snprintf(kernel, sizeof kernel, "%s_final", red_name(c->op));
-        st = clt__cl_launch_groups(fn, dev, "reduce", opts, kernel, args, nargs, c->rows, &local,
+        st = clt__cl_launch_groups(fn, dev, program, opts, kernel, args, nargs, c->rows, &local,
                                    NULL);
     }
     if (tmp_buf)

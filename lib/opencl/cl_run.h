@@ -9,16 +9,26 @@
 #define CLT__RUN_GROUPS_PER_CU 16 /* work-groups per compute unit at most */
 #define CLT__RUN_MIN_ITEM 64      /* elements a work-item takes at least */
 
-/* The layout of CLT_RUN kernels: -1 (the default) blocked on CPU-type devices only, 0 or 1 to
- * force it on every device (the tests run both layouts under Oclgrind). */
+/* The layout of CLT_RUN kernels: -1 (the default) blocked on devices that run a work-group's
+ * work-items one after another, keeping vectors as vectors (clt__cl_serial), 0 or 1 to force it
+ * on every device (the tests run both layouts under Oclgrind). */
 extern int clt__cl_run_blocked;
 
+/* Whether dev runs each work-item on its own with its vectors in vector registers (a native
+ * float vector width above 1: PoCL), rather than many work-items in the lanes of one vector
+ * (GPUs, and Mesa's llvmpipe, a CPU device that also stops any loop after 65535 iterations, so
+ * that one work-item must never walk a long run). */
+static inline bool clt__cl_serial(clt_device *dev)
+{
+    return clt__cl(dev)->native_float_width > 1;
+}
+
 /* The `blocked` argument of a CLT_RUN kernel on dev. */
-static inline cl_int clt__cl_run_layout(const clt_device *dev)
+static inline cl_int clt__cl_run_layout(clt_device *dev)
 {
     if (clt__cl_run_blocked >= 0)
         return clt__cl_run_blocked;
-    return dev->info.type == CLT_DEVICE_OPENCL_CPU;
+    return clt__cl_serial(dev);
 }
 
 /* Runs kernel `kernel` (one that loops with CLT_RUN) over n elements: work-groups enough for
