@@ -287,7 +287,9 @@ int main(int argc, char **argv)
             seen = seen || strcmp(platforms[j], info->platform) == 0;
         if (!seen) {
             snprintf(platforms[n], sizeof platforms[n], "%s", info->platform);
-            snprintf(devices[n++], sizeof devices[0], "%s", info->name);
+            /* (up to a comma: CLT_VISIBLE_DEVICES is a comma list of name parts) */
+            snprintf(devices[n++], sizeof devices[0], "%.*s", (int)strcspn(info->name, ","),
+                     info->name);
         }
     }
     if (n == 0) {
