@@ -1,10 +1,11 @@
 /* Kernels compiled at load time: the sources in cl/ (embedded in the library, or read from
- * CLT_KERNEL_DIR), built per (device, program, options) the first time a device needs them (from
- * the disk cache's binary when it has one, cl_cache.c) and kept in memory with the kernels taken
- * from them; and the launch helper. */
+ * CLT_KERNEL_DIR), built per (device, program, options) the first time a device needs them, a
+ * program being one part of a file (clt__cl_program), from the disk cache's binary when that
+ * cache is in use and has one (cl_cache.c), and kept in memory with the kernels taken from them;
+ * the warm-up that builds them all on several threads; and the launch helper. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
