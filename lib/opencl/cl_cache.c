@@ -118,12 +118,35 @@ static bool make_dirs(char *path)
            S_ISDIR(sb.st_mode);
 }
 
+/* Whether an environment variable reads as true, as Mesa reads its switches. */
+static bool env_true(const char *name)
+{
+    const char *v = getenv(name);
+    return v && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || strcmp(v, "y") == 0 ||
+                 strcmp(v, "yes") == 0);
+}
+
+/* The folder `tool` keeps under the user's cache folder into folder: `over` (an environment
+ * variable naming it) when set, else $XDG_CACHE_HOME/tool, else $HOME/.cache/tool. Returns
+ * snprintf's count, or -1 (folder "") when there is none. */
+static int user_cache_folder(const char *over, const char *tool, char *folder, size_t size)
+{
+    const char *v = getenv(over), *base;
+    folder[0] = '\0';
+    if (v && *v)
+        return snprintf(folder, size, "%s", v);
+    if ((base = getenv("XDG_CACHE_HOME")) && *base)
+        return snprintf(folder, size, "%s/%s", base, tool);
+    if ((base = getenv("HOME")) && *base)
+        return snprintf(folder, size, "%s/.cache/%s", base, tool);
+    return -1;
+}
+
 /* Reads CLT_CACHE_DIR and CLT_CACHE_SIZE once and creates the folder. Cache lock held. */
 static void resolve(void)
 {
     const char *dir = getenv("CLT_CACHE_DIR"), *size = getenv("CLT_CACHE_SIZE");
-    const char *base;
-    int n = -1;
+    int n;
 
     cache.resolved = true;
     cache.cap = CLT__CACHE_DEFAULT_CAP;
@@ -134,12 +157,7 @@ static void resolve(void)
     }
     if (dir && strcmp(dir, "off") == 0)
         return;
-    if (dir && *dir)
-        n = snprintf(cache.dir, sizeof cache.dir, "%s", dir);
-    else if ((base = getenv("XDG_CACHE_HOME")) && *base)
-        n = snprintf(cache.dir, sizeof cache.dir, "%s/cltensor", base);
-    else if ((base = getenv("HOME")) && *base)
-        n = snprintf(cache.dir, sizeof cache.dir, "%s/.cache/cltensor", base);
+    n = user_cache_folder("CLT_CACHE_DIR", "cltensor", cache.dir, sizeof cache.dir);
     if (n < 0 || (size_t)n >= sizeof cache.dir - CLT__CACHE_NAME_LEN - 2) {
         if (n >= 0)
             clt__log(CLT_LOG_WARN, "the program cache's folder name is too long: cache off");
@@ -217,29 +235,6 @@ clt_status clt_cache_get_info(clt_cache_info *info)
     return CLT_OK;
 }
 
-/* Whether an environment variable reads as true, as Mesa reads its switches. */
-static bool env_true(const char *name)
-{
-    const char *v = getenv(name);
-    return v && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || strcmp(v, "y") == 0 ||
-                 strcmp(v, "yes") == 0);
-}
-
-/* The folder `tool` keeps under the user's cache folder: $XDG_CACHE_HOME/tool, else
- * $HOME/.cache/tool; `over` (an environment variable naming it) first. */
-static void user_cache_folder(const char *over, const char *tool, char *folder, size_t size)
-{
-    const char *v = getenv(over), *base;
-    if (v && *v)
-        snprintf(folder, size, "%s", v);
-    else if ((base = getenv("XDG_CACHE_HOME")) && *base)
-        snprintf(folder, size, "%s/%s", base, tool);
-    else if ((base = getenv("HOME")) && *base)
-        snprintf(folder, size, "%s/.cache/%s", base, tool);
-    else
-        snprintf(folder, size, "(no folder: HOME unset)");
-}
-
 bool clt__cl_driver_cache(const clt_device *dev, char *folder, size_t size)
 {
     const char *platform = dev->info.platform;
@@ -247,13 +242,15 @@ bool clt__cl_driver_cache(const clt_device *dev, char *folder, size_t size)
         const char *on = getenv("POCL_KERNEL_CACHE");
         if (on && strcmp(on, "0") == 0)
             return false;
-        user_cache_folder("POCL_CACHE_DIR", "pocl", folder, size);
+        if (user_cache_folder("POCL_CACHE_DIR", "pocl", folder, size) < 0)
+            snprintf(folder, size, "(no folder: HOME unset)");
         return true;
     }
     if (strcmp(platform, "rusticl") == 0 || strcmp(platform, "Clover") == 0) {
         if (env_true("MESA_SHADER_CACHE_DISABLE") || env_true("MESA_GLSL_CACHE_DISABLE"))
             return false;
-        user_cache_folder("MESA_SHADER_CACHE_DIR", "mesa_shader_cache", folder, size);
+        if (user_cache_folder("MESA_SHADER_CACHE_DIR", "mesa_shader_cache", folder, size) < 0)
+            snprintf(folder, size, "(no folder: HOME unset)");
         return true;
     }
     return false;

@@ -456,45 +456,48 @@ clt_status clt__cl_launch_nd(const char *fn, clt_device *dev, const char *progra
                    &(range){.dims = (cl_uint)dims, .global_nd = global, .local_nd = local}, event);
 }
 
-/* Every program the kernels use, and the dtypes each is built for (bits 1 << dtype; 0: built
- * once, without dtype options): those the operations that use it accept (a launch with another
- * still builds what it needs). Fills and transposes move bits, so they are built for one dtype
- * per storage size (clt__cl_bits_dtype); cast has one program per source dtype. */
+/* Every program the kernels use, the dtypes each is built for (bits 1 << dtype: those the
+ * operations that use it accept; a launch with another still builds what it needs) and the
+ * options that specialise it for one: the dtype's (clt__cl_dtype_options), gemm.cl's, or none
+ * (one build, only where the device holds that dtype: a cast from it, random). Fills and
+ * transposes move bits, so they are built for one dtype per storage size
+ * (clt__cl_bits_dtype). */
 #define D(t) (1u << (t))
 #define EVERY_DTYPE (D(CLT_F32) | D(CLT_F64) | D(CLT_F16) | D(CLT_BF16) | D(CLT_I32) |          \
                      D(CLT_I64) | D(CLT_U8) | D(CLT_BOOL))
 #define FLOAT_DTYPES (D(CLT_F32) | D(CLT_F64) | D(CLT_F16) | D(CLT_BF16))
 #define BIT_DTYPES (D(CLT_U8) | D(CLT_F16) | D(CLT_I32) | D(CLT_I64))
-#define GEMM_DTYPES (D(CLT_F32) | D(CLT_F64) | 1u) /* bit 0: gemm.cl's options, not dtype's */
+enum { DTYPE_OPTIONS, GEMM_OPTIONS, NO_OPTIONS };
 static const struct {
     const char *name;
     unsigned dtypes;
+    int options;
 } every_program[] = {
-    {"elementwise:binary", EVERY_DTYPE},
-    {"elementwise:scalar", EVERY_DTYPE},
-    {"elementwise:sign", EVERY_DTYPE & ~D(CLT_BOOL)},
-    {"elementwise:math", FLOAT_DTYPES},
-    {"elementwise:compare", EVERY_DTYPE},
-    {"elementwise:backward", FLOAT_DTYPES},
-    {"elementwise:copy", EVERY_DTYPE},
-    {"elementwise:fill", BIT_DTYPES},
-    {"elementwise:transpose", BIT_DTYPES},
-    {"reduce:sums", EVERY_DTYPE},
-    {"reduce:extremes", EVERY_DTYPE},
-    {"nn", EVERY_DTYPE},
-    {"optim", D(CLT_F32) | D(CLT_F64)},
-    {"random", 0},
-    {"gemm:direct", GEMM_DTYPES},
-    {"gemm:packed", GEMM_DTYPES},
-    {"gemm:tiled", GEMM_DTYPES},
-    {"cast:from_f32", 0},
-    {"cast:from_f64", 0},
-    {"cast:from_f16", 0},
-    {"cast:from_bf16", 0},
-    {"cast:from_i32", 0},
-    {"cast:from_i64", 0},
-    {"cast:from_u8", 0},
-    {"cast:from_b8", 0},
+    {"elementwise:binary", EVERY_DTYPE, DTYPE_OPTIONS},
+    {"elementwise:scalar", EVERY_DTYPE, DTYPE_OPTIONS},
+    {"elementwise:sign", EVERY_DTYPE & ~D(CLT_BOOL), DTYPE_OPTIONS},
+    {"elementwise:math", FLOAT_DTYPES, DTYPE_OPTIONS},
+    {"elementwise:compare", EVERY_DTYPE, DTYPE_OPTIONS},
+    {"elementwise:backward", FLOAT_DTYPES, DTYPE_OPTIONS},
+    {"elementwise:copy", EVERY_DTYPE, DTYPE_OPTIONS},
+    {"elementwise:fill", BIT_DTYPES, DTYPE_OPTIONS},
+    {"elementwise:transpose", BIT_DTYPES, DTYPE_OPTIONS},
+    {"reduce:sums", EVERY_DTYPE, DTYPE_OPTIONS},
+    {"reduce:extremes", EVERY_DTYPE, DTYPE_OPTIONS},
+    {"nn", EVERY_DTYPE, DTYPE_OPTIONS},
+    {"optim", D(CLT_F32) | D(CLT_F64), DTYPE_OPTIONS},
+    {"gemm:direct", D(CLT_F32) | D(CLT_F64), GEMM_OPTIONS},
+    {"gemm:packed", D(CLT_F32) | D(CLT_F64), GEMM_OPTIONS},
+    {"gemm:tiled", D(CLT_F32) | D(CLT_F64), GEMM_OPTIONS},
+    {"random", D(CLT_F32), NO_OPTIONS},
+    {"cast:from_f32", D(CLT_F32), NO_OPTIONS},
+    {"cast:from_f64", D(CLT_F64), NO_OPTIONS},
+    {"cast:from_f16", D(CLT_F16), NO_OPTIONS},
+    {"cast:from_bf16", D(CLT_BF16), NO_OPTIONS},
+    {"cast:from_i32", D(CLT_I32), NO_OPTIONS},
+    {"cast:from_i64", D(CLT_I64), NO_OPTIONS},
+    {"cast:from_u8", D(CLT_U8), NO_OPTIONS},
+    {"cast:from_b8", D(CLT_BOOL), NO_OPTIONS},
 };
 #undef D
 
@@ -542,14 +545,14 @@ static size_t warm_jobs(clt_device *dev, warm_job *jobs)
     clt__cl_device *cd = clt__cl(dev);
     size_t n = 0;
     for (size_t i = 0; i < sizeof every_program / sizeof *every_program; i++) {
-        for (int d = 0; d < CLT_DTYPE_COUNT; d++) {
-            unsigned set = every_program[i].dtypes;
-            bool f64 = d == CLT_F64 || strcmp(every_program[i].name, "cast:from_f64") == 0;
-            if (!(set ? d > 0 && (set & (1u << d)) : d == 0) || (f64 && !dev->info.fp64))
+        for (int d = CLT_F32; d < CLT_DTYPE_COUNT; d++) {
+            if (!(every_program[i].dtypes & (1u << d)) || (d == CLT_F64 && !dev->info.fp64))
                 continue;
-            const char *extra = !set       ? ""
-                                : set & 1u ? (d == CLT_F64 ? CLT__CL_GEMM_F64 : CLT__CL_GEMM_F32)
-                                           : clt__cl_dtype_options((clt_dtype)d);
+            int how = every_program[i].options;
+            const char *extra = how == NO_OPTIONS     ? ""
+                                : how == GEMM_OPTIONS ? (d == CLT_F64 ? CLT__CL_GEMM_F64
+                                                                      : CLT__CL_GEMM_F32)
+                                                      : clt__cl_dtype_options((clt_dtype)d);
             if (find_program(cd, every_program[i].name, extra))
                 continue;
             if (jobs)
