@@ -6,14 +6,14 @@
 
 static void show(const clt_device *dev)
 {
-    static const char *const types[] = {"host", "GPU", "accelerator", "OpenCL CPU"};
+    static const char *const types[] = {"host", "GPU", "accelerator", "CPU"};
     const clt_device_info *info = clt_device_get_info(dev);
     printf("%-6s %s\n", clt_device_name(dev), info->name);
-    printf("       type %s, platform %s, %u compute units, %.1f GiB%s%s\n", types[info->type],
-           info->platform, info->compute_units, (double)info->global_mem_bytes / (1 << 30),
+    printf("       type %s, %s platform %s, %u compute units, %.1f GiB%s%s\n", types[info->type],
+           info->backend, info->platform, info->compute_units, (double)info->global_mem_bytes / (1 << 30),
            info->fp64 ? ", fp64" : "", info->fp16 ? ", fp16" : "");
-    if (info->opencl_version[0])
-        printf("       %s, driver %s\n", info->opencl_version, info->driver_version);
+    if (info->version[0])
+        printf("       %s, driver %s\n", info->version, info->driver_version);
 }
 
 int main(void)

@@ -3,6 +3,7 @@
 # public headers declare with CLT_API (nothing internal, nothing undeclared), every global symbol
 # of the static library carries the clt_ prefix, and every CLT_API declaration (or group of
 # adjacent ones) has a comment right above it.
+# With CLT_API_NO_OPENCL=1 (a build without the OpenCL backend) without cltensor/opencl.h.
 # With MPI_LIB, the same for cltensor_mpi and include/cltensor/distributed.h.
 #   api_check.sh SHARED_LIB STATIC_LIB INCLUDE_DIR [MPI_LIB]
 set -euo pipefail
@@ -12,7 +13,9 @@ trap 'rm -rf "$work"' EXIT
 status=0
 headers=("$include/cltensor.h")
 for h in "$include"/cltensor/*.h; do
-  [[ $h == */distributed.h ]] || headers+=("$h")
+  [[ $h == */distributed.h ]] && continue
+  [[ $h == */opencl.h && ${CLT_API_NO_OPENCL:-} == 1 ]] && continue # a host-only build
+  headers+=("$h")
 done
 
 # The name of each function declared with CLT_API: the identifier before the first "(" after

@@ -11,7 +11,7 @@
 #include <cltensor.h>
 
 #include "core/core.h"
-#include "opencl/cl_internal.h"
+#include "backends/backend.h"
 
 /* Devices a loop test runs on: index 0 is cpu, index i is gpu:(i-1). */
 extern int test_device_total;
@@ -74,7 +74,7 @@ long test_fault_sweep_checked(test_op op, test_check snapshot, test_check check,
 /* Makes OCL_ICD_VENDORS a fresh folder registering PoCL and, with oclgrind, the Oclgrind
  * simulator (a second platform, listed first because it reports itself as a GPU). Returns
  * false, and the test returns at once, when CLT_TEST_HOST_ONLY=1 asks for a run that loads no
- * OpenCL platform (for valgrind). */
+ * OpenCL platform (for valgrind) or the library has no OpenCL backend (test_host_only). */
 bool test_use_vendors(bool pocl, bool oclgrind);
 bool test_host_only(void);
 
@@ -108,40 +108,5 @@ clt_module *test_mlp(int64_t in, int64_t hidden, int64_t out, clt_module *activa
 clt_tensor *test_tensor(clt_device *dev, clt_dtype dtype, const double *v, int ndim,
                         const int64_t *shape);
 
-Suite *suite_core(void);
-Suite *suite_device(void);
-Suite *suite_tensor(void);
-Suite *suite_cast(void);
-Suite *suite_ops(void);
-Suite *suite_reduce(void);
-Suite *suite_linalg(void);
-Suite *suite_nn(void);
-Suite *suite_module(void);
-Suite *suite_autograd(void);
-Suite *suite_optim(void);
-Suite *suite_loader(void);
-Suite *suite_parallel(void);
-Suite *suite_memory(void);
-Suite *suite_kernels(void);
-Suite *suite_data(void);
-Suite *suite_cache(void);
-Suite *suite_io(void);
-Suite *suite_fault(void);
-Suite *suite_threads(void);
-
-/* One strided-batched GEMM for test_gemm_check: sizes, transposes, scalars, and whether B is
- * one matrix for the whole batch. */
-typedef struct test_gemm_case {
-    size_t m, n, k, batch;
-    bool ta, tb;
-    double alpha, beta;
-    bool shared_b;
-} test_gemm_case;
-
-/* Runs the case with GEMM variant v on OpenCL device dev (with offsets, padded rows and gaps
- * between the matrices; nothing when the variant cannot take it) and compares every element of
- * C's buffer with the product computed here in double (f32 within 1e-5, f64 within 1e-12 of the
- * sum of absolute terms; the padding and the gaps must be untouched). */
-void test_gemm_check(clt_device *dev, clt_dtype dt, clt__gemm_variant v, const test_gemm_case *gc);
 
 #endif

@@ -16,9 +16,15 @@ fail() { echo "install_check: $*" >&2; exit 1; }
 pc=$(find "$prefix" -name cltensor.pc)
 [[ -n $pc ]] || fail "no cltensor.pc installed"
 libdir=$(dirname "$(dirname "$pc")")
-for f in include/cltensor.h include/cltensor/status.h include/cltensor/opencl.h bin/clt-info; do
+for f in include/cltensor.h include/cltensor/status.h bin/clt-info; do
   [[ -f $prefix/$f ]] || fail "$f is not installed"
 done
+# the OpenCL interop header exactly when the library has the OpenCL backend
+if [[ ${CLT_INSTALL_OPENCL:-1} == 1 ]]; then
+  [[ -f $prefix/include/cltensor/opencl.h ]] || fail "include/cltensor/opencl.h is not installed"
+elif [[ -e $prefix/include/cltensor/opencl.h ]]; then
+  fail "include/cltensor/opencl.h is installed by a library without the OpenCL backend"
+fi
 for f in libcltensor.so "libcltensor.so.$soversion" "libcltensor.so.$version" libcltensor.a \
          cmake/cltensor/cltensorConfig.cmake cmake/cltensor/cltensorConfigVersion.cmake; do
   [[ -e $libdir/$f ]] || fail "$libdir/$f is not installed"

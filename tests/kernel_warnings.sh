@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Compiles every kernel file of cl/ with clang for x86-64 CPUs of three vector widths (the
+# Compiles every kernel file (lib/backends/opencl/kernels, lib/backends/shared) with clang for x86-64 CPUs of three vector widths (the
 # devices' native widths that PoCL reports for them as the kernels' -DCLT_VW_* options) and
 # every dtype's options, and fails on any compiler warning: a CPU driver such as PoCL prints a
 # build's warnings on stderr, and warnings about the vector ABI come only from CPUs narrower
 # than the one the tests run on.
-#   tests/kernel_warnings.sh <cl folder> [clang]
+#   tests/kernel_warnings.sh <kernel folders, ':' between them> [clang]
 set -euo pipefail
-dir=$1
 clang=${2:-clang}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+dir=$tmp/cl
+mkdir "$dir"
+IFS=: read -ra folders <<<"$1"
+for folder in "${folders[@]}"; do cp "$folder"/*.cl "$dir"/; done
 dtypes=(
   "-DDT=f32 -DST=float -DCT=float -DKIND=flt -DCLT_KIND_INT=0"
   "-DDT=f64 -DST=double -DCT=double -DKIND=dbl -DCLT_KIND_INT=0"
@@ -18,8 +23,6 @@ dtypes=(
 )
 # cpu: float, double and long native widths
 targets=("haswell 8 4 4" "skylake-avx512 16 8 8" "x86-64-v2 4 2 2")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 failed=0 builds=0
 for t in "${targets[@]}"; do
   read -r cpu vf vd vl <<<"$t"

@@ -8,6 +8,11 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "suites.h"
+
+#define CLT__DECLARE_SUITE(name) Suite *suite_##name(void);
+CLT_TEST_SUITES(CLT__DECLARE_SUITE)
+#undef CLT__DECLARE_SUITE
 
 static int count_devices_in_child(void)
 {
@@ -44,26 +49,10 @@ int main(int argc, char **argv)
     test_device_total = 1 + (gpus > 0 ? gpus : 0);
     printf("devices under test: cpu and %d OpenCL device%s\n", gpus > 0 ? gpus : 0,
            gpus == 1 ? "" : "s");
-    runner = srunner_create(suite_core());
-    srunner_add_suite(runner, suite_device());
-    srunner_add_suite(runner, suite_tensor());
-    srunner_add_suite(runner, suite_cast());
-    srunner_add_suite(runner, suite_ops());
-    srunner_add_suite(runner, suite_reduce());
-    srunner_add_suite(runner, suite_linalg());
-    srunner_add_suite(runner, suite_nn());
-    srunner_add_suite(runner, suite_module());
-    srunner_add_suite(runner, suite_autograd());
-    srunner_add_suite(runner, suite_optim());
-    srunner_add_suite(runner, suite_loader());
-    srunner_add_suite(runner, suite_parallel());
-    srunner_add_suite(runner, suite_memory());
-    srunner_add_suite(runner, suite_kernels());
-    srunner_add_suite(runner, suite_data());
-    srunner_add_suite(runner, suite_cache());
-    srunner_add_suite(runner, suite_io());
-    srunner_add_suite(runner, suite_fault());
-    srunner_add_suite(runner, suite_threads());
+    runner = srunner_create(NULL);
+#define CLT__ADD_SUITE(name) srunner_add_suite(runner, suite_##name());
+    CLT_TEST_SUITES(CLT__ADD_SUITE)
+#undef CLT__ADD_SUITE
     srunner_set_fork_status(runner, CK_FORK);
     srunner_run(runner, only, NULL, CK_NORMAL);
     failed = srunner_ntests_failed(runner);

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "backend.h"
+#include "backends/backend.h"
 #include "helpers.h"
 
 static const clt_dtype all_dtypes[] = {CLT_F32, CLT_F64, CLT_F16, CLT_BF16,

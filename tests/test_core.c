@@ -1,5 +1,6 @@
 /* The core suite: status names and descriptions, the thread-local last error, the version,
- * logging callbacks, dtype names and sizes, and clt_free. */
+ * logging callbacks, dtype names and sizes, clt_free, and the backend seam's optional and
+ * required entries. */
 #include <stdio.h>
 #include <string.h>
 
@@ -33,8 +34,14 @@ START_TEST(test_status_name_library_codes)
 }
 END_TEST
 
+/* OpenCL's codes are named by the OpenCL backend; a build without it knows none. */
 START_TEST(test_status_name_opencl_and_unknown)
 {
+#if !CLT_TEST_OPENCL
+    ck_assert_str_eq(clt_status_name(-5), "UNKNOWN");
+    ck_assert_str_eq(clt_status_str(-5), "unknown status");
+    return;
+#endif
     ck_assert_str_eq(clt_status_name(-5), "CL_OUT_OF_RESOURCES");
     ck_assert_str_eq(clt_status_name(-1), "CL_DEVICE_NOT_FOUND");
     ck_assert_str_eq(clt_status_name(-4), "CL_MEM_OBJECT_ALLOCATION_FAILURE");
@@ -59,8 +66,10 @@ START_TEST(test_status_str)
     ck_assert_str_eq(clt_status_str(CLT_ERR_SHAPE), "invalid shape");
     ck_assert_str_eq(clt_status_str(CLT_ERR_DTYPE), "invalid dtype");
     ck_assert_str_eq(clt_status_str(CLT_ERR_INTERNAL), "internal error");
+#if CLT_TEST_OPENCL
     ck_assert_str_eq(clt_status_str(-5), "OpenCL error");
     ck_assert_str_eq(clt_status_str(-999), "OpenCL error");
+#endif
     ck_assert_str_eq(clt_status_str(CLT_END), "the end of the data (not an error)");
     ck_assert_str_eq(clt_status_str(2), "unknown status");
     ck_assert_str_eq(clt_status_str(-1012), "unknown status");
@@ -233,6 +242,46 @@ START_TEST(test_free)
 }
 END_TEST
 
+/* ---- the backend seam ------------------------------------------------------------------------ */
+
+/* A device whose backend lacks an optional entry (the host's table without gemm): the operation
+ * fails with CLT_ERR_UNSUPPORTED naming it, the dtype, the device and the backend, makes nothing
+ * and runs nowhere else; the other operations still run on it. A table without a required
+ * entry is refused. */
+START_TEST(test_backend_missing_entry)
+{
+    clt_device *cpu = clt_device_cpu();
+    clt_tensor *warm = clt_tensor_zeros(CLT_SHAPE(1), CLT_F32, cpu); /* cpu's pool exists */
+    clt__backend lacking = clt__host_backend;
+    clt_device fake = {.index = -1, .backend = &lacking, .info = cpu->info};
+    lacking.name = "lacking";
+    lacking.gemm = NULL;
+    snprintf(fake.name, sizeof fake.name, "fake");
+    atomic_store(&fake.pool, atomic_load(&cpu->pool)); /* host memory either way */
+    ck_assert_int_eq(clt__backend_check("test", &lacking), CLT_OK);
+
+    clt_tensor *a = clt_tensor_ones(CLT_SHAPE(2, 2), CLT_F32, &fake);
+    ck_assert_msg(a != NULL, "%s", clt_last_error());
+    clt_tensor *sum = clt_add(a, a);
+    ck_assert_msg(sum != NULL, "%s", clt_last_error());
+    ck_assert_ptr_null(clt_matmul(a, a));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_UNSUPPORTED);
+    ck_assert_error_has("gemm of f32 is not supported on fake (");
+    ck_assert_error_has("the lacking backend has no gemm");
+    float got[4];
+    ck_assert_int_eq(clt_tensor_copy_to_host(sum, got, sizeof got), CLT_OK);
+    for (int k = 0; k < 4; k++)
+        ck_assert_float_eq(got[k], 2.0f);
+    clt_tensor_release(sum);
+    clt_tensor_release(a);
+
+    lacking.synchronize = NULL;
+    ck_assert_int_eq(clt__backend_check("test", &lacking), CLT_ERR_INTERNAL);
+    ck_assert_error_has("test: the lacking backend has no synchronize");
+    clt_tensor_release(warm);
+}
+END_TEST
+
 Suite *suite_core(void)
 {
     Suite *s = suite_create("core");
@@ -242,6 +291,10 @@ Suite *suite_core(void)
     tcase_add_test(tc, test_status_str);
     tcase_add_test(tc, test_last_error_after_failure);
     tcase_add_test(tc, test_version);
+    suite_add_tcase(s, tc);
+
+    tc = test_case("backend", 120);
+    tcase_add_test(tc, test_backend_missing_entry);
     suite_add_tcase(s, tc);
 
     tc = test_case("logging", 120);

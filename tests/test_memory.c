@@ -1,9 +1,12 @@
 /* Memory suite: the caching allocator on every device (reuse by size class, exact statistics,
  * emptying the cache), the out-of-memory path under CLT_DEVICE_MEMORY_LIMIT (a retry that
  * succeeds once the cache is given back; a clean failure that names the sizes and leaves
- * existing tensors intact; values that name no size refused with a warning), and Oclgrind's 128 MiB device as a real small GPU. */
+ * existing tensors intact; values that name no size refused with a warning), Oclgrind's 128 MiB
+ * device as a real small GPU, and pinned host buffers with the asynchronous copies through them,
+ * on every device. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -171,6 +174,113 @@ START_TEST(test_memory_small_gpu)
 }
 END_TEST
 
+/* ---- pinned host memory and asynchronous copies -------------------------------------------- */
+
+/* A pinned buffer of the device: its size, writable memory, counted as device memory while it
+ * lives; bad sizes and devices refused. */
+START_TEST(test_memory_host_buffer)
+{
+    clt_device *dev = test_device(_i);
+    test_live before = test_live_now();
+    clt_host_buffer *b = clt_host_buffer_new(dev, 1000);
+    ck_assert_msg(b != NULL, "%s", clt_last_error());
+    ck_assert_uint_eq(clt_host_buffer_size(b), 1000);
+    unsigned char *p = clt_host_buffer_data(b);
+    ck_assert_ptr_nonnull(p);
+    for (int k = 0; k < 1000; k++)
+        p[k] = (unsigned char)k;
+    for (int k = 0; k < 1000; k++)
+        ck_assert_uint_eq(p[k], (unsigned char)k);
+    clt_host_buffer_free(b);
+    clt_host_buffer_free(NULL);
+    ck_assert_ptr_null(clt_host_buffer_data(NULL));
+    ck_assert_uint_eq(clt_host_buffer_size(NULL), 0);
+    ck_assert_ptr_null(clt_host_buffer_new(dev, 0));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_host_buffer_new: nbytes is 0");
+    ck_assert_ptr_null(clt_host_buffer_new(NULL, 16));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), before);
+}
+END_TEST
+
+/* A round trip through a pinned buffer with and without events: the tensor's values out, other
+ * values in, every byte as sent; a transposed view read in row-major order. */
+START_TEST(test_memory_async_copies)
+{
+    clt_device *dev = test_device(_i);
+    test_live before = test_live_now();
+    enum { N = 3000 };
+    float host[N];
+    for (int k = 0; k < N; k++)
+        host[k] = (float)k * 0.5f - 7;
+    clt_tensor *t = clt_tensor_from_data(host, CLT_F32, CLT_SHAPE(N), dev);
+    clt_host_buffer *b = clt_host_buffer_new(dev, sizeof host);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_ptr_nonnull(b);
+    float *p = clt_host_buffer_data(b);
+    clt_event *ev = NULL;
+    ck_assert_int_eq(clt_tensor_read_async(t, p, sizeof host, &ev), CLT_OK);
+    ck_assert_ptr_nonnull(ev);
+    ck_assert_int_eq(clt_event_wait(ev), CLT_OK);
+    clt_event_release(ev);
+    ck_assert_int_eq(memcmp(p, host, sizeof host), 0);
+    for (int k = 0; k < N; k++)
+        p[k] = (float)(N - k);
+    ev = NULL;
+    ck_assert_int_eq(clt_tensor_write_async(t, p, sizeof host, &ev), CLT_OK);
+    ck_assert_ptr_nonnull(ev);
+    ck_assert_int_eq(clt_event_wait(ev), CLT_OK);
+    clt_event_release(ev);
+    /* later work on the device sees the written values */
+    clt_tensor *twice = clt_add(t, t);
+    ck_assert_ptr_nonnull(twice);
+    ck_assert_int_eq(clt_tensor_read_async(twice, host, sizeof host, NULL), CLT_OK);
+    for (int k = 0; k < N; k++)
+        ck_assert_float_eq(host[k], 2.0f * (float)(N - k));
+    /* without an event, finished on return; a view is read in row-major order */
+    clt_tensor *m = clt_view(t, CLT_SHAPE(2, 1500)), *mt = clt_transpose(m, 0, 1);
+    ck_assert_ptr_nonnull(mt);
+    ck_assert_int_eq(clt_tensor_read_async(mt, p, sizeof host, NULL), CLT_OK);
+    for (int i = 0; i < 1500; i++)
+        for (int j = 0; j < 2; j++)
+            ck_assert_float_eq(p[i * 2 + j], (float)(N - (j * 1500 + i)));
+    clt_tensor_release(mt), clt_tensor_release(m), clt_tensor_release(twice);
+    clt_tensor_release(t);
+    clt_host_buffer_free(b);
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), before);
+}
+END_TEST
+
+/* Bad input: named, the event left NULL, the tensor unchanged. */
+START_TEST(test_memory_async_copies_bad)
+{
+    clt_device *dev = test_device(_i);
+    float host[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8];
+    clt_tensor *t = clt_tensor_from_data(host, CLT_F32, CLT_SHAPE(2, 4), dev);
+    clt_tensor *tt = clt_transpose(t, 0, 1);
+    clt_event *ev = (clt_event *)&ev; /* not NULL: must be reset */
+    ck_assert_ptr_nonnull(tt);
+    ck_assert_int_eq(clt_tensor_read_async(t, out, sizeof out - 1, &ev), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_tensor_read_async: the host memory holds 31 bytes; the tensor needs 32");
+    ck_assert_ptr_null(ev);
+    ck_assert_int_eq(clt_tensor_read_async(NULL, out, sizeof out, NULL), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clt_tensor_read_async(t, NULL, sizeof out, NULL), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_tensor_read_async: the host memory is NULL");
+    ev = (clt_event *)&ev;
+    ck_assert_int_eq(clt_tensor_write_async(tt, out, sizeof out, &ev), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_tensor_write_async: the tensor is not contiguous");
+    ck_assert_ptr_null(ev);
+    ck_assert_int_eq(clt_tensor_write_async(t, out, 4, NULL), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("the host memory holds 4 bytes; the tensor needs 32");
+    ck_assert_int_eq(clt_tensor_copy_to_host(t, out, sizeof out), CLT_OK);
+    ck_assert_int_eq(memcmp(out, host, sizeof host), 0);
+    clt_tensor_release(tt), clt_tensor_release(t);
+}
+END_TEST
+
 Suite *suite_memory(void)
 {
     Suite *s = suite_create("memory");
@@ -179,6 +289,9 @@ Suite *suite_memory(void)
     ADD_DEVICE_TEST(tc, test_memory_limit);
     tcase_add_test(tc, test_memory_limit_refused);
     tcase_add_test(tc, test_memory_small_gpu);
+    ADD_DEVICE_TEST(tc, test_memory_host_buffer);
+    ADD_DEVICE_TEST(tc, test_memory_async_copies);
+    ADD_DEVICE_TEST(tc, test_memory_async_copies_bad);
     suite_add_tcase(s, tc);
     return s;
 }

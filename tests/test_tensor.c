@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "backends/backend.h"
 #include "helpers.h"
 
 static const clt_dtype all_dtypes[] = {CLT_F32, CLT_F64, CLT_F16, CLT_BF16,

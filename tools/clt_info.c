@@ -40,7 +40,7 @@ typedef struct options {
     int n_names;
 } options;
 
-static const char *const type_names[] = {"host", "GPU", "accelerator", "OpenCL CPU"};
+static const char *const type_names[] = {"host", "GPU", "accelerator", "CPU"};
 
 /* "23.5 GiB" into buf. */
 static const char *human_bytes(uint64_t bytes, char *buf, size_t size)
@@ -142,7 +142,7 @@ static void list_line(clt_device *dev)
     char mem[32];
     printf("%s: %s (%s", clt_device_name(dev), info->name, type_names[info->type]);
     if (info->type != CLT_DEVICE_HOST)
-        printf(", %s", info->platform);
+        printf(", %s: %s", info->backend, info->platform);
     printf(", %u compute units, %s)\n", info->compute_units,
            human_bytes(info->global_mem_bytes, mem, sizeof mem));
 }
@@ -168,10 +168,11 @@ static void details(clt_device *dev)
 
     printf("%s: %s\n", clt_device_name(dev), info->name);
     field("type:", type_names[info->type]);
+    field("backend:", info->backend);
     field("platform:", info->platform);
     field("vendor:", info->vendor);
     if (info->type != CLT_DEVICE_HOST) {
-        field("OpenCL version:", info->opencl_version);
+        field("version:", info->version);
         field("driver version:", info->driver_version);
     }
     snprintf(buf, sizeof buf, "%u", info->compute_units);

@@ -1,7 +1,7 @@
-/* Devices: the host `cpu` and the OpenCL devices `gpu:0` ... `gpu:N-1`, one flat list over all
- * OpenCL platforms (GPU and accelerator types first, in platform order, then CPU-type OpenCL
- * devices). Devices belong to the library and live until the process ends: callers never free
- * them. The list is built on first use: CLT_SUBDEVICES=N splits each CPU-type OpenCL device into
+/* Devices: the host `cpu` and the devices of the other backends `gpu:0` ... `gpu:N-1`, one
+ * flat list (OpenCL: over all platforms, GPU and accelerator types first, in platform order,
+ * then CPU-type devices). Devices belong to the library and live until the process ends:
+ * callers never free them. The list is built on first use: CLT_SUBDEVICES=N splits each CPU-type OpenCL device into
  * N equal sub-devices listed in its place, then CLT_VISIBLE_DEVICES filters and reorders it.
  * Each thread has a current GPU, set for a scope with CLT_WITH_DEVICE. */
 #ifndef CLTENSOR_DEVICE_H
@@ -19,23 +19,28 @@ extern "C" {
 typedef struct clt_device clt_device;
 
 typedef enum clt_device_type {
-    CLT_DEVICE_HOST = 0,        /* `cpu`: plain C on the host */
-    CLT_DEVICE_GPU = 1,         /* an OpenCL GPU */
-    CLT_DEVICE_ACCELERATOR = 2, /* an OpenCL accelerator */
-    CLT_DEVICE_OPENCL_CPU = 3,  /* a CPU-type OpenCL device (PoCL, Intel's CPU runtime) */
+    CLT_DEVICE_HOST = 0,        /* `cpu`: the library's own code on the host */
+    CLT_DEVICE_GPU = 1,         /* a GPU */
+    CLT_DEVICE_ACCELERATOR = 2, /* an accelerator */
+    CLT_DEVICE_CPU = 3,         /* a backend's device that runs on the CPU (OpenCL: PoCL, Rusticl's
+                                 * llvmpipe, Intel's CPU runtime) */
 } clt_device_type;
 
-/* What a device is. Strings are owned by the library and live as long as the device. */
+/* What a device is, in the same terms for every backend (the OpenCL objects behind a device:
+ * cltensor/opencl.h). Strings are owned by the library and live as long as the device. */
 typedef struct clt_device_info {
     clt_device_type type;
+    const char *backend;         /* the backend that runs it: "host" for cpu, "opencl" */
     const char *name;            /* the device's own name ("pthread-skylake-avx512-...") */
     const char *vendor;
-    const char *platform;        /* OpenCL platform name; "host" for cpu */
-    const char *opencl_version;  /* CL_DEVICE_VERSION; "" for cpu */
-    const char *driver_version;  /* CL_DRIVER_VERSION; "" for cpu */
+    const char *platform;        /* the implementation (OpenCL: the platform's name, "rusticl");
+                                  * "host" for cpu */
+    const char *version;         /* the device's version as its backend states it (OpenCL:
+                                  * CL_DEVICE_VERSION, "OpenCL 3.0 PoCL ..."); "" for cpu */
+    const char *driver_version;  /* the driver's version; "" for cpu */
     uint64_t global_mem_bytes;   /* device memory (physical memory for cpu) */
     uint64_t max_alloc_bytes;    /* largest single buffer */
-    unsigned compute_units;      /* OpenCL compute units; online processors for cpu */
+    unsigned compute_units;      /* compute units (OpenCL's); online processors for cpu */
     size_t max_work_group_size;  /* 1 for cpu */
     bool fp64;                   /* f64 tensors allowed */
     bool fp16;                   /* native half arithmetic (f16 storage works everywhere) */
@@ -105,6 +110,20 @@ CLT_API clt_status clt_device_memory_stats(clt_device *dev, clt_memory_stats *st
 /* Gives every cached buffer of the device back to the driver; tensors keep their memory.
  * Accepts NULL. */
 CLT_API void clt_device_empty_cache(clt_device *dev);
+
+/* Pinned host memory: host memory a device copies from and to fastest (page-locked on OpenCL
+ * devices, which the driver can copy by DMA; ordinary aligned memory on cpu), for staging the
+ * transfers of clt_tensor_read_async and clt_tensor_write_async. */
+typedef struct clt_host_buffer clt_host_buffer;
+/* nbytes of it for dev, contents undefined: a new buffer the caller frees with
+ * clt_host_buffer_free. NULL with the last error set: CLT_ERR_INVALID_ARGUMENT for a NULL dev or
+ * nbytes 0, CLT_ERR_OUT_OF_MEMORY or CLT_ERR_DEVICE_OUT_OF_MEMORY when there is none. */
+CLT_API clt_host_buffer *clt_host_buffer_new(clt_device *dev, size_t nbytes);
+/* Its address, valid until it is freed (NULL for NULL), and its size in bytes (0 for NULL). */
+CLT_API void *clt_host_buffer_data(const clt_host_buffer *b);
+CLT_API size_t clt_host_buffer_size(const clt_host_buffer *b);
+/* Frees it; no copy may still be reading or writing it. Accepts NULL. */
+CLT_API void clt_host_buffer_free(clt_host_buffer *b);
 
 /* Builds every OpenCL program the library uses on dev, for every dtype it supports, and the
  * matrix-product kernels, so that later operations compile nothing; with the disk cache

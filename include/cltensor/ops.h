@@ -30,12 +30,6 @@ extern "C" {
 
 /* --- views: share x's storage --------------------------------------------------------------- */
 
-/* Whether the elements lie in row-major order without gaps (true without elements; false for
- * NULL). */
-CLT_API bool clt_tensor_is_contiguous(const clt_tensor *x);
-/* The strides of x, in elements (ndim of them, owned by x and valid while it lives); NULL for
- * NULL. */
-CLT_API const int64_t *clt_tensor_strides(const clt_tensor *x);
 /* x itself (retained) when contiguous, else a contiguous copy: a new reference either way. */
 CLT_API clt_tensor *clt_contiguous(clt_tensor *x);
 /* The same elements in a new shape; one size may be -1 (inferred); CLT_ERR_SHAPE when the

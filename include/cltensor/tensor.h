@@ -115,13 +115,42 @@ CLT_API int64_t clt_tensor_numel(const clt_tensor *t);
 CLT_API clt_dtype clt_tensor_dtype(const clt_tensor *t);
 /* The device the tensor lives on (owned by the library). */
 CLT_API clt_device *clt_tensor_device(const clt_tensor *t);
+/* Whether the elements lie in row-major order without gaps (true without elements; false for
+ * NULL). */
+CLT_API bool clt_tensor_is_contiguous(const clt_tensor *x);
+/* The strides of x, in elements (ndim of them, owned by x and valid while it lives); NULL for
+ * NULL. */
+CLT_API const int64_t *clt_tensor_strides(const clt_tensor *x);
 
 /* --- host access ------------------------------------------------------------------------------ */
+
+typedef struct clt_event clt_event;
+
+/* Waits until the work behind the event has finished: that work's status, or
+ * CLT_ERR_INVALID_ARGUMENT for NULL. The event still needs clt_event_release. */
+CLT_API clt_status clt_event_wait(clt_event *event);
+/* Frees the event (without waiting). Accepts NULL. */
+CLT_API void clt_event_release(clt_event *event);
+
 
 /* Copies the elements, row-major, into `dst` of `nbytes` (at least numel * dtype size), from any
  * device; waits for pending work on the tensor first. CLT_ERR_INVALID_ARGUMENT for a NULL t,
  * a NULL dst (unless t has no elements) or too small an nbytes. */
 CLT_API clt_status clt_tensor_copy_to_host(const clt_tensor *t, void *dst, size_t nbytes);
+/* Asynchronous copies between a tensor and host memory, at full speed from and into a
+ * clt_host_buffer of the tensor's device. clt_tensor_read_async copies the elements, row-major,
+ * into dst (nbytes at least numel * dtype size); clt_tensor_write_async overwrites the elements
+ * of a contiguous tensor from src (the same count of bytes). With event NULL the call returns
+ * when the copy has finished; otherwise it may return once the copy is queued, *event receives
+ * an event to wait on (the caller releases it; NULL when the call fails) and the host memory
+ * must stay untouched until the event has completed. Work queued on the device afterwards
+ * sees the written values. Errors as clt_tensor_copy_to_host; clt_tensor_write_async also
+ * CLT_ERR_INVALID_ARGUMENT for a tensor that is not contiguous. */
+CLT_API clt_status clt_tensor_read_async(const clt_tensor *t, void *dst, size_t nbytes,
+                                         clt_event **event);
+CLT_API clt_status clt_tensor_write_async(clt_tensor *t, const void *src, size_t nbytes,
+                                          clt_event **event);
+
 /* Stores in *value the element of a one-element tensor of any dtype and device as a double
  * (PyTorch's x.item()), waiting for pending work on it; CLT_ERR_SHAPE unless t has exactly one
  * element, CLT_ERR_INVALID_ARGUMENT for NULL. */
@@ -142,14 +171,6 @@ CLT_API char *clt_tensor_format(const clt_tensor *t);
 CLT_API clt_status clt_tensor_print(const clt_tensor *t);
 
 /* --- explicit casting ------------------------------------------------------------------------- */
-
-typedef struct clt_event clt_event;
-
-/* Waits until the work behind the event has finished: that work's status, or
- * CLT_ERR_INVALID_ARGUMENT for NULL. The event still needs clt_event_release. */
-CLT_API clt_status clt_event_wait(clt_event *event);
-/* Frees the event (without waiting). Accepts NULL. */
-CLT_API void clt_event_release(clt_event *event);
 
 /* `x` itself, retained, when it is already on `dev` (x.to(device) "has no effect"); otherwise a
  * new tensor on `dev` with the same values. Works between any two devices, across platforms.

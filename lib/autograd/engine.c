@@ -190,12 +190,13 @@ static clt_tensor *new_leaf_grad(clt__node *acc)
                    "a backward hook): it must have the leaf's shape", b, a);
         return NULL;
     }
-    if (leaf->grad)
-        return clt_add(leaf->grad, g);
+    if (clt__grad_of(leaf))
+        return clt_add(clt__grad_of(leaf), g);
     /* a leaf's grad is its own: the tensor that arrived may be shared (the same gradient sent
      * to both inputs of an add, a view of a cat's gradient, the caller's own grad argument) */
     if (atomic_load(&g->refs) == 1 && atomic_load(&g->storage->refs) == 1 && g->offset == 0 &&
-        clt_tensor_is_contiguous(g) && !g->grad && !g->grad_fn) /* (a hook's may hold more) */
+        clt_tensor_is_contiguous(g) && !clt__grad_of(g) &&
+        !clt__grad_fn(g)) /* (a hook's may hold more) */
         return clt_tensor_retain(g);
     return clt_tensor_to_ex(g, &(clt_to_options){.copy = true});
 }
@@ -243,7 +244,7 @@ clt_status clt_backward_ex(clt_tensor *root, clt_tensor *grad, bool retain_graph
     bool prev;
     if (clt__tensor_check(fn, root) != CLT_OK)
         return clt_last_status();
-    if (!root->requires_grad)
+    if (!clt__requires_grad(root))
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                           "the tensor does not require grad: it was not computed from a tensor "
                           "that does, with recording on");
@@ -282,8 +283,9 @@ clt_status clt_backward_ex(clt_tensor *root, clt_tensor *grad, bool retain_graph
     for (int k = 0; st == CLT_OK && k < ready.count; k++) {
         clt__node *n = ready.nodes[k];
         if (sums[k]) {
-            clt_tensor_release(n->leaf->grad);
-            n->leaf->grad = sums[k];
+            clt__grad_state *ls = clt__grad_state_of(n->leaf); /* it has a node, so a state */
+            clt_tensor_release(ls->grad);
+            ls->grad = sums[k];
             sums[k] = NULL;
         }
         if (n->d && !retain_graph) {

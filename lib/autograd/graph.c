@@ -1,6 +1,7 @@
 /* The autograd graph: recording mode, nodes and their saved tensors, leaves' accumulation
  * nodes, and the public accessors of a tensor's autograd state. */
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "autograd/derivatives.h"
@@ -28,7 +29,7 @@ bool clt_grad_set_enabled(bool enabled)
 bool clt__any_requires_grad(clt_tensor *const *in, int n)
 {
     for (int i = 0; i < n; i++)
-        if (in[i] && in[i]->requires_grad)
+        if (in[i] && clt__requires_grad(in[i]))
             return true;
     return false;
 }
@@ -99,15 +100,18 @@ static clt__node *node_alloc(const char *fn, int ninputs)
 
 clt__node *clt__grad_edge(const char *fn, clt_tensor *x)
 {
+    clt__grad_state *s = clt__grad_state_get(fn, x);
     clt__node *n;
-    if (x->grad_fn) {
-        atomic_fetch_add(&x->grad_fn->refs, 1);
-        return x->grad_fn;
+    if (!s)
+        return NULL;
+    if (s->grad_fn) {
+        atomic_fetch_add(&s->grad_fn->refs, 1);
+        return s->grad_fn;
     }
     pthread_mutex_lock(&accumulate_lock);
-    if (!x->accumulate && (x->accumulate = node_alloc(fn, 0)) != NULL)
-        x->accumulate->leaf = x;
-    n = x->accumulate;
+    if (!s->accumulate && (s->accumulate = node_alloc(fn, 0)) != NULL)
+        s->accumulate->leaf = x;
+    n = s->accumulate;
     if (n)
         atomic_fetch_add(&n->refs, 1);
     pthread_mutex_unlock(&accumulate_lock);
@@ -143,7 +147,7 @@ clt__node *clt__node_new(const char *fn, const clt__derivative *d, clt_tensor *c
         memcpy(e->shape, in[i]->shape, sizeof e->shape);
         e->dtype = in[i]->dtype;
         e->device = in[i]->storage->device;
-        if (in[i]->requires_grad && !(e->next = clt__grad_edge(fn, in[i])))
+        if (clt__requires_grad(in[i]) && !(e->next = clt__grad_edge(fn, in[i])))
             goto fail;
         if ((d->save & (1u << i)) && save(fn, node, i, in[i]) != CLT_OK)
             goto fail;
@@ -157,33 +161,40 @@ fail:
 clt_tensor *clt__node_finish(const char *fn, clt__node *node, clt_tensor *out)
 {
     bool ok = node && out;
+    clt__grad_state *s = NULL;
     if (ok && (node->d->save & CLT__SAVE_OUT))
         ok = save(fn, node, node->ninputs, out) == CLT_OK;
+    if (ok)
+        ok = (s = clt__grad_state_get(fn, out)) != NULL;
     if (!ok) {
         clt__node_release(node);
         clt_tensor_release(out);
         return NULL;
     }
-    out->grad_fn = node;
-    out->requires_grad = true;
+    s->grad_fn = node;
+    s->requires_grad = true;
     return out;
 }
 
 clt_status clt__grad_link_copy(const char *fn, clt_tensor *t, clt_tensor *source)
 {
-    clt__node *node = clt__node_new(fn, &clt__d_to, &source, 1);
+    clt__grad_state *s = clt__grad_state_get(fn, t);
+    clt__node *node = s ? clt__node_new(fn, &clt__d_to, &source, 1) : NULL;
     if (!node)
         return clt_last_status();
-    clt__node_release(t->grad_fn);
-    t->grad_fn = node;
-    t->requires_grad = true;
+    clt__node_release(s->grad_fn);
+    s->grad_fn = node;
+    s->requires_grad = true;
     return CLT_OK;
 }
 
 void clt__grad_unlink(clt_tensor *t)
 {
-    clt__node_release(t->grad_fn);
-    t->grad_fn = NULL;
+    clt__grad_state *s = clt__grad_state_of(t);
+    if (s) {
+        clt__node_release(s->grad_fn);
+        s->grad_fn = NULL;
+    }
 }
 
 /* ---- tensors ---------------------------------------------------------------------------------- */
@@ -199,24 +210,64 @@ clt_tensor *clt__tensor_alias(const char *fn, clt_tensor *t)
     return v;
 }
 
-void clt__tensor_autograd_release(clt_tensor *t)
+/* The ext's release: drops the node and the accumulation node, and hands the gradient back for
+ * clt_tensor_release to let go of next. */
+static clt_tensor *state_release(clt__tensor_ext *ext)
 {
-    clt_tensor_release(t->grad);
-    clt__node_release(t->grad_fn);
-    if (t->accumulate) {
+    clt__grad_state *s = (clt__grad_state *)ext;
+    clt_tensor *grad = s->grad;
+    clt__node_release(s->grad_fn);
+    if (s->accumulate) {
         pthread_mutex_lock(&accumulate_lock);
-        t->accumulate->leaf = NULL;
+        s->accumulate->leaf = NULL;
         pthread_mutex_unlock(&accumulate_lock);
-        clt__node_release(t->accumulate);
+        clt__node_release(s->accumulate);
     }
-    t->grad = NULL, t->grad_fn = t->accumulate = NULL;
+    clt__free(s);
+    return grad;
+}
+
+/* ", grad_fn=<MulBackward>" or ", requires_grad=True" in clt_tensor_format. */
+static bool state_label(const clt__tensor_ext *ext, char *buf, size_t size)
+{
+    const clt__grad_state *s = (const clt__grad_state *)ext;
+    if (s->grad_fn)
+        snprintf(buf, size, "grad_fn=<%s>", s->grad_fn->d->name);
+    else if (s->requires_grad)
+        snprintf(buf, size, "requires_grad=True");
+    else
+        return false;
+    return true;
+}
+
+clt_status clt__grad_set_flag(const char *fn, clt_tensor *t, bool requires_grad)
+{
+    clt__grad_state *s;
+    if (!requires_grad && !t->ext)
+        return CLT_OK;
+    if (!(s = clt__grad_state_get(fn, t)))
+        return clt_last_status();
+    s->requires_grad = requires_grad;
+    return CLT_OK;
+}
+
+clt__grad_state *clt__grad_state_get(const char *fn, clt_tensor *t)
+{
+    clt__grad_state *s;
+    if (t->ext)
+        return clt__grad_state_of(t);
+    if (!(s = clt__alloc_zeroed(fn, sizeof *s)))
+        return NULL;
+    s->ext = (clt__tensor_ext){state_release, state_label};
+    t->ext = &s->ext;
+    return s;
 }
 
 clt_status clt__inplace_check(const char *fn, clt_tensor *out, clt_tensor *const *in, int n)
 {
     if (grad_disabled)
         return CLT_OK;
-    if (out->requires_grad)
+    if (clt__requires_grad(out))
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                           "the tensor requires grad: an in-place operation on it cannot be "
                           "recorded (use the out-of-place form, or turn recording off)");
@@ -232,29 +283,29 @@ clt_status clt_tensor_set_requires_grad(clt_tensor *x, bool requires_grad)
     static const char *const fn = "clt_tensor_set_requires_grad";
     if (clt__tensor_check(fn, x) != CLT_OK)
         return clt_last_status();
-    if (x->grad_fn)
+    if (clt__grad_fn(x))
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                          "the tensor was made by %s, not a leaf: detach it first", x->grad_fn->d->name);
+                          "the tensor was made by %s, not a leaf: detach it first",
+                          clt__grad_fn(x)->d->name);
     if (requires_grad && !clt__is_floating(x->dtype))
         return clt__error(CLT_ERR_DTYPE, fn, "only floating tensors can require grad, not %s",
                           clt_dtype_name(x->dtype));
-    x->requires_grad = requires_grad;
-    return CLT_OK;
+    return clt__grad_set_flag(fn, x, requires_grad);
 }
 
 bool clt_tensor_requires_grad(const clt_tensor *x)
 {
-    return x && x->requires_grad;
+    return x && clt__requires_grad(x);
 }
 
 bool clt_tensor_is_leaf(const clt_tensor *x)
 {
-    return x && !x->grad_fn;
+    return x && !clt__grad_fn(x);
 }
 
 clt_tensor *clt_tensor_grad(const clt_tensor *x)
 {
-    return x ? clt_tensor_retain(x->grad) : NULL;
+    return x ? clt_tensor_retain(clt__grad_of(x)) : NULL;
 }
 
 clt_status clt_tensor_set_grad(clt_tensor *x, clt_tensor *grad)
@@ -277,22 +328,27 @@ clt_status clt_tensor_set_grad(clt_tensor *x, clt_tensor *grad)
         }
         /* a tensor holding itself through its grads would never be freed (PyTorch refuses
          * a tensor as its own grad) */
-        for (const clt_tensor *g = grad; g; g = g->grad)
+        for (const clt_tensor *g = grad; g; g = clt__grad_of(g))
             if (g == x)
                 return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                                   g == grad ? "a tensor cannot be its own gradient"
                                             : "the gradient holds the tensor through its own "
                                               "gradients: a cycle");
     }
+    if (!grad && !x->ext)
+        return CLT_OK;
+    clt__grad_state *s = clt__grad_state_get(fn, x);
+    if (!s)
+        return clt_last_status();
     clt_tensor_retain(grad);
-    clt_tensor_release(x->grad);
-    x->grad = grad;
+    clt_tensor_release(s->grad);
+    s->grad = grad;
     return CLT_OK;
 }
 
 const char *clt_tensor_grad_fn_name(const clt_tensor *x)
 {
-    return x && x->grad_fn ? x->grad_fn->d->name : NULL;
+    return x && clt__grad_fn(x) ? clt__grad_fn(x)->d->name : NULL;
 }
 
 clt_tensor *clt_tensor_detach(clt_tensor *x)

@@ -16,9 +16,42 @@
 
 #include <stdatomic.h>
 
-#include "backend.h"
+#include "tensor/tensor_internal.h"
 
 typedef struct clt__node clt__node;
+
+/* A tensor's autograd state, its `ext` (tensor/tensor_internal.h), made when it first needs one:
+ * a tensor without it requires no grad, has no gradient and no node. */
+typedef struct clt__grad_state {
+    clt__tensor_ext ext;
+    bool requires_grad;
+    clt_tensor *grad;      /* accumulated gradient, or NULL */
+    clt__node *grad_fn;    /* the node that made this tensor; NULL for a leaf */
+    clt__node *accumulate; /* a leaf's accumulation node, made on first use */
+} clt__grad_state;
+
+/* t's state, made on first use; NULL with the error set (naming fn) when out of memory. */
+clt__grad_state *clt__grad_state_get(const char *fn, clt_tensor *t);
+/* Sets whether t requires grad, without the checks of clt_tensor_set_requires_grad (a module's
+ * own copies); CLT_ERR_OUT_OF_MEMORY when t's state cannot be made. */
+clt_status clt__grad_set_flag(const char *fn, clt_tensor *t, bool requires_grad);
+/* t's state when it has one, else NULL; and the fields of it, as for a tensor without one. */
+static inline clt__grad_state *clt__grad_state_of(const clt_tensor *t)
+{
+    return (clt__grad_state *)t->ext;
+}
+static inline bool clt__requires_grad(const clt_tensor *t)
+{
+    return t->ext && clt__grad_state_of(t)->requires_grad;
+}
+static inline clt_tensor *clt__grad_of(const clt_tensor *t)
+{
+    return t->ext ? clt__grad_state_of(t)->grad : NULL;
+}
+static inline clt__node *clt__grad_fn(const clt_tensor *t)
+{
+    return t->ext ? clt__grad_state_of(t)->grad_fn : NULL;
+}
 
 /* Computes gi[i], the gradient of input i, for every input with clt__node_wants(node, i), from
  * g, the gradient of the output (contiguous, the output's shape and dtype). A gi[i] may have a
@@ -114,8 +147,6 @@ void clt__grad_unlink(clt_tensor *t);
 
 /* A new handle over t's storage, shape and strides that records nothing (detach). */
 clt_tensor *clt__tensor_alias(const char *fn, clt_tensor *t);
-/* Drops a tensor's autograd state: its grad, its node and its accumulation node. */
-void clt__tensor_autograd_release(clt_tensor *t);
 /* CLT_OK unless recording is on and out or an input requires grad: the error an in-place
  * operation named fn gives then. */
 clt_status clt__inplace_check(const char *fn, clt_tensor *out, clt_tensor *const *in, int n);

@@ -1,4 +1,5 @@
-/* Status codes and their names, the thread-local last error, logging and the version. */
+/* The thread-local last error, logging and the version (the status codes' names:
+ * lib/backends/backends.c, which knows the backends' own codes too). */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,48 +21,6 @@ int clt_version_number(void)
 const char *clt_version_string(void)
 {
     return CLT_VERSION_STRING;
-}
-
-/* OpenCL's own codes, by value, so that a passed-through code has a readable name. */
-#define CLT__CL_CODES(X)                                                                       \
-    X(-1, DEVICE_NOT_FOUND) X(-2, DEVICE_NOT_AVAILABLE) X(-3, COMPILER_NOT_AVAILABLE)         \
-    X(-4, MEM_OBJECT_ALLOCATION_FAILURE) X(-5, OUT_OF_RESOURCES) X(-6, OUT_OF_HOST_MEMORY)    \
-    X(-7, PROFILING_INFO_NOT_AVAILABLE) X(-8, MEM_COPY_OVERLAP) X(-11, BUILD_PROGRAM_FAILURE) \
-    X(-12, MAP_FAILURE) X(-14, EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)                      \
-    X(-30, INVALID_VALUE) X(-32, INVALID_PLATFORM) X(-33, INVALID_DEVICE)                     \
-    X(-34, INVALID_CONTEXT) X(-36, INVALID_COMMAND_QUEUE) X(-38, INVALID_MEM_OBJECT)          \
-    X(-42, INVALID_BINARY) X(-43, INVALID_BUILD_OPTIONS) X(-44, INVALID_PROGRAM)              \
-    X(-45, INVALID_PROGRAM_EXECUTABLE) X(-46, INVALID_KERNEL_NAME) X(-48, INVALID_KERNEL)     \
-    X(-49, INVALID_ARG_INDEX) X(-50, INVALID_ARG_VALUE) X(-51, INVALID_ARG_SIZE)              \
-    X(-52, INVALID_KERNEL_ARGS) X(-53, INVALID_WORK_DIMENSION)                                \
-    X(-54, INVALID_WORK_GROUP_SIZE) X(-55, INVALID_WORK_ITEM_SIZE)                            \
-    X(-56, INVALID_GLOBAL_OFFSET) X(-57, INVALID_EVENT_WAIT_LIST) X(-58, INVALID_EVENT)       \
-    X(-59, INVALID_OPERATION) X(-61, INVALID_BUFFER_SIZE) X(-63, INVALID_GLOBAL_WORK_SIZE)
-
-const char *clt_status_name(clt_status status)
-{
-    switch (status) {
-#define CLT__NAME(name, value, text)                                                           \
-    case value: return "CLT_" #name;
-        CLT_STATUS_MAP(CLT__NAME)
-#undef CLT__NAME
-#define CLT__CL_NAME(value, name)                                                              \
-    case value: return "CL_" #name;
-        CLT__CL_CODES(CLT__CL_NAME)
-#undef CLT__CL_NAME
-    default: return "UNKNOWN";
-    }
-}
-
-const char *clt_status_str(clt_status status)
-{
-    switch (status) {
-#define CLT__TEXT(name, value, text)                                                           \
-    case value: return text;
-        CLT_STATUS_MAP(CLT__TEXT)
-#undef CLT__TEXT
-    default: return status < 0 && status > -1000 ? "OpenCL error" : "unknown status";
-    }
 }
 
 const char *clt_last_error(void)

@@ -10,7 +10,7 @@
 
 #include <zlib.h>
 
-#include "backend.h"
+#include "backends/backend.h"
 #include "core/core.h"
 #include "data/data_internal.h"
 #include "tensor/tensor_internal.h"

@@ -5,6 +5,7 @@
 #include "cltensor/autograd.h"
 #include "core/core.h"
 #include "data/data_internal.h"
+#include "ops/ops_internal.h"
 #include "tensor/tensor_internal.h"
 
 /* The bytes of one item of field f, or an error naming fn, k and the field's values. */

@@ -10,6 +10,7 @@
 #include "cltensor/data.h"
 #include "core/core.h"
 #include "data/data_internal.h"
+#include "device/pinned.h"
 #include "device/registry.h"
 #include "tensor/tensor_internal.h"
 
@@ -121,8 +122,7 @@ static clt_status destinations(clt_loader *l, slot *s, int64_t n, char **base)
             base[f] = s->fields[f]->storage->buf;
         } else {
             if (!s->staging[f] && bytes &&
-                l->dev->backend->staging_alloc(fn_next, l->dev, bytes, &s->staging[f],
-                                               &s->staging_ptr[f]) != CLT_OK)
+                clt__pinned_alloc(fn_next, l->dev, bytes, &s->staging[f], &s->staging_ptr[f]) != CLT_OK)
                 return clt_last_status();
             base[f] = s->staging_ptr[f];
         }
@@ -146,8 +146,8 @@ static clt_status upload(clt_loader *l, slot *s, int64_t n)
     }
     for (int f = 0; f < d->nfields; f++)
         if (s->fields[f]->storage->nbytes &&
-            l->dev->backend->upload(fn_next, l->dev, s->fields[f]->storage->buf, s->staging_ptr[f],
-                                    s->fields[f]->storage->nbytes, &s->events[f]) != CLT_OK)
+            clt__pinned_upload(fn_next, l->dev, s->fields[f]->storage->buf, s->staging_ptr[f],
+                               s->fields[f]->storage->nbytes, &s->events[f]) != CLT_OK)
             return clt_last_status();
     return CLT_OK;
 }
@@ -238,7 +238,7 @@ static void destroy(clt_loader *l)
         release_fields(l, s);
         for (int f = 0; f < l->data->nfields; f++)
             if (s->staging[f])
-                l->dev->backend->staging_free(l->dev, s->staging[f], s->staging_ptr[f]);
+                clt__pinned_free(l->dev, s->staging[f], s->staging_ptr[f]);
     }
     pthread_cond_destroy(&l->cond);
     pthread_mutex_destroy(&l->lock);

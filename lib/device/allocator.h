@@ -2,7 +2,7 @@
 #ifndef CLT_ALLOCATOR_H
 #define CLT_ALLOCATOR_H
 
-#include "backend.h"
+#include "backends/backend.h"
 
 /* nbytes of memory on dev for a tensor: a cached buffer of the size class, or new memory
  * (always new with `fresh`, for buffers another queue writes first: the data loader's copies).

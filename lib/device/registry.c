@@ -1,6 +1,7 @@
-/* The device registry: builds the list `cpu`, `gpu:0` ... once (CLT_SUBDEVICES splits CPU-type
- * OpenCL devices, then CLT_VISIBLE_DEVICES selects), resolves device names and keeps each
- * thread's current GPU, which clt_device_guard sets for a scope. */
+/* The device registry: builds the list `cpu`, `gpu:0` ... once, from every backend's devices
+ * (lib/backends/backends.c) selected by CLT_VISIBLE_DEVICES, resolves device names, keeps each
+ * thread's current GPU, which clt_device_guard sets for a scope, and answers for the backends'
+ * disk caches. */
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
@@ -50,32 +51,6 @@ static clt_status env_error(const char *var, const char *value, const char *what
     snprintf(registry_error, sizeof registry_error, "%s=\"%.200s%s\": %.200s", var, value,
              strlen(value) > 200 ? "..." : "", what);
     return CLT_ERR_ENVIRONMENT;
-}
-
-/* CLT_SUBDEVICES: how many equal sub-devices each CPU-type OpenCL device is split into; a whole
- * number 1 ... 64 (spaces around it allowed). Unset or empty is 1: no split. */
-static clt_status parse_subdevices(const char *value, unsigned *parts)
-{
-    const char *p = value;
-    size_t len;
-    int n;
-    *parts = 1;
-    if (!value)
-        return CLT_OK;
-    while (isspace((unsigned char)*p))
-        p++;
-    if (*p == '\0')
-        return CLT_OK;
-    len = strspn(p, "0123456789");
-    n = len >= 1 && len <= 2 ? atoi(p) : 0;
-    for (p += len; isspace((unsigned char)*p); p++)
-        ;
-    if (*p != '\0' || n < 1 || n > 64)
-        return env_error("CLT_SUBDEVICES", value,
-                         "expected a whole number from 1 (no split) to 64: the number of equal "
-                         "sub-devices each CPU-type OpenCL device is split into");
-    *parts = (unsigned)n;
-    return CLT_OK;
 }
 
 clt_status clt__visible_parse(const char *value, const char *const *names, int count, int *order,
@@ -176,24 +151,46 @@ static clt_status apply_visible(const char *value)
     return st == CLT_ERR_OUT_OF_MEMORY ? st : st != CLT_OK ? CLT_ERR_ENVIRONMENT : CLT_OK;
 }
 
+/* Every backend's devices, in the order of clt__backends. A backend's failure is the registry's,
+ * its message kept without the name of the step. */
+static clt_status enumerate_all(void)
+{
+    static const char fn[] = "clt_device";
+    for (const clt__backend_registry *const *b = clt__backends; *b; b++) {
+        clt_status st = (*b)->enumerate(fn, &all_devices, &all_count);
+        if (st != CLT_OK) {
+            const char *message = clt_last_error();
+            if (strncmp(message, fn, strlen(fn)) == 0 && strncmp(message + strlen(fn), ": ", 2) == 0)
+                message += strlen(fn) + 2;
+            snprintf(registry_error, sizeof registry_error, "%s", message);
+            return st;
+        }
+    }
+    for (int i = 0; i < all_count; i++) {
+        clt_status st = clt__backend_check(fn, all_devices[i]->backend);
+        if (st != CLT_OK) {
+            snprintf(registry_error, sizeof registry_error, "%s", clt_last_error());
+            return st;
+        }
+    }
+    return CLT_OK;
+}
+
 static void registry_init(void)
 {
     const char *visible = getenv("CLT_VISIBLE_DEVICES");
-    unsigned parts = 1;
 
     cpu_device.index = -1;
     snprintf(cpu_device.name, sizeof cpu_device.name, "cpu");
     cpu_device.backend = &clt__host_backend;
-    registry_status = parse_subdevices(getenv("CLT_SUBDEVICES"), &parts);
-    if (registry_status != CLT_OK)
-        return;
     registry_status = clt__host_describe(&cpu_device);
-    if (registry_status == CLT_OK)
-        registry_status = clt__cl_enumerate("clt_device", parts, &all_devices, &all_count);
     if (registry_status != CLT_OK) {
         snprintf(registry_error, sizeof registry_error, "%s", clt_last_error());
         return;
     }
+    registry_status = enumerate_all();
+    if (registry_status != CLT_OK)
+        return;
     gpus = calloc((size_t)all_count + 1, sizeof *gpus);
     if (!gpus) {
         registry_status = CLT_ERR_OUT_OF_MEMORY;
@@ -399,4 +396,23 @@ clt_status clt__device_dtype_check(const char *fn, const clt_device *dev, clt_dt
                           "f64 is not supported on %s (%s): the device has no fp64", dev->name,
                           dev->info.name);
     return CLT_OK;
+}
+
+clt_status clt_cache_get_info(clt_cache_info *info)
+{
+    if (!info)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_cache_get_info", "info is NULL");
+    for (const clt__backend_registry *const *b = clt__backends; *b; b++)
+        if ((*b)->cache_info)
+            return (*b)->cache_info(info);
+    *info = (clt_cache_info){.enabled = false, .dir = ""};
+    return CLT_OK;
+}
+
+const clt__backend_registry *clt__device_registry(const clt_device *dev)
+{
+    for (const clt__backend_registry *const *b = clt__backends; *b; b++)
+        if (dev->backend && strcmp(dev->backend->name, (*b)->name) == 0)
+            return *b;
+    return NULL;
 }

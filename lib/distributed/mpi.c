@@ -2,9 +2,8 @@
  * public API alone into the optional library cltensor_mpi. Every collective step ends in an
  * agreement: each rank contributes its status, and a failure anywhere is raised on every rank,
  * with the failing rank's message, so that no rank is left waiting in a collective the others
- * skipped. Gradients travel through page-locked host memory on OpenCL devices (a buffer made
- * with CL_MEM_ALLOC_HOST_PTR and kept mapped, read into and written from on the device's queue),
- * through ordinary memory on cpu. clt_dist_backward all-reduces buckets of gradients from the
+ * skipped. Gradients travel through the device's pinned host memory (clt_host_buffer: page-locked
+ * on OpenCL devices, ordinary memory on cpu), read and written by the device's own copies. clt_dist_backward all-reduces buckets of gradients from the
  * backward pass's hooks, on a thread of its own when MPI allows. */
 #include <pthread.h>
 #include <stdint.h>
@@ -14,7 +13,6 @@
 
 #include "cltensor.h"
 #include "cltensor/distributed.h"
-#include "cltensor/opencl.h"
 
 enum { MESSAGE = 1024, MAX_TENSORS = 4096 };
 
@@ -23,97 +21,51 @@ struct clt_dist {
     int rank, size, local_rank;
     clt_device *device;
     size_t bucket_bytes;
-    /* the staging of a bucket: page-locked and mapped (OpenCL devices) or malloc'd (cpu) */
-    cl_mem pinned;
-    unsigned char *host;
-    size_t host_bytes;
+    clt_host_buffer *pinned; /* the staging of a bucket, kept for the next one */
 };
 
 /* ---- staging ----------------------------------------------------------------------------------- */
 
 static void staging_free(clt_dist *d)
 {
-    if (d->pinned) {
-        cl_command_queue q = clt_device_cl_queue(d->device, false);
-        clEnqueueUnmapMemObject(q, d->pinned, d->host, 0, NULL, NULL);
-        clFinish(q);
-        clReleaseMemObject(d->pinned);
-    } else {
-        free(d->host);
-    }
-    d->pinned = NULL, d->host = NULL, d->host_bytes = 0;
+    clt_host_buffer_free(d->pinned);
+    d->pinned = NULL;
 }
 
 /* Host memory for `bytes` (zeroed), kept for the next bucket; NULL with the last error set. */
 static unsigned char *staging(clt_dist *d, const char *fn, size_t bytes)
 {
     bytes = bytes ? bytes : 1;
-    if (bytes > d->host_bytes) {
-        clt_device_info const *info = clt_device_get_info(d->device);
+    if (bytes > clt_host_buffer_size(d->pinned)) {
         staging_free(d);
-        if (info->type == CLT_DEVICE_HOST) {
-            d->host = malloc(bytes);
-        } else {
-            cl_context ctx = clt_device_cl_context(d->device, false);
-            cl_command_queue q = clt_device_cl_queue(d->device, false);
-            cl_int err = ctx && q ? CL_SUCCESS : CL_INVALID_CONTEXT;
-            d->pinned = err == CL_SUCCESS ? clCreateBuffer(ctx, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE,
-                                                           bytes, NULL, &err) : NULL;
-            d->host = d->pinned ? clEnqueueMapBuffer(q, d->pinned, CL_TRUE,
-                                                     CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, NULL,
-                                                     NULL, &err) : NULL;
-            if (!d->host && d->pinned) {
-                clReleaseMemObject(d->pinned);
-                d->pinned = NULL;
-            }
-        }
-        if (!d->host) {
-            clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn, "no page-locked host memory for %zu bytes "
-                          "of gradients", bytes);
+        if (!(d->pinned = clt_host_buffer_new(d->device, bytes))) {
+            clt_set_error(clt_last_status(), fn, "no pinned host memory for %zu bytes of "
+                          "gradients on %s", bytes, clt_device_name(d->device));
             return NULL;
         }
-        d->host_bytes = bytes;
     }
-    memset(d->host, 0, bytes);
-    return d->host;
+    memset(clt_host_buffer_data(d->pinned), 0, bytes);
+    return clt_host_buffer_data(d->pinned);
 }
 
-/* t's n bytes (contiguous) into dst: a read on the device's queue, else the library's copy. */
+/* t's n bytes into dst, in row-major order. */
 static clt_status to_host(clt_dist *d, clt_tensor *t, void *dst, size_t n)
 {
-    if (d->pinned && clt_tensor_is_contiguous(t) && n) {
-        cl_int err = clEnqueueReadBuffer(clt_device_cl_queue(d->device, false),
-                                         clt_tensor_cl_mem(t, false), CL_TRUE,
-                                         clt_tensor_cl_offset(t), n, dst, 0, NULL, NULL);
-        if (err != CL_SUCCESS)
-            return clt_set_error(err, "clEnqueueReadBuffer", "reading a gradient failed (%d)", err);
-        return CLT_OK;
-    }
-    return clt_tensor_copy_to_host(t, dst, n);
+    (void)d;
+    return clt_tensor_read_async(t, dst, n, NULL);
 }
 
 /* A new tensor like `like` (shape, dtype, device) holding the n bytes at src. */
 static clt_tensor *from_host(clt_dist *d, clt_tensor *like, const void *src, size_t n)
 {
-    clt_dtype dt = clt_tensor_dtype(like);
-    if (d->pinned && n && clt_tensor_device(like) == d->device) {
-        clt_tensor *t = clt_tensor_empty(clt_tensor_ndim(like), clt_tensor_shape(like), dt, d->device);
-        cl_int err = t ? clEnqueueWriteBuffer(clt_device_cl_queue(d->device, false),
-                                              clt_tensor_cl_mem(t, false), CL_TRUE,
-                                              clt_tensor_cl_offset(t), n, src, 0, NULL, NULL)
-                       : CL_SUCCESS;
-        if (t && err != CL_SUCCESS) {
-            clt_set_error(err, "clEnqueueWriteBuffer", "writing a gradient failed (%d)", err);
-            clt_tensor_release(t);
-            return NULL;
-        }
-        return t;
+    clt_tensor *t = clt_tensor_empty(clt_tensor_ndim(like), clt_tensor_shape(like),
+                                     clt_tensor_dtype(like), clt_tensor_device(like));
+    (void)d;
+    if (t && clt_tensor_write_async(t, src, n, NULL) != CLT_OK) {
+        clt_tensor_release(t);
+        return NULL;
     }
-    clt_tensor *h = clt_tensor_from_data(src, dt, clt_tensor_ndim(like), clt_tensor_shape(like),
-                                         clt_device_cpu());
-    clt_tensor *on = h ? clt_tensor_to(h, clt_tensor_device(like)) : NULL;
-    clt_tensor_release(h);
-    return on;
+    return t;
 }
 
 /* ---- agreement --------------------------------------------------------------------------------- */

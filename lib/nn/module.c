@@ -144,14 +144,17 @@ static clt_status add(const char *fn, clt_module *m, const char *name, int kind,
         m->state->entries = grown;
         m->state->capacity = cap;
     }
-    if (kind == PARAMETER && t->grad_fn)
+    if (kind == PARAMETER && clt__grad_fn(t))
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                           "\"%s\" was made by a recorded operation (%s); a parameter must be a "
-                          "leaf: detach it first", name, t->grad_fn->d->name);
+                          "leaf: detach it first", name, clt__grad_fn(t)->d->name);
+    if (kind == PARAMETER && clt__is_floating(t->dtype) && !clt__grad_state_get(fn, t))
+        return CLT_ERR_OUT_OF_MEMORY;
     if (!(e.name = clt__strdup(fn, name)))
         return CLT_ERR_OUT_OF_MEMORY;
     if (kind == PARAMETER && clt__is_floating(t->dtype))
-        t->requires_grad = true; /* as nn.Parameter; clt_tensor_set_requires_grad freezes it */
+        clt__grad_state_of(t)->requires_grad = true; /* as nn.Parameter;
+                                                       * clt_tensor_set_requires_grad freezes it */
     if (kind == CHILD)
         clt_module_retain(child);
     else
@@ -374,14 +377,14 @@ static clt_status migrate(const char *fn, clt_module *m, const clt_to_options *o
         if (floats_only && !clt__is_floating(clt_tensor_dtype(t)))
             continue;
         copies[i] = clt_tensor_to_ex(t, o);
-        if (copies[i] && t->grad)
-            copies[s.count + i] = clt_tensor_to_ex(t->grad, o);
-        if (!copies[i] || (t->grad && !copies[s.count + i]))
+        if (copies[i] && clt__grad_of(t))
+            copies[s.count + i] = clt_tensor_to_ex(clt__grad_of(t), o);
+        if (!copies[i] || (clt__grad_of(t) && !copies[s.count + i]))
             st = clt__rename_error(fn);
     }
     clt_grad_set_enabled(prev);
     for (int i = 0; i < s.count; i++) {
-        clt_tensor *t = s.items[i], *g = t->grad;
+        clt_tensor *t = s.items[i], *g = clt__grad_of(t);
         if (st == CLT_OK && copies[i] && copies[i] != t)
             clt__tensor_swap(t, copies[i]); /* cannot fail */
         if (st == CLT_OK && g && copies[s.count + i] && copies[s.count + i] != g)
@@ -485,8 +488,8 @@ static clt_module *clone(const char *fn, const clt_module *m, clt_device *dev, r
         }
         st = relocate_add(fn, r, orig, copy) ? add(fn, c, e->name, e->kind, is_child ? NULL : copy, is_child ? copy : NULL)
                                             : CLT_ERR_OUT_OF_MEMORY;
-        if (!is_child)
-            ((clt_tensor *)copy)->requires_grad = e->tensor->requires_grad;
+        if (!is_child && st == CLT_OK)
+            st = clt__grad_set_flag(fn, copy, clt__requires_grad(e->tensor));
         /* the clone's registry holds it now (or nothing does, after a failure) */
         if (is_child)
             clt_module_release(copy);

@@ -13,7 +13,7 @@
 /* bool 0 < integer 1 < floating 2 */
 static int kind(clt_dtype t)
 {
-    return t == CLT_BOOL ? 0 : (t == CLT_F32 || t == CLT_F64 || t == CLT_F16 || t == CLT_BF16) ? 2 : 1;
+    return t == CLT_BOOL ? 0 : clt__is_floating(t) ? 2 : 1;
 }
 
 static clt_dtype promote(clt_dtype a, clt_dtype b)
@@ -100,7 +100,7 @@ static clt_status dispatch(const char *fn, clt__ew_op op, clt_dtype dtype, clt_t
         c.ndim = 0;
     if (clt__storage_sync(fn, out->storage) != CLT_OK)
         return clt_last_status();
-    return dev->backend->elementwise(fn, dev, &c);
+    return CLT__BACKEND_CALL(elementwise, fn, dev, c.dtype, &c);
 }
 
 /* The inputs converted to dtype (new references; where's condition, input 0, kept as is). */

@@ -135,7 +135,7 @@ static clt_status materialize(const char *fn, mat *x, int nb, const int64_t *bsh
     c.in[0].buf = src->storage->buf;
     c.in[0].offset = src->offset;
     c.n = y->numel;
-    if (y->numel && dev->backend->elementwise(fn, dev, &c) != CLT_OK) {
+    if (y->numel && CLT__BACKEND_CALL(elementwise, fn, dev, c.dtype, &c) != CLT_OK) {
         clt_tensor_release(y);
         return clt_last_status();
     }
@@ -196,7 +196,7 @@ static clt_status product(const char *fn, clt_tensor *out, mat *a, mat *b, clt_t
         c.shape[1] = bias->shape[0];
         c.out = (clt__operand){out->storage->buf, out->offset, {c.shape[1], 1}};
         c.in[0] = (clt__operand){bias->storage->buf, bias->offset, {0, bias->strides[0]}};
-        if (dev->backend->elementwise(fn, dev, &c) != CLT_OK)
+        if (CLT__BACKEND_CALL(elementwise, fn, dev, c.dtype, &c) != CLT_OK)
             return clt_last_status();
     }
     if (a->cols == 0)
@@ -233,7 +233,7 @@ static clt_status product(const char *fn, clt_tensor *out, mat *a, mat *b, clt_t
         g.m *= g.batch;
         g.batch = 1;
     }
-    return dev->backend->gemm(fn, dev, &g);
+    return CLT__BACKEND_CALL(gemm, fn, dev, g.dtype, &g);
 }
 
 /* Runs product into a new tensor of the given shape; releases the operands' copies. */

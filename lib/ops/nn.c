@@ -132,7 +132,7 @@ static clt_tensor *gather_impl(const char *fn, clt_tensor *x, int dim, clt_tenso
             call.A *= (size_t)x->shape[d];
         for (int d = dim + 1; d < x->ndim; d++)
             call.B *= (size_t)x->shape[d];
-        if (dev->backend->index_select(fn, dev, &call) != CLT_OK) {
+        if (CLT__BACKEND_CALL(index_select, fn, dev, call.dtype, &call) != CLT_OK) {
             clt_tensor_release(out);
             out = NULL;
         }
@@ -422,7 +422,7 @@ static clt_tensor *pool(const char *fn, clt_tensor *x, const clt_pool2d_options 
         c.in = in->storage->buf, c.in_offset = in->offset;
         c.out = out->storage->buf;
         c.arg = arg ? arg->storage->buf : NULL;
-        if (dev->backend->pool2d(fn, dev, &c) != CLT_OK) {
+        if (CLT__BACKEND_CALL(pool2d, fn, dev, c.dtype, &c) != CLT_OK) {
             clt_tensor_release(out);
             out = NULL;
         }
@@ -524,12 +524,12 @@ clt_tensor *clt_conv2d(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
     cols = in ? clt__tensor_new(fn, dev, x->dtype, 2, (int64_t[]){k, nl}) : NULL;
     if (cols && cols->numel) {
         c.in = in->storage->buf, c.in_offset = in->offset, c.out = cols->storage->buf;
-        if (dev->backend->im2col(fn, dev, &c) != CLT_OK) {
+        if (CLT__BACKEND_CALL(im2col, fn, dev, c.dtype, &c) != CLT_OK) {
             clt_tensor_release(cols);
             cols = NULL;
         }
     }
-    if (cols && clt_grad_is_enabled() && in->requires_grad)
+    if (cols && clt_grad_is_enabled() && clt__requires_grad(in))
         cols = clt__record(fn, &clt__d_im2col, &in, 1, cols, &(clt__node_args){.conv = c});
     parts = cols ? clt__alloc_zeroed(fn, (size_t)groups * sizeof *parts) : NULL;
     for (int g = 0; parts && g < groups; g++) {

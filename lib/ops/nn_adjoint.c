@@ -77,7 +77,7 @@ clt_tensor *clt__index_add(const char *fn, clt_tensor *src, int dim, const int64
         call.src = c->storage->buf, call.src_offset = c->offset;
         call.starts = call.order = csr->storage->buf;
         call.out = out->storage->buf;
-        if (dev->backend->index_add(fn, dev, &call) != CLT_OK) {
+        if (CLT__BACKEND_CALL(index_add, fn, dev, call.dtype, &call) != CLT_OK) {
             clt_tensor_release(out);
             out = NULL;
         }
@@ -113,9 +113,8 @@ static clt_tensor *window_adjoint(const char *fn, clt_tensor *in, clt_tensor *ar
         c.in = ic->storage->buf, c.in_offset = ic->offset;
         c.arg = ac ? ac->storage->buf : NULL, c.arg_offset = ac ? ac->offset : 0;
         c.out = out->storage->buf, c.out_offset = 0;
-        clt_status (*run)(const char *, clt_device *, const clt__conv_call *) =
-            col2im ? dev->backend->col2im : dev->backend->pool2d_backward;
-        if (run(fn, dev, &c) != CLT_OK) {
+        if ((col2im ? CLT__BACKEND_CALL(col2im, fn, dev, c.dtype, &c)
+                    : CLT__BACKEND_CALL(pool2d_backward, fn, dev, c.dtype, &c)) != CLT_OK) {
             clt_tensor_release(out);
             out = NULL;
         }

@@ -7,11 +7,9 @@
 #include "cltensor/ops.h"
 #include "tensor/tensor_internal.h"
 
-/* f32, f64, f16 or bf16. */
-static inline bool clt__is_floating(clt_dtype t)
-{
-    return t == CLT_F32 || t == CLT_F64 || t == CLT_F16 || t == CLT_BF16;
-}
+/* x itself (retained) when contiguous, else a contiguous copy on its device, recorded for
+ * autograd as clt_contiguous is (lib/ops/view.c). */
+clt_tensor *clt__contiguous(const char *fn, clt_tensor *x);
 
 /* CLT_OK when none of the n tensors is NULL and all are on one device; otherwise the error
  * ("fn: expected all tensors on the same device, got gpu:0 and cpu"). */

@@ -121,7 +121,7 @@ static clt_status launch(const char *fn, clt__reduce_op op, clt_tensor *xc, size
     }
     if (clt__storage_sync(fn, xc->storage) != CLT_OK)
         return clt_last_status();
-    return dev->backend->reduce(fn, dev, &c);
+    return CLT__BACKEND_CALL(reduce, fn, dev, c.dtype, &c);
 }
 
 /* op over the arranged xc into a new tensor of the given shape and the op's result dtype. */
@@ -185,7 +185,8 @@ static clt_tensor *sum_impl(clt_tensor *x, const int *dims, int ndims, bool keep
 {
     static const char *const fn = "clt_sum";
     clt_tensor *s = simple(fn, CLT_REDUCE_SUM, x, dims, ndims, keepdim);
-    if (s && (x->dtype == CLT_F16 || x->dtype == CLT_BF16))
+    /* f16 and bf16 sum in f32 and give their own dtype back, as PyTorch */
+    if (s && clt__is_floating(x->dtype) && clt__dtype(x->dtype)->compute != x->dtype)
         return finish(fn, s, x->dtype);
     return s;
 }

@@ -64,10 +64,10 @@ static clt_status check_param(const char *fn, clt_tensor *p, int i)
 {
     if (!p)
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "parameter %d is NULL", i);
-    if (p->grad_fn)
+    if (clt__grad_fn(p))
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                           "parameter %d was made by %s: parameters must be leaves", i,
-                          p->grad_fn->d->name);
+                          clt__grad_fn(p)->d->name);
     if (p->dtype != CLT_F32 && p->dtype != CLT_F64)
         return clt__error(CLT_ERR_DTYPE, fn, "parameter %d is %s: optimizers update f32 and f64",
                           i, clt_dtype_name(p->dtype));
@@ -152,7 +152,7 @@ static int gather_cb(const char *name, clt_tensor *t, void *user)
 {
     gathered *g = user;
     (void)name;
-    if (!t->requires_grad)
+    if (!clt__requires_grad(t))
         return 0;
     if (g->count == g->capacity) {
         int cap = g->capacity ? 2 * g->capacity : 16;
@@ -228,21 +228,21 @@ static clt_status state_for(const char *fn, clt_tensor *p, clt_tensor *s, clt_te
 
 static clt_status prepare(const char *fn, const clt_optimizer *opt, const slot *s, prepared *w)
 {
-    clt_tensor *p = s->param;
+    clt_tensor *p = s->param, *grad = clt__grad_of(p);
     bool needs_m = opt->kind != CLT_OPTIM_SGD || opt->sgd.momentum != 0;
     clt_status st = check_param(fn, p, (int)(s - opt->slots));
-    if (st == CLT_OK && (p->grad->storage->device != p->storage->device || p->grad->dtype != p->dtype))
+    if (st == CLT_OK && (grad->storage->device != p->storage->device || grad->dtype != p->dtype))
         st = clt__error(CLT_ERR_DEVICE_MISMATCH, fn, "parameter %d is %s on %s, its gradient %s on %s",
                         (int)(s - opt->slots), clt_dtype_name(p->dtype), p->storage->device->name,
-                        clt_dtype_name(p->grad->dtype), p->grad->storage->device->name);
-    if (st == CLT_OK && !clt__same_shape(p->grad, p)) {
+                        clt_dtype_name(grad->dtype), grad->storage->device->name);
+    if (st == CLT_OK && !clt__same_shape(grad, p)) {
         char a[256], b[256];
         clt__format_shape(a, sizeof a, p->ndim, p->shape);
-        clt__format_shape(b, sizeof b, p->grad->ndim, p->grad->shape);
+        clt__format_shape(b, sizeof b, grad->ndim, grad->shape);
         st = clt__error(CLT_ERR_SHAPE, fn, "parameter %d has shape %s, its gradient %s",
                         (int)(s - opt->slots), a, b);
     }
-    if (st == CLT_OK && !(w->grad = clt__contiguous(fn, p->grad)))
+    if (st == CLT_OK && !(w->grad = clt__contiguous(fn, grad)))
         st = clt_last_status();
     if (st == CLT_OK && needs_m)
         st = state_for(fn, p, s->m, &w->m);
@@ -283,7 +283,7 @@ static clt_status update(const char *fn, clt_optimizer *opt, slot *s, const prep
         return CLT_OK;
     if (clt__storage_sync(fn, p->storage) != CLT_OK)
         return clt_last_status();
-    return dev->backend->optim_step(fn, dev, &c);
+    return CLT__BACKEND_CALL(optim_step, fn, dev, c.dtype, &c);
 }
 
 clt_status clt_optim_step(clt_optimizer *opt)
@@ -298,7 +298,7 @@ clt_status clt_optim_step(clt_optimizer *opt)
         return clt_last_status();
     bool prev = clt_grad_set_enabled(false);
     for (int i = 0; i < opt->count && st == CLT_OK; i++)
-        if (opt->slots[i].param->grad)
+        if (clt__grad_of(opt->slots[i].param))
             st = prepare(fn, opt, &opt->slots[i], &w[i]);
     for (int i = 0; i < opt->count && st == CLT_OK; i++)
         if (w[i].grad)

@@ -136,8 +136,8 @@ static clt_status replica_refresh(data_parallel *p, replica *r, clt_device *dev,
         }
     }
     clt_grad_set_enabled(prev);
-    for (int j = 0; j < src->params; j++) /* frozen parameters stay frozen */
-        r->own.items[j]->requires_grad = src->items[j]->requires_grad;
+    for (int j = 0; j < src->params && st == CLT_OK; j++) /* frozen parameters stay frozen */
+        st = clt__grad_set_flag(fn, r->own.items[j], clt__requires_grad(src->items[j]));
     return st == CLT_OK ? CLT_OK : clt__rename_error(fn);
 }
 
@@ -147,7 +147,7 @@ static clt_status replica_link(replica *r, const tensors *src)
 {
     for (int j = 0; j < src->params; j++) {
         clt_tensor *t = r->own.items[j];
-        if (clt_grad_is_enabled() && src->items[j]->requires_grad) {
+        if (clt_grad_is_enabled() && clt__requires_grad(src->items[j])) {
             if (clt__grad_link_copy(fn, t, src->items[j]) != CLT_OK)
                 return clt_last_status();
         } else {

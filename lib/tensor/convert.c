@@ -1,9 +1,8 @@
-/* Explicit casting: clt_tensor_to, clt_tensor_to_dtype and clt_tensor_to_ex move a tensor to
- * another device and convert its dtype, blocking or not, and hand back events to wait on. */
-#include "autograd/derivatives.h"
+/* Moving a tensor to another device and converting its dtype, blocking or not, with events to
+ * wait on (clt__tensor_convert; clt_tensor_to and the rest, lib/ops/to.c, record it for
+ * autograd); the events; asynchronous copies between a tensor and host memory. */
 #include "core/core.h"
 #include "device/registry.h"
-#include "ops/ops_internal.h"
 #include "tensor_internal.h"
 
 /* A new tensor on x's device holding x converted to dtype (a plain copy for the same dtype,
@@ -21,8 +20,8 @@ static clt_tensor *cast_here(const char *fn, clt_tensor *x, clt_dtype dtype)
         st = dev->backend->copy(fn, dev, x->storage->buf, x->offset * size, y->storage->buf, 0,
                                 y->storage->nbytes);
     else if (st == CLT_OK)
-        st = dev->backend->cast(fn, dev, x->storage->buf, x->offset, x->dtype, y->storage->buf,
-                                0, dtype, x->numel);
+        st = CLT__BACKEND_CALL(cast, fn, dev, dtype, x->storage->buf, x->offset, x->dtype,
+                               y->storage->buf, 0, dtype, x->numel);
     if (st == CLT_OK)
         return y;
     clt_tensor_release(y);
@@ -137,7 +136,7 @@ static bool convert_at_source(const clt_device *src, const clt_device *dst, clt_
     return clt_dtype_size(to) < clt_dtype_size(from);
 }
 
-static clt_tensor *convert(const char *fn, clt_tensor *x, const clt_to_options *o)
+clt_tensor *clt__tensor_convert(const char *fn, clt_tensor *x, const clt_to_options *o)
 {
     clt_device *src, *dst, *queue;
     clt_dtype dtype;
@@ -158,7 +157,7 @@ static clt_tensor *convert(const char *fn, clt_tensor *x, const clt_to_options *
 
     if (src == dst && dtype == x->dtype && !o->copy) {
         y = clt_tensor_retain(x);
-    } else if (!(c = clt__contiguous(fn, x))) { /* the copies below read in row-major order */
+    } else if (!(c = clt__tensor_contiguous(fn, x))) { /* the copies below read in row-major order */
         y = NULL;
     } else if (src == dst) {
         y = cast_here(fn, c, dtype);
@@ -191,49 +190,6 @@ static clt_tensor *convert(const char *fn, clt_tensor *x, const clt_to_options *
     return y;
 }
 
-/* convert, recorded for autograd when it makes a new floating tensor. */
-static clt_tensor *to_impl(const char *fn, clt_tensor *x, const clt_to_options *o)
-{
-    bool prev, rec = clt__grad_begin(&x, 1, &prev);
-    clt_tensor *y = convert(fn, x, o);
-    clt__grad_end(prev);
-    if (!rec || !y || y == x || !clt__is_floating(y->dtype))
-        return y;
-    y = clt__record(fn, &clt__d_to, &x, 1, y, NULL);
-    if (!y && o->event) {
-        clt_event_release(*o->event);
-        *o->event = NULL;
-    }
-    return y;
-}
-
-clt_tensor *clt_tensor_to_ex(clt_tensor *x, const clt_to_options *options)
-{
-    if (!options) {
-        clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_tensor_to_ex", "options is NULL");
-        return NULL;
-    }
-    return to_impl("clt_tensor_to_ex", x, options);
-}
-
-clt_tensor *clt_tensor_to(clt_tensor *x, clt_device *dev)
-{
-    clt_to_options o = {.device = dev};
-    if (clt__device_check("clt_tensor_to", dev) != CLT_OK)
-        return NULL;
-    return to_impl("clt_tensor_to", x, &o);
-}
-
-clt_tensor *clt_tensor_to_dtype(clt_tensor *x, clt_dtype dtype)
-{
-    clt_to_options o = {.dtype = dtype};
-    if (dtype == CLT_DTYPE_NONE) {
-        clt__error(CLT_ERR_DTYPE, "clt_tensor_to_dtype", "invalid dtype %d", (int)dtype);
-        return NULL;
-    }
-    return to_impl("clt_tensor_to_dtype", x, &o);
-}
-
 clt_status clt_event_wait(clt_event *event)
 {
     if (!event)
@@ -248,4 +204,97 @@ void clt_event_release(clt_event *event)
     if (event->handle)
         event->backend->event_release(event->handle);
     clt__free(event);
+}
+
+/* A new event for a transfer on dev: *handle is what the backend fills (NULL: complete). */
+static clt_event *transfer_event(const char *fn, clt_device *dev)
+{
+    clt_event *e = clt__alloc_zeroed(fn, sizeof *e);
+    if (e)
+        e->backend = dev->backend;
+    return e;
+}
+
+/* Checks of the async copies: t valid, host memory there and large enough; *need its size. */
+static clt_status transfer_check(const char *fn, const clt_tensor *t, const void *host,
+                                 size_t nbytes, size_t *need, clt_event **event)
+{
+    clt_status st;
+    if (event)
+        *event = NULL;
+    if ((st = clt__tensor_check(fn, t)) != CLT_OK)
+        return st;
+    *need = t->numel * clt_dtype_size(t->dtype);
+    if (!host && *need)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "the host memory is NULL");
+    if (nbytes < *need)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "the host memory holds %zu bytes; the tensor needs %zu", nbytes, *need);
+    return CLT_OK;
+}
+
+/* The copy of a contiguous t's `need` bytes to or from host memory on t's device: finished on
+ * return without `event`, else *event receives its event. */
+static clt_status transfer(const char *fn, clt_tensor *t, void *host, size_t need, bool write,
+                           clt_event **event)
+{
+    clt_device *dev = t->storage->device;
+    clt_event *e = event ? transfer_event(fn, dev) : NULL;
+    size_t offset = t->offset * clt_dtype_size(t->dtype);
+    clt_status st;
+
+    if (event && !e)
+        return clt_last_status();
+    st = need ? clt__storage_sync(fn, t->storage) : CLT_OK;
+    if (st == CLT_OK && need) {
+        clt__async async = {.event = e ? &e->handle : NULL};
+        st = write ? dev->backend->write(fn, dev, t->storage->buf, offset, host, need, &async)
+                   : dev->backend->read(fn, dev, t->storage->buf, offset, host, need, &async);
+    }
+    if (st != CLT_OK) {
+        clt_event_release(e);
+        return st;
+    }
+    if (event)
+        *event = e;
+    return CLT_OK;
+}
+
+clt_status clt_tensor_read_async(const clt_tensor *t, void *dst, size_t nbytes, clt_event **event)
+{
+    static const char fn[] = "clt_tensor_read_async";
+    size_t need;
+    clt_status st = transfer_check(fn, t, dst, nbytes, &need, event);
+
+    if (st != CLT_OK)
+        return st;
+    if (clt_tensor_is_contiguous(t))
+        return transfer(fn, (clt_tensor *)t, dst, need, false, event); /* reads t only */
+    /* a view: gathered in row-major order, finished on return */
+    if (event && !(*event = transfer_event(fn, t->storage->device)))
+        return clt_last_status();
+    if ((st = clt_tensor_copy_to_host(t, dst, nbytes)) != CLT_OK) {
+        if (event) {
+            clt_event_release(*event);
+            *event = NULL;
+        }
+        return clt__rename_error(fn);
+    }
+    return CLT_OK;
+}
+
+clt_status clt_tensor_write_async(clt_tensor *t, const void *src, size_t nbytes,
+                                  clt_event **event)
+{
+    static const char fn[] = "clt_tensor_write_async";
+    size_t need;
+    clt_status st = transfer_check(fn, t, src, nbytes, &need, event);
+
+    if (st != CLT_OK)
+        return st;
+    if (!clt_tensor_is_contiguous(t))
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "the tensor is not contiguous");
+    if ((st = transfer(fn, t, (void *)src, need, true, event)) == CLT_OK)
+        clt__tensor_bump_version(t);
+    return st;
 }

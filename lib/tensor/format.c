@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cltensor/autograd.h"
 #include "core/core.h"
 #include "tensor_internal.h"
 
@@ -97,8 +96,7 @@ static bool shown(const clt_tensor *t, size_t flat, bool summarize)
 static formatter choose_format(const clt_tensor *t, const double *v, bool summarize)
 {
     formatter f = {FMT_FIXED, 1};
-    bool floating = t->dtype == CLT_F32 || t->dtype == CLT_F64 || t->dtype == CLT_F16 ||
-                    t->dtype == CLT_BF16;
+    bool floating = clt__is_floating(t->dtype);
     double lo = INFINITY, hi = 0;
     char tmp[64];
 
@@ -211,8 +209,7 @@ char *clt_tensor_format(const clt_tensor *t)
     summarize = t->numel > SUMMARY_THRESHOLD;
     if (t->numel) {
         size_t nbytes = t->numel * clt_dtype_size(t->dtype);
-        bool floating = t->dtype == CLT_F32 || t->dtype == CLT_F64 || t->dtype == CLT_F16 ||
-                        t->dtype == CLT_BF16;
+        bool floating = clt__is_floating(t->dtype);
         raw = clt__alloc(fn, nbytes);
         v = raw ? clt__alloc(fn, t->numel * sizeof *v) : NULL;
         if (!v || clt_tensor_copy_to_host(t, raw, nbytes) != CLT_OK)
@@ -249,13 +246,9 @@ char *clt_tensor_format(const clt_tensor *t)
         snprintf(dt, sizeof dt, "dtype=%s", clt_dtype_name(t->dtype));
         add_suffix(&b, dt, &last);
     }
-    if (clt_tensor_grad_fn_name(t)) {
-        char node[96];
-        snprintf(node, sizeof node, "grad_fn=<%s>", clt_tensor_grad_fn_name(t));
-        add_suffix(&b, node, &last);
-    } else if (t->requires_grad) {
-        add_suffix(&b, "requires_grad=True", &last);
-    }
+    char label[96];
+    if (t->ext && t->ext->label && t->ext->label(t->ext, label, sizeof label))
+        add_suffix(&b, label, &last);
     sb_add(&b, ")");
     if (b.failed)
         goto fail;

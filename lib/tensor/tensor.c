@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "autograd/graph.h"
 #include "core/core.h"
 #include "device/allocator.h"
 #include "device/registry.h"
@@ -139,7 +138,7 @@ void clt__tensor_copy_data(clt_tensor *dst, const clt_tensor *src)
 void clt__tensor_swap(clt_tensor *a, clt_tensor *b)
 {
     /* the data alone: the reference counts, which other threads may change meanwhile, and the
-     * autograd state stay where they are */
+     * ext stay where they are */
     clt_tensor held;
     clt__tensor_copy_data(&held, a);
     clt__tensor_copy_data(a, b);
@@ -160,12 +159,10 @@ void clt_tensor_release(clt_tensor *t)
     /* a gradient is let go after its tensor, by this loop: a chain of gradients of gradients
      * takes no recursion (nodes defer their own freeing: clt__node_release) */
     while (t && atomic_fetch_sub(&t->refs, 1) == 1) {
-        clt_tensor *grad = t->grad;
-        t->grad = NULL;
-        clt__tensor_autograd_release(t);
+        clt_tensor *next = t->ext ? t->ext->release(t->ext) : NULL;
         clt__storage_release(t->storage);
         clt__free(t);
-        t = grad;
+        t = next;
     }
 }
 
@@ -223,7 +220,7 @@ clt_status clt_tensor_copy_to_host(const clt_tensor *t, void *dst, size_t nbytes
                           "dst holds %zu bytes; the tensor needs %zu", nbytes, need);
     if (need == 0)
         return CLT_OK;
-    clt_tensor *c = clt__contiguous(fn, (clt_tensor *)t); /* reads t only */
+    clt_tensor *c = clt__tensor_contiguous(fn, (clt_tensor *)t); /* reads t only */
     if (!c)
         return clt_last_status();
     st = clt__storage_sync(fn, c->storage);
@@ -254,7 +251,7 @@ clt_status clt_tensor_item(const clt_tensor *t, double *value)
     }
     if ((st = clt_tensor_copy_to_host(t, raw, sizeof raw)) != CLT_OK)
         return clt__rename_error(fn);
-    floating = t->dtype == CLT_F32 || t->dtype == CLT_F64 || t->dtype == CLT_F16 || t->dtype == CLT_BF16;
+    floating = clt__is_floating(t->dtype);
     if (floating)
         return clt__host_backend.cast(fn, NULL, raw, 0, t->dtype, value, 0, CLT_F64, 1);
     st = clt__host_backend.cast(fn, NULL, raw, 0, t->dtype, &i, 0, CLT_I64, 1);
@@ -310,8 +307,8 @@ clt_tensor *clt_tensor_from_data(const void *data, clt_dtype dtype, int ndim,
     } else if (dev->backend->write(fn, dev, t->storage->buf, 0, data, t->storage->nbytes, NULL) ==
                    CLT_OK &&
                (dtype != CLT_BOOL || /* any nonzero byte is true: store it as 1 */
-                dev->backend->cast(fn, dev, t->storage->buf, 0, CLT_U8, t->storage->buf, 0,
-                                   CLT_BOOL, t->numel) == CLT_OK)) {
+                CLT__BACKEND_CALL(cast, fn, dev, CLT_BOOL, t->storage->buf, 0, CLT_U8,
+                                  t->storage->buf, 0, CLT_BOOL, t->numel) == CLT_OK)) {
         return t;
     }
     clt_tensor_release(t);
@@ -437,8 +434,8 @@ static clt_tensor *random_tensor(const char *fn, int ndim, const int64_t *shape,
     counter = generator_counter;
     generator_counter += (t->numel + per - 1) / per;
     pthread_mutex_unlock(&generator_lock);
-    if (dev->backend->random(fn, dev, t->storage->buf, 0, dtype, t->numel, normal, seed,
-                             counter) != CLT_OK) {
+    if (CLT__BACKEND_CALL(random, fn, dev, dtype, t->storage->buf, 0, dtype, t->numel, normal,
+                          seed, counter) != CLT_OK) {
         /* give the counters back unless another call took some since */
         pthread_mutex_lock(&generator_lock);
         if (generator_seed == seed && generator_counter == counter + (t->numel + per - 1) / per)

@@ -1,4 +1,5 @@
-/* Tensor and storage objects, shared by the files of lib/tensor and, later, the op front ends. */
+/* Tensor and storage objects, shared by the files of lib/tensor and the layers above. The tensor
+ * layer knows nothing of autograd: a layer above keeps its own state in a tensor's `ext`. */
 #ifndef CLT_TENSOR_INTERNAL_H
 #define CLT_TENSOR_INTERNAL_H
 
@@ -6,7 +7,20 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "backend.h"
+#include "backends/backend.h"
+
+typedef struct clt__tensor_ext clt__tensor_ext;
+
+/* State a layer above attaches to a tensor (lib/autograd: its gradient and graph node): kept
+ * with the handle (clt__tensor_swap leaves it in place) and freed with it. */
+struct clt__tensor_ext {
+    /* Frees ext; returns a tensor it held for the caller to release next (so that a chain of
+     * gradients of gradients takes no recursion), or NULL. */
+    clt_tensor *(*release)(clt__tensor_ext *ext);
+    /* Writes the suffix clt_tensor_format shows for it ("grad_fn=<MulBackward>") into buf;
+     * false when there is none. */
+    bool (*label)(const clt__tensor_ext *ext, char *buf, size_t size);
+};
 
 /* The memory behind one or more tensors, on one device. */
 typedef struct clt__storage {
@@ -30,11 +44,7 @@ struct clt_tensor {
     int64_t strides[CLT_MAX_DIMS];    /* in elements */
     size_t numel;
     clt_dtype dtype;
-    /* autograd (lib/autograd): kept by clt__tensor_swap */
-    bool requires_grad;
-    clt_tensor *grad;                 /* accumulated gradient, or NULL */
-    struct clt__node *grad_fn;        /* the node that made this tensor; NULL for a leaf */
-    struct clt__node *accumulate;     /* a leaf's accumulation node, made on first use */
+    clt__tensor_ext *ext;             /* a layer above's state (autograd's); NULL: none */
 };
 
 struct clt_event {
@@ -60,15 +70,24 @@ static inline void *clt__host_ptr(const clt_tensor *t)
 {
     return (char *)t->storage->buf + t->offset * clt_dtype_size(t->dtype);
 }
-/* x itself (retained) when contiguous, else a contiguous copy on its device. */
-clt_tensor *clt__contiguous(const char *fn, clt_tensor *x);
+/* x itself (retained) when contiguous, else a contiguous copy on its device, recorded for
+ * nothing (clt__contiguous, lib/ops, records it). */
+clt_tensor *clt__tensor_contiguous(const char *fn, clt_tensor *x);
+/* A new tensor over x's storage with this shape, strides (in elements) and offset, recorded for
+ * nothing; NULL with the error set when the shape has more elements than a tensor can (an
+ * expanded view). */
+clt_tensor *clt__tensor_view(const char *fn, clt_tensor *x, int ndim, const int64_t *shape,
+                             const int64_t *strides, size_t offset);
+/* x moved and converted as clt_tensor_to_ex says (x itself, retained, when nothing changes),
+ * recorded for nothing; NULL with the error set. */
+clt_tensor *clt__tensor_convert(const char *fn, clt_tensor *x, const clt_to_options *o);
 /* Normalises dim (negative counts from the end) or sets the error naming the valid range. */
 clt_status clt__dim_check(const char *fn, int *dim, int ndim);
 /* Copies src's data (storage pointer, offset, shape, strides, numel, dtype) into dst, leaving
- * dst's reference count and autograd state alone; takes no reference to the storage. */
+ * dst's reference count and ext alone; takes no reference to the storage. */
 void clt__tensor_copy_data(clt_tensor *dst, const clt_tensor *src);
 /* Exchanges the data of a and b (storage, offset, shape, strides, dtype), keeping each handle's
- * reference count and autograd state: a handle keeps its identity while taking another
+ * reference count and ext: a handle keeps its identity while taking another
  * tensor's data (modules moving in place). Counts as an in-place write of both storages. */
 void clt__tensor_swap(clt_tensor *a, clt_tensor *b);
 /* Records an in-place write into t's storage (saved tensors compare versions). */

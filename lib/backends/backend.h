@@ -1,0 +1,336 @@
+/* The backend interface: the one seam between what an operation means and how a device runs
+ * it. A device is a name, a description and a table of these functions; the front end never
+ * knows which backend it talks to. Adding a backend means adding a folder that fills a table. */
+#ifndef CLT_BACKEND_H
+#define CLT_BACKEND_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cltensor/device.h"
+#include "cltensor/tensor.h"
+#include "core/dtype.h"
+#include "backends/shared/elementwise_ops.cl"
+
+typedef struct clt__backend clt__backend;
+
+struct clt_device {
+    int index;                   /* N of gpu:N; -1 for cpu */
+    char name[16];               /* "cpu", "gpu:N" */
+    const clt__backend *backend;
+    clt_device_info info;
+    void *impl;                  /* the backend's own state */
+    struct clt__pool *_Atomic pool; /* the caching allocator's (lib/device/allocator.c) */
+};
+
+/* True for `cpu`, the host device. */
+static inline bool clt__is_host(const clt_device *dev)
+{
+    return dev->info.type == CLT_DEVICE_HOST;
+}
+
+/* Called once, from any thread, when an asynchronous transfer no longer needs its source. */
+typedef void (*clt__done_fn)(void *ctx);
+
+/* How a transfer completes: with `event` NULL it is finished when the call returns; otherwise
+ * the call may return early, *event receives the completion event (NULL when already complete)
+ * and done(ctx), if set, runs once the source memory may be reused. */
+typedef struct clt__async {
+    void **event;
+    clt__done_fn done;
+    void *ctx;
+} clt__async;
+
+/* The elementwise operations: those of backends/shared/elementwise_ops.cl, then copy and where. */
+#define CLT__EW_ENUM(name, ...) CLT_EW_##name,
+typedef enum clt__ew_op { CLT_EW_OPS(CLT__EW_ENUM) CLT_EW_copy, CLT_EW_where, CLT_EW_COUNT } clt__ew_op;
+#undef CLT__EW_ENUM
+
+/* One operand as a kernel sees it: a buffer, an offset and strides, in elements. */
+typedef struct clt__operand {
+    void *buf;
+    size_t offset;
+    int64_t strides[CLT_MAX_DIMS];
+} clt__operand;
+
+/* One elementwise operation over n output elements. The inputs have `dtype` (where's condition
+ * is bool); the output too, or bool for comparisons. */
+typedef struct clt__ew_call {
+    clt__ew_op op;
+    clt_dtype dtype;
+    int ndim;                     /* 0: every operand is contiguous over n elements */
+    int64_t shape[CLT_MAX_DIMS];  /* the output's, when ndim > 0 */
+    size_t n;
+    clt__operand out, in[3];      /* unused inputs: buf NULL */
+    double s0, s1;                /* scalar parameters, converted to the compute type */
+} clt__ew_call;
+
+/* A strided copy (CLT_EW_copy, ndim > 0) seen as a batch of 2-D transposes, which backends copy
+ * in tiles (reading and writing whole cache lines) rather than element by element: the output
+ * dimension `cols` is the one of output stride 1, whose input stride is not 1, and `rows` one of
+ * input stride 1; both longer than 1. Within matrix b (the other dimensions, in row-major order
+ * over bshape), out[out_b + i * out_rs + j] = in[in_b + i + j * in_cs] for i < rows, j < cols,
+ * where out_b and in_b are the operands' offsets plus b's strides. */
+typedef struct clt__tile_plan {
+    size_t rows, cols, batch;
+    int64_t out_rs, in_cs;
+    int nb;                                /* batch dimensions */
+    int64_t bshape[CLT_MAX_DIMS], out_bs[CLT_MAX_DIMS], in_bs[CLT_MAX_DIMS];
+} clt__tile_plan;
+
+/* Whether the copy `call` has that form; fills *plan when it does. */
+bool clt__tile_plan_of(const clt__ew_call *call, clt__tile_plan *plan);
+
+/* One strided-batched matrix product over row-major matrices, for i < batch:
+ *   C_i = alpha * op(A_i) op(B_i) + beta * C_i,
+ * op(A_i) m x k, op(B_i) k x n, C_i m x n; op(X) is X, or X^T with trans_x (X then stored k x m
+ * for A, n x k for B). Matrix i of X starts at x_offset + i * x_stride; its rows as stored lie
+ * ldx apart, at least the stored number of columns. Offsets, leading dimensions and batch
+ * strides count elements; a_stride and b_stride may be 0 (one matrix for the whole batch). m,
+ * n, k and batch are all > 0; dtype is CLT_F32 or CLT_F64; C does not overlap A or B. With
+ * beta 0, C's previous contents are ignored (NaN included). */
+typedef struct clt__gemm_call {
+    clt_dtype dtype;
+    bool trans_a, trans_b;
+    size_t m, n, k, batch;
+    double alpha, beta;
+    void *a, *b, *c;
+    size_t a_offset, b_offset, c_offset;
+    size_t lda, ldb, ldc;
+    size_t a_stride, b_stride, c_stride;
+} clt__gemm_call;
+
+/* The reductions a backend runs: each of `rows` contiguous rows of `len` elements gives one
+ * value. Result dtypes (clt__reduce_dtype): SUM gives f32 for f32, f16 and bf16 (compensated
+ * summation), f64 for f64 and i64 for integers and bool (wrapping); AMAX and AMIN give the row's
+ * element that ARGMAX and ARGMIN pick, with its bits, in the input dtype; ARGMAX and ARGMIN give
+ * the i64 index within the row of the largest (smallest) element, the first among equals, a NaN
+ * counting as beyond every number (the first NaN wins); SQDEV, floating only, gives in the SUM
+ * dtype sum((x - m)^2) - sum(x - m)^2 / len with m the row's entry of `mean` (also in the SUM
+ * dtype): the corrected two-pass sum of squared deviations. */
+typedef enum clt__reduce_op {
+    CLT_REDUCE_SUM,
+    CLT_REDUCE_AMAX,
+    CLT_REDUCE_AMIN,
+    CLT_REDUCE_ARGMAX,
+    CLT_REDUCE_ARGMIN,
+    CLT_REDUCE_SQDEV,
+} clt__reduce_op;
+
+static inline clt_dtype clt__reduce_dtype(clt__reduce_op op, clt_dtype in)
+{
+    if (op == CLT_REDUCE_AMAX || op == CLT_REDUCE_AMIN)
+        return in;
+    if (op == CLT_REDUCE_ARGMAX || op == CLT_REDUCE_ARGMIN)
+        return CLT_I64;
+    return clt__dtype(in)->compute;
+}
+
+/* One reduction: rows >= 1, len >= 1; the input, output and mean are contiguous buffers at
+ * element offsets (mean only for SQDEV: one value a row). */
+typedef struct clt__reduce_call {
+    clt__reduce_op op;
+    clt_dtype dtype; /* the input's */
+    size_t rows, len;
+    void *in, *out, *mean;
+    size_t in_offset, out_offset, mean_offset;
+} clt__reduce_call;
+
+/* Gathers: out[a, m, b] = src[a, idx[m], b] with src A x K x B, idx M i64 values already checked
+ * to lie in 0..K-1, out A x M x B; all contiguous, offsets in elements. */
+typedef struct clt__index_call {
+    clt_dtype dtype;
+    size_t A, K, B, M;
+    void *src, *idx, *out;
+    size_t src_offset, idx_offset, out_offset;
+} clt__index_call;
+
+/* The adjoint of the gather: out[a, k, b] = the sum of src[a, m, b] over the m with idx[m] == k
+ * (0 where there is none), with src A x M x B and out A x K x B, both contiguous and of a
+ * floating dtype (f16 and bf16 add in f32). The indices come sorted, in compressed form: starts
+ * holds K + 1 i64 values, order M, and order[starts[k]] .. order[starts[k + 1] - 1] are the m
+ * with idx[m] == k, increasing; sums run in that order. Offsets in elements. */
+typedef struct clt__index_add_call {
+    clt_dtype dtype;
+    size_t A, K, B, M;
+    void *src, *starts, *order, *out;
+    size_t src_offset, starts_offset, order_offset, out_offset;
+} clt__index_add_call;
+
+/* Sliding windows over N x C x H x W images (contiguous): im2col writes the columns for
+ * convolution, (C * kh * kw) x N x (OH * OW) (row (c * kh + y) * kw + x, image n, output
+ * position oy * OW + ox); pool2d writes N x C x OH x OW maxima (and their
+ * flat indices within each H x W plane to `arg`, i64) or averages. Window (y, x) of output
+ * (oy, ox) reads row oy * sh - ph + y * dh, column ox * sw - pw + x * dw; outside the image it
+ * reads 0 (im2col) or nothing (pooling; averages divide by kh * kw with count_pad, else by the
+ * elements inside). col2im and pool2d_backward take the same geometry the other way round:
+ * `in` has the shape of the forward output, `out` that of the image. */
+typedef struct clt__conv_call {
+    clt_dtype dtype;
+    size_t N, C, H, W, OH, OW;
+    int kh, kw, sh, sw, ph, pw, dh, dw;
+    bool is_max, count_pad;
+    void *in, *out, *arg;
+    size_t in_offset, out_offset, arg_offset;
+} clt__conv_call;
+
+/* One optimizer update over n contiguous elements of an f32 or f64 parameter (see
+ * backends/shared/optim_step.cl): SGD uses m (the momentum buffer, when momentum is not 0; with
+ * `first` it is written, not read), Adam and AdamW use m and v (the moment estimates). bias1 and bias2 are
+ * Adam's 1 - beta^t. State buffers are contiguous from element 0; unused ones are NULL. */
+typedef enum clt__optim_kind { CLT_OPTIM_SGD, CLT_OPTIM_ADAM, CLT_OPTIM_ADAMW } clt__optim_kind;
+typedef struct clt__optim_call {
+    clt__optim_kind kind;
+    clt_dtype dtype;
+    size_t n;
+    void *param, *grad, *m, *v;
+    size_t param_offset, grad_offset;
+    double lr, momentum, dampening, weight_decay, beta1, beta2, eps, bias1, bias2;
+    bool nesterov, first;
+} clt__optim_call;
+
+/* The backend's table, declared once: X(name, return type, parameters, REQUIRED or OPTIONAL).
+ * Buffers are opaque handles (`void *`); offsets are in bytes for transfers and fills and in
+ * elements for kernels. Every function sets the last error, naming `fn`, when it fails. Work on
+ * one device runs in the order it was queued. An OPTIONAL entry may be NULL: a backend without
+ * it leaves it out, and the call then fails with CLT_ERR_UNSUPPORTED naming the operation, the
+ * device and the dtype (CLT__BACKEND_CALL), never running elsewhere. */
+#define CLT__BACKEND_OPS(X)                                                                    \
+    /* A buffer of nbytes > 0; CLT_ERR_DEVICE_OUT_OF_MEMORY or CLT_ERR_OUT_OF_MEMORY. */       \
+    X(alloc, clt_status, (const char *fn, clt_device *dev, size_t nbytes, void **buf), REQUIRED) \
+    X(free, void, (clt_device *dev, void *buf), REQUIRED)                                      \
+    /* Host memory to and from a buffer, completing as clt__async says. */                    \
+    X(write, clt_status, (const char *fn, clt_device *dev, void *buf, size_t offset,           \
+                          const void *src, size_t nbytes, const clt__async *async), REQUIRED)  \
+    X(read, clt_status, (const char *fn, clt_device *dev, void *buf, size_t offset, void *dst, \
+                         size_t nbytes, const clt__async *async), REQUIRED)                    \
+    /* Copies nbytes within the device, byte offsets (a same-dtype copy keeps every bit). */   \
+    X(copy, clt_status, (const char *fn, clt_device *dev, void *src, size_t src_offset,        \
+                         void *dst, size_t dst_offset, size_t nbytes), REQUIRED)               \
+    /* Repeats a pattern of pattern_size bytes over nbytes (a multiple of it) from offset. */  \
+    X(fill, clt_status, (const char *fn, clt_device *dev, void *buf, size_t offset,            \
+                         const void *pattern, size_t pattern_size, size_t nbytes), REQUIRED)   \
+    /* dst[dst_off + i] = convert(src[src_off + i]) for i < n (clt_tensor_to_dtype's rules). */ \
+    X(cast, clt_status, (const char *fn, clt_device *dev, void *src, size_t src_off,           \
+                         clt_dtype src_dtype, void *dst, size_t dst_off, clt_dtype dst_dtype,  \
+                         size_t n), OPTIONAL)                                                  \
+    X(elementwise, clt_status, (const char *fn, clt_device *dev, const clt__ew_call *call),   \
+      OPTIONAL)                                                                                \
+    /* The reduction described at clt__reduce_call. */                                        \
+    X(reduce, clt_status, (const char *fn, clt_device *dev, const clt__reduce_call *call),    \
+      OPTIONAL)                                                                                \
+    /* The strided-batched product described at clt__gemm_call. */                            \
+    X(gemm, clt_status, (const char *fn, clt_device *dev, const clt__gemm_call *call), OPTIONAL) \
+    /* Neural-network kernels: the gather, its adjoint, sliding windows (clt__conv_call). */   \
+    X(index_select, clt_status, (const char *fn, clt_device *dev, const clt__index_call *call), \
+      OPTIONAL)                                                                                \
+    X(index_add, clt_status,                                                                   \
+      (const char *fn, clt_device *dev, const clt__index_add_call *call), OPTIONAL)            \
+    X(im2col, clt_status, (const char *fn, clt_device *dev, const clt__conv_call *call),      \
+      OPTIONAL)                                                                                \
+    /* The adjoint of im2col: `in` holds columns as im2col lays them out, `out` (N x C x H x W) \
+     * is overwritten, each element the sum of the column entries im2col would read from it,  \
+     * taps in order. Floating dtypes (f16 and bf16 add in f32). */                           \
+    X(col2im, clt_status, (const char *fn, clt_device *dev, const clt__conv_call *call),      \
+      OPTIONAL)                                                                                \
+    X(pool2d, clt_status, (const char *fn, clt_device *dev, const clt__conv_call *call),      \
+      OPTIONAL)                                                                                \
+    /* The gradient of pool2d: `in` the output's gradient (N x C x OH x OW), `arg` for max     \
+     * pooling the indices pool2d wrote, `out` the input's gradient (N x C x H x W),          \
+     * overwritten. Max: each element gathers the windows whose index names it; average: each \
+     * window's gradient divided by the divisor pool2d used. Floating dtypes. */              \
+    X(pool2d_backward, clt_status, (const char *fn, clt_device *dev, const clt__conv_call *call), \
+      OPTIONAL)                                                                                \
+    /* One optimizer update (clt__optim_call). */                                             \
+    X(optim_step, clt_status, (const char *fn, clt_device *dev, const clt__optim_call *call), \
+      OPTIONAL)                                                                                \
+    /* n uniform [0, 1) or standard normal values of a floating dtype from Philox counters     \
+     * counter, counter + 1, ... under key `seed` (4 values a counter, 2 for f64). */         \
+    X(random, clt_status, (const char *fn, clt_device *dev, void *buf, size_t off,            \
+                           clt_dtype dtype, size_t n, bool normal, uint64_t seed,              \
+                           uint64_t counter), OPTIONAL)                                        \
+    /* nbytes > 0 of host memory the device copies from and to fastest (OpenCL: a page-locked \
+     * CL_MEM_ALLOC_HOST_PTR buffer, mapped): *ptr is its address, *handle what pinned_free   \
+     * takes. Counted as a device allocation. Without it, ordinary host memory is used. */    \
+    X(pinned_alloc, clt_status, (const char *fn, clt_device *dev, size_t nbytes, void **handle, \
+                                 void **ptr), OPTIONAL)                                        \
+    X(pinned_free, void, (clt_device *dev, void *handle, void *ptr), OPTIONAL)                 \
+    /* Queues a copy of nbytes from pinned memory at ptr into buf (from byte 0) on the         \
+     * device's copy queue and returns at once: *event (NULL: already done) completes when the \
+     * copy has. Without it, the data loader writes on the device's own queue. */             \
+    X(upload, clt_status, (const char *fn, clt_device *dev, void *buf, const void *ptr,       \
+                           size_t nbytes, void **event), OPTIONAL)                             \
+    /* Makes the work queued on the device after this call wait for event (an upload's),      \
+     * without blocking the caller. */                                                         \
+    X(queue_wait, clt_status, (const char *fn, clt_device *dev, void *event), OPTIONAL)        \
+    X(synchronize, clt_status, (const char *fn, clt_device *dev), REQUIRED)                    \
+    /* An event that completes when all work queued so far on the device has (NULL: done). */ \
+    X(marker, clt_status, (const char *fn, clt_device *dev, void **event), REQUIRED)           \
+    X(event_wait, clt_status, (const char *fn, void *event), REQUIRED)                         \
+    X(event_release, void, (void *event), REQUIRED)
+
+#define CLT__BACKEND_FIELD(name, ret, params, kind) ret(*name) params;
+struct clt__backend {
+    const char *name; /* "host", "opencl" */
+    CLT__BACKEND_OPS(CLT__BACKEND_FIELD)
+};
+#undef CLT__BACKEND_FIELD
+
+/* A backend names its functions <prefix><entry> (clt__host_alloc, clt__host_gemm), declares them
+ * from the table, so that a definition drifting from it does not compile, and fills its
+ * clt__backend from the table too:
+ *   #define DECLARE(name, ret, params, kind) ret clt__host_##name params;
+ *   CLT__BACKEND_OPS(DECLARE)
+ *   #define ENTRY(name, ret, params, kind) .name = clt__host_##name,
+ *   const clt__backend clt__host_backend = {.name = "host", CLT__BACKEND_OPS(ENTRY)};
+ * (a backend without an OPTIONAL entry lists its entries by hand instead). */
+
+/* Calls an OPTIONAL entry: `op` of dev's backend with (fn, dev, ...), or CLT_ERR_UNSUPPORTED
+ * naming fn, op, the device and dtype when the backend lacks it. */
+#define CLT__BACKEND_CALL(op, fn, dev, dtype, ...)                                             \
+    ((dev)->backend->op ? (dev)->backend->op(fn, dev, __VA_ARGS__)                             \
+                        : clt__backend_unsupported(fn, dev, #op, dtype))
+clt_status clt__backend_unsupported(const char *fn, const clt_device *dev, const char *op,
+                                    clt_dtype dtype);
+/* CLT_OK when every REQUIRED entry of b is set; else CLT_ERR_INTERNAL naming the first missing. */
+clt_status clt__backend_check(const char *fn, const clt__backend *b);
+
+/* Values a Philox counter gives for a dtype (4 from f32 arithmetic, 2 for f64). */
+static inline size_t clt__random_per_counter(clt_dtype dtype)
+{
+    return dtype == CLT_F64 ? 2 : 4;
+}
+
+/* The name of an elementwise operation ("add"), as its kernel is named ew_<name>. */
+const char *clt__ew_name(clt__ew_op op);
+/* How many tensor inputs it takes, and whether it gives bool. */
+int clt__ew_inputs(clt__ew_op op);
+bool clt__ew_gives_bool(clt__ew_op op);
+
+/* What the device registry (lib/device/registry.c) asks of each backend but the host's, in the
+ * order of clt__backends (lib/backends/backends.c). Entries but name and enumerate may be NULL. */
+typedef struct clt__backend_registry {
+    const char *name; /* "opencl" */
+    /* Appends the backend's devices to *devices (in the order they are to get gpu:N), growing
+     * *count; reads the backend's own environment (CLT_SUBDEVICES for OpenCL). None is not an
+     * error. */
+    clt_status (*enumerate)(const char *fn, clt_device ***devices, int *count);
+    /* Compiles and tunes ahead of time what the backend's kernels on dev will need; the
+     * registry's clt_device_warmup then runs one small product per float dtype. */
+    clt_status (*warmup)(const char *fn, clt_device *dev);
+    /* The backend's disk cache of compiled kernels, for clt_cache_get_info. */
+    clt_status (*cache_info)(clt_cache_info *info);
+    /* The symbolic name of one of the backend's own status codes ("CL_OUT_OF_RESOURCES"), its
+     * short description in *text; NULL for a code it does not know. */
+    const char *(*status_name)(clt_status status, const char **text);
+} clt__backend_registry;
+
+/* Every backend built into the library but the host's, NULL-terminated. */
+extern const clt__backend_registry *const clt__backends[];
+
+/* The host backend (lib/backends/host): `cpu` and its description. */
+extern const clt__backend clt__host_backend;
+clt_status clt__host_describe(clt_device *dev);
+
+#endif

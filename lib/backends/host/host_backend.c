@@ -1,0 +1,203 @@
+/* The host backend: `cpu` runs every operation as plain C loops over host memory, using the
+ * same scalar functions (shared/scalar.cl) as the OpenCL kernels. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "host.h"
+#include "core/core.h"
+#include "backends/shared/scalar_host.h"
+
+#define CLT__HOST_ALIGNMENT 64
+
+clt_status clt__host_alloc(const char *fn, clt_device *dev, size_t nbytes, void **buf)
+{
+    (void)dev;
+    *buf = clt__alloc_aligned(fn, nbytes, CLT__HOST_ALIGNMENT);
+    return *buf ? CLT_OK : CLT_ERR_OUT_OF_MEMORY;
+}
+
+void clt__host_free(clt_device *dev, void *buf)
+{
+    (void)dev;
+    clt__free(buf);
+}
+
+clt_status clt__host_write(const char *fn, clt_device *dev, void *buf, size_t offset,
+                             const void *src, size_t nbytes, const clt__async *async)
+{
+    (void)fn;
+    (void)dev;
+    memcpy((char *)buf + offset, src, nbytes);
+    if (async && async->event)
+        *async->event = NULL;
+    return CLT_OK;
+}
+
+clt_status clt__host_read(const char *fn, clt_device *dev, void *buf, size_t offset, void *dst,
+                            size_t nbytes, const clt__async *async)
+{
+    (void)fn;
+    (void)dev;
+    memcpy(dst, (const char *)buf + offset, nbytes);
+    if (async && async->event)
+        *async->event = NULL;
+    return CLT_OK;
+}
+
+clt_status clt__host_copy(const char *fn, clt_device *dev, void *src, size_t src_offset,
+                            void *dst, size_t dst_offset, size_t nbytes)
+{
+    (void)fn;
+    (void)dev;
+    memcpy((char *)dst + dst_offset, (const char *)src + src_offset, nbytes);
+    return CLT_OK;
+}
+
+clt_status clt__host_fill(const char *fn, clt_device *dev, void *buf, size_t offset,
+                            const void *pattern, size_t pattern_size, size_t nbytes)
+{
+    char *p = (char *)buf + offset;
+    (void)fn;
+    (void)dev;
+    for (size_t i = 0; i < nbytes; i += pattern_size)
+        memcpy(p + i, pattern, pattern_size);
+    return CLT_OK;
+}
+
+clt_status clt__host_random(const char *fn, clt_device *dev, void *buf, size_t off,
+                              clt_dtype dtype, size_t n, bool normal, uint64_t seed,
+                              uint64_t counter)
+{
+    clt_u32 k0 = (clt_u32)seed, k1 = (clt_u32)(seed >> 32);
+    size_t per = clt__random_per_counter(dtype);
+    int digits = dtype == CLT_F16 ? 11 : dtype == CLT_BF16 ? 8 : 24;
+    (void)fn;
+    (void)dev;
+    for (size_t g = 0; g * per < n; g++) {
+        float v[4];
+        double w[2];
+        size_t base = off + g * per, m = n - g * per < per ? n - g * per : per;
+        if (dtype == CLT_F64)
+            clt_random_block_f64(normal, counter + g, k0, k1, w);
+        else
+            clt_random_block_f32(normal, digits, counter + g, k0, k1, v);
+        for (size_t j = 0; j < m; j++) {
+            switch (dtype) {
+            case CLT_F64: ((double *)buf)[base + j] = w[j]; break;
+            case CLT_F16: ((clt_u16 *)buf)[base + j] = clt_f32_to_f16(v[j]); break;
+            case CLT_BF16: ((clt_u16 *)buf)[base + j] = clt_f32_to_bf16(v[j]); break;
+            default: ((float *)buf)[base + j] = v[j]; break;
+            }
+        }
+    }
+    return CLT_OK;
+}
+
+clt_status clt__host_synchronize(const char *fn, clt_device *dev)
+{
+    (void)fn;
+    (void)dev;
+    return CLT_OK;
+}
+
+clt_status clt__host_marker(const char *fn, clt_device *dev, void **event)
+{
+    (void)fn;
+    (void)dev;
+    *event = NULL;
+    return CLT_OK;
+}
+
+clt_status clt__host_pinned_alloc(const char *fn, clt_device *dev, size_t nbytes,
+                                     void **handle, void **ptr)
+{
+    (void)dev;
+    *handle = *ptr = clt__alloc_aligned(fn, nbytes, 64);
+    return *ptr ? CLT_OK : clt_last_status();
+}
+
+void clt__host_pinned_free(clt_device *dev, void *handle, void *ptr)
+{
+    (void)dev, (void)ptr;
+    clt__free(handle);
+}
+
+clt_status clt__host_upload(const char *fn, clt_device *dev, void *buf, const void *ptr,
+                              size_t nbytes, void **event)
+{
+    (void)fn, (void)dev;
+    memcpy(buf, ptr, nbytes);
+    *event = NULL;
+    return CLT_OK;
+}
+
+clt_status clt__host_queue_wait(const char *fn, clt_device *dev, void *event)
+{
+    (void)fn, (void)dev, (void)event;
+    return CLT_OK;
+}
+
+clt_status clt__host_event_wait(const char *fn, void *event)
+{
+    (void)fn;
+    (void)event;
+    return CLT_OK;
+}
+
+void clt__host_event_release(void *event)
+{
+    (void)event;
+}
+
+#define CLT__HOST_ENTRY(name, ret, params, kind) .name = clt__host_##name,
+const clt__backend clt__host_backend = {.name = "host", CLT__BACKEND_OPS(CLT__HOST_ENTRY)};
+#undef CLT__HOST_ENTRY
+
+/* The processor's model name from /proc/cpuinfo where there is one. */
+static void read_cpu_model(char *model, size_t size, char *vendor, size_t vsize)
+{
+    char line[512];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    snprintf(model, size, "host processor");
+    snprintf(vendor, vsize, "unknown");
+    if (!f)
+        return;
+    while (fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (!colon)
+            continue;
+        char *value = colon + 1 + strspn(colon + 1, " \t");
+        value[strcspn(value, "\n")] = '\0';
+        if (strncmp(line, "model name", 10) == 0)
+            snprintf(model, size, "%s", value);
+        else if (strncmp(line, "vendor_id", 9) == 0)
+            snprintf(vendor, vsize, "%s", value);
+    }
+    fclose(f);
+}
+
+clt_status clt__host_describe(clt_device *dev)
+{
+    static char model[256], vendor[128];
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+    read_cpu_model(model, sizeof model, vendor, sizeof vendor);
+    dev->info = (clt_device_info){
+        .type = CLT_DEVICE_HOST,
+        .name = model,
+        .vendor = vendor,
+        .backend = "host",
+        .platform = "host",
+        .version = "",
+        .driver_version = "",
+        .global_mem_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0,
+        .max_alloc_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0,
+        .compute_units = cpus > 0 ? (unsigned)cpus : 1,
+        .max_work_group_size = 1,
+        .fp64 = true,
+        .fp16 = false,
+    };
+    return CLT_OK;
+}

@@ -1,0 +1,380 @@
+/* The host backend's elementwise operations: one loop per (operation, dtype), generated from
+ * the table in shared/elementwise_ops.cl that the OpenCL kernels use too; copies that are batched
+ * transposes (clt__tile_plan) in cache-sized tiles, 4 x 4 (2 x 2) blocks of 4-byte (8-byte)
+ * elements transposed in SSE2 registers; and the dtype conversions, one loop per pair of
+ * dtypes over the branch-free functions of shared/scalar.cl. */
+#include <tgmath.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "host.h"
+#include "host_simd.h"
+#include "backends/shared/scalar_host.h"
+
+#define CLT_CAT_(a, b) a##b
+#define CLT_CAT(a, b) CLT_CAT_(a, b)
+#define LOAD(v) CLT_CAT(clt_load_, DT)(v)
+#define STORE_T(v) CLT_CAT(CLT_CAT(CLT_CAT(clt_, KIND), _to_), DT)(v)
+#define STORE_B(v) ((clt_u8)((v) != 0))
+#define OUT_T ST
+#define OUT_B clt_u8
+#define clt_rsqrt(v) (1 / sqrt(v))
+
+typedef void (*ew_loop)(const clt__ew_call *c);
+
+/* Walks the output's elements in order, keeping each operand's offset: contiguous operands
+ * directly, others with an odometer over the shape. BODY uses o, a, b, k. */
+#define EW_WALK(c, BODY)                                                                       \
+    do {                                                                                       \
+        if ((c)->ndim == 0) {                                                                  \
+            for (size_t i = 0; i < (c)->n; i++) {                                              \
+                size_t o = i, a = i, b = i, k = i;                                             \
+                BODY;                                                                          \
+            }                                                                                  \
+            break;                                                                             \
+        }                                                                                      \
+        int64_t idx[CLT_MAX_DIMS] = {0};                                                       \
+        int64_t o = 0, a = 0, b = 0, k = 0;                                                    \
+        for (size_t i = 0; i < (c)->n; i++) {                                                  \
+            BODY;                                                                              \
+            for (int d = (c)->ndim - 1; d >= 0; d--) {                                         \
+                o += (c)->out.strides[d];                                                      \
+                a += (c)->in[0].strides[d];                                                    \
+                b += (c)->in[1].strides[d];                                                    \
+                k += (c)->in[2].strides[d];                                                    \
+                if (++idx[d] < (c)->shape[d])                                                  \
+                    break;                                                                     \
+                o -= (c)->out.strides[d] * (c)->shape[d];                                      \
+                a -= (c)->in[0].strides[d] * (c)->shape[d];                                    \
+                b -= (c)->in[1].strides[d] * (c)->shape[d];                                    \
+                k -= (c)->in[2].strides[d] * (c)->shape[d];                                    \
+                idx[d] = 0;                                                                    \
+            }                                                                                  \
+        }                                                                                      \
+    } while (0)
+
+#define OPERANDS(OT, XT)                                                                       \
+    OT *out = (OT *)c->out.buf + c->out.offset;                                                \
+    const XT *xp = (const XT *)c->in[0].buf + c->in[0].offset;                                 \
+    const ST *yp = c->in[1].buf ? (const ST *)c->in[1].buf + c->in[1].offset : NULL;           \
+    const ST *zp = c->in[2].buf ? (const ST *)c->in[2].buf + c->in[2].offset : NULL
+
+#define HOST_EW(name, inputs, fe, ie, res)                                                     \
+    static void CLT_CAT(CLT_CAT(ew_, DT), _##name)(const clt__ew_call *c)                      \
+    {                                                                                          \
+        OPERANDS(OUT_##res, ST);                                                               \
+        CT s0 = (CT)CLT_CAT(clt_dbl_to_, CT_TOKEN)(c->s0);                                     \
+        CT s1 = (CT)CLT_CAT(clt_dbl_to_, CT_TOKEN)(c->s1);                                     \
+        (void)s0;                                                                              \
+        (void)s1;                                                                              \
+        (void)zp;                                                                              \
+        EW_WALK(c, {                                                                           \
+            CT x = LOAD(xp[a]);                                                                \
+            CT y = inputs > 1 ? (CT)LOAD(yp[b]) : (CT)0;                                       \
+            (void)y;                                                                           \
+            (void)k;                                                                           \
+            out[o] = STORE_##res(EXPR(fe, ie));                                                \
+        });                                                                                    \
+    }
+
+#define HOST_EW_SPECIAL                                                                        \
+    static void CLT_CAT(ew_, CLT_CAT(DT, _copy))(const clt__ew_call *c)                        \
+    {                                                                                          \
+        OPERANDS(ST, ST);                                                                      \
+        (void)yp;                                                                              \
+        (void)zp;                                                                              \
+        EW_WALK(c, {                                                                           \
+            (void)b;                                                                           \
+            (void)k;                                                                           \
+            out[o] = xp[a];                                                                    \
+        });                                                                                    \
+    }                                                                                          \
+    static void CLT_CAT(ew_, CLT_CAT(DT, _where))(const clt__ew_call *c)                       \
+    {                                                                                          \
+        OPERANDS(ST, clt_u8);                                                                  \
+        EW_WALK(c, { out[o] = xp[a] ? yp[b] : zp[k]; });                                       \
+    }
+
+#define TABLE_ENTRY(name, ...) [CLT_EW_##name] = CLT_CAT(CLT_CAT(ew_, DT), _##name),
+#define TABLE_ROW                                                                              \
+    {CLT_EW_OPS(TABLE_ENTRY)[CLT_EW_copy] = CLT_CAT(ew_, CLT_CAT(DT, _copy)),                   \
+     [CLT_EW_where] = CLT_CAT(ew_, CLT_CAT(DT, _where))}
+
+/* One dtype at a time: DT, its storage type, compute type and kind. */
+#define EXPR(fe, ie) (fe)
+#define KIND flt
+#define CT float
+#define CT_TOKEN f32
+#define DT f32
+#define ST float
+CLT_EW_OPS(HOST_EW)
+HOST_EW_SPECIAL
+static const ew_loop loops_f32[CLT_EW_COUNT] = TABLE_ROW;
+#undef DT
+#undef ST
+#define DT f16
+#define ST clt_u16
+CLT_EW_OPS(HOST_EW)
+HOST_EW_SPECIAL
+static const ew_loop loops_f16[CLT_EW_COUNT] = TABLE_ROW;
+#undef DT
+#define DT bf16
+CLT_EW_OPS(HOST_EW)
+HOST_EW_SPECIAL
+static const ew_loop loops_bf16[CLT_EW_COUNT] = TABLE_ROW;
+#undef DT
+#undef ST
+#undef KIND
+#undef CT
+#undef CT_TOKEN
+#define KIND dbl
+#define CT double
+#define CT_TOKEN f64
+#define DT f64
+#define ST double
+CLT_EW_OPS(HOST_EW)
+HOST_EW_SPECIAL
+static const ew_loop loops_f64[CLT_EW_COUNT] = TABLE_ROW;
+#undef DT
+#undef ST
+#undef KIND
+#undef CT
+#undef CT_TOKEN
+#undef EXPR
+#define EXPR(fe, ie) (ie)
+#define KIND int
+#define CT clt_i64
+#define CT_TOKEN i64
+#define DT i32
+#define ST clt_i32
+CLT_EW_OPS(HOST_EW)
+HOST_EW_SPECIAL
+static const ew_loop loops_i32[CLT_EW_COUNT] = TABLE_ROW;
+#undef DT
+#undef ST
+#define DT i64
+#define ST clt_i64
+CLT_EW_OPS(HOST_EW)
+HOST_EW_SPECIAL
+static const ew_loop loops_i64[CLT_EW_COUNT] = TABLE_ROW;
+#undef DT
+#undef ST
+#define DT u8
+#define ST clt_u8
+CLT_EW_OPS(HOST_EW)
+HOST_EW_SPECIAL
+static const ew_loop loops_u8[CLT_EW_COUNT] = TABLE_ROW;
+#undef DT
+#define DT b8
+CLT_EW_OPS(HOST_EW)
+HOST_EW_SPECIAL
+static const ew_loop loops_b8[CLT_EW_COUNT] = TABLE_ROW;
+
+static const ew_loop *const loops[CLT_DTYPE_COUNT] = {
+    [CLT_F32] = loops_f32, [CLT_F64] = loops_f64, [CLT_F16] = loops_f16, [CLT_BF16] = loops_bf16,
+    [CLT_I32] = loops_i32, [CLT_I64] = loops_i64, [CLT_U8] = loops_u8,   [CLT_BOOL] = loops_b8,
+};
+
+/* ---- copies of batched transposes, in tiles ------------------------------------------------ */
+
+/* Tiles are CLT__TILE x CLT__TILE elements, their lines kept in L1. A large copy of 4- or 8-byte
+ * elements whose output rows are 16-byte aligned takes tiles of CLT__NT_ROWS output rows by one
+ * 64-byte line of output columns, written with non-temporal stores (as memcpy does for large
+ * copies: no read of the output lines first), so that the input is read in long runs. */
+#define CLT__TILE 32
+#define CLT__NT_ROWS 512
+#define CLT__NT_BYTES ((size_t)8 << 20) /* copies at least this large stream their output */
+
+/* out[i * rs + j] = in[i + j * cs] for i in [i0, i1), j in [j0, j1), T the storage. */
+#define HOST_TILE_PLAIN(T)                                                                     \
+    static void tile_##T(T *restrict out, const T *restrict in, int64_t rs, int64_t cs,        \
+                         size_t i0, size_t i1, size_t j0, size_t j1, bool nt)                  \
+    {                                                                                          \
+        (void)nt;                                                                              \
+        for (int64_t i = (int64_t)i0; i < (int64_t)i1; i++)                                    \
+            for (int64_t j = (int64_t)j0; j < (int64_t)j1; j++)                                \
+                out[i * rs + j] = in[i + j * cs];                                              \
+    }
+HOST_TILE_PLAIN(uint8_t)
+HOST_TILE_PLAIN(uint16_t)
+
+#if defined(__SSE2__)
+#define VLD(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
+/* A 16-byte store: non-temporal with nt (p then 16-byte aligned). */
+static inline void vst(void *p, __m128i v, bool nt)
+{
+    if (nt)
+        _mm_stream_si128((__m128i *)p, v);
+    else
+        _mm_storeu_si128((__m128i *)p, v);
+}
+
+/* The same for 4-byte elements: 4 x 4 blocks transposed by integer unpacks (bit-exact). */
+static void tile_uint32_t(uint32_t *restrict out, const uint32_t *restrict in, int64_t rs,
+                          int64_t cs, size_t i0, size_t i1, size_t j0, size_t j1, bool nt)
+{
+    int64_t i = (int64_t)i0, j;
+    for (; i + 4 <= (int64_t)i1; i += 4) {
+        for (j = (int64_t)j0; j + 4 <= (int64_t)j1; j += 4) {
+            __m128i r0 = VLD(in + i + j * cs), r1 = VLD(in + i + (j + 1) * cs);
+            __m128i r2 = VLD(in + i + (j + 2) * cs), r3 = VLD(in + i + (j + 3) * cs);
+            __m128i t0 = _mm_unpacklo_epi32(r0, r1), t1 = _mm_unpacklo_epi32(r2, r3);
+            __m128i t2 = _mm_unpackhi_epi32(r0, r1), t3 = _mm_unpackhi_epi32(r2, r3);
+            vst(out + i * rs + j, _mm_unpacklo_epi64(t0, t1), nt);
+            vst(out + (i + 1) * rs + j, _mm_unpackhi_epi64(t0, t1), nt);
+            vst(out + (i + 2) * rs + j, _mm_unpacklo_epi64(t2, t3), nt);
+            vst(out + (i + 3) * rs + j, _mm_unpackhi_epi64(t2, t3), nt);
+        }
+        for (int64_t k = i; k < i + 4; k++) /* the columns left */
+            for (int64_t m = j; m < (int64_t)j1; m++)
+                out[k * rs + m] = in[k + m * cs];
+    }
+    for (; i < (int64_t)i1; i++) /* the rows left */
+        for (j = (int64_t)j0; j < (int64_t)j1; j++)
+            out[i * rs + j] = in[i + j * cs];
+}
+
+/* 8-byte elements: 2 x 2 blocks. */
+static void tile_uint64_t(uint64_t *restrict out, const uint64_t *restrict in, int64_t rs,
+                          int64_t cs, size_t i0, size_t i1, size_t j0, size_t j1, bool nt)
+{
+    int64_t i = (int64_t)i0, j;
+    for (; i + 2 <= (int64_t)i1; i += 2) {
+        for (j = (int64_t)j0; j + 2 <= (int64_t)j1; j += 2) {
+            __m128i r0 = VLD(in + i + j * cs), r1 = VLD(in + i + (j + 1) * cs);
+            vst(out + i * rs + j, _mm_unpacklo_epi64(r0, r1), nt);
+            vst(out + (i + 1) * rs + j, _mm_unpackhi_epi64(r0, r1), nt);
+        }
+        for (int64_t k = i; k < i + 2; k++)
+            for (int64_t m = j; m < (int64_t)j1; m++)
+                out[k * rs + m] = in[k + m * cs];
+    }
+    for (; i < (int64_t)i1; i++)
+        for (j = (int64_t)j0; j < (int64_t)j1; j++)
+            out[i * rs + j] = in[i + j * cs];
+}
+#undef VLD
+
+/* Whether plan t's output may be streamed: 4- or 8-byte elements, a large copy, and every
+ * output row of every matrix 16-byte aligned (columns then go in whole vectors). */
+static bool streams(const clt__ew_call *c, const clt__tile_plan *t, size_t size)
+{
+    size_t per = 16 / size; /* elements a vector */
+    if (size < 4 || t->rows * t->cols * t->batch * size < CLT__NT_BYTES ||
+        ((uintptr_t)c->out.buf + c->out.offset * size) % 16 || t->out_rs % (int64_t)per ||
+        t->cols % per)
+        return false;
+    for (int d = 0; d < t->nb; d++)
+        if (t->out_bs[d] % (int64_t)per)
+            return false;
+    return true;
+}
+#else
+HOST_TILE_PLAIN(uint32_t)
+HOST_TILE_PLAIN(uint64_t)
+static bool streams(const clt__ew_call *c, const clt__tile_plan *t, size_t size)
+{
+    (void)c, (void)t, (void)size;
+    return false;
+}
+#endif
+
+/* Every matrix of plan t, in tiles of ti x tj, T the storage of the dtype. */
+#define HOST_TILED(T)                                                                          \
+    static void tiled_##T(const clt__ew_call *c, const clt__tile_plan *t, size_t ti,           \
+                          size_t tj, bool nt)                                                  \
+    {                                                                                          \
+        int64_t idx[CLT_MAX_DIMS] = {0}, o = (int64_t)c->out.offset;                          \
+        int64_t a = (int64_t)c->in[0].offset;                                                  \
+        T *out = c->out.buf;                                                                   \
+        const T *in = c->in[0].buf;                                                            \
+        for (size_t b = 0; b < t->batch; b++) {                                                \
+            for (size_t i = 0; i < t->rows; i += ti)                                           \
+                for (size_t j = 0; j < t->cols; j += tj)                                       \
+                    tile_##T(out + o, in + a, t->out_rs, t->in_cs, i,                          \
+                             i + ti < t->rows ? i + ti : t->rows, j,                           \
+                             j + tj < t->cols ? j + tj : t->cols, nt);                         \
+            for (int d = t->nb - 1; d >= 0; d--) { /* the next matrix */                       \
+                o += t->out_bs[d];                                                             \
+                a += t->in_bs[d];                                                              \
+                if (++idx[d] < t->bshape[d])                                                   \
+                    break;                                                                     \
+                o -= t->out_bs[d] * t->bshape[d];                                              \
+                a -= t->in_bs[d] * t->bshape[d];                                               \
+                idx[d] = 0;                                                                    \
+            }                                                                                  \
+        }                                                                                      \
+    }
+HOST_TILED(uint8_t)
+HOST_TILED(uint16_t)
+HOST_TILED(uint32_t)
+HOST_TILED(uint64_t)
+
+/* Runs a copy of plan t, by element size. */
+static void tiled_copy(const clt__ew_call *c, const clt__tile_plan *t)
+{
+    size_t size = clt_dtype_size(c->dtype);
+    bool nt = streams(c, t, size);
+    size_t ti = nt ? CLT__NT_ROWS : CLT__TILE, tj = nt ? 64 / size : CLT__TILE;
+    switch (size) {
+    case 1: tiled_uint8_t(c, t, ti, tj, nt); break;
+    case 2: tiled_uint16_t(c, t, ti, tj, nt); break;
+    case 4: tiled_uint32_t(c, t, ti, tj, nt); break;
+    default: tiled_uint64_t(c, t, ti, tj, nt); break;
+    }
+#if defined(__SSE2__)
+    if (nt)
+        _mm_sfence(); /* the streamed stores complete before anything else reads them */
+#endif
+}
+
+clt_status clt__host_elementwise(const char *fn, clt_device *dev, const clt__ew_call *call)
+{
+    clt__tile_plan plan;
+    (void)fn;
+    (void)dev;
+    if (clt__tile_plan_of(call, &plan))
+        tiled_copy(call, &plan);
+    else
+        loops[call->dtype][call->op](call);
+    return CLT_OK;
+}
+
+typedef void (*cast_loop)(const void *src, void *dst, size_t n);
+
+#define CLT__HOST_CAST(S, ST_, SK, D, DT_, DK)                                                 \
+    CLT__SIMD static void cast_##S##_##D(const void *src, void *dst, size_t n)                 \
+    {                                                                                          \
+        const ST_ *s = src;                                                           \
+        DT_ *d = dst;                                                                 \
+        for (size_t i = 0; i < n; i++)                                                         \
+            d[i] = clt_cvt_##S##_##D(s[i]);                                                    \
+    }
+CLT_DTYPE_PAIRS(CLT__HOST_CAST)
+
+/* The dtype tokens of scalar.cl as clt_dtype values. */
+#define CLT__DT_f32 CLT_F32
+#define CLT__DT_f64 CLT_F64
+#define CLT__DT_f16 CLT_F16
+#define CLT__DT_bf16 CLT_BF16
+#define CLT__DT_i32 CLT_I32
+#define CLT__DT_i64 CLT_I64
+#define CLT__DT_u8 CLT_U8
+#define CLT__DT_b8 CLT_BOOL
+#define CLT__CAST_ENTRY(S, ST_, SK, D, DT_, DK) [CLT__DT_##S][CLT__DT_##D] = cast_##S##_##D,
+
+static const cast_loop cast_table[CLT_DTYPE_COUNT][CLT_DTYPE_COUNT] = {
+    CLT_DTYPE_PAIRS(CLT__CAST_ENTRY)};
+
+/* dst[dst_off + i] = convert(src[src_off + i]) for i < n (the backend's cast). */
+clt_status clt__host_cast(const char *fn, clt_device *dev, void *src, size_t src_off,
+                          clt_dtype src_dtype, void *dst, size_t dst_off, clt_dtype dst_dtype,
+                          size_t n)
+{
+    (void)fn;
+    (void)dev;
+    cast_table[src_dtype][dst_dtype]((const char *)src + src_off * clt_dtype_size(src_dtype),
+                                     (char *)dst + dst_off * clt_dtype_size(dst_dtype), n);
+    return CLT_OK;
+}

@@ -1,0 +1,293 @@
+/* The host backend's neural-network kernels (see kernels/nn.cl): index_select, im2col and 2-D
+ * pooling, and their adjoints index_add, col2im and pool2d_backward, as plain loops; the
+ * floating ones compute in the same type and order as the OpenCL kernels. */
+#include <string.h>
+
+#include "host.h"
+#include "backends/shared/scalar_host.h"
+#include "backends/shared/window.cl"
+
+clt_status clt__host_index_select(const char *fn, clt_device *dev, const clt__index_call *c)
+{
+    size_t size = clt_dtype_size(c->dtype);
+    const char *src = (const char *)c->src + c->src_offset * size;
+    const int64_t *idx = (const int64_t *)c->idx + c->idx_offset;
+    char *out = (char *)c->out + c->out_offset * size;
+    (void)fn;
+    (void)dev;
+    for (size_t a = 0; a < c->A; a++)
+        for (size_t m = 0; m < c->M; m++)
+            memcpy(out + (a * c->M + m) * c->B * size,
+                   src + (a * c->K + (size_t)idx[m]) * c->B * size, c->B * size);
+    return CLT_OK;
+}
+
+/* im2col for elements of one size (T an unsigned integer of that size): the output in order,
+ * zero outside the image. */
+#define HOST_IM2COL(T)                                                                         \
+    static void im2col_##T(const clt__conv_call *c)                                            \
+    {                                                                                          \
+        size_t rows = c->C * ((size_t)c->kh * (size_t)c->kw);                                  \
+        const T *in = (const T *)c->in + c->in_offset;                                         \
+        T *out = (T *)c->out + c->out_offset;                                                  \
+        for (size_t row = 0; row < rows; row++) {                                              \
+            size_t ch = row / ((size_t)c->kh * (size_t)c->kw);                                 \
+            long y = (long)((row / (size_t)c->kw) % (size_t)c->kh);                            \
+            long x = (long)(row % (size_t)c->kw);                                              \
+            for (size_t n = 0; n < c->N; n++) {                                                \
+                const T *plane = in + (n * c->C + ch) * c->H * c->W;                           \
+                for (size_t oy = 0; oy < c->OH; oy++) {                                        \
+                    long iy = (long)oy * c->sh - c->ph + y * c->dh;                            \
+                    for (size_t ox = 0; ox < c->OW; ox++) {                                    \
+                        long ix = (long)ox * c->sw - c->pw + x * c->dw;                        \
+                        *out++ = iy >= 0 && iy < (long)c->H && ix >= 0 && ix < (long)c->W      \
+                                     ? plane[(size_t)iy * c->W + (size_t)ix]                   \
+                                     : 0; /* every dtype's zero is all zero bits */            \
+                    }                                                                          \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+    }
+HOST_IM2COL(uint8_t)
+HOST_IM2COL(uint16_t)
+HOST_IM2COL(uint32_t)
+HOST_IM2COL(uint64_t)
+
+clt_status clt__host_im2col(const char *fn, clt_device *dev, const clt__conv_call *c)
+{
+    (void)fn;
+    (void)dev;
+    switch (clt_dtype_size(c->dtype)) {
+    case 1: im2col_uint8_t(c); break;
+    case 2: im2col_uint16_t(c); break;
+    case 4: im2col_uint32_t(c); break;
+    default: im2col_uint64_t(c); break;
+    }
+    return CLT_OK;
+}
+
+/* For the adjoints' gathers: the output row (column) that tap y (x) of a window reads input
+ * row h (column w) from, clt_window_at for every h < H and y < kh (w < W, x < kw), when that
+ * fits; else window_y and window_x compute it. */
+#define WINDOW_TABLE_MAX 512
+typedef struct window_tables {
+    bool has_y, has_x;
+    long y[WINDOW_TABLE_MAX], x[WINDOW_TABLE_MAX];
+} window_tables;
+
+static void window_tables_make(window_tables *t, const clt__conv_call *c)
+{
+    t->has_y = c->H * (size_t)c->kh <= WINDOW_TABLE_MAX;
+    t->has_x = c->W * (size_t)c->kw <= WINDOW_TABLE_MAX;
+    for (size_t h = 0; t->has_y && h < c->H; h++)
+        for (int y = 0; y < c->kh; y++)
+            t->y[h * (size_t)c->kh + (size_t)y] =
+                clt_window_at((long)h, y, c->sh, c->ph, c->dh, c->OH);
+    for (size_t w = 0; t->has_x && w < c->W; w++)
+        for (int x = 0; x < c->kw; x++)
+            t->x[w * (size_t)c->kw + (size_t)x] =
+                clt_window_at((long)w, x, c->sw, c->pw, c->dw, c->OW);
+}
+
+static inline long window_y(const window_tables *t, const clt__conv_call *c, long h, int y)
+{
+    return t->has_y ? t->y[h * c->kh + y] : clt_window_at(h, y, c->sh, c->ph, c->dh, c->OH);
+}
+
+static inline long window_x(const window_tables *t, const clt__conv_call *c, long w, int x)
+{
+    return t->has_x ? t->x[w * c->kw + x] : clt_window_at(w, x, c->sw, c->pw, c->dw, c->OW);
+}
+
+#define CLT_CAT_(a, b) a##b
+#define CLT_CAT(a, b) CLT_CAT_(a, b)
+#define LOAD(v) CLT_CAT(clt_load_, DT)(v)
+#define STORE(v) CLT_CAT(CLT_CAT(CLT_CAT(clt_, KIND), _to_), DT)(v)
+
+#define HOST_POOL                                                                              \
+    static void CLT_CAT(pool_, DT)(const clt__conv_call *c)                                    \
+    {                                                                                          \
+        const ST *in = (const ST *)c->in + c->in_offset;                                       \
+        ST *out = (ST *)c->out + c->out_offset;                                                \
+        int64_t *arg = c->arg ? (int64_t *)c->arg + c->arg_offset : NULL;                      \
+        for (size_t i = 0; i < c->N * c->C * c->OH * c->OW; i++) {                             \
+            size_t ox = i % c->OW, oy = (i / c->OW) % c->OH, nc = i / (c->OW * c->OH);         \
+            const ST *plane = in + nc * c->H * c->W;                                           \
+            CT best = 0, sum = 0;                                                              \
+            long best_at = -1, inside = 0;                                                     \
+            for (int y = 0; y < c->kh; y++) {                                                  \
+                long iy = (long)oy * c->sh - c->ph + (long)y * c->dh;                          \
+                for (int x = 0; x < c->kw; x++) {                                              \
+                    long ix = (long)ox * c->sw - c->pw + (long)x * c->dw;                      \
+                    if (iy < 0 || iy >= (long)c->H || ix < 0 || ix >= (long)c->W)              \
+                        continue;                                                              \
+                    CT v = LOAD(plane[iy * (long)c->W + ix]);                                  \
+                    inside++;                                                                  \
+                    sum += v;                                                                  \
+                    if (best_at < 0 || v > best || (v != v && best == best)) {                 \
+                        best = v;                                                              \
+                        best_at = iy * (long)c->W + ix;                                        \
+                    }                                                                          \
+                }                                                                              \
+            }                                                                                  \
+            if (c->is_max) {                                                                   \
+                out[i] = STORE(best_at < 0 ? -INFINITY : best);                                \
+                arg[i] = best_at;                                                              \
+            } else {                                                                           \
+                long count = c->count_pad ? (long)c->kh * c->kw : inside;                      \
+                out[i] = STORE(sum / (CT)count);                                               \
+            }                                                                                  \
+        }                                                                                      \
+    }
+
+/* The adjoints, as gathers in the order of the OpenCL kernels (so both give the same sums).
+ * Loops run over (image and channel, h, w) with the output position each tap reads from taken
+ * from a table (window_table) when it fits. */
+#define HOST_COL2IM                                                                            \
+    static void CLT_CAT(col2im_, DT)(const clt__conv_call *c)                                  \
+    {                                                                                          \
+        size_t cols = c->OH * c->OW, tap = c->N * cols;                                        \
+        ST *out = (ST *)c->out + c->out_offset;                                                \
+        window_tables t;                                                                       \
+        window_tables_make(&t, c);                                                             \
+        for (size_t nc = 0; nc < c->N * c->C; nc++) {                                          \
+            size_t n = nc / c->C, ch = nc % c->C;                                              \
+            const ST *rows = (const ST *)c->in + c->in_offset +                                \
+                             (ch * ((size_t)c->kh * (size_t)c->kw) * c->N + n) * cols;         \
+            for (long h = 0; h < (long)c->H; h++)                                              \
+                for (long w = 0; w < (long)c->W; w++) {                                        \
+                    CT sum = 0;                                                                \
+                    for (int y = 0; y < c->kh; y++) {                                          \
+                        long oy = window_y(&t, c, h, y);                                       \
+                        for (int x = 0; oy >= 0 && x < c->kw; x++) {                           \
+                            long ox = window_x(&t, c, w, x);                                   \
+                            if (ox >= 0)                                                       \
+                                sum += LOAD(rows[((size_t)y * c->kw + (size_t)x) * tap +       \
+                                                 (size_t)(oy * (long)c->OW + ox)]);            \
+                        }                                                                      \
+                    }                                                                          \
+                    *out++ = STORE(sum);                                                       \
+                }                                                                              \
+        }                                                                                      \
+    }
+
+#define HOST_POOL_BACKWARD                                                                     \
+    static void CLT_CAT(pool_backward_, DT)(const clt__conv_call *c)                           \
+    {                                                                                          \
+        const ST *in = (const ST *)c->in + c->in_offset;                                       \
+        const int64_t *arg = c->arg ? (const int64_t *)c->arg + c->arg_offset : NULL;          \
+        ST *out = (ST *)c->out + c->out_offset;                                                \
+        window_tables t;                                                                       \
+        window_tables_make(&t, c);                                                             \
+        for (size_t nc = 0; nc < c->N * c->C; nc++) {                                          \
+            size_t plane = nc * c->OH * c->OW;                                                 \
+            for (long h = 0; h < (long)c->H; h++)                                              \
+                for (long w = 0; w < (long)c->W; w++) {                                        \
+                    CT sum = 0;                                                                \
+                    for (int y = 0; y < c->kh; y++) {                                          \
+                        long oy = window_y(&t, c, h, y);                                       \
+                        long rows = oy < 0 || c->count_pad                                     \
+                            ? c->kh                                                            \
+                            : clt_window_taps_inside(oy, c->kh, c->sh, c->ph, c->dh, c->H);    \
+                        for (int x = 0; oy >= 0 && x < c->kw; x++) {                           \
+                            long ox = window_x(&t, c, w, x);                                   \
+                            if (ox < 0)                                                        \
+                                continue;                                                      \
+                            size_t o = plane + (size_t)(oy * (long)c->OW + ox);                \
+                            if (c->is_max) {                                                   \
+                                if (arg[o] == h * (long)c->W + w)                              \
+                                    sum += LOAD(in[o]);                                        \
+                            } else {                                                           \
+                                long cols = c->count_pad ? c->kw                               \
+                                    : clt_window_taps_inside(ox, c->kw, c->sw, c->pw, c->dw,   \
+                                                             c->W);                            \
+                                sum += LOAD(in[o]) / (CT)(rows * cols);                        \
+                            }                                                                  \
+                        }                                                                      \
+                    }                                                                          \
+                    *out++ = STORE(sum);                                                       \
+                }                                                                              \
+        }                                                                                      \
+    }
+
+#define HOST_INDEX_ADD                                                                         \
+    static void CLT_CAT(index_add_, DT)(const clt__index_add_call *c)                          \
+    {                                                                                          \
+        const int64_t *starts = (const int64_t *)c->starts + c->starts_offset;                 \
+        const int64_t *order = (const int64_t *)c->order + c->order_offset;                    \
+        ST *out = (ST *)c->out + c->out_offset;                                                \
+        for (size_t i = 0; i < c->A * c->K * c->B; i++) {                                      \
+            size_t b = i % c->B, k = (i / c->B) % c->K, a = i / (c->B * c->K);                 \
+            const ST *col = (const ST *)c->src + c->src_offset + a * c->M * c->B + b;          \
+            CT sum = 0;                                                                        \
+            for (int64_t p = starts[k]; p < starts[k + 1]; p++)                                \
+                sum += LOAD(col[(size_t)order[p] * c->B]);                                     \
+            out[i] = STORE(sum);                                                               \
+        }                                                                                      \
+    }
+
+/* The floating kernels of one dtype. */
+typedef struct host_floating {
+    void (*pool)(const clt__conv_call *c);
+    void (*col2im)(const clt__conv_call *c);
+    void (*pool_backward)(const clt__conv_call *c);
+    void (*index_add)(const clt__index_add_call *c);
+} host_floating;
+
+#define HOST_FLOATING                                                                          \
+    HOST_POOL                                                                                  \
+    HOST_COL2IM                                                                                \
+    HOST_POOL_BACKWARD                                                                         \
+    HOST_INDEX_ADD                                                                             \
+    static const host_floating CLT_CAT(floating_, DT) = {                                      \
+        CLT_CAT(pool_, DT), CLT_CAT(col2im_, DT), CLT_CAT(pool_backward_, DT),                 \
+        CLT_CAT(index_add_, DT)};
+
+#define KIND flt
+#define CT float
+#define DT f32
+#define ST float
+HOST_FLOATING
+#undef DT
+#undef ST
+#define DT f16
+#define ST clt_u16
+HOST_FLOATING
+#undef DT
+#define DT bf16
+HOST_FLOATING
+#undef DT
+#undef ST
+#undef KIND
+#undef CT
+#define KIND dbl
+#define CT double
+#define DT f64
+#define ST double
+HOST_FLOATING
+
+/* The kernels of a floating dtype (f32 for any other). */
+static const host_floating *floating(clt_dtype dtype)
+{
+    switch (dtype) {
+    case CLT_F64: return &floating_f64;
+    case CLT_F16: return &floating_f16;
+    case CLT_BF16: return &floating_bf16;
+    default: return &floating_f32;
+    }
+}
+
+/* The backend entry clt__host_<name>: the floating kernel `member` of the call's dtype. */
+#define HOST_ENTRY(name, call_type, member)                                                    \
+    clt_status clt__host_##name(const char *fn, clt_device *dev, const call_type *c)           \
+    {                                                                                          \
+        (void)fn;                                                                              \
+        (void)dev;                                                                             \
+        floating(c->dtype)->member(c);                                                         \
+        return CLT_OK;                                                                         \
+    }
+
+HOST_ENTRY(pool2d, clt__conv_call, pool)
+HOST_ENTRY(col2im, clt__conv_call, col2im)
+HOST_ENTRY(pool2d_backward, clt__conv_call, pool_backward)
+HOST_ENTRY(index_add, clt__index_add_call, index_add)

@@ -1,0 +1,235 @@
+/* The OpenCL backend's matrix products: a strided-batched GEMM (see clt__gemm_call in
+ * backend.h) run by one of the variants of clt__gemm_variant, the one the device's tuning picked
+ * for the product's size (cl_gemm_tune.c) or the one CLT_GEMM names, on the device's in-order
+ * queue; and CLBlast's status codes turned
+ * into the library's. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cl_internal.h" /* first: it sets the OpenCL version CLBlast's header then sees */
+#include "core/core.h"
+#include "device/allocator.h"
+
+#include <clblast_c.h>
+
+/* The name of one of CLBlast's own status codes (those that are not OpenCL codes). */
+static const char *clblast_code_name(CLBlastStatusCode s)
+{
+    switch (s) {
+#define CLT__CLBLAST_CODE(name) case name: return #name;
+    CLT__CLBLAST_CODE(CLBlastNotImplemented)
+    CLT__CLBLAST_CODE(CLBlastInvalidMatrixA)
+    CLT__CLBLAST_CODE(CLBlastInvalidMatrixB)
+    CLT__CLBLAST_CODE(CLBlastInvalidMatrixC)
+    CLT__CLBLAST_CODE(CLBlastInvalidVectorX)
+    CLT__CLBLAST_CODE(CLBlastInvalidVectorY)
+    CLT__CLBLAST_CODE(CLBlastInvalidDimension)
+    CLT__CLBLAST_CODE(CLBlastInvalidLeadDimA)
+    CLT__CLBLAST_CODE(CLBlastInvalidLeadDimB)
+    CLT__CLBLAST_CODE(CLBlastInvalidLeadDimC)
+    CLT__CLBLAST_CODE(CLBlastInvalidIncrementX)
+    CLT__CLBLAST_CODE(CLBlastInvalidIncrementY)
+    CLT__CLBLAST_CODE(CLBlastInsufficientMemoryA)
+    CLT__CLBLAST_CODE(CLBlastInsufficientMemoryB)
+    CLT__CLBLAST_CODE(CLBlastInsufficientMemoryC)
+    CLT__CLBLAST_CODE(CLBlastInsufficientMemoryX)
+    CLT__CLBLAST_CODE(CLBlastInsufficientMemoryY)
+    CLT__CLBLAST_CODE(CLBlastInsufficientMemoryTemp)
+    CLT__CLBLAST_CODE(CLBlastInvalidBatchCount)
+    CLT__CLBLAST_CODE(CLBlastInvalidOverrideKernel)
+    CLT__CLBLAST_CODE(CLBlastMissingOverrideParameter)
+    CLT__CLBLAST_CODE(CLBlastInvalidLocalMemUsage)
+    CLT__CLBLAST_CODE(CLBlastNoHalfPrecision)
+    CLT__CLBLAST_CODE(CLBlastNoDoublePrecision)
+    CLT__CLBLAST_CODE(CLBlastInvalidVectorScalar)
+    CLT__CLBLAST_CODE(CLBlastInsufficientMemoryScalar)
+    CLT__CLBLAST_CODE(CLBlastDatabaseError)
+    CLT__CLBLAST_CODE(CLBlastUnknownError)
+    CLT__CLBLAST_CODE(CLBlastUnexpectedError)
+#undef CLT__CLBLAST_CODE
+    default: return "an unknown CLBlast status";
+    }
+}
+
+/* CLBlast's status as the library's: OpenCL codes (above -1000) pass through unchanged,
+ * CLBlast's own become CLT_ERR_INTERNAL naming the code. */
+static clt_status clblast_status(const char *fn, clt_device *dev, CLBlastStatusCode s,
+                                 const char *routine, const clt__gemm_call *c)
+{
+    char what[192];
+    if (s == CLBlastSuccess)
+        return CLT_OK;
+    snprintf(what, sizeof what, "%s (%zu x %zu by %zu x %zu, batch %zu)", routine, c->m, c->k,
+             c->k, c->n, c->batch);
+    if (s > -1000)
+        return clt__cl_error(fn, dev, (cl_int)s, what);
+    return clt__error(CLT_ERR_INTERNAL, fn, "%s on %s failed with CLBlast status %d (%s)", what,
+                      dev->name, (int)s, clblast_code_name(s));
+}
+
+/* CLBlast's caches (its tuning database, its built programs) are not safe to fill from two
+ * threads at once, which DataParallel's replicas on two devices would do: one call at a time.
+ * A call only queues the work, so the devices still compute concurrently. */
+static pthread_mutex_t clblast_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static clt_status run_clblast(const char *fn, clt_device *dev, const clt__gemm_call *c)
+{
+    const CLBlastLayout row = CLBlastLayoutRowMajor;
+    const CLBlastTranspose ta = c->trans_a ? CLBlastTransposeYes : CLBlastTransposeNo;
+    const CLBlastTranspose tb = c->trans_b ? CLBlastTransposeYes : CLBlastTransposeNo;
+    cl_mem a = c->a, b = c->b, out = c->c;
+    cl_command_queue q = clt__cl(dev)->queue;
+    CLBlastStatusCode s;
+    const char *routine;
+
+    pthread_mutex_lock(&clblast_lock);
+    if (c->batch == 1 && c->dtype == CLT_F64) {
+        routine = "CLBlastDgemm";
+        s = CLBlastDgemm(row, ta, tb, c->m, c->n, c->k, c->alpha, a, c->a_offset, c->lda, b,
+                         c->b_offset, c->ldb, c->beta, out, c->c_offset, c->ldc, &q, NULL);
+    } else if (c->batch == 1) {
+        routine = "CLBlastSgemm";
+        s = CLBlastSgemm(row, ta, tb, c->m, c->n, c->k, (float)c->alpha, a, c->a_offset, c->lda,
+                         b, c->b_offset, c->ldb, (float)c->beta, out, c->c_offset, c->ldc, &q,
+                         NULL);
+    } else if (c->dtype == CLT_F64) {
+        routine = "CLBlastDgemmStridedBatched";
+        s = CLBlastDgemmStridedBatched(row, ta, tb, c->m, c->n, c->k, c->alpha, a, c->a_offset,
+                                       c->lda, c->a_stride, b, c->b_offset, c->ldb, c->b_stride,
+                                       c->beta, out, c->c_offset, c->ldc, c->c_stride, c->batch,
+                                       &q, NULL);
+    } else {
+        routine = "CLBlastSgemmStridedBatched";
+        s = CLBlastSgemmStridedBatched(row, ta, tb, c->m, c->n, c->k, (float)c->alpha, a,
+                                       c->a_offset, c->lda, c->a_stride, b, c->b_offset, c->ldb,
+                                       c->b_stride, (float)c->beta, out, c->c_offset, c->ldc,
+                                       c->c_stride, c->batch, &q, NULL);
+    }
+    pthread_mutex_unlock(&clblast_lock);
+    return clblast_status(fn, dev, s, routine, c);
+}
+
+const char *const clt__gemm_variant_names[CLT__GEMM_VARIANTS] = {"clblast", "packed", "direct",
+                                                                 "tiled"};
+
+/* The width of a packed panel of B: NV (4) vectors of VW elements (kernels/gemm.cl). */
+static size_t panel_width(clt_device *dev, clt_dtype dtype)
+{
+    return 4 * (size_t)(dtype == CLT_F64 ? clt__cl(dev)->vw_double : clt__cl(dev)->vw_float);
+}
+
+size_t clt__cl_gemm_panel_bytes(clt_device *dev, const clt__gemm_call *c)
+{
+    size_t pw = panel_width(dev, c->dtype), np = (c->n + pw - 1) / pw, bytes = 0;
+    size_t elem = c->dtype == CLT_F64 ? 8 : 4;
+    if (!clt__mul_size(c->batch, np * pw, &bytes) || !clt__mul_size(bytes, c->k, &bytes) ||
+        !clt__mul_size(bytes, elem, &bytes))
+        return SIZE_MAX;
+    return bytes;
+}
+
+bool clt__cl_gemm_fits(clt_device *dev, clt__gemm_variant v, const clt__gemm_call *c)
+{
+    const size_t big = (size_t)1 << 30; /* sizes and work-item counts stay within int */
+    if (v == CLT__GEMM_CLBLAST)
+        return true;
+    if (c->m >= big || c->n >= big || c->k >= big || c->batch >= big)
+        return false;
+    switch (v) {
+    case CLT__GEMM_PACKED:
+        return clt__cl_gemm_panel_bytes(dev, c) <= dev->info.max_alloc_bytes;
+    case CLT__GEMM_DIRECT:
+        return !c->trans_b;
+    case CLT__GEMM_TILED:
+        return dev->info.max_work_group_size >= 256;
+    default:
+        return false;
+    }
+}
+
+/* Launches one of the library's GEMM kernels with the call's operands. */
+static clt_status run_ours(const char *fn, clt_device *dev, clt__gemm_variant v,
+                           const clt__gemm_call *c, cl_mem panels)
+{
+    const bool f64 = c->dtype == CLT_F64;
+    const char *options = f64 ? CLT__CL_GEMM_F64 : CLT__CL_GEMM_F32;
+    cl_int m = (cl_int)c->m, n = (cl_int)c->n, k = (cl_int)c->k;
+    cl_ulong a_off = c->a_offset, a_rs = c->trans_a ? 1 : c->lda, a_cs = c->trans_a ? c->lda : 1;
+    cl_ulong b_off = c->b_offset, b_rs = c->trans_b ? 1 : c->ldb, b_cs = c->trans_b ? c->ldb : 1;
+    cl_ulong a_bs = c->a_stride, b_bs = c->b_stride, c_off = c->c_offset, ldc = c->ldc;
+    cl_ulong c_bs = c->c_stride;
+    cl_float alpha32 = (cl_float)c->alpha, beta32 = (cl_float)c->beta;
+    cl_double alpha64 = c->alpha, beta64 = c->beta;
+    clt__cl_arg alpha = f64 ? (clt__cl_arg){8, &alpha64} : (clt__cl_arg){4, &alpha32};
+    clt__cl_arg beta = f64 ? (clt__cl_arg){8, &beta64} : (clt__cl_arg){4, &beta32};
+    cl_mem a = c->a, b = c->b, out = c->c;
+    size_t pw = panel_width(dev, c->dtype), np = (c->n + pw - 1) / pw;
+    clt__cl_arg head[] = {{sizeof m, &m}, {sizeof n, &n}, {sizeof k, &k}, alpha, beta,
+                          {sizeof a, &a}, {8, &a_off}, {8, &a_rs}, {8, &a_cs}, {8, &a_bs}};
+    clt__cl_arg args[20];
+    int nargs = (int)(sizeof head / sizeof *head);
+    clt_status st;
+    memcpy(args, head, sizeof head);
+
+    if (v == CLT__GEMM_TILED) {
+        size_t global[3] = {16 * ((c->n + 63) / 64), 16 * ((c->m + 63) / 64), c->batch};
+        size_t local[3] = {16, 16, 1};
+        clt__cl_arg rest[] = {{sizeof b, &b},  {8, &b_off},      {8, &b_rs}, {8, &b_cs},
+                              {8, &b_bs},      {sizeof out, &out}, {8, &c_off}, {8, &ldc},
+                              {8, &c_bs}};
+        memcpy(args + nargs, rest, sizeof rest);
+        return clt__cl_launch_nd(fn, dev, "gemm:tiled", options, "gemm_tiled", args,
+                                 nargs + (int)(sizeof rest / sizeof *rest), 3, global, local,
+                                 NULL);
+    }
+    size_t global[3] = {(c->m + 3) / 4, np, c->batch}, one[3] = {1, 1, 1};
+    if (v == CLT__GEMM_DIRECT) {
+        clt__cl_arg rest[] = {{sizeof b, &b},     {8, &b_off}, {8, &b_rs}, {8, &b_bs},
+                              {sizeof out, &out}, {8, &c_off}, {8, &ldc},  {8, &c_bs}};
+        memcpy(args + nargs, rest, sizeof rest);
+        return clt__cl_launch_nd(fn, dev, "gemm:direct", options, "gemm_direct", args,
+                                 nargs + (int)(sizeof rest / sizeof *rest), 3, global, one, NULL);
+    }
+    clt__cl_arg pack[] = {{sizeof n, &n},  {sizeof k, &k},  {sizeof b, &b},
+                          {8, &b_off},     {8, &b_rs},      {8, &b_cs},
+                          {8, &b_bs},      {sizeof panels, &panels}};
+    size_t pack_global[3] = {c->k, np, c->batch};
+    st = clt__cl_launch_nd(fn, dev, "gemm:packed", options, "gemm_pack", pack,
+                           (int)(sizeof pack / sizeof *pack), 3, pack_global, NULL, NULL);
+    if (st != CLT_OK)
+        return st;
+    clt__cl_arg rest[] = {{sizeof panels, &panels}, {sizeof out, &out}, {8, &c_off}, {8, &ldc},
+                          {8, &c_bs}};
+    memcpy(args + nargs, rest, sizeof rest);
+    return clt__cl_launch_nd(fn, dev, "gemm:packed", options, "gemm_packed", args,
+                             nargs + (int)(sizeof rest / sizeof *rest), 3, global, one, NULL);
+}
+
+clt_status clt__cl_gemm_run(const char *fn, clt_device *dev, clt__gemm_variant v,
+                            const clt__gemm_call *c, cl_mem panels)
+{
+    clt_status st = clt__cl_start(fn, dev);
+    if (st != CLT_OK)
+        return st;
+    return v == CLT__GEMM_CLBLAST ? run_clblast(fn, dev, c) : run_ours(fn, dev, v, c, panels);
+}
+
+clt_status clt__cl_gemm(const char *fn, clt_device *dev, const clt__gemm_call *c)
+{
+    clt__gemm_variant v;
+    void *panels = NULL;
+    size_t capacity = 0;
+    clt_status st = clt__cl_gemm_choose(fn, dev, c, &v);
+
+    if (st != CLT_OK)
+        return st;
+    if (v == CLT__GEMM_PACKED &&
+        (st = clt__device_alloc(fn, dev, clt__cl_gemm_panel_bytes(dev, c), false, &panels,
+                                &capacity)) != CLT_OK)
+        return st;
+    st = clt__cl_gemm_run(fn, dev, v, c, panels);
+    if (panels) /* the in-order queue runs whatever reuses it after this product */
+        clt__device_free(dev, panels, capacity);
+    return st;
+}

@@ -1,0 +1,257 @@
+/* The OpenCL backend's private state: one context and one in-order queue per device, the
+ * programs built for it, and the launch helper the kernels go through. */
+#ifndef CLT_CL_INTERNAL_H
+#define CLT_CL_INTERNAL_H
+
+#define CL_TARGET_OPENCL_VERSION 120
+#ifdef __APPLE__
+#include <OpenCL/opencl.h>
+#else
+#include <CL/cl.h>
+#endif
+#include <pthread.h>
+
+#include "backends/backend.h"
+
+/* The ways a GEMM can run on an OpenCL device (cl_gemm.c; CLT_GEMM takes these names):
+ * CLBlast, or one of the library's kernels in kernels/gemm.cl. */
+typedef enum clt__gemm_variant {
+    CLT__GEMM_CLBLAST,
+    CLT__GEMM_PACKED, /* B packed into panels, one work-item a 4 x 64 tile (CPU-type devices) */
+    CLT__GEMM_DIRECT, /* the same tile with B read in place (B not transposed) */
+    CLT__GEMM_TILED,  /* 16 x 16 work-items over 64 x 64 tiles in local memory (GPUs) */
+    CLT__GEMM_VARIANTS
+} clt__gemm_variant;
+extern const char *const clt__gemm_variant_names[CLT__GEMM_VARIANTS];
+
+/* GEMMs are tuned per size class: the cube root of m n k about 64, 128, 256, 512, 1024 and
+ * more (clt__gemm_class). A device's choices are one variant a class, then the variant for a
+ * product its class's variant cannot run (direct with B transposed): packed when it passed
+ * verification, else CLBlast. */
+#define CLT__GEMM_CLASSES 5
+#define CLT__GEMM_CHOICES (CLT__GEMM_CLASSES + 1)
+
+/* A built program and the kernels taken from it so far. A program's name is a file of cl/
+ * ("nn"), or "file:part" for the kernels of one part of it ("elementwise:contiguous"), built
+ * with -DCLT_ONLY -DCLT_PICK_<part>=1 (kernels/common.cl). */
+typedef struct clt__cl_program {
+    struct clt__cl_program *next;
+    char *name;  /* the program's name, one allocation with... */
+    char *extra; /* ...the options it was asked for beyond the common ones ("" for none) */
+    cl_program program;
+    struct clt__cl_kernel *kernels;
+} clt__cl_program;
+
+typedef struct clt__cl_kernel {
+    struct clt__cl_kernel *next;
+    char *name;
+    cl_kernel kernel;
+    size_t local_size; /* work-group size used for 1-D launches */
+    size_t max_local;  /* CL_KERNEL_WORK_GROUP_SIZE (0: unknown) */
+    cl_uint nargs;     /* CL_KERNEL_NUM_ARGS, which every launch's arguments are checked
+                        * against (CLT__CL_NARGS_UNKNOWN when the driver does not say) */
+} clt__cl_kernel;
+#define CLT__CL_NARGS_UNKNOWN ((cl_uint)-1)
+
+typedef struct clt__cl_device {
+    cl_platform_id platform;
+    cl_device_id id;
+    bool sub_device;      /* id came from clCreateSubDevices (CLT_SUBDEVICES) and this record
+                           * holds its reference; records live as long as the process, so it is
+                           * released (clReleaseDevice) only when enumeration drops the record */
+    pthread_mutex_t lock; /* guards everything below and every launch */
+    atomic_bool started;  /* context and queue exist (read without the lock to skip it) */
+    cl_context context;
+    cl_command_queue queue;
+    cl_command_queue copy_queue; /* the data loader's uploads, ordered against queue by events */
+    clt__cl_program *programs;
+    int cache_mode;       /* how built programs persist (cl_program.c), 0 until first needed */
+    char cache_folder[1024]; /* the folder they persist in (for the log) */
+    struct clt__cl_deferred *_Atomic deferred; /* work waiting for asynchronous transfers
+                                                * (read without the lock when empty) */
+    cl_uint native_float_width; /* CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT: 1 where the driver
+                                 * vectorises across work-items (GPUs, Mesa's llvmpipe) */
+    unsigned vw_float, vw_double, vw_long; /* the kernels' vector widths (CLT_VW_FLOAT, ...):
+                                            * the native ones as 2, 4, 8 or 16 */
+    pthread_mutex_t gemm_lock; /* guards the two below: each dtype is tuned once */
+    int gemm_state[2];         /* f32, f64: CLT__GEMM_DEFAULTS ... (cl_gemm_tune.c) */
+    unsigned char gemm_choice[2][CLT__GEMM_CHOICES]; /* clt__gemm_variant values */
+    char strings[5][256]; /* backing store of info.name, vendor, platform, versions */
+} clt__cl_device;
+
+static inline clt__cl_device *clt__cl(clt_device *dev)
+{
+    return (clt__cl_device *)dev->impl;
+}
+
+/* The backend's functions, one for each entry of the backend table, declared from it (a
+ * definition that drifts from the table does not compile), and the table and registry entry
+ * (cl_backend.c). */
+#define CLT__CL_DECLARE(name, ret, params, kind) ret clt__cl_##name params;
+CLT__BACKEND_OPS(CLT__CL_DECLARE)
+#undef CLT__CL_DECLARE
+extern const clt__backend clt__cl_backend;
+
+/* Appends every OpenCL device of every platform to *devices (GPU and accelerator types first,
+ * in platform order, then CPU types), growing *count. With subdevices > 1 each CPU-type device
+ * that can be is split into that many equal sub-devices, listed in its place (CLT_SUBDEVICES).
+ * No platform at all is not an error. */
+clt_status clt__cl_enumerate(const char *fn, unsigned subdevices, clt_device ***devices,
+                             int *count);
+/* The disk cache's settings and contents (cl_cache.c), for clt_cache_get_info. */
+clt_status clt__cl_cache_info(clt_cache_info *info);
+/* Builds every program and tunes GEMM for each float dtype (cl_warmup.c). */
+clt_status clt__cl_warmup(const char *fn, clt_device *dev);
+
+/* Runs the work deferred until asynchronous transfers finish: what has finished, or with wait
+ * everything (after the queue was finished). */
+void clt__cl_reap(clt_device *dev, bool wait);
+
+/* Whether a device can run the library's kernels: OpenCL C 1.2 or later ("OpenCL C 1.2 ...")
+ * and the full profile (64-bit integers). On false, *why says what is missing. */
+bool clt__cl_usable(const char *c_version, const char *profile, const char **why);
+
+/* Creates the device's context and queue on first use (under the device lock). */
+clt_status clt__cl_start(const char *fn, clt_device *dev);
+
+/* Build options that specialise elementwise.cl, nn.cl and the like for a dtype: -DDT (its token),
+ * -DST (storage type), -DCT (compute type), -DKIND (flt, dbl or int), -DCLT_KIND_INT. */
+const char *clt__cl_dtype_options(clt_dtype dtype);
+
+/* The dtype whose programs move elements of `size` bytes as bits (fills, transposes): u8, f16,
+ * i32 or i64. */
+clt_dtype clt__cl_bits_dtype(size_t size);
+
+/* One kernel argument: its size and a pointer to its value (a cl_mem, a cl_ulong, ...). The
+ * launches take an array of them with its length, CLT__CL_ARGS(array) for a fixed array; the
+ * count is checked against the kernel's own (CL_KERNEL_NUM_ARGS) before anything is set. */
+typedef struct clt__cl_arg {
+    size_t size;
+    const void *value;
+} clt__cl_arg;
+#define CLT__CL_ARG(v) {sizeof(v), &(v)}
+#define CLT__CL_ARGS(array) (array), (int)(sizeof(array) / sizeof *(array))
+
+/* The text of cl/<name>.cl: embedded, or from CLT_KERNEL_DIR. *owned receives memory to free
+ * (clt__free), NULL for the embedded text. */
+clt_status clt__cl_source_text(const char *fn, const char *name, const char **text,
+                               size_t *len, char **owned);
+
+/* Runs kernel `kernel` of program `program` (built with `options`) over n work-items in 1-D,
+ * rounded up to the work-group size; the kernel checks the bound. *event, if event is not NULL,
+ * receives the launch's event. */
+clt_status clt__cl_launch(const char *fn, clt_device *dev, const char *program,
+                          const char *options, const char *kernel, const clt__cl_arg *args,
+                          int nargs, size_t n, cl_event *event);
+
+/* Runs kernel `kernel` over `groups` work-groups of *local work-items in 1-D (no bound to
+ * check). *local, asked for, is lowered to the largest power of two that the kernel and the
+ * device allow, and receives the size used. */
+clt_status clt__cl_launch_groups(const char *fn, clt_device *dev, const char *program,
+                                 const char *options, const char *kernel,
+                                 const clt__cl_arg *args, int nargs, size_t groups, size_t *local,
+                                 cl_event *event);
+
+/* Runs kernel `kernel` over an N-D range (dims 1 to 3): global[d] work-items in dimension d,
+ * in work-groups of local[d] (local NULL: the driver's choice). Nothing runs when a global size
+ * is 0. */
+clt_status clt__cl_launch_nd(const char *fn, clt_device *dev, const char *program,
+                             const char *options, const char *kernel, const clt__cl_arg *args,
+                             int nargs, int dims, const size_t *global, const size_t *local,
+                             cl_event *event);
+
+/* GEMM (cl_gemm.c). The build options of kernels/gemm.cl for f32 and f64. */
+#define CLT__CL_GEMM_F32 "-DT=float"
+#define CLT__CL_GEMM_F64 "-DT=double -DGEMM_F64=1"
+
+/* The bytes of the packed copy of B the packed variant needs (SIZE_MAX when
+ * that overflows). */
+size_t clt__cl_gemm_panel_bytes(clt_device *dev, const clt__gemm_call *c);
+
+/* Whether variant v can run the call on dev (CLBlast always can). */
+bool clt__cl_gemm_fits(clt_device *dev, clt__gemm_variant v, const clt__gemm_call *c);
+
+/* Queues the call with variant v, which must fit it; `panels` is a buffer of at least
+ * clt__cl_gemm_panel_bytes(c) for the packed variant (unused by the others). */
+clt_status clt__cl_gemm_run(const char *fn, clt_device *dev, clt__gemm_variant v,
+                            const clt__gemm_call *c, cl_mem panels);
+
+/* GEMM tuning (cl_gemm_tune.c). The size class of a call. */
+int clt__gemm_class(const clt__gemm_call *c);
+
+/* The variant that runs a call: the one CLT_GEMM names, else the device's choice for the call's
+ * dtype and size class: tuned (in this process by clt_device_warmup, or in an earlier one and
+ * read from the disk cache), else the default for the kind of device (never tuned here); where
+ * that variant cannot take the call, the fallback choice (or, for a named one, packed for
+ * direct), and CLBlast where the library's kernels cannot. An unknown CLT_GEMM is an error. */
+clt_status clt__cl_gemm_choose(const char *fn, clt_device *dev, const clt__gemm_call *c,
+                               clt__gemm_variant *v);
+
+/* Tunes dtype's GEMM on dev unless done or stored (clt_device_warmup); choice, when not NULL,
+ * receives the CLT__GEMM_CHOICES choices. */
+clt_status clt__cl_gemm_tune(const char *fn, clt_device *dev, clt_dtype dtype,
+                             clt__gemm_variant *choice);
+
+/* The disk cache of built programs (cl_cache.c). Its folder is CLT_CACHE_DIR (default
+ * $XDG_CACHE_HOME/cltensor or $HOME/.cache/cltensor; "off" disables it), its size cap
+ * CLT_CACHE_SIZE, both read once per process. Nothing here fails for the caller: an unusable
+ * entry or folder is logged and behaves as a miss. */
+
+/* What happened to programs so far in this process, for tests. */
+typedef struct clt__cl_cache_stats {
+    long programs; /* programs built for a device, from a binary or from source */
+    long hits;     /* built from a cache entry */
+    long misses;   /* built from source (no usable entry, or the cache off) */
+    long rejected; /* entries found but not used: corrupt, truncated, foreign, refused */
+    long stored;   /* entries written */
+} clt__cl_cache_stats;
+
+typedef enum clt__cl_cache_event {
+    CLT__CACHE_PROGRAM,
+    CLT__CACHE_HIT,
+    CLT__CACHE_MISS,
+    CLT__CACHE_REJECTED,
+    CLT__CACHE_STORED,
+} clt__cl_cache_event;
+
+void clt__cl_cache_note(clt__cl_cache_event event);
+clt__cl_cache_stats clt__cl_cache_get_stats(void);
+
+/* The key material of a program: library version, platform name and version, device name,
+ * driver version, build options and every source part, each length-prefixed. Returns a new
+ * buffer (clt__free) of *key_len bytes, or NULL when out of memory. */
+char *clt__cl_cache_key(const char *fn, clt_device *dev, const char *options, int count,
+                        const char *const *texts, const size_t *lens, size_t *key_len);
+
+/* The binary stored under the key (clt__free), *size its length; NULL on a miss, or after a
+ * corrupt, truncated or foreign entry was logged and counted as rejected. */
+unsigned char *clt__cl_cache_load(const char *fn, const char *key, size_t key_len, size_t *size);
+
+/* Stores the binary under the key (temp file + rename), then evicts least recently used
+ * entries down to the size cap. Failures are logged, never returned. */
+void clt__cl_cache_store(const char *fn, const char *key, size_t key_len,
+                         const unsigned char *binary, size_t size);
+
+/* Whether the device's driver keeps a disk cache of its own builds, on by default and not turned
+ * off: PoCL (POCL_KERNEL_CACHE=0 turns it off; POCL_CACHE_DIR) and Mesa's Rusticl and Clover
+ * (MESA_SHADER_CACHE_DISABLE; MESA_SHADER_CACHE_DIR). Such a driver caches what it compiles
+ * when it compiles it, where asking it for a program's binary would compile every kernel of the
+ * program at once, so the library's own cache is not used with it. *folder receives the
+ * driver's cache folder. */
+bool clt__cl_driver_cache(const clt_device *dev, char *folder, size_t size);
+
+/* The library's cache folder into folder; false when the cache is off. */
+bool clt__cl_cache_folder(char *folder, size_t size);
+
+/* Builds every program the library's kernels use on the device, for every dtype it supports,
+ * several at once where the machine has the cores. */
+clt_status clt__cl_build_all(const char *fn, clt_device *dev);
+
+/* Warns about every driver library an ICD vendor file names that the loader could not load
+ * (cl_vendors.c); called once the platforms are listed. */
+void clt__cl_check_vendors(void);
+
+/* A readable failure from an OpenCL call: "what on gpu:0 failed: CL_... (-5)". */
+clt_status clt__cl_error(const char *fn, clt_device *dev, cl_int err, const char *what);
+
+#endif

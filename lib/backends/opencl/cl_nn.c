@@ -1,0 +1,105 @@
+/* The OpenCL backend's neural-network kernels (kernels/nn.cl): index_select, im2col and 2-D
+ * pooling, and their adjoints index_add, col2im and pool2d_backward; one work-item an output
+ * element. */
+#include "cl_internal.h"
+#include "cl_run.h"
+#include "core/core.h"
+
+clt_status clt__cl_index_select(const char *fn, clt_device *dev, const clt__index_call *c)
+{
+    cl_mem out = c->out, src = c->src, idx = c->idx;
+    cl_ulong oo = c->out_offset, so = c->src_offset, io = c->idx_offset;
+    cl_ulong A = c->A, K = c->K, B = c->B, M = c->M;
+    const clt__cl_arg args[] = {
+        {sizeof out, &out}, {sizeof oo, &oo}, {sizeof src, &src}, {sizeof so, &so},
+        {sizeof idx, &idx}, {sizeof io, &io}, {sizeof A, &A},     {sizeof K, &K},
+        {sizeof B, &B},     {sizeof M, &M},
+    };
+    return clt__cl_launch(fn, dev, "nn", clt__cl_dtype_options(c->dtype), "index_select",
+                          CLT__CL_ARGS(args), c->A * c->M * c->B, NULL);
+}
+
+/* The window geometry shared by im2col and pool2d, as kernel arguments from index `at`. */
+static int geometry(const clt__conv_call *c, cl_ulong *u, cl_int *w, clt__cl_arg *args, int at)
+{
+    u[0] = c->H, u[1] = c->W, u[2] = c->OH, u[3] = c->OW;
+    w[0] = c->kh, w[1] = c->kw, w[2] = c->sh, w[3] = c->sw;
+    w[4] = c->ph, w[5] = c->pw, w[6] = c->dh, w[7] = c->dw;
+    for (int i = 0; i < 4; i++)
+        args[at++] = (clt__cl_arg){sizeof u[i], &u[i]};
+    for (int i = 0; i < 8; i++)
+        args[at++] = (clt__cl_arg){sizeof w[i], &w[i]};
+    return at;
+}
+
+/* im2col ("im2col", n the column count) or its adjoint ("col2im", n the image size): the same
+ * arguments, n elements over the work-items (CLT_RUN). */
+static clt_status columns(const char *fn, clt_device *dev, const clt__conv_call *c,
+                          const char *kernel, size_t n)
+{
+    cl_mem out = c->out, in = c->in;
+    cl_ulong oo = c->out_offset, io = c->in_offset, N = c->N, C = c->C, u[4];
+    cl_int w[8], blocked = clt__cl_run_layout(dev);
+    clt__cl_arg args[19] = {
+        {sizeof out, &out}, {sizeof oo, &oo}, {sizeof in, &in}, {sizeof io, &io},
+        {sizeof N, &N},     {sizeof C, &C},
+    };
+    int nargs = geometry(c, u, w, args, 6);
+    args[nargs++] = (clt__cl_arg){sizeof blocked, &blocked};
+    return clt__cl_run(fn, dev, "nn", clt__cl_dtype_options(c->dtype), kernel, args, nargs, n);
+}
+
+clt_status clt__cl_im2col(const char *fn, clt_device *dev, const clt__conv_call *c)
+{
+    return columns(fn, dev, c, "im2col", c->N * c->C * ((size_t)c->kh * (size_t)c->kw) * c->OH * c->OW);
+}
+
+clt_status clt__cl_col2im(const char *fn, clt_device *dev, const clt__conv_call *c)
+{
+    return columns(fn, dev, c, "col2im", c->N * c->C * c->H * c->W);
+}
+
+/* pool2d or pool2d_backward: the same arguments (arg, when NULL, stands in as out, unused),
+ * n elements over the work-items (CLT_RUN). */
+static clt_status pooling(const char *fn, clt_device *dev, const clt__conv_call *c,
+                          const char *kernel, size_t n)
+{
+    cl_mem out = c->out, in = c->in, arg = c->arg ? (cl_mem)c->arg : (cl_mem)c->out;
+    cl_ulong oo = c->out_offset, ao = c->arg ? c->arg_offset : 0, io = c->in_offset;
+    cl_ulong NC = c->N * c->C, u[4];
+    cl_int w[8], is_max = c->is_max, count_pad = c->count_pad, blocked = clt__cl_run_layout(dev);
+    clt__cl_arg args[22] = {
+        {sizeof out, &out}, {sizeof oo, &oo}, {sizeof arg, &arg}, {sizeof ao, &ao},
+        {sizeof in, &in},   {sizeof io, &io}, {sizeof NC, &NC},
+    };
+    int nargs = geometry(c, u, w, args, 7);
+    args[nargs++] = (clt__cl_arg){sizeof is_max, &is_max};
+    args[nargs++] = (clt__cl_arg){sizeof count_pad, &count_pad};
+    args[nargs++] = (clt__cl_arg){sizeof blocked, &blocked};
+    return clt__cl_run(fn, dev, "nn", clt__cl_dtype_options(c->dtype), kernel, args, nargs, n);
+}
+
+clt_status clt__cl_pool2d(const char *fn, clt_device *dev, const clt__conv_call *c)
+{
+    return pooling(fn, dev, c, "pool2d", c->N * c->C * c->OH * c->OW);
+}
+
+clt_status clt__cl_pool2d_backward(const char *fn, clt_device *dev, const clt__conv_call *c)
+{
+    return pooling(fn, dev, c, "pool2d_backward", c->N * c->C * c->H * c->W);
+}
+
+clt_status clt__cl_index_add(const char *fn, clt_device *dev, const clt__index_add_call *c)
+{
+    cl_mem out = c->out, src = c->src, starts = c->starts, order = c->order;
+    cl_ulong oo = c->out_offset, so = c->src_offset, sto = c->starts_offset, oro = c->order_offset;
+    cl_ulong A = c->A, K = c->K, B = c->B, M = c->M;
+    const clt__cl_arg args[] = {
+        {sizeof out, &out},       {sizeof oo, &oo},       {sizeof src, &src}, {sizeof so, &so},
+        {sizeof starts, &starts}, {sizeof sto, &sto},     {sizeof order, &order},
+        {sizeof oro, &oro},       {sizeof A, &A},         {sizeof K, &K},     {sizeof B, &B},
+        {sizeof M, &M},
+    };
+    return clt__cl_launch(fn, dev, "nn", clt__cl_dtype_options(c->dtype), "index_add",
+                          CLT__CL_ARGS(args), c->A * c->K * c->B, NULL);
+}

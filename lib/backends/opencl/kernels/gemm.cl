@@ -1,0 +1,216 @@
+/* The library's own strided-batched GEMM kernels (see clt__gemm_call in lib/backend.h), for
+ * the devices where they beat CLBlast (lib/backends/opencl/cl_gemm.c tunes the choice per device):
+ *   gemm_pack    op(B) copied into panels of PW columns, zero beyond n: [batch][panel][k][PW];
+ *   gemm_packed  one work-item a MR x PW tile of C from rows of A and a packed panel of B;
+ *   gemm_direct  the same tile with op(B) read in place (B not transposed);
+ *   gemm_tiled   16 x 16 work-items sharing 64 x 64 tiles through local memory (GPUs).
+ * The packed and direct kernels run in work-groups of one work-item, consecutive ones walking
+ * down M so that a panel of B stays in cache: on CPU-type devices this keeps the PW-wide rows of
+ * C in vector registers (MR x NV accumulators of VW lanes) instead of relying on implicit
+ * vectorisation across work-items. Built with -DT=float or -DT=double, VW the device's native
+ * vector width for T (CLT_VW_FLOAT, CLT_VW_DOUBLE: 2 to 16, from the build options), as one
+ * program per part (CLT_WANTED, common.cl): packed (gemm_pack and gemm_packed), direct, tiled.
+ *
+ * A is m x k with element (i, l) at a[a_off + b * a_bs + i * a_rs + l * a_cs] in batch b, B is
+ * k x n likewise, C is m x n with rows ldc apart. Every product is fma(), so results depend
+ * only on the order of summation, which is l = 0, 1, ... k - 1 for every element. */
+
+#if GEMM_F64
+#define VW CLT_VW_DOUBLE
+#else
+#define VW CLT_VW_FLOAT
+#endif
+#define VT CLT_PASTE(T, VW)
+#define vloadw CLT_PASTE(vload, VW)
+#define vstorew CLT_PASTE(vstore, VW)
+#define MR 4
+#define NV 4
+#define PW (VW * NV) /* the panel's width */
+
+/* One work-item a row l of a panel p of batch b: global (k, panels, batch). */
+#if CLT_WANTED(packed)
+__kernel void gemm_pack(int n, int k, __global const T *bsrc, ulong b_off, ulong b_rs, ulong b_cs,
+                        ulong b_bs, __global T *panels)
+{
+    int l = get_global_id(0), p = get_global_id(1), b = get_global_id(2);
+    int np = get_global_size(1), j0 = p * PW;
+    __global const T *src = bsrc + b_off + b * b_bs + l * b_rs;
+    __global T *dst = panels + (((ulong)b * np + p) * k + l) * PW;
+    if (l >= k)
+        return;
+    if (b_cs == 1 && j0 + PW <= n) {
+        for (int q = 0; q < NV; q++)
+            vstorew(vloadw(0, src + j0 + q * VW), q, dst);
+        return;
+    }
+    for (int j = 0; j < PW; j++)
+        dst[j] = j0 + j < n ? src[(j0 + j) * b_cs] : (T)0;
+}
+#endif
+
+#define ACC_ROW(r) VT c##r##0 = 0, c##r##1 = 0, c##r##2 = 0, c##r##3 = 0
+#define ACC_TILE() ACC_ROW(0); ACC_ROW(1); ACC_ROW(2); ACC_ROW(3)
+#define FMA_ROW(r, x)                                                                             \
+    c##r##0 = fma((VT)(x), b0, c##r##0);                                                          \
+    c##r##1 = fma((VT)(x), b1, c##r##1);                                                          \
+    c##r##2 = fma((VT)(x), b2, c##r##2);                                                          \
+    c##r##3 = fma((VT)(x), b3, c##r##3)
+/* One step l of the tile: a column of four elements of A times a row of PW elements of B. */
+#define TILE_STEP()                                                                               \
+    do {                                                                                          \
+        T x0 = a0[0], x1 = a1[0], x2 = a2[0], x3 = a3[0];                                         \
+        a0 += a_cs, a1 += a_cs, a2 += a_cs, a3 += a_cs;                                           \
+        FMA_ROW(0, x0);                                                                           \
+        FMA_ROW(1, x1);                                                                           \
+        FMA_ROW(2, x2);                                                                           \
+        FMA_ROW(3, x3);                                                                           \
+    } while (0)
+
+/* C's row i0 + r (when below m) from its four accumulators: alpha * acc + beta * C. */
+#define STORE_ROW(r)                                                                              \
+    if (i0 + r < m)                                                                               \
+        store_row(cb + (ulong)(i0 + r) * ldc, j0, n, alpha, beta, c##r##0, c##r##1, c##r##2,      \
+                  c##r##3)
+#define STORE_TILE() STORE_ROW(0); STORE_ROW(1); STORE_ROW(2); STORE_ROW(3)
+
+CLT_FN void store_row(__global T *crow, int j0, int n, T alpha, T beta, VT v0, VT v1, VT v2,
+                      VT v3)
+{
+    if (j0 + PW <= n) {
+        if (beta != 0) {
+            v0 = fma((VT)alpha, v0, (VT)beta * vloadw(0, crow + j0));
+            v1 = fma((VT)alpha, v1, (VT)beta * vloadw(0, crow + j0 + VW));
+            v2 = fma((VT)alpha, v2, (VT)beta * vloadw(0, crow + j0 + 2 * VW));
+            v3 = fma((VT)alpha, v3, (VT)beta * vloadw(0, crow + j0 + 3 * VW));
+        } else {
+            v0 *= alpha, v1 *= alpha, v2 *= alpha, v3 *= alpha;
+        }
+        vstorew(v0, 0, crow + j0);
+        vstorew(v1, 0, crow + j0 + VW);
+        vstorew(v2, 0, crow + j0 + 2 * VW);
+        vstorew(v3, 0, crow + j0 + 3 * VW);
+        return;
+    }
+    T row[PW];
+    vstorew(v0, 0, row);
+    vstorew(v1, 1, row);
+    vstorew(v2, 2, row);
+    vstorew(v3, 3, row);
+    for (int j = 0; j < PW && j0 + j < n; j++)
+        crow[j0 + j] = beta != 0 ? fma(alpha, row[j], beta * crow[j0 + j]) : alpha * row[j];
+}
+
+/* The start of rows i0 .. i0 + 3 of A (the last row stands in for rows beyond m). */
+#define A_ROWS()                                                                                  \
+    __global const T *ab = a + a_off + b * a_bs;                                                  \
+    __global const T *a0 = ab + (ulong)min(i0, m - 1) * a_rs;                                     \
+    __global const T *a1 = ab + (ulong)min(i0 + 1, m - 1) * a_rs;                                 \
+    __global const T *a2 = ab + (ulong)min(i0 + 2, m - 1) * a_rs;                                 \
+    __global const T *a3 = ab + (ulong)min(i0 + 3, m - 1) * a_rs
+
+/* Global (ceil(m / MR), ceil(n / PW), batch), work-groups of one work-item. */
+#if CLT_WANTED(packed)
+__kernel void gemm_packed(int m, int n, int k, T alpha, T beta, __global const T *a, ulong a_off,
+                          ulong a_rs, ulong a_cs, ulong a_bs, __global const T *panels,
+                          __global T *c, ulong c_off, ulong ldc, ulong c_bs)
+{
+    int i0 = get_global_id(0) * MR, p = get_global_id(1), b = get_global_id(2);
+    int j0 = p * PW;
+    __global const T *bp = panels + ((ulong)b * get_global_size(1) + p) * k * PW;
+    __global T *cb = c + c_off + b * c_bs;
+    A_ROWS();
+    ACC_TILE();
+    for (int l = 0; l < k; l++, bp += PW) {
+        VT b0 = vloadw(0, bp), b1 = vloadw(1, bp), b2 = vloadw(2, bp), b3 = vloadw(3, bp);
+        TILE_STEP();
+    }
+    STORE_TILE();
+}
+#endif
+
+/* As gemm_packed with B read in place: element (l, j) at b[b_off + b * b_bs + l * ldb + j]. A
+ * panel that reaches past n reads its elements one by one, zero beyond n. */
+#if CLT_WANTED(direct)
+__kernel void gemm_direct(int m, int n, int k, T alpha, T beta, __global const T *a, ulong a_off,
+                          ulong a_rs, ulong a_cs, ulong a_bs, __global const T *bsrc, ulong b_off,
+                          ulong ldb, ulong b_bs, __global T *c, ulong c_off, ulong ldc,
+                          ulong c_bs)
+{
+    int i0 = get_global_id(0) * MR, b = get_global_id(2);
+    int j0 = get_global_id(1) * PW;
+    __global const T *bp = bsrc + b_off + b * b_bs + j0;
+    __global T *cb = c + c_off + b * c_bs;
+    A_ROWS();
+    ACC_TILE();
+    if (j0 + PW <= n) {
+        for (int l = 0; l < k; l++, bp += ldb) {
+            VT b0 = vloadw(0, bp), b1 = vloadw(1, bp), b2 = vloadw(2, bp), b3 = vloadw(3, bp);
+            TILE_STEP();
+        }
+    } else {
+        T row[PW];
+        for (int l = 0; l < k; l++, bp += ldb) {
+            for (int j = 0; j < PW; j++)
+                row[j] = j0 + j < n ? bp[j] : (T)0;
+            VT b0 = vloadw(0, row), b1 = vloadw(1, row), b2 = vloadw(2, row), b3 = vloadw(3, row);
+            TILE_STEP();
+        }
+    }
+    STORE_TILE();
+}
+#endif
+
+/* Work-groups of 16 x 16 work-items, each a 64 x 64 tile of C (a work-item 4 x 4 elements, 16
+ * apart), through 64 x 16 tiles of A and 16 x 64 tiles of B in local memory, zero beyond the
+ * matrices. Global (16 * ceil(n / 64), 16 * ceil(m / 64), batch). (No reqd_work_group_size:
+ * on a device that cannot run 256 work-items the program still builds for the other kernels.) */
+#define TS 64
+#define TK 16
+#if CLT_WANTED(tiled)
+__kernel void gemm_tiled(int m, int n, int k, T alpha, T beta, __global const T *a, ulong a_off, ulong a_rs,
+           ulong a_cs, ulong a_bs, __global const T *bsrc, ulong b_off, ulong b_rs, ulong b_cs,
+           ulong b_bs, __global T *c, ulong c_off, ulong ldc, ulong c_bs)
+{
+    __local T as[TK][TS + 1], bs[TK][TS + 1];
+    int tx = get_local_id(0), ty = get_local_id(1), b = get_global_id(2);
+    int j0 = get_group_id(0) * TS, i0 = get_group_id(1) * TS, t = ty * 16 + tx;
+    __global const T *ab = a + a_off + b * a_bs, *bb = bsrc + b_off + b * b_bs;
+    T acc[4][4];
+    for (int r = 0; r < 4; r++)
+        for (int q = 0; q < 4; q++)
+            acc[r][q] = 0;
+    for (int l0 = 0; l0 < k; l0 += TK) {
+        /* 1024 elements of each tile, four a work-item */
+        for (int e = t; e < TS * TK; e += 256) {
+            int ai = e / TK, al = e % TK, bl = e / TS, bj = e % TS;
+            as[al][ai] = i0 + ai < m && l0 + al < k
+                             ? ab[(ulong)(i0 + ai) * a_rs + (ulong)(l0 + al) * a_cs] : (T)0;
+            bs[bl][bj] = l0 + bl < k && j0 + bj < n
+                             ? bb[(ulong)(l0 + bl) * b_rs + (ulong)(j0 + bj) * b_cs] : (T)0;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int l = 0; l < TK; l++) {
+            T x[4], y[4];
+            for (int r = 0; r < 4; r++)
+                x[r] = as[l][ty + 16 * r];
+            for (int q = 0; q < 4; q++)
+                y[q] = bs[l][tx + 16 * q];
+            for (int r = 0; r < 4; r++)
+                for (int q = 0; q < 4; q++)
+                    acc[r][q] = fma(x[r], y[q], acc[r][q]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    __global T *cb = c + c_off + b * c_bs;
+    for (int r = 0; r < 4; r++) {
+        int i = i0 + ty + 16 * r;
+        for (int q = 0; q < 4; q++) {
+            int j = j0 + tx + 16 * q;
+            if (i < m && j < n) {
+                __global T *o = cb + (ulong)i * ldc + j;
+                *o = beta != 0 ? fma(alpha, acc[r][q], beta * *o) : alpha * acc[r][q];
+            }
+        }
+    }
+}
+#endif

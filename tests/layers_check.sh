@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The layers of lib/ as docs/architecture.md draws them, checked on the sources:
+# - only the OpenCL backend (lib/backends/opencl/) and include/cltensor/opencl.h name OpenCL;
+# - nothing outside a backend's folder includes its headers, and only the backends and the seam
+#   (lib/backends/backend.h, whose elementwise operations are the shared table's) include the
+#   shared math (lib/backends/shared/);
+# - lib/tensor/ includes nothing of autograd or of the operations;
+# - lib/core/ includes nothing of the library but core/ and the public headers.
+#   layers_check.sh SOURCE_DIR
+set -euo pipefail
+cd "$1"
+status=0
+fail() {
+  echo "layers: $1:" >&2
+  sed 's/^/  /' >&2
+  status=1
+}
+
+opencl=$(grep -rlE 'CL/cl|cl_mem|cl_command_queue|clt__cl_' lib include |
+  grep -vE '^lib/backends/opencl/|^include/cltensor/opencl\.h$' || true)
+[[ -z $opencl ]] || fail "OpenCL outside its backend" <<<"$opencl"
+
+for b in host opencl; do
+  found=$(grep -rnE "#include \"backends/$b/" lib | grep -v "^lib/backends/$b/" || true)
+  [[ -z $found ]] || fail "a header of backends/$b/ included outside it" <<<"$found"
+done
+found=$(grep -rnE '#include "backends/shared/' lib | grep -vE '^lib/backends/' || true)
+[[ -z $found ]] || fail "the shared math included outside the backends" <<<"$found"
+
+tensor=$(grep -nE '#include "(autograd|ops|nn|optim|data|parallel|io)/|#include "cltensor/(autograd|ops|nn|optim)\.h"' lib/tensor/* || true)
+[[ -z $tensor ]] || fail "lib/tensor/ includes a layer above it" <<<"$tensor"
+
+core=$(grep -nE '#include "[a-z]+/' lib/core/* | grep -vE '#include "(core|cltensor)/' || true)
+[[ -z $core ]] || fail "lib/core/ includes another part of the library" <<<"$core"
+
+((status == 0)) && echo "layers: every include follows the layers"
+exit $status

@@ -1,0 +1,80 @@
+/* Helpers of the OpenCL backend's own tests: one GEMM variant checked against the product
+ * computed here. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "opencl_helpers.h"
+#include "device/allocator.h"
+#include "tensor/tensor_internal.h"
+
+/* A device buffer of n values from the generator (also returned in host, as doubles); with
+ * the matrices of C (c not NULL, beta 0) NaN, which C = alpha A B must ignore. */
+static clt_tensor *gemm_operand(clt_device *dev, clt_dtype dt, size_t n, double *host,
+                                const clt__gemm_call *c)
+{
+    for (size_t i = 0; i < n; i++)
+        host[i] = (double)(rand() % 2001 - 1000) / 256.0; /* exact in f32 */
+    for (size_t bt = 0; c && c->beta == 0 && bt < c->batch; bt++)
+        for (size_t i = 0; i < c->m; i++)
+            for (size_t j = 0; j < c->n; j++)
+                host[c->c_offset + bt * c->c_stride + i * c->ldc + j] = NAN;
+    clt_tensor *t = test_tensor(dev, dt, host, 1, (int64_t[]){(int64_t)n});
+    ck_assert_ptr_nonnull(t);
+    return t;
+}
+
+void test_gemm_check(clt_device *dev, clt_dtype dt, clt__gemm_variant v, const test_gemm_case *gc)
+{
+    size_t ar = gc->ta ? gc->k : gc->m, ac = gc->ta ? gc->m : gc->k;
+    size_t br = gc->tb ? gc->n : gc->k, bc = gc->tb ? gc->k : gc->n;
+    clt__gemm_call c = {.dtype = dt, .trans_a = gc->ta, .trans_b = gc->tb, .m = gc->m,
+                        .n = gc->n, .k = gc->k, .batch = gc->batch, .alpha = gc->alpha,
+                        .beta = gc->beta, .a_offset = 2, .b_offset = 1, .c_offset = 3,
+                        .lda = ac + 3, .ldb = bc + 1, .ldc = gc->n + 2};
+    c.a_stride = ar * c.lda + 5;
+    c.b_stride = gc->shared_b ? 0 : br * c.ldb + 1;
+    c.c_stride = gc->m * c.ldc + 4;
+    if (!clt__cl_gemm_fits(dev, v, &c))
+        return;
+    size_t na = c.a_offset + c.a_stride * c.batch, nc = c.c_offset + c.c_stride * c.batch;
+    size_t nb = c.b_offset + (gc->shared_b ? br * c.ldb : c.b_stride * c.batch);
+    double *ha = malloc(na * sizeof *ha), *hb = malloc(nb * sizeof *hb);
+    double *hc = malloc(nc * sizeof *hc), *bound = calloc(nc, sizeof *bound);
+    clt_tensor *a = gemm_operand(dev, dt, na, ha, NULL), *b = gemm_operand(dev, dt, nb, hb, NULL);
+    clt_tensor *out = gemm_operand(dev, dt, nc, hc, &c);
+    void *panels = NULL;
+    size_t capacity = 0;
+    c.a = a->storage->buf, c.b = b->storage->buf, c.c = out->storage->buf;
+    if (v == CLT__GEMM_PACKED)
+        ck_assert_int_eq(clt__device_alloc("test", dev, clt__cl_gemm_panel_bytes(dev, &c), false,
+                                           &panels, &capacity), CLT_OK);
+    ck_assert_msg(clt__cl_gemm_run("test", dev, v, &c, panels) == CLT_OK, "%s",
+                  clt_last_error());
+    for (size_t bt = 0; bt < c.batch; bt++)
+        for (size_t i = 0; i < c.m; i++)
+            for (size_t j = 0; j < c.n; j++) {
+                double sum = 0, abs_sum = 0;
+                for (size_t l = 0; l < c.k; l++) {
+                    size_t ai = c.a_offset + bt * c.a_stride + (c.trans_a ? l * c.lda + i
+                                                                         : i * c.lda + l);
+                    size_t bi = c.b_offset + bt * c.b_stride + (c.trans_b ? j * c.ldb + l
+                                                                         : l * c.ldb + j);
+                    sum += ha[ai] * hb[bi];
+                    abs_sum += fabs(ha[ai] * hb[bi]);
+                }
+                size_t o = c.c_offset + bt * c.c_stride + i * c.ldc + j;
+                bound[o] = fabs(c.alpha) * abs_sum + (c.beta != 0 ? fabs(c.beta * hc[o]) : 0);
+                hc[o] = c.alpha * sum + (c.beta != 0 ? c.beta * hc[o] : 0);
+            }
+    double *got = test_values(out), tol = dt == CLT_F64 ? 1e-12 : 1e-5;
+    for (size_t i = 0; i < nc; i++)
+        ck_assert_msg(fabs(got[i] - hc[i]) <= tol * bound[i],
+                      "%s on %s, %zu x %zu x %zu batch %zu%s%s: element %zu is %.9g, expected "
+                      "%.9g", clt__gemm_variant_names[v], clt_device_name(dev), c.m, c.n, c.k,
+                      c.batch, c.trans_a ? " A^T" : "", c.trans_b ? " B^T" : "", i, got[i],
+                      hc[i]);
+    if (panels)
+        clt__device_free(dev, panels, capacity);
+    free(got), free(bound), free(hc), free(hb), free(ha);
+    clt_tensor_release(out), clt_tensor_release(b), clt_tensor_release(a);
+}

@@ -1,0 +1,24 @@
+/* What the OpenCL backend's own tests (tests/opencl) share beside tests/helpers.h: its internals
+ * and the GEMM checker. */
+#ifndef CLT_TEST_OPENCL_HELPERS_H
+#define CLT_TEST_OPENCL_HELPERS_H
+
+#include "backends/opencl/cl_internal.h" /* first: it sets the OpenCL version */
+#include "helpers.h"
+
+/* One strided-batched GEMM for test_gemm_check: sizes, transposes, scalars, and whether B is
+ * one matrix for the whole batch. */
+typedef struct test_gemm_case {
+    size_t m, n, k, batch;
+    bool ta, tb;
+    double alpha, beta;
+    bool shared_b;
+} test_gemm_case;
+
+/* Runs the case with GEMM variant v on OpenCL device dev (with offsets, padded rows and gaps
+ * between the matrices; nothing when the variant cannot take it) and compares every element of
+ * C's buffer with the product computed here in double (f32 within 1e-5, f64 within 1e-12 of the
+ * sum of absolute terms; the padding and the gaps must be untouched). */
+void test_gemm_check(clt_device *dev, clt_dtype dt, clt__gemm_variant v, const test_gemm_case *gc);
+
+#endif

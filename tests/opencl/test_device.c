@@ -1,0 +1,921 @@
+/* Device suite: enumeration, names, the default and current device, platforms (none, one,
+ * two), CLT_VISIBLE_DEVICES, CLT_SUBDEVICES, the current-device guard (CLT_WITH_DEVICE),
+ * synchronisation and kernel builds from CLT_KERNEL_DIR. */
+#include <dirent.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "opencl_helpers.h"
+
+#include <cltensor/opencl.h>
+
+bool clt__cl_usable(const char *c_version, const char *profile, const char **why);
+
+/* Whether the description of the device called `name` ("gpu:1") has `text` in its name. */
+static bool name_has(const char *name, const char *text)
+{
+    const clt_device_info *info = clt_device_get_info(clt_device_get(name));
+    ck_assert_msg(info != NULL, "%s", clt_last_error());
+    return strstr(info->name, text) != NULL;
+}
+
+START_TEST(test_device_list)
+{
+    int n = clt_device_count();
+    const char *require = getenv("CLT_TEST_REQUIRE_GPU");
+    ck_assert_int_ge(n, 0);
+    if (require && strcmp(require, "1") == 0)
+        ck_assert_msg(n >= 1, "CLT_TEST_REQUIRE_GPU=1 but no OpenCL device was found");
+
+    const clt_device_info *cpu = clt_device_get_info(clt_device_cpu());
+    ck_assert_str_eq(clt_device_name(clt_device_cpu()), "cpu");
+    ck_assert_int_eq(cpu->type, CLT_DEVICE_HOST);
+    ck_assert(cpu->fp64);
+    ck_assert_uint_ge(cpu->compute_units, 1);
+    ck_assert_uint_gt(cpu->global_mem_bytes, 0);
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "gpu:%d", i);
+        clt_device *dev = clt_device_get(name);
+        ck_assert_ptr_nonnull(dev);
+        ck_assert_str_eq(clt_device_name(dev), name);
+        const clt_device_info *info = clt_device_get_info(dev);
+        ck_assert_int_ne(info->type, CLT_DEVICE_HOST);
+        ck_assert_int_gt(strlen(info->name), 0);
+        ck_assert_int_gt(strlen(info->platform), 0);
+        ck_assert_int_gt(strlen(info->version), 0);
+        ck_assert_uint_ge(info->compute_units, 1);
+        ck_assert_uint_ge(info->max_work_group_size, 1);
+        ck_assert_uint_gt(info->max_alloc_bytes, 0);
+        ck_assert_uint_le(info->max_alloc_bytes, info->global_mem_bytes);
+    }
+    ck_assert_ptr_null(clt_device_get_info(NULL));
+    ck_assert_str_eq(clt_device_name(NULL), "(null)");
+}
+END_TEST
+
+START_TEST(test_device_default_and_gpu)
+{
+    int n = clt_device_count();
+    clt_device *def = clt_device_default();
+    if (n == 0) {
+        ck_assert_ptr_eq(def, clt_device_cpu());
+        return;
+    }
+    ck_assert_ptr_eq(def, clt_device_get("gpu:0"));
+    ck_assert_ptr_eq(clt_device_get("gpu"), def);
+    ck_assert_ptr_eq(clt_device_current(), def);
+    ck_assert_ptr_eq(clt_device_get("cpu"), clt_device_cpu());
+}
+END_TEST
+
+static void *current_in_thread(void *arg)
+{
+    (void)arg;
+    return clt_device_current();
+}
+
+START_TEST(test_device_set_current)
+{
+    int n = clt_device_count();
+    char name[16];
+    pthread_t thread;
+    void *seen = NULL;
+    if (n == 0)
+        return;
+    snprintf(name, sizeof name, "gpu:%d", n - 1);
+    clt_device *last = clt_device_get(name);
+    ck_assert_int_eq(clt_device_set_current(last), CLT_OK);
+    ck_assert_ptr_eq(clt_device_current(), last);
+    ck_assert_ptr_eq(clt_device_get("gpu"), last);
+    /* thread-local: another thread still has the default */
+    ck_assert_int_eq(pthread_create(&thread, NULL, current_in_thread, NULL), 0);
+    pthread_join(thread, &seen);
+    ck_assert_ptr_eq(seen, clt_device_get("gpu:0"));
+
+    ck_assert_int_eq(clt_device_set_current(clt_device_cpu()), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_device_set_current: cpu is not a GPU");
+    ck_assert_int_eq(clt_device_set_current(NULL), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_eq(clt_device_current(), last);
+}
+END_TEST
+
+START_TEST(test_device_bad_names)
+{
+    static const char *const bad[] = {"gpu:7", "GPU", "gpu:", "gpu:-1", "gpu:01", "gpu:1x",
+                                      "cuda:0", "", " cpu", "gpu:99999999999"};
+    int n = clt_device_count();
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char expect[64];
+        clt_clear_error();
+        ck_assert_ptr_null(clt_device_get(bad[i]));
+        ck_assert_int_eq(clt_last_status(), CLT_ERR_NO_DEVICE);
+        snprintf(expect, sizeof expect, "clt_device_get: %s: ", bad[i]);
+        ck_assert_error_has(expect);
+        ck_assert_error_has("the valid names are cpu");
+        if (n > 0)
+            ck_assert_error_has("gpu:0 (");
+    }
+    ck_assert_ptr_null(clt_device_get("gpu:7"));
+    ck_assert_error_has("gpu:7: no such device");
+    ck_assert_ptr_null(clt_device_get(NULL));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+START_TEST(test_device_no_platform)
+{
+    ck_assert(test_use_vendors(false, false));
+    ck_assert_int_eq(clt_device_count(), 0);
+    ck_assert_ptr_eq(clt_device_default(), clt_device_cpu());
+    ck_assert_ptr_null(clt_device_get("gpu"));
+    ck_assert_error_has("this machine has no OpenCL device");
+    ck_assert_ptr_null(clt_device_get("gpu:0"));
+    ck_assert_error_has("gpu:0: no such device");
+    ck_assert_ptr_null(clt_device_current());
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_NO_DEVICE);
+
+    /* the host works as usual */
+    clt_tensor *x = clt_tensor_arange(0, 4, 1, CLT_F32, clt_device_cpu());
+    clt_tensor *y = clt_tensor_to(x, clt_device_default());
+    ck_assert_ptr_eq(x, y);
+    ck_assert_float_eq(((float *)clt_tensor_data(y))[3], 3.0f);
+    clt_tensor_release(y);
+    clt_tensor_release(x);
+    /* no device given: cpu, as there is no GPU */
+    x = clt_tensor_ones(CLT_SHAPE(2), CLT_F32, NULL);
+    ck_assert_ptr_eq(clt_tensor_device(x), clt_device_cpu());
+    clt_tensor_release(x);
+}
+END_TEST
+
+static void collect_warnings(clt_log_level level, const char *message, void *user)
+{
+    char *log = user;
+    size_t used = strlen(log);
+    snprintf(log + used, 4096 - used, "%s: %s\n", level >= CLT_LOG_WARN ? "warning" : "note",
+             message);
+}
+
+/* Vendor files naming a driver that does not exist (a warning names the file and the library)
+ * and a file that is no driver (noted at info level: loaders also drop drivers that report no
+ * platform); PoCL works as usual. */
+START_TEST(test_device_vendor_missing)
+{
+    static char log[4096];
+    char missing[512], bogus[1200], not_driver[512];
+    if (!test_use_vendors(true, false))
+        return;
+    const char *dir = getenv("OCL_ICD_VENDORS");
+    snprintf(not_driver, sizeof not_driver, "%s/pocl.icd", dir); /* exists, and is no library */
+    test_write_file(dir, "missing.icd", "/nonexistent/libOpenCL-driver.so\n");
+    test_write_file(dir, "bogus.icd", not_driver);
+    snprintf(missing, sizeof missing, "warning: OpenCL: %s/missing.icd names "
+             "/nonexistent/libOpenCL-driver.so, which does not exist: that platform is missing", dir);
+    snprintf(bogus, sizeof bogus, "note: OpenCL: %s/bogus.icd names %s, which is not loaded: not an "
+             "OpenCL driver, or one that reported no platform", dir, not_driver);
+    clt_set_log_callback(collect_warnings, log, CLT_LOG_INFO);
+    ck_assert_int_eq(clt_device_count(), 1);
+    clt_set_log_callback(NULL, NULL, CLT_LOG_INFO);
+    ck_assert_msg(strstr(log, missing) != NULL, "log: %s", log);
+    ck_assert_msg(strstr(log, bogus) != NULL, "log: %s", log);
+    ck_assert_msg(!strstr(log, "pocl.icd names libpocl"), "PoCL's platform reported: %s", log);
+    clt_tensor *x = clt_tensor_arange(0, 5, 1, CLT_F32, clt_device_get("gpu:0"));
+    clt_tensor *y = x ? clt_add(x, x) : NULL;
+    double *v = y ? test_values(y) : NULL;
+    ck_assert_msg(v != NULL, "%s", clt_last_error());
+    ck_assert_double_eq(v[4], 8);
+    free(v);
+    clt_tensor_release(y);
+    clt_tensor_release(x);
+}
+END_TEST
+
+START_TEST(test_device_two_platforms)
+{
+    if (!test_use_vendors(true, true))
+        return;
+    ck_assert_int_eq(clt_device_count(), 2);
+    const clt_device_info *g0 = clt_device_get_info(clt_device_get("gpu:0"));
+    const clt_device_info *g1 = clt_device_get_info(clt_device_get("gpu:1"));
+    /* GPU types first: Oclgrind reports itself as a GPU, PoCL's device is a CPU */
+    ck_assert_ptr_nonnull(strstr(g0->name, "Oclgrind"));
+    ck_assert_int_eq(g0->type, CLT_DEVICE_GPU);
+    ck_assert_int_eq(g1->type, CLT_DEVICE_CPU);
+    ck_assert_str_eq(g1->platform, "Portable Computing Language");
+    ck_assert_ptr_eq(clt_device_default(), clt_device_get("gpu:0"));
+}
+END_TEST
+
+START_TEST(test_device_visible_reorder)
+{
+    if (!test_use_vendors(true, true))
+        return;
+    setenv("CLT_VISIBLE_DEVICES", "1,0", 1);
+    ck_assert_int_eq(clt_device_count(), 2);
+    ck_assert_int_eq(clt_device_get_info(clt_device_get("gpu:0"))->type, CLT_DEVICE_CPU);
+    ck_assert(name_has("gpu:1", "Oclgrind"));
+}
+END_TEST
+
+START_TEST(test_device_visible_substring)
+{
+    if (!test_use_vendors(true, true))
+        return;
+    setenv("CLT_VISIBLE_DEVICES", " oclGRIND ", 1);
+    ck_assert_int_eq(clt_device_count(), 1);
+    ck_assert(name_has("gpu:0", "Oclgrind"));
+    ck_assert_ptr_null(clt_device_get("gpu:1"));
+}
+END_TEST
+
+START_TEST(test_device_visible_empty)
+{
+    if (!test_use_vendors(true, false))
+        return;
+    setenv("CLT_VISIBLE_DEVICES", "", 1);
+    ck_assert_int_eq(clt_device_count(), 0);
+    ck_assert_ptr_eq(clt_device_default(), clt_device_cpu());
+}
+END_TEST
+
+/* Each bad value is an error at first use, for every device function, cpu included. */
+START_TEST(test_device_visible_bad)
+{
+    static const struct {
+        const char *value, *message;
+    } cases[] = {
+        {"5", "index 5 is out of range"},
+        {"0,0", "device 0 is named twice"},
+        {"nosuch", "no other device's name contains \"nosuch\""},
+        {"0,,0", "an entry is empty"},
+    };
+    if (!test_use_vendors(true, false))
+        return;
+    setenv("CLT_VISIBLE_DEVICES", cases[_i].value, 1);
+    ck_assert_int_eq(clt_device_count(), CLT_ERR_ENVIRONMENT);
+    ck_assert_error_has("clt_device_count: CLT_VISIBLE_DEVICES=\"");
+    ck_assert_error_has(cases[_i].message);
+    ck_assert_error_has("the OpenCL devices are 0 (pthread");
+    ck_assert_ptr_null(clt_device_get("cpu"));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_ENVIRONMENT);
+    ck_assert_ptr_null(clt_device_default());
+    ck_assert_ptr_null(clt_device_cpu());
+}
+END_TEST
+
+/* A value far longer than any message: the error quotes its start. */
+START_TEST(test_device_visible_long_value)
+{
+    char value[3001];
+    memset(value, 'x', sizeof value - 1);
+    value[sizeof value - 1] = '\0';
+    if (!test_use_vendors(true, false))
+        return;
+    setenv("CLT_VISIBLE_DEVICES", value, 1);
+    ck_assert_int_eq(clt_device_count(), CLT_ERR_ENVIRONMENT);
+    ck_assert_error_has("an entry is empty or too long");
+    ck_assert_error_has("xxx...\"");
+    ck_assert_int_lt(strlen(clt_last_error()), 1000);
+}
+END_TEST
+
+/* Devices the kernels cannot run on are left out of the list. */
+START_TEST(test_device_usable_versions)
+{
+    static const struct {
+        const char *c_version, *profile, *why;
+    } cases[] = {
+        {"OpenCL C 1.2 PoCL", "FULL_PROFILE", NULL},
+        {"OpenCL C 3.0 ", "FULL_PROFILE", NULL},
+        {"OpenCL C 2.0", "FULL_PROFILE", NULL},
+        {"OpenCL C 1.1", "FULL_PROFILE", "older than 1.2"},
+        {"OpenCL C 1.0 ", "FULL_PROFILE", "older than 1.2"},
+        {"", "FULL_PROFILE", "older than 1.2"},
+        {"OpenCL C 3.0", "EMBEDDED_PROFILE", "embedded profile"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *why = NULL;
+        bool ok = clt__cl_usable(cases[i].c_version, cases[i].profile, &why);
+        ck_assert_msg(ok == (cases[i].why == NULL), "case %zu", i);
+        if (!ok)
+            ck_assert_ptr_nonnull(strstr(why, cases[i].why));
+    }
+}
+END_TEST
+
+/* The OpenCL objects behind devices and tensors, borrowed or retained, in order with the
+ * library's own work. */
+START_TEST(test_device_opencl_interop)
+{
+    clt_device *dev = test_device(_i);
+    clt_tensor *x = clt_tensor_arange(0, 10, 1, CLT_F32, dev);
+    clt_tensor *v = clt_slice(x, 0, 2, 10, 3); /* elements 2, 5, 8 */
+    if (_i == 0) {
+        ck_assert_ptr_null(clt_device_cl_context(dev, false));
+        ck_assert_int_eq(clt_last_status(), CLT_ERR_DEVICE_MISMATCH);
+        ck_assert_error_has("clt_device_cl_context: cpu is not an OpenCL device");
+        ck_assert_ptr_null(clt_device_cl_queue(dev, true));
+        ck_assert_ptr_null(clt_device_cl_device(dev));
+        ck_assert_ptr_null(clt_tensor_cl_mem(x, false));
+        ck_assert_error_has("clt_tensor_cl_mem: cpu is not an OpenCL device");
+    } else {
+        cl_context ctx = clt_device_cl_context(dev, false);
+        cl_command_queue q = clt_device_cl_queue(dev, false);
+        cl_device_id id = NULL, qid = NULL;
+        cl_uint refs0 = 0, refs1 = 0;
+        ck_assert_ptr_nonnull(ctx);
+        ck_assert_ptr_nonnull(q);
+        clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof qid, &qid, NULL);
+        id = clt_device_cl_device(dev);
+        ck_assert_ptr_eq(id, qid);
+        clGetContextInfo(ctx, CL_CONTEXT_REFERENCE_COUNT, sizeof refs0, &refs0, NULL);
+        ck_assert_ptr_eq(clt_device_cl_context(dev, true), ctx);
+        clGetContextInfo(ctx, CL_CONTEXT_REFERENCE_COUNT, sizeof refs1, &refs1, NULL);
+        ck_assert_uint_eq(refs1, refs0 + 1);
+        clReleaseContext(ctx);
+
+        cl_mem mem = clt_tensor_cl_mem(v, true);
+        ck_assert_ptr_nonnull(mem);
+        ck_assert_uint_eq(clt_tensor_cl_offset(v), 2 * sizeof(float));
+        float got = 0, put = 42;
+        ck_assert_int_eq(clEnqueueReadBuffer(q, mem, CL_TRUE, clt_tensor_cl_offset(v), sizeof got, &got, 0, NULL, NULL), CL_SUCCESS);
+        ck_assert_float_eq(got, 2.0f);
+        /* a write queued directly is seen by the library's next read */
+        ck_assert_int_eq(clEnqueueWriteBuffer(q, mem, CL_FALSE, 5 * sizeof(float), sizeof put, &put, 0, NULL, NULL), CL_SUCCESS);
+        float back[3];
+        ck_assert_int_eq(clt_tensor_copy_to_host(v, back, sizeof back), CLT_OK);
+        ck_assert_float_eq(back[1], 42.0f);
+        clReleaseMemObject(mem);
+        clt_tensor *empty = clt_tensor_empty(CLT_SHAPE(0), CLT_F32, dev);
+        ck_assert_ptr_null(clt_tensor_cl_mem(empty, false));
+        ck_assert_error_has("a tensor without elements has no buffer");
+        clt_tensor_release(empty);
+    }
+    ck_assert_ptr_null(clt_tensor_cl_mem(NULL, false));
+    ck_assert_uint_eq(clt_tensor_cl_offset(NULL), 0);
+    clt_tensor_release(v);
+    clt_tensor_release(x);
+}
+END_TEST
+
+START_TEST(test_device_synchronize)
+{
+    clt_device *dev = test_device(_i);
+    clt_tensor *x = clt_tensor_rand(CLT_SHAPE(1000), CLT_F32, dev);
+    ck_assert_ptr_nonnull(x);
+    ck_assert_int_eq(clt_device_synchronize(dev), CLT_OK);
+    clt_tensor_release(x);
+    ck_assert_int_eq(clt_device_synchronize(NULL), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_device_synchronize: device is NULL");
+}
+END_TEST
+
+/* A broken kernel file: the build fails with the program's name and the compiler's log, every
+ * time it is needed; other programs and other devices keep working. */
+START_TEST(test_device_kernel_build_failure)
+{
+    const char *dir = test_temp_dir();
+    char path[512];
+    if (clt_device_count() == 0)
+        return;
+    test_copy_kernels(dir);
+    snprintf(path, sizeof path, "%s/cast.cl", dir);
+    FILE *f = fopen(path, "w");
+    fputs("__kernel void cast_f32_f16(__global float *x) { this is not OpenCL C; }\n", f);
+    fclose(f);
+    test_allow_stderr(); /* PoCL prints the compiler's error count */
+    setenv("CLT_KERNEL_DIR", dir, 1);
+
+    clt_device *gpu = clt_device_get("gpu:0");
+    clt_tensor *x = clt_tensor_ones(CLT_SHAPE(4), CLT_F32, gpu);
+    ck_assert_ptr_nonnull(x);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        ck_assert_ptr_null(clt_tensor_to_dtype(x, CLT_F16));
+        ck_assert_int_eq(clt_last_status(), CLT_ERR_KERNEL_BUILD);
+        ck_assert_error_has("clt_tensor_to_dtype: building OpenCL program 'cast:from_f32'");
+        ck_assert_error_has("for gpu:0");
+        ck_assert_error_has("build log:");
+        ck_assert_error_has("error");
+    }
+    /* the other programs build from the same folder; cpu is untouched */
+    clt_tensor *r = clt_tensor_rand(CLT_SHAPE(4), CLT_F32, gpu);
+    ck_assert_ptr_nonnull(r);
+    clt_tensor *c = clt_tensor_ones(CLT_SHAPE(4), CLT_F32, clt_device_cpu());
+    clt_tensor *h = clt_tensor_to_dtype(c, CLT_F16);
+    ck_assert_ptr_nonnull(h);
+    ck_assert_uint_eq(((uint16_t *)clt_tensor_data(h))[0], 0x3c00);
+    clt_tensor_release(h);
+    clt_tensor_release(c);
+    clt_tensor_release(r);
+    clt_tensor_release(x);
+}
+END_TEST
+
+START_TEST(test_device_kernel_dir_missing_file)
+{
+    const char *dir = test_temp_dir();
+    if (clt_device_count() == 0)
+        return;
+    test_copy_kernel(dir, "common.cl");
+    setenv("CLT_KERNEL_DIR", dir, 1);
+    clt_tensor *x = clt_tensor_rand(CLT_SHAPE(4), CLT_F32, clt_device_get("gpu:0"));
+    ck_assert_ptr_null(x);
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_IO);
+    ck_assert_error_has("cannot open scalar.cl in CLT_KERNEL_DIR");
+}
+END_TEST
+
+/* Sources read from CLT_KERNEL_DIR give the same results as the embedded ones. */
+START_TEST(test_device_kernel_dir_sources)
+{
+    if (clt_device_count() == 0)
+        return;
+    setenv("CLT_KERNEL_DIR", CLT_TEST_CL_DIR, 1);
+    clt_manual_seed(3);
+    clt_tensor *g = clt_tensor_randn(CLT_SHAPE(33), CLT_F32, clt_device_get("gpu:0"));
+    clt_manual_seed(3);
+    clt_tensor *c = clt_tensor_randn(CLT_SHAPE(33), CLT_F32, clt_device_cpu());
+    ck_assert_ptr_nonnull(g);
+    ck_assert_ptr_nonnull(c);
+    test_assert_same_bytes(g, c);
+    clt_tensor_release(g);
+    clt_tensor_release(c);
+}
+END_TEST
+
+/* ---- CLT_SUBDEVICES ---------------------------------------------------------------------------- */
+
+/* Two GPUs: PoCL and Oclgrind (no kernel runs), or PoCL split in two (kernels run). */
+static bool two_gpus(bool split)
+{
+    if (!test_use_vendors(true, !split))
+        return false;
+    if (split)
+        setenv("CLT_SUBDEVICES", "2", 1);
+    ck_assert_int_eq(clt_device_count(), 2);
+    return true;
+}
+
+/* The compute units of the device a sub-device was split from. */
+static cl_uint parent_units(clt_device *dev)
+{
+    cl_device_id parent = NULL;
+    cl_uint units = 0;
+    ck_assert_int_eq(clGetDeviceInfo(clt_device_cl_device(dev), CL_DEVICE_PARENT_DEVICE,
+                                     sizeof parent, &parent, NULL), CL_SUCCESS);
+    ck_assert_ptr_nonnull(parent);
+    ck_assert_int_eq(clGetDeviceInfo(parent, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units,
+                                     NULL), CL_SUCCESS);
+    return units;
+}
+
+/* PoCL's one CPU device becomes gpu:0 and gpu:1, each with half its compute units, each with
+ * its own context. */
+START_TEST(test_device_subdevices_split)
+{
+    if (!two_gpus(true))
+        return;
+    for (int i = 0; i < 2; i++) {
+        char name[16], suffix[32];
+        snprintf(name, sizeof name, "gpu:%d", i);
+        snprintf(suffix, sizeof suffix, " (sub-device %d of 2)", i + 1);
+        clt_device *dev = clt_device_get(name);
+        const clt_device_info *info = clt_device_get_info(dev);
+        cl_uint units = 0;
+        ck_assert_int_eq(info->type, CLT_DEVICE_CPU);
+        ck_assert_str_eq(info->platform, "Portable Computing Language");
+        ck_assert_ptr_nonnull(strstr(info->name, "pthread"));
+        ck_assert_str_eq(info->name + strlen(info->name) - strlen(suffix), suffix);
+        clGetDeviceInfo(clt_device_cl_device(dev), CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units,
+                        &units, NULL);
+        ck_assert_uint_eq(info->compute_units, units);
+        ck_assert_uint_ge(info->compute_units, 1);
+        ck_assert_uint_eq(info->compute_units, parent_units(dev) / 2);
+    }
+    clt_device *g0 = clt_device_get("gpu:0"), *g1 = clt_device_get("gpu:1");
+    ck_assert_ptr_ne(clt_device_cl_device(g0), clt_device_cl_device(g1));
+    ck_assert_ptr_ne(clt_device_cl_context(g0, false), clt_device_cl_context(g1, false));
+}
+END_TEST
+
+/* Operations on each sub-device give the host's results. */
+START_TEST(test_device_subdevices_ops)
+{
+    double va[12], vb[20];
+    if (!two_gpus(true))
+        return;
+    test_noise(va, 12, 1, -1, 1);
+    test_noise(vb, 20, 2, -1, 1);
+    clt_device *cpu = clt_device_cpu();
+    clt_tensor *a = test_tensor(cpu, CLT_F32, va, CLT_SHAPE(3, 4));
+    clt_tensor *b = test_tensor(cpu, CLT_F32, vb, CLT_SHAPE(4, 5));
+    clt_tensor *want[3] = {clt_add(a, a), clt_sum(a, NULL, 0, false), clt_matmul(a, b)};
+    for (int d = 0; d < 2; d++) {
+        clt_device *dev = test_device(d + 1);
+        clt_tensor *da = clt_tensor_to(a, dev), *db = clt_tensor_to(b, dev);
+        clt_tensor *got[3] = {clt_add(da, da), clt_sum(da, NULL, 0, false), clt_matmul(da, db)};
+        for (int k = 0; k < 3; k++) {
+            ck_assert_msg(got[k] != NULL, "%s", clt_last_error());
+            ck_assert_ptr_eq(clt_tensor_device(got[k]), dev);
+            int64_t n = clt_tensor_numel(want[k]);
+            double *w = test_values(want[k]), *g = test_values(got[k]);
+            for (int64_t i = 0; i < n; i++)
+                ck_assert_double_eq_tol(g[i], w[i], 1e-5);
+            free(w);
+            free(g);
+            clt_tensor_release(got[k]);
+        }
+        clt_tensor_release(da);
+        clt_tensor_release(db);
+    }
+    for (int k = 0; k < 3; k++)
+        clt_tensor_release(want[k]);
+    clt_tensor_release(a);
+    clt_tensor_release(b);
+}
+END_TEST
+
+/* gpu:0 -> gpu:1 -> cpu keeps every bit. */
+START_TEST(test_device_subdevices_copy)
+{
+    if (!two_gpus(true))
+        return;
+    clt_manual_seed(7);
+    clt_tensor *x = clt_tensor_randn(CLT_SHAPE(257), CLT_F32, clt_device_get("gpu:0"));
+    clt_tensor *y = clt_tensor_to(x, clt_device_get("gpu:1"));
+    clt_tensor *z = clt_tensor_to(y, clt_device_cpu());
+    ck_assert_ptr_nonnull(z);
+    ck_assert_ptr_ne(y, x);
+    ck_assert_ptr_eq(clt_tensor_device(y), clt_device_get("gpu:1"));
+    test_assert_same_bytes(x, z);
+    clt_tensor_release(z);
+    clt_tensor_release(y);
+    clt_tensor_release(x);
+}
+END_TEST
+
+/* Only CPU-type devices split: Oclgrind (a GPU) stays whole and first. */
+START_TEST(test_device_subdevices_two_platforms)
+{
+    if (!test_use_vendors(true, true))
+        return;
+    setenv("CLT_SUBDEVICES", "2", 1);
+    ck_assert_int_eq(clt_device_count(), 3);
+    ck_assert_int_eq(clt_device_get_info(clt_device_get("gpu:0"))->type, CLT_DEVICE_GPU);
+    ck_assert(name_has("gpu:0", "Oclgrind") && !name_has("gpu:0", "sub-device"));
+    ck_assert(name_has("gpu:1", "(sub-device 1 of 2)"));
+    ck_assert(name_has("gpu:2", "(sub-device 2 of 2)"));
+}
+END_TEST
+
+/* CLT_VISIBLE_DEVICES chooses among the sub-devices, by index or by name. */
+START_TEST(test_device_subdevices_visible)
+{
+    if (!test_use_vendors(true, false))
+        return;
+    setenv("CLT_SUBDEVICES", " 2 ", 1);
+    setenv("CLT_VISIBLE_DEVICES", _i ? "SUB-DEVICE 2" : "1", 1);
+    ck_assert_int_eq(clt_device_count(), 1);
+    ck_assert(name_has("gpu:0", "(sub-device 2 of 2)"));
+}
+END_TEST
+
+typedef struct log_text {
+    char text[4096];
+} log_text;
+
+static void append_log(clt_log_level level, const char *message, void *user)
+{
+    log_text *log = user;
+    size_t used = strlen(log->text);
+    (void)level;
+    snprintf(log->text + used, sizeof log->text - used, "%s\n", message);
+}
+
+/* 1 and empty mean no split; a device that cannot be split into N stays whole, with a
+ * warning. */
+START_TEST(test_device_subdevices_whole)
+{
+    static const char *const values[] = {"1", "", "64"};
+    static log_text log;
+    if (!test_use_vendors(true, false))
+        return;
+    setenv("CLT_SUBDEVICES", values[_i], 1);
+    clt_set_log_callback(append_log, &log, CLT_LOG_WARN);
+    ck_assert_int_eq(clt_device_count(), 1);
+    ck_assert(!name_has("gpu:0", "sub-device"));
+    if (_i == 2) {
+        ck_assert_msg(strstr(log.text, "CLT_SUBDEVICES=64: OpenCL device pthread") != NULL &&
+                          strstr(log.text, "stays whole: it has 2 compute units") != NULL,
+                      "logged \"%s\"", log.text);
+    } else {
+        ck_assert_ptr_null(strstr(log.text, "CLT_SUBDEVICES"));
+    }
+    clt_set_log_callback(NULL, NULL, CLT_LOG_WARN);
+}
+END_TEST
+
+/* A bad value is an error at first use, for every device function, like CLT_VISIBLE_DEVICES. */
+START_TEST(test_device_subdevices_bad)
+{
+    static const char *const values[] = {"abc", "0", "100", "2x", "-2", "65"};
+    char expect[64];
+    if (!test_use_vendors(true, false))
+        return;
+    setenv("CLT_SUBDEVICES", values[_i], 1);
+    ck_assert_int_eq(clt_device_count(), CLT_ERR_ENVIRONMENT);
+    snprintf(expect, sizeof expect, "clt_device_count: CLT_SUBDEVICES=\"%s\": ", values[_i]);
+    ck_assert_error_has(expect);
+    ck_assert_error_has("a whole number from 1 (no split) to 64");
+    ck_assert_ptr_null(clt_device_get("gpu:0"));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_ENVIRONMENT);
+    ck_assert_ptr_null(clt_device_cpu());
+    ck_assert_ptr_null(clt_device_default());
+    ck_assert_ptr_null(clt_tensor_zeros(CLT_SHAPE(2), CLT_F32, NULL));
+    ck_assert_error_has("clt_tensor_zeros: CLT_SUBDEVICES=");
+}
+END_TEST
+
+/* ---- the current-device guard ------------------------------------------------------------------ */
+
+START_TEST(test_device_guard_push_pop)
+{
+    clt_device_guard outer, inner;
+    static char other[64]; /* memory that is not a device of the library */
+    clt_device *not_a_device = (clt_device *)other;
+    if (!two_gpus(false))
+        return;
+    clt_device *g0 = clt_device_get("gpu:0"), *g1 = clt_device_get("gpu:1");
+    ck_assert_int_eq(clt_device_guard_push(&outer, g1), CLT_OK);
+    ck_assert(outer.active);
+    ck_assert_ptr_eq(outer.previous, g0);
+    ck_assert_ptr_eq(clt_device_current(), g1);
+    ck_assert_ptr_eq(clt_device_get("gpu"), g1);
+    ck_assert_int_eq(clt_device_guard_push(&inner, g0), CLT_OK);
+    ck_assert_ptr_eq(inner.previous, g1);
+    ck_assert_ptr_eq(clt_device_current(), g0);
+    clt_device_guard_pop(&inner);
+    ck_assert(!inner.active);
+    ck_assert_ptr_eq(clt_device_current(), g1);
+    clt_device_guard_pop(&inner); /* a second pop does nothing */
+    ck_assert_ptr_eq(clt_device_current(), g1);
+    clt_device_guard_pop(&outer);
+    ck_assert_ptr_eq(clt_device_current(), g0);
+
+    /* failures change nothing and leave the guard inactive */
+    ck_assert_int_eq(clt_device_set_current(g1), CLT_OK);
+    ck_assert_int_eq(clt_device_guard_push(&inner, NULL), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_device_guard_push: device is NULL");
+    ck_assert(!inner.active);
+    ck_assert_int_eq(clt_device_guard_push(&inner, clt_device_cpu()), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_device_guard_push: cpu is not a GPU");
+    ck_assert(!inner.active);
+    ck_assert_int_eq(clt_device_guard_push(&inner, not_a_device), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("is not a device of this library");
+    ck_assert_int_eq(clt_device_set_current(not_a_device), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clt_device_guard_push(NULL, g0), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("guard is NULL");
+    clt_device_guard_pop(&inner);
+    clt_device_guard_pop(NULL);
+    ck_assert_ptr_eq(clt_device_current(), g1);
+}
+END_TEST
+
+/* Nested blocks: each restores what it replaced. */
+START_TEST(test_device_with_nested)
+{
+    int ran = 0;
+    if (!two_gpus(_i == 1))
+        return;
+    clt_device *g0 = clt_device_get("gpu:0"), *g1 = clt_device_get("gpu:1");
+    CLT_WITH_DEVICE(g1) {
+        ck_assert_ptr_eq(clt_device_current(), g1);
+        CLT_WITH_DEVICE(g0) {
+            ck_assert_ptr_eq(clt_device_current(), g0);
+            CLT_WITH_DEVICE(g1) {
+                ck_assert_ptr_eq(clt_device_get("gpu"), g1);
+                ran++;
+            }
+            ck_assert_ptr_eq(clt_device_current(), g0);
+            ran++;
+        }
+        ck_assert_ptr_eq(clt_device_current(), g1);
+        ran++;
+    }
+    ck_assert_int_eq(ran, 3);
+    ck_assert_ptr_eq(clt_device_current(), g0);
+}
+END_TEST
+
+/* Returns from inside the block. */
+static clt_device *current_inside(clt_device *dev)
+{
+    CLT_WITH_DEVICE(dev) {
+        return clt_device_current();
+    }
+    return NULL;
+}
+
+/* break, continue, goto and return out of the block all restore the previous device; the
+ * statements after them do not run. */
+START_TEST(test_device_with_exits)
+{
+    int after = 0, loops = 0;
+    if (!two_gpus(false))
+        return;
+    clt_device *g0 = clt_device_get("gpu:0"), *g1 = clt_device_get("gpu:1");
+
+    CLT_WITH_DEVICE(g1) {
+        if (clt_device_current() == g1)
+            break;
+        after++;
+    }
+    ck_assert_ptr_eq(clt_device_current(), g0);
+
+    CLT_WITH_DEVICE(g1) {
+        loops++;
+        if (loops < 10)
+            continue; /* ends the block: it runs once */
+        after++;
+    }
+    ck_assert_int_eq(loops, 1);
+    ck_assert_ptr_eq(clt_device_current(), g0);
+
+    ck_assert_ptr_eq(current_inside(g1), g1);
+    ck_assert_ptr_eq(clt_device_current(), g0);
+
+    ck_assert_int_eq(clt_device_set_current(g1), CLT_OK);
+    CLT_WITH_DEVICE(g0) {
+        CLT_WITH_DEVICE(g1) {
+            if (clt_device_current() == g1)
+                goto out;
+            after++;
+        }
+        after++;
+    }
+out:
+    ck_assert_ptr_eq(clt_device_current(), g1);
+
+    /* break inside an enclosing loop leaves only the block */
+    for (int i = 0; i < 3; i++) {
+        CLT_WITH_DEVICE(g0) {
+            break;
+        }
+        loops++;
+    }
+    ck_assert_int_eq(loops, 4);
+    ck_assert_ptr_eq(clt_device_current(), g1);
+    ck_assert_int_eq(after, 0);
+}
+END_TEST
+
+/* A device that cannot be current: the block does not run and the error says why. */
+START_TEST(test_device_with_cpu)
+{
+    int ran = 0;
+    clt_device *before = clt_device_count() > 0 ? clt_device_current() : NULL;
+    CLT_WITH_DEVICE(clt_device_cpu()) {
+        ran++;
+    }
+    ck_assert_int_eq(ran, 0);
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_device_guard_push: cpu is not a GPU");
+    CLT_WITH_DEVICE(NULL) {
+        ran++;
+    }
+    ck_assert_int_eq(ran, 0);
+    ck_assert_error_has("clt_device_guard_push: device is NULL");
+    if (before)
+        ck_assert_ptr_eq(clt_device_current(), before);
+}
+END_TEST
+
+typedef struct thread_seen {
+    clt_device *set, *start, *inside, *end;
+} thread_seen;
+
+/* A thread starts at gpu:0, makes `set` current for a while, then for good. */
+static void *thread_sets_current(void *arg)
+{
+    thread_seen *seen = arg;
+    seen->start = clt_device_current();
+    CLT_WITH_DEVICE(seen->set) {
+        seen->inside = clt_device_current();
+    }
+    clt_device_set_current(seen->set);
+    seen->end = clt_device_current();
+    return NULL;
+}
+
+START_TEST(test_device_with_threads)
+{
+    pthread_t thread;
+    if (!two_gpus(false))
+        return;
+    clt_device *g0 = clt_device_get("gpu:0"), *g1 = clt_device_get("gpu:1");
+    thread_seen seen = {.set = g1};
+
+    /* another thread's current device is its own */
+    ck_assert_int_eq(pthread_create(&thread, NULL, thread_sets_current, &seen), 0);
+    pthread_join(thread, NULL);
+    ck_assert_ptr_eq(seen.start, g0);
+    ck_assert_ptr_eq(seen.inside, g1);
+    ck_assert_ptr_eq(seen.end, g1);
+    ck_assert_ptr_eq(clt_device_current(), g0);
+
+    /* a new thread starts at gpu:0 whatever the creating thread has made current */
+    CLT_WITH_DEVICE(g1) {
+        thread_seen inner = {.set = g0};
+        ck_assert_int_eq(pthread_create(&thread, NULL, thread_sets_current, &inner), 0);
+        pthread_join(thread, NULL);
+        ck_assert_ptr_eq(inner.start, g0);
+        ck_assert_ptr_eq(inner.end, g0);
+        ck_assert_ptr_eq(clt_device_current(), g1);
+    }
+    ck_assert_ptr_eq(clt_device_current(), g0);
+}
+END_TEST
+
+/* Creation functions given no device use the current GPU. */
+START_TEST(test_device_with_creation)
+{
+    double v[4] = {1, 2, 3, 4};
+    if (!two_gpus(true))
+        return;
+    clt_device *g0 = clt_device_get("gpu:0"), *g1 = clt_device_get("gpu:1");
+    for (int pass = 0; pass < 2; pass++) {
+        clt_device *want = pass ? g1 : g0;
+        if (pass)
+            ck_assert_int_eq(clt_device_set_current(g1), CLT_OK);
+        CLT_WITH_DEVICE(want) {
+            clt_tensor *made[] = {
+                clt_tensor_empty(CLT_SHAPE(4), CLT_F32, NULL),
+                clt_tensor_zeros(CLT_SHAPE(4), CLT_F32, NULL),
+                clt_tensor_ones(CLT_SHAPE(4), CLT_I32, NULL),
+                clt_tensor_full(CLT_SHAPE(4), 2.5, CLT_F32, NULL),
+                clt_tensor_arange(0, 4, 1, CLT_I64, NULL),
+                clt_tensor_rand(CLT_SHAPE(4), CLT_F32, NULL),
+                clt_tensor_randn(CLT_SHAPE(4), CLT_F32, NULL),
+                clt_tensor_from_data(v, CLT_F64, CLT_SHAPE(4), NULL),
+            };
+            for (size_t i = 0; i < sizeof made / sizeof *made; i++) {
+                ck_assert_msg(made[i] != NULL, "%s", clt_last_error());
+                ck_assert_ptr_eq(clt_tensor_device(made[i]), want);
+            }
+            double *got = test_values(made[3]);
+            ck_assert_double_eq(got[3], 2.5);
+            free(got);
+            got = test_values(made[7]);
+            ck_assert_double_eq(got[2], 3.0);
+            free(got);
+            for (size_t i = 0; i < sizeof made / sizeof *made; i++)
+                clt_tensor_release(made[i]);
+        }
+    }
+    /* outside any block: the thread's current GPU */
+    clt_tensor *t = clt_tensor_zeros(CLT_SHAPE(2), CLT_F32, NULL);
+    ck_assert_ptr_eq(clt_tensor_device(t), g1);
+    clt_tensor_release(t);
+}
+END_TEST
+
+Suite *suite_device(void)
+{
+    Suite *s = suite_create("device");
+    TCase *tc = test_case("device", 120);
+    tcase_add_test(tc, test_device_list);
+    tcase_add_test(tc, test_device_default_and_gpu);
+    tcase_add_test(tc, test_device_set_current);
+    tcase_add_test(tc, test_device_bad_names);
+    tcase_add_test(tc, test_device_no_platform);
+    tcase_add_test(tc, test_device_two_platforms);
+    tcase_add_test(tc, test_device_vendor_missing);
+    tcase_add_test(tc, test_device_visible_reorder);
+    tcase_add_test(tc, test_device_visible_substring);
+    tcase_add_test(tc, test_device_visible_empty);
+    tcase_add_loop_test(tc, test_device_visible_bad, 0, 4);
+    tcase_add_test(tc, test_device_visible_long_value);
+    tcase_add_test(tc, test_device_usable_versions);
+    ADD_DEVICE_TEST(tc, test_device_synchronize);
+    ADD_DEVICE_TEST(tc, test_device_opencl_interop);
+    tcase_add_test(tc, test_device_kernel_build_failure);
+    tcase_add_test(tc, test_device_kernel_dir_missing_file);
+    tcase_add_test(tc, test_device_kernel_dir_sources);
+    tcase_add_test(tc, test_device_subdevices_split);
+    tcase_add_test(tc, test_device_subdevices_ops);
+    tcase_add_test(tc, test_device_subdevices_copy);
+    tcase_add_test(tc, test_device_subdevices_two_platforms);
+    tcase_add_loop_test(tc, test_device_subdevices_visible, 0, 2);
+    tcase_add_loop_test(tc, test_device_subdevices_whole, 0, 3);
+    tcase_add_loop_test(tc, test_device_subdevices_bad, 0, 6);
+    tcase_add_test(tc, test_device_guard_push_pop);
+    tcase_add_loop_test(tc, test_device_with_nested, 0, 2);
+    tcase_add_test(tc, test_device_with_exits);
+    tcase_add_test(tc, test_device_with_cpu);
+    tcase_add_test(tc, test_device_with_threads);
+    tcase_add_test(tc, test_device_with_creation);
+    suite_add_tcase(s, tc);
+    return s;
+}

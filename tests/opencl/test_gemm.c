@@ -1,0 +1,301 @@
+/* Gemm suite: every GEMM variant of the OpenCL backend on awkward strided-batched calls against
+ * a product computed in double here; CLBlast's status codes; the defaults per device type; the
+ * tuner (a variant that gives wrong results is never chosen, the choice is stored and read back
+ * by another process; a kernel that does not build is skipped); CLT_GEMM forcing a variant. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "matmul_check.h"
+#include "opencl_helpers.h"
+#include "tensor/tensor_internal.h"
+
+/* The OpenCL backend turns CLBlast's own status codes into CLT_ERR_INTERNAL naming the code
+ * (here a leading dimension below the column count, which the front end never passes). */
+START_TEST(test_gemm_clblast_status)
+{
+    clt_device *dev = test_device(_i);
+    char text[200];
+    if (clt_device_get_info(dev)->type == CLT_DEVICE_HOST)
+        return;
+    clt_tensor *a = clt_tensor_ones(CLT_SHAPE(4, 4), CLT_F32, dev);
+    clt_tensor *c = clt_tensor_zeros(CLT_SHAPE(4, 4), CLT_F32, dev);
+    clt__gemm_call g = {.dtype = CLT_F32, .m = 4, .n = 4, .k = 4, .batch = 1, .alpha = 1,
+                        .a = a->storage->buf, .b = a->storage->buf, .c = c->storage->buf,
+                        .lda = 2, .ldb = 4, .ldc = 4};
+    clt_clear_error();
+    ck_assert_int_eq(clt__cl_gemm_run("clt_matmul", dev, CLT__GEMM_CLBLAST, &g, NULL),
+                     CLT_ERR_INTERNAL);
+    snprintf(text, sizeof text,
+             "clt_matmul: CLBlastSgemm (4 x 4 by 4 x 4, batch 1) on %s failed with CLBlast "
+             "status -1016 (CLBlastInvalidLeadDimA)",
+             clt_device_name(dev));
+    ck_assert_error_has(text);
+    g.lda = 4;
+    g.batch = 2;
+    g.c_stride = 256; /* C's buffer (512 bytes: the allocator's smallest class) lacks the second */
+    ck_assert_int_eq(clt__cl_gemm_run("clt_matmul", dev, CLT__GEMM_CLBLAST, &g, NULL),
+                     CLT_ERR_INTERNAL);
+    ck_assert_error_has("CLBlastSgemmStridedBatched (4 x 4 by 4 x 4, batch 2)");
+    ck_assert_error_has("CLBlastInsufficientMemoryC");
+    clt_tensor_release(c);
+    clt_tensor_release(a);
+}
+END_TEST
+
+/* Strided-batched calls for the variant test: see test_gemm_check. */
+static const test_gemm_case gemm_cases[] = {
+    {1, 1, 1, 1, false, false, 1, 0, false},    {4, 64, 8, 1, false, false, 1, 0, false},
+    {5, 65, 3, 1, false, false, 1, 0, false},   {3, 1, 100, 1, true, false, 1, 0, false},
+    {1, 200, 7, 1, false, true, 1, 0, false},   {70, 130, 45, 2, true, true, 0.5, 2, false},
+    {33, 64, 129, 3, false, false, 1, 1, true}, {130, 17, 64, 1, false, true, 1, -1, false},
+    {257, 70, 31, 2, true, false, 2, 0, true},  {8, 128, 256, 1, false, false, 1, 0, false},
+};
+
+/* Every variant of the OpenCL backend, f32 and f64, on every case: transposes, sizes off the
+ * tile edges, offsets, padded rows, batch strides, a B shared by the batch, alpha and beta. */
+START_TEST(test_gemm_variants)
+{
+    clt_device *dev = test_device(_i);
+    if (clt__is_host(dev))
+        return;
+    srand(5);
+    for (int v = 0; v < CLT__GEMM_VARIANTS; v++)
+        for (int d = 0; d < 2; d++) {
+            clt_dtype dt = d ? CLT_F64 : CLT_F32;
+            if (dt == CLT_F64 && !dev->info.fp64)
+                continue;
+            for (size_t i = 0; i < sizeof gemm_cases / sizeof *gemm_cases; i++)
+                test_gemm_check(dev, dt, (clt__gemm_variant)v, &gemm_cases[i]);
+        }
+}
+END_TEST
+
+static void collect_log(clt_log_level level, const char *message, void *user)
+{
+    char *log = user;
+    (void)level;
+    size_t used = strlen(log);
+    snprintf(log + used, 8192 - used, "%s\n", message);
+}
+
+/* f32 tuning on gpu:0 with the choices written to fd: 0 when they came out of tuning (logged
+ * "tuned in"), the log holds `expect` and no choice is the variant `never`. */
+static int tune_into(int fd, clt__gemm_variant never, const char *expect, char *log)
+{
+    clt__gemm_variant choice[CLT__GEMM_CHOICES];
+    clt_device *gpu = clt_device_get("gpu:0");
+    clt_set_log_callback(collect_log, log, CLT_LOG_INFO);
+    if (!gpu || clt__cl_gemm_tune("test", gpu, CLT_F32, choice) != CLT_OK)
+        return 1;
+    for (int i = 0; i < CLT__GEMM_CHOICES; i++)
+        if (choice[i] == never)
+            return 2;
+    if (write(fd, choice, sizeof choice) != (ssize_t)sizeof choice)
+        return 3;
+    if (!strstr(log, expect))
+        return 4;
+    return strstr(log, "tuned in") ? 0 : 5;
+}
+
+/* tune_into in this process, asserting it succeeded: choice receives the choices. */
+static void tune_here(clt__gemm_variant never, const char *expect, char *log,
+                      clt__gemm_variant *choice)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    ck_assert_int_eq(tune_into(fds[1], never, expect, log), 0);
+    ck_assert_int_eq(read(fds[0], choice, CLT__GEMM_CHOICES * sizeof *choice),
+                     (ssize_t)(CLT__GEMM_CHOICES * sizeof *choice));
+    close(fds[0]), close(fds[1]);
+}
+
+/* A copy of the kernels in a fresh folder, made CLT_KERNEL_DIR, in which the GEMM kernel whose
+ * body holds `line` negates every product it computes. */
+static void break_gemm_kernel(const char *line)
+{
+    const char *kernels = test_temp_dir();
+    char path[512], *text = calloc(1, 1 << 16), *at;
+    FILE *f;
+    test_copy_kernels(kernels);
+    snprintf(path, sizeof path, "%s/gemm.cl", kernels);
+    ck_assert_ptr_nonnull(f = fopen(path, "rb"));
+    ck_assert_uint_gt(fread(text, 1, (1 << 16) - 1, f), 0);
+    fclose(f);
+    ck_assert_ptr_nonnull(at = strstr(text, line));
+    ck_assert_ptr_nonnull(f = fopen(path, "wb"));
+    fwrite(text, 1, (size_t)(at - text) + strlen(line), f);
+    fputs(" alpha = -alpha;", f);
+    fputs(at + strlen(line), f);
+    fclose(f);
+    free(text);
+    setenv("CLT_KERNEL_DIR", kernels, 1);
+}
+
+/* a @ b (b^T with transpose_b) of a few sizes, one from each of several classes, checked. */
+static void products_right(bool transpose_b)
+{
+    clt_device *gpu = clt_device_get("gpu:0");
+    clt_manual_seed(4);
+    for (int64_t n = 24; n <= 600; n *= 5) {
+        clt_tensor *a = rnd(gpu, CLT_F32, CLT_SHAPE(n, n + 3));
+        clt_tensor *b = transpose_b ? rnd(gpu, CLT_F32, CLT_SHAPE(n, n + 3))
+                                    : rnd(gpu, CLT_F32, CLT_SHAPE(n + 3, n));
+        clt_tensor *bt = transpose_b ? clt_transpose(b, 0, 1) : clt_tensor_retain(b);
+        clt_tensor *c = clt_matmul(a, bt);
+        ck_assert_msg(c != NULL, "%s", clt_last_error());
+        check_matmul(a, bt, c, TOL_F32);
+        clt_tensor_release(c), clt_tensor_release(bt), clt_tensor_release(b);
+        clt_tensor_release(a);
+    }
+}
+
+/* The tuner with a direct kernel that gives wrong results (CLT_KERNEL_DIR): it is verified out
+ * with a warning and never chosen; a process started after reads the same choices from the disk
+ * cache without tuning, and products are right with them. */
+START_TEST(test_gemm_tuning)
+{
+    static char log[8192];
+    clt__gemm_variant first[CLT__GEMM_CHOICES], again[CLT__GEMM_CHOICES];
+    int fds[2], status = -1;
+    if (!test_use_vendors(true, false))
+        return;
+    unsetenv("CLT_GEMM"); /* the tuned choice, whatever the environment says */
+    setenv("CLT_CACHE_DIR", test_temp_dir(), 1);
+    break_gemm_kernel("__global const T *bp = bsrc + b_off + b * b_bs + j0;"); /* direct */
+
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork(); /* before this process touches OpenCL */
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        _exit(tune_into(fds[1], CLT__GEMM_DIRECT,
+                        "GEMM variant direct on gpu:0 (f32) gave wrong results", log));
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "tuning child: %d", status);
+    ck_assert_int_eq(read(fds[0], first, sizeof first), (ssize_t)sizeof first);
+
+    ck_assert_int_eq(tune_into(fds[1], CLT__GEMM_DIRECT, "", log), 5); /* not tuned again */
+    ck_assert_int_eq(read(fds[0], again, sizeof again), (ssize_t)sizeof again);
+    ck_assert_mem_eq(first, again, sizeof first);
+    close(fds[0]), close(fds[1]);
+
+    products_right(false);
+    products_right(true);
+}
+END_TEST
+
+/* A packed kernel that gives wrong results: never chosen, nor as the variant for products whose
+ * class chose direct but whose B is transposed (CLBlast runs those), and products are right. */
+START_TEST(test_gemm_tuning_fallback)
+{
+    static char log[8192];
+    clt__gemm_variant choice[CLT__GEMM_CHOICES];
+    if (!test_use_vendors(true, false))
+        return;
+    unsetenv("CLT_GEMM");
+    setenv("CLT_CACHE_DIR", "off", 1);
+    break_gemm_kernel(
+        "__global const T *bp = panels + ((ulong)b * get_global_size(1) + p) * k * PW;");
+    tune_here(CLT__GEMM_PACKED, "GEMM variant packed on gpu:0 (f32) gave wrong results", log,
+              choice);
+    ck_assert_int_eq(choice[CLT__GEMM_CLASSES], CLT__GEMM_CLBLAST);
+    products_right(true);
+    products_right(false);
+}
+END_TEST
+
+/* A gemm.cl that does not build: the library's variants fail verification with the build's
+ * error in a warning, and CLBlast runs every product. The failures are the tuner's own: the
+ * caller's last error stays as it was. */
+START_TEST(test_gemm_tuning_build_failure)
+{
+    static char log[8192];
+    const char *kernels = test_temp_dir();
+    clt__gemm_variant choice[CLT__GEMM_CHOICES];
+    if (!test_use_vendors(true, false))
+        return;
+    unsetenv("CLT_GEMM");
+    setenv("CLT_CACHE_DIR", "off", 1);
+    test_copy_kernels(kernels);
+    test_write_file(kernels, "gemm.cl", "__kernel void gemm_pack(void) { not OpenCL C }\n");
+    test_allow_stderr(); /* PoCL prints the compiler's error count */
+    setenv("CLT_KERNEL_DIR", kernels, 1);
+    clt_set_error(CLT_ERR_SHAPE, "earlier", "a failure before tuning");
+    tune_here(CLT__GEMM_PACKED, "building OpenCL program 'gemm:", log, choice);
+    ck_assert_str_eq(clt_last_error(), "earlier: a failure before tuning");
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_SHAPE);
+    ck_assert_msg(strstr(log, "GEMM variant packed on gpu:0 (f32) failed") != NULL, "%s", log);
+    ck_assert_msg(strstr(log, "GEMM variant direct on gpu:0 (f32) failed") != NULL, "%s", log);
+    for (int i = 0; i < CLT__GEMM_CHOICES; i++)
+        ck_assert_int_eq(choice[i], CLT__GEMM_CLBLAST);
+}
+END_TEST
+
+/* An untuned device runs the default variant for its kind at once, small products and large:
+ * the register tiles where the driver keeps each work-item's vectors (native float width above
+ * 1), CLBlast where it vectorises across work-items; nothing is tuned, and the products are
+ * right. */
+START_TEST(test_gemm_defaults)
+{
+    static char log[8192];
+    clt_device *dev = test_device(_i);
+    clt__gemm_variant v;
+    if (clt__is_host(dev))
+        return;
+    unsetenv("CLT_GEMM");
+    setenv("CLT_CACHE_DIR", test_temp_dir(), 1); /* no stored choices */
+    clt_set_log_callback(collect_log, log, CLT_LOG_INFO);
+    bool tiles = clt__cl(dev)->native_float_width > 1;
+    clt__gemm_call small = {.dtype = CLT_F32, .m = 1, .n = 5, .k = 10, .batch = 1};
+    clt__gemm_call large = {.dtype = CLT_F32, .m = 1024, .n = 1024, .k = 1024, .batch = 1};
+    ck_assert_int_eq(clt__cl_gemm_choose("test", dev, &small, &v), CLT_OK);
+    ck_assert_int_eq(v, tiles ? CLT__GEMM_DIRECT : CLT__GEMM_CLBLAST);
+    ck_assert_int_eq(clt__cl_gemm_choose("test", dev, &large, &v), CLT_OK);
+    ck_assert_int_eq(v, tiles ? CLT__GEMM_PACKED : CLT__GEMM_CLBLAST);
+    clt_manual_seed(6);
+    for (int64_t n = 1; n <= 200; n *= 14) {
+        clt_tensor *a = rnd(dev, CLT_F32, CLT_SHAPE(n, 10));
+        clt_tensor *b = rnd(dev, CLT_F32, CLT_SHAPE(10, 5));
+        clt_tensor *c = clt_matmul(a, b);
+        ck_assert_msg(c != NULL, "%s", clt_last_error());
+        check_matmul(a, b, c, TOL_F32);
+        clt_tensor_release(c), clt_tensor_release(b), clt_tensor_release(a);
+    }
+    ck_assert_msg(strstr(log, "tuned in") == NULL, "%s", log);
+}
+END_TEST
+
+/* CLT_GEMM names the variant every product uses; a name that is none is an error. */
+START_TEST(test_gemm_forced)
+{
+    clt_device *gpu;
+    if (!test_use_vendors(true, false))
+        return;
+    setenv("CLT_GEMM", "fastest", 1);
+    gpu = clt_device_get("gpu:0");
+    clt_tensor *a = clt_tensor_ones(CLT_SHAPE(3, 3), CLT_F32, gpu);
+    ck_assert_ptr_null(clt_matmul(a, a));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_matmul: CLT_GEMM=fastest names no GEMM variant: expected auto, "
+                        "clblast, packed, direct or tiled");
+    clt_tensor_release(a);
+}
+END_TEST
+
+Suite *suite_gemm(void)
+{
+    Suite *s = suite_create("gemm");
+    /* CLBlast's kernels compile slowly on PoCL the first time */
+    TCase *tc = test_case("gemm", 600);
+    ADD_DEVICE_TEST(tc, test_gemm_clblast_status);
+    ADD_DEVICE_TEST(tc, test_gemm_variants);
+    ADD_DEVICE_TEST(tc, test_gemm_defaults);
+    tcase_add_test(tc, test_gemm_tuning);
+    tcase_add_test(tc, test_gemm_tuning_fallback);
+    tcase_add_test(tc, test_gemm_tuning_build_failure);
+    tcase_add_test(tc, test_gemm_forced);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,569 @@
+/* Kernels suite: every kernel once on gpu:0 with small inputs (contiguous, strided and
+ * broadcast operands, every dtype), compared with cpu. ctest runs it under Oclgrind (label
+ * "oclgrind"), whose device becomes gpu:0 there and reports out-of-bounds accesses, OpenCL API
+ * errors and data races. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "opencl_helpers.h"
+#include "backends/opencl/cl_run.h"
+#include "ops/ops_internal.h"
+
+static const clt_dtype dtypes[] = {CLT_F32, CLT_F64, CLT_F16, CLT_BF16,
+                                   CLT_I32, CLT_I64, CLT_U8,  CLT_BOOL};
+
+static clt_device *gpu0(void)
+{
+    clt_device *dev = clt_device_count() > 0 ? clt_device_get("gpu:0") : NULL;
+    ck_assert_msg(dev != NULL, "these tests need an OpenCL device");
+    return dev;
+}
+
+/* Same bytes on the device and the host. */
+static void assert_same(clt_tensor *got, clt_tensor *want, const char *what)
+{
+    ck_assert_msg(got && want, "%s: %s", what, clt_last_error());
+    int64_t n = clt_tensor_numel(want);
+    size_t size = clt_dtype_size(clt_tensor_dtype(want));
+    ck_assert_int_eq(clt_tensor_numel(got), n);
+    void *g = test_bytes(got), *w = test_bytes(want);
+    ck_assert_msg(memcmp(g, w, (size_t)n * size) == 0, "%s differs from the host", what);
+    free(g);
+    free(w);
+}
+
+/* Casts, fills, copies of views and random numbers: exact on every device. */
+START_TEST(test_kernels_exact)
+{
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    for (int s = 0; s < 8; s++) {
+        clt_tensor *h = clt_tensor_arange(-3, 4, 1, dtypes[s] == CLT_U8 || dtypes[s] == CLT_BOOL ? CLT_I32 : dtypes[s], cpu);
+        clt_tensor *hs = clt_tensor_to_dtype(h, dtypes[s]);
+        clt_tensor *g = clt_tensor_to(hs, dev);
+        for (int d = 0; d < 8; d++) {
+            clt_tensor *a = clt_tensor_to_dtype(g, dtypes[d]), *b = clt_tensor_to_dtype(hs, dtypes[d]);
+            assert_same(a, b, "cast");
+            clt_tensor_release(a), clt_tensor_release(b);
+        }
+        clt_tensor *f = clt_tensor_full(CLT_SHAPE(3), 2, dtypes[s], dev);
+        clt_tensor *fh = clt_tensor_full(CLT_SHAPE(3), 2, dtypes[s], cpu);
+        assert_same(f, fh, "fill");
+        clt_tensor *gv = clt_slice(g, 0, 1, 7, 2), *hv = clt_slice(hs, 0, 1, 7, 2);
+        clt_tensor *gc = clt_contiguous(gv), *hc = clt_contiguous(hv);
+        assert_same(gc, hc, "strided copy");
+        clt_tensor *all[] = {hc, gc, hv, gv, fh, f, g, hs, h};
+        for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+            clt_tensor_release(all[k]);
+    }
+    for (int s = 0; s < 4; s++) {
+        clt_manual_seed(7);
+        clt_tensor *a = clt_tensor_randn(CLT_SHAPE(9), dtypes[s], dev);
+        clt_manual_seed(7);
+        clt_tensor *b = clt_tensor_randn(CLT_SHAPE(9), dtypes[s], cpu);
+        char what[64];
+        snprintf(what, sizeof what, "randn %s", clt_dtype_name(dtypes[s]));
+        assert_same(a, b, what);
+        clt_tensor_release(a), clt_tensor_release(b);
+    }
+}
+END_TEST
+
+typedef clt_tensor *(*binary_fn)(clt_tensor *, clt_tensor *);
+typedef clt_tensor *(*unary_fn)(clt_tensor *);
+
+/* Every elementwise kernel of every dtype once, with broadcast and strided operands. The
+ * values are small integers, on which every backend agrees exactly. */
+/* Every elementwise kernel on contiguous, strided and broadcast operands of every dtype. */
+static void elementwise_cases(void)
+{
+    static const binary_fn binaries[] = {clt_add, clt_mul, clt_maximum, clt_minimum, clt_eq,
+                                         clt_ne,  clt_lt,  clt_le,      clt_gt,      clt_ge};
+    static const binary_fn no_bool[] = {clt_sub, clt_pow, clt_div};
+    static const unary_fn unaries[] = {clt_relu, clt_abs, clt_neg};
+    static const unary_fn floats[] = {clt_exp, clt_log, clt_sqrt, clt_rsqrt, clt_sin, clt_cos,
+                                      clt_tanh, clt_sigmoid, clt_gelu, clt_silu};
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    for (int s = 0; s < 8; s++) {
+        clt_tensor *h0 = clt_tensor_arange(1, 7, 1, CLT_I32, cpu);
+        clt_tensor *h1 = clt_tensor_to_dtype(h0, dtypes[s]);
+        clt_tensor *ha = clt_view(h1, CLT_SHAPE(2, 3)), *hb = clt_slice(h1, 0, 0, 6, 2); /* (3,) strided */
+        clt_tensor *ga = clt_tensor_to(ha, dev), *g1 = clt_tensor_to(h1, dev);
+        clt_tensor *gb = clt_slice(g1, 0, 0, 6, 2), *gt = clt_transpose(ga, 0, 1);
+        clt_tensor *ht = clt_transpose(ha, 0, 1);
+        for (size_t k = 0; k < sizeof binaries / sizeof *binaries; k++) {
+            clt_tensor *x = binaries[k](ga, gb), *y = binaries[k](ha, hb);
+            assert_same(x, y, "binary");
+            clt_tensor_release(x), clt_tensor_release(y);
+        }
+        for (size_t k = 0; dtypes[s] != CLT_BOOL && k < sizeof no_bool / sizeof *no_bool; k++) {
+            clt_tensor *x = no_bool[k](ga, gb), *y = no_bool[k](ha, hb);
+            ck_assert_ptr_nonnull(x);
+            clt_tensor_release(x), clt_tensor_release(y);
+        }
+        for (size_t k = 0; dtypes[s] != CLT_BOOL && k < sizeof unaries / sizeof *unaries; k++) {
+            clt_tensor *x = unaries[k](gt), *y = unaries[k](ht);
+            char what[64];
+            snprintf(what, sizeof what, "unary %zu on %s", k, clt_dtype_name(dtypes[s]));
+            assert_same(x, y, what);
+            clt_tensor_release(x), clt_tensor_release(y);
+        }
+        for (size_t k = 0; k < sizeof floats / sizeof *floats; k++) {
+            clt_tensor *x = floats[k](gt);
+            ck_assert_msg(x != NULL, "%s", clt_last_error());
+            clt_tensor_release(x);
+        }
+        clt_tensor *cond = clt_gt(ga, gb), *w = clt_where(cond, ga, gb);
+        clt_tensor *c = clt_clamp(gt, 2, 4), *sc = clt_add_scalar(ga, 1), *p = clt_pow_scalar(ga, 2);
+        ck_assert_ptr_nonnull(w);
+        ck_assert(c || dtypes[s] == CLT_BOOL);
+        ck_assert_ptr_nonnull(sc);
+        ck_assert(p || dtypes[s] == CLT_BOOL);
+        clt_tensor *all[] = {p, sc, c, w, cond, ht, gt, gb, g1, ga, hb, ha, h1, h0};
+        for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+            clt_tensor_release(all[k]);
+    }
+}
+
+/* The elementwise cases in both layouts of the strided kernels (each work-item stepping through
+ * a run of elements, or one element at a time), and a strided, broadcast operation over more
+ * elements than one run, so that runs start and end inside rows. */
+START_TEST(test_kernels_elementwise)
+{
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    clt_manual_seed(9);
+    clt_tensor *h = clt_tensor_randn(CLT_SHAPE(29, 37), CLT_F32, cpu);
+    clt_tensor *r = clt_tensor_randn(CLT_SHAPE(29), CLT_F32, cpu);
+    clt_tensor *g = clt_tensor_to(h, dev), *gr = clt_tensor_to(r, dev);
+    clt_tensor *ht = clt_transpose(h, 0, 1), *gt = clt_transpose(g, 0, 1); /* (37, 29) */
+    clt_tensor *hs = clt_slice(h, 1, 1, 37, 2); /* (29, 18), columns 2 apart */
+    clt_tensor *want = clt_sub(ht, r), *copy_want = clt_contiguous(hs);
+    for (int blocked = 0; blocked < 2; blocked++) {
+        clt__cl_run_blocked = blocked;
+        elementwise_cases();
+        clt_tensor *got = clt_sub(gt, gr), *part = clt_slice(g, 1, 1, 37, 2);
+        clt_tensor *copy = clt_contiguous(part);
+        assert_same(got, want, "strided and broadcast sub");
+        assert_same(copy, copy_want, "strided copy");
+        clt_tensor_release(copy), clt_tensor_release(part), clt_tensor_release(got);
+    }
+    clt__cl_run_blocked = -1;
+    clt_tensor *all[] = {copy_want, want, hs, gt, ht, gr, g, r, h};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        clt_tensor_release(all[k]);
+}
+END_TEST
+
+/* Reductions, gathers, im2col and pooling: small inputs, a transposed operand, compared with cpu
+ * within a float tolerance (the reductions may add in another order). */
+static void assert_near(clt_tensor *got, clt_tensor *want, const char *what)
+{
+    ck_assert_msg(got && want, "%s: %s", what, clt_last_error());
+    clt_tensor *g = clt_tensor_to_ex(got, &(clt_to_options){.device = clt_device_cpu(), .dtype = CLT_F64});
+    clt_tensor *w = clt_tensor_to_dtype(want, CLT_F64);
+    double *a = test_bytes(g), *b = test_bytes(w);
+    for (int64_t i = 0; i < clt_tensor_numel(want); i++)
+        ck_assert_msg(fabs(a[i] - b[i]) <= 1e-5 * fmax(1.0, fabs(b[i])), "%s: element %lld: %g, want %g",
+                      what, (long long)i, a[i], b[i]);
+    free(a), free(b);
+    clt_tensor_release(g), clt_tensor_release(w);
+}
+
+START_TEST(test_kernels_reduce_nn)
+{
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    clt_manual_seed(3);
+    clt_tensor *h = clt_tensor_randn(CLT_SHAPE(2, 3, 5, 4), CLT_F32, cpu), *g = clt_tensor_to(h, dev);
+    clt_tensor *ht = clt_transpose(h, 1, 3), *gt = clt_transpose(g, 1, 3);
+    int dims[] = {1, 3};
+    typedef clt_tensor *(*red)(clt_tensor *, const int *, int, bool);
+    static const red reds[] = {clt_sum, clt_mean, clt_max, clt_min, clt_logsumexp};
+    for (size_t k = 0; k < sizeof reds / sizeof *reds; k++) {
+        clt_tensor *a = reds[k](gt, dims, 2, false), *b = reds[k](ht, dims, 2, false);
+        assert_near(a, b, "reduction");
+        clt_tensor_release(a), clt_tensor_release(b);
+    }
+    clt_tensor *a = clt_var(gt, dims, 2, 1, true), *b = clt_var(ht, dims, 2, 1, true);
+    assert_near(a, b, "var");
+    clt_tensor_release(a), clt_tensor_release(b);
+    a = clt_argmax(gt, 2, false), b = clt_argmax(ht, 2, false);
+    assert_same(a, b, "argmax");
+    clt_tensor_release(a), clt_tensor_release(b);
+    a = clt_argmin_all(g), b = clt_argmin_all(h);
+    assert_same(a, b, "argmin_all");
+    clt_tensor_release(a), clt_tensor_release(b);
+
+    const clt_pool2d_options po = {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 1}, .dilation = {1, 2}};
+    clt_tensor *gi = NULL, *hi = NULL;
+    a = clt_max_pool2d(g, &po, &gi), b = clt_max_pool2d(h, &po, &hi);
+    assert_same(a, b, "max pool");
+    assert_same(gi, hi, "max pool indices");
+    clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(gi), clt_tensor_release(hi);
+    a = clt_avg_pool2d(g, &(clt_pool2d_options){.kernel = {2, 2}, .padding = {1, 1}});
+    b = clt_avg_pool2d(h, &(clt_pool2d_options){.kernel = {2, 2}, .padding = {1, 1}});
+    assert_near(a, b, "avg pool");
+    clt_tensor_release(a), clt_tensor_release(b);
+    int64_t iv[] = {2, 0, 2};
+    clt_tensor *gx = clt_tensor_from_data(iv, CLT_I64, CLT_SHAPE(3), dev);
+    clt_tensor *hx = clt_tensor_from_data(iv, CLT_I64, CLT_SHAPE(3), cpu);
+    a = clt_index_select(gt, 1, gx), b = clt_index_select(ht, 1, hx);
+    assert_same(a, b, "index_select");
+    clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(gx), clt_tensor_release(hx);
+    clt_tensor_release(gt), clt_tensor_release(ht), clt_tensor_release(g), clt_tensor_release(h);
+}
+END_TEST
+
+/* The reductions in both layouts (blocked: vectors of 16, blocks of 256) on rows around their
+ * edges, a NaN in the third block and -0 before 0: exact ones bit for bit against cpu, sums
+ * within rounding. */
+START_TEST(test_kernels_reduce_layouts)
+{
+    static const int64_t lens[] = {33, 271, 600};
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    for (int blocked = 0; blocked < 2; blocked++) {
+        clt__cl_run_blocked = blocked;
+        for (int l = 0; l < 3; l++) {
+            clt_manual_seed(5);
+            clt_tensor *h = clt_tensor_randn(CLT_SHAPE(2, lens[l]), CLT_F32, cpu);
+            float *p = clt_tensor_data(h);
+            p[lens[l] + 520 % lens[l]] = NAN, p[7] = -0.0f, p[8] = 0.0f;
+            clt_tensor *g = clt_tensor_to(h, dev);
+            typedef clt_tensor *(*red)(clt_tensor *, int, bool);
+            static const red args[] = {clt_argmax, clt_argmin};
+            for (int k = 0; k < 2; k++) {
+                clt_tensor *a = args[k](g, 1, false), *b = args[k](h, 1, false);
+                assert_same(a, b, "argmax/argmin");
+                clt_tensor_release(a), clt_tensor_release(b);
+            }
+            int dim = 1;
+            clt_tensor *a = clt_max(g, &dim, 1, false), *b = clt_max(h, &dim, 1, false);
+            assert_same(a, b, "max");
+            clt_tensor_release(a), clt_tensor_release(b);
+            clt_tensor *g0 = clt_narrow(g, 0, 0, 1), *h0 = clt_narrow(h, 0, 0, 1); /* no NaN */
+            a = clt_sum(g0, &dim, 1, false), b = clt_sum(h0, &dim, 1, false);
+            assert_near(a, b, "sum");
+            clt_tensor_release(a), clt_tensor_release(b);
+            a = clt_var(g0, &dim, 1, 1, false), b = clt_var(h0, &dim, 1, 1, false);
+            assert_near(a, b, "var");
+            clt_tensor_release(a), clt_tensor_release(b);
+            clt_tensor_release(g0), clt_tensor_release(h0);
+            clt_tensor_release(g), clt_tensor_release(h);
+        }
+    }
+    clt__cl_run_blocked = -1;
+}
+END_TEST
+
+/* The adjoints of the backward passes: col2im, pool2d_backward (max and average) and index_add,
+ * each a gather in the host's order, so the sums agree bit for bit but for the division. */
+START_TEST(test_kernels_adjoints)
+{
+    static const char *const fn = "test_kernels_adjoints";
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    clt_manual_seed(5);
+    clt_tensor *h = clt_tensor_randn(CLT_SHAPE(2, 3, 5, 4), CLT_F32, cpu), *g = clt_tensor_to(h, dev);
+    clt__conv_call c;
+    const clt_conv2d_options co = {{2, 1}, {1, 2}, {2, 1}, 1};
+    ck_assert_int_eq(clt__conv2d_geometry(fn, h, 2, 3, &co, &c), CLT_OK);
+    int64_t rows = 3 * 2 * 3, cols = (int64_t)(c.OH * c.OW);
+    clt_tensor *hc = clt_tensor_randn(CLT_SHAPE(rows, 2, cols), CLT_F32, cpu), *gc = clt_tensor_to(hc, dev);
+    clt_tensor *a = clt__col2im(fn, gc, &c), *b = clt__col2im(fn, hc, &c);
+    assert_same(a, b, "col2im");
+    clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(gc), clt_tensor_release(hc);
+
+    const clt_pool2d_options pools[2] = {
+        {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 1}, .exclude_padding = true},
+        {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 1}, .dilation = {1, 2}},
+    };
+    for (int is_max = 0; is_max < 2; is_max++) {
+        clt_tensor *hi = NULL, *gi = NULL;
+        clt_tensor *hy = is_max ? clt_max_pool2d(h, &pools[1], &hi) : clt_avg_pool2d(h, &pools[0]);
+        ck_assert_msg(hy != NULL, "%s", clt_last_error());
+        ck_assert_int_eq(clt__pool2d_geometry(fn, h, &pools[is_max], is_max, &c), CLT_OK);
+        gi = hi ? clt_tensor_to(hi, dev) : NULL;
+        clt_tensor *gy = clt_tensor_to(hy, dev);
+        a = clt__pool2d_backward(fn, gy, gi, &c), b = clt__pool2d_backward(fn, hy, hi, &c);
+        if (is_max)
+            assert_same(a, b, "max pool backward");
+        else
+            assert_near(a, b, "avg pool backward");
+        clt_tensor *all[] = {a, b, gy, gi, hy, hi};
+        for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+            clt_tensor_release(all[k]);
+    }
+    const int64_t idx[] = {1, 3, 1, 0, 1};
+    clt_tensor *ht = clt_transpose(h, 1, 3), *gt = clt_transpose(g, 1, 3); /* (2, 4, 5, 3) */
+    a = clt__index_add(fn, gt, 2, idx, 4), b = clt__index_add(fn, ht, 2, idx, 4);
+    assert_same(a, b, "index_add");
+    clt_tensor *all[] = {a, b, gt, ht, g, h};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        clt_tensor_release(all[k]);
+}
+END_TEST
+
+/* The derivatives' fused kernels and the optimizers' update, against cpu. */
+static clt_tensor *activations(clt_tensor *x)
+{
+    clt_tensor *parts[7] = {clt_relu(x), clt_sigmoid(x), clt_tanh(x), clt_gelu(x), clt_silu(x),
+                            clt_abs(x), clt_clamp(x, -0.5, 0.5)};
+    clt_tensor *all = clt_stack(parts, 7, 0), *s = clt_sum(all, NULL, 0, false);
+    for (int k = 0; k < 7; k++)
+        clt_tensor_release(parts[k]);
+    clt_tensor_release(all);
+    return s;
+}
+
+START_TEST(test_kernels_training)
+{
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    clt_manual_seed(9);
+    clt_tensor *x[2];
+    x[0] = clt_tensor_randn(CLT_SHAPE(2, 5), CLT_F32, cpu);
+    x[1] = clt_tensor_to(x[0], dev);
+    for (int opt_kind = 0; opt_kind < 2; opt_kind++) {
+        clt_optimizer *opts[2];
+        for (int d = 0; d < 2; d++) {
+            clt_tensor_set_requires_grad(x[d], true);
+            clt_tensor *l = activations(x[d]);
+            ck_assert_int_eq(clt_backward(l, NULL, false), CLT_OK);
+            clt_tensor_release(l);
+            opts[d] = opt_kind ? clt_optim_adam(&x[d], 1, &(clt_adam_options){.lr = 0.1})
+                               : clt_optim_sgd(&x[d], 1, &(clt_sgd_options){.lr = 0.1, .momentum = 0.5});
+            ck_assert_int_eq(clt_optim_step(opts[d]), CLT_OK);
+            ck_assert_int_eq(clt_optim_step(opts[d]), CLT_OK);
+        }
+        clt_tensor *g0 = clt_tensor_grad(x[0]), *g1 = clt_tensor_grad(x[1]);
+        assert_near(g1, g0, "fused backward kernels");
+        assert_near(x[1], x[0], opt_kind ? "Adam" : "SGD");
+        clt_tensor_release(g0), clt_tensor_release(g1);
+        clt_optim_free(opts[0]), clt_optim_free(opts[1]);
+    }
+    clt_tensor_release(x[0]), clt_tensor_release(x[1]);
+}
+END_TEST
+
+/* n f32 values cycling through the conversions' edge cases (subnormals of f16 and f32, the
+ * f16 rounding and overflow boundaries, infinities, NaN with a payload) and ordinary numbers. */
+static clt_tensor *edge_values(int64_t n, clt_device *dev)
+{
+    static const uint32_t bits[] = {0x00000000, 0x80000001, 0x33000000, 0x33000001, 0x33400000,
+                                    0x387fc000, 0x387ff000, 0x38800000, 0x477fefff, 0x477ff000,
+                                    0x7f800000, 0xff800000, 0x7fc00123, 0x3f800000, 0xc0490fdb,
+                                    0x00400000, 0x3dcccccd};
+    float *v = malloc((size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t b = bits[i % (int64_t)(sizeof bits / sizeof *bits)] ^ (uint32_t)(i / 17 % 3);
+        memcpy(&v[i], &b, sizeof b);
+    }
+    clt_tensor *t = clt_tensor_from_data(v, CLT_F32, 1, &n, dev);
+    free(v);
+    ck_assert_msg(t != NULL, "%s", clt_last_error());
+    return t;
+}
+
+/* The contiguous kernels (ewc_*, casts, the optimizer step) in both layouts of CLT_RUN, on
+ * lengths around a work-item's run and views at an odd offset: bit for bit against cpu (the
+ * optimizer within rounding: OpenCL's sqrt is not correctly rounded). */
+START_TEST(test_kernels_contiguous)
+{
+    static const int64_t lens[] = {1, 15, 16, 17, 1000, 4099};
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    for (int blocked = 0; blocked < 2; blocked++) {
+        clt__cl_run_blocked = blocked;
+        for (size_t k = 0; k < sizeof lens / sizeof *lens; k++) {
+            int64_t n = lens[k];
+            clt_tensor *all_h = edge_values(n + 3, cpu), *all_g = clt_tensor_to(all_h, dev);
+            clt_tensor *h = clt_narrow(all_h, 0, 3, n), *g = clt_narrow(all_g, 0, 3, n);
+            clt_tensor *hb = clt_narrow(all_h, 0, 0, n), *gb = clt_narrow(all_g, 0, 0, n);
+            clt_tensor *ch = clt_gt(h, hb), *cg = clt_gt(g, gb);
+            clt_tensor *pairs[][2] = {
+                {clt_add(g, gb), clt_add(h, hb)},
+                {clt_relu(g), clt_relu(h)},
+                {clt_where(cg, g, gb), clt_where(ch, h, hb)},
+                {clt_tensor_to_dtype(g, CLT_F16), clt_tensor_to_dtype(h, CLT_F16)},
+                {clt_tensor_to_dtype(g, CLT_BF16), clt_tensor_to_dtype(h, CLT_BF16)},
+                {NULL, NULL},
+                {NULL, NULL},
+            };
+            clt_tensor *h16 = pairs[3][1], *g16 = clt_tensor_to(h16, dev);
+            pairs[5][0] = clt_tensor_to_dtype(g16, CLT_F32);
+            pairs[5][1] = clt_tensor_to_dtype(h16, CLT_F32);
+            if (dev->info.fp64) {
+                pairs[6][0] = clt_tensor_to_dtype(g, CLT_F64);
+                pairs[6][1] = clt_tensor_to_dtype(h, CLT_F64);
+            }
+            for (size_t p = 0; p < sizeof pairs / sizeof *pairs; p++) {
+                char what[64];
+                snprintf(what, sizeof what, "case %zu of length %lld, blocked %d", p,
+                         (long long)n, blocked);
+                if (pairs[p][0] || pairs[p][1])
+                    assert_same(pairs[p][0], pairs[p][1], what);
+                clt_tensor_release(pairs[p][0]), clt_tensor_release(pairs[p][1]);
+            }
+            clt_tensor *all[] = {g16, cg, ch, gb, hb, g, h, all_g, all_h};
+            for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+                clt_tensor_release(all[i]);
+        }
+        for (int opt_kind = 0; opt_kind < 2; opt_kind++) {
+            clt_tensor *x[2], *grad[2];
+            clt_optimizer *opts[2];
+            clt_manual_seed(3);
+            x[0] = clt_tensor_randn(CLT_SHAPE(1001), CLT_F32, cpu);
+            grad[0] = clt_tensor_randn(CLT_SHAPE(1001), CLT_F32, cpu);
+            x[1] = clt_tensor_to(x[0], dev);
+            grad[1] = clt_tensor_to(grad[0], dev);
+            for (int d = 0; d < 2; d++) {
+                clt_tensor_set_requires_grad(x[d], true);
+                clt_tensor_set_grad(x[d], grad[d]);
+                opts[d] = opt_kind ? clt_optim_adam(&x[d], 1, &(clt_adam_options){.lr = 0.1})
+                                   : clt_optim_sgd(&x[d], 1,
+                                                   &(clt_sgd_options){.lr = 0.1, .momentum = 0.5});
+                ck_assert_int_eq(clt_optim_step(opts[d]), CLT_OK);
+                ck_assert_int_eq(clt_optim_step(opts[d]), CLT_OK);
+            }
+            assert_near(x[1], x[0], opt_kind ? "contiguous Adam" : "contiguous SGD");
+            for (int d = 0; d < 2; d++)
+                clt_optim_free(opts[d]), clt_tensor_release(x[d]), clt_tensor_release(grad[d]);
+        }
+    }
+    clt__cl_run_blocked = -1;
+}
+END_TEST
+
+/* A copy of a permutation: in_shape (ndim dimensions) of arange values from `off` permuted by
+ * perm, made contiguous on dev in dtype dt. With check (i32), every element is compared with
+ * the value it must hold. */
+static clt_tensor *permuted_copy(clt_device *dev, clt_dtype dt, int ndim, const int64_t *in_shape,
+                                 const int *perm, int64_t off, bool check)
+{
+    int64_t n = 1, st[CLT_MAX_DIMS], out_shape[CLT_MAX_DIMS];
+    for (int d = ndim - 1; d >= 0; d--)
+        st[d] = n, n *= in_shape[d];
+    clt_tensor *base = clt_tensor_arange(0, (double)(off + n), 1, CLT_I32, clt_device_cpu());
+    clt_tensor *typed = clt_tensor_to_dtype(base, dt), *on = clt_tensor_to(typed, dev);
+    clt_tensor *part = clt_narrow(on, 0, off, n), *v = clt_view(part, ndim, in_shape);
+    clt_tensor *p = clt_permute(v, perm), *c = clt_contiguous(p);
+    ck_assert_msg(c != NULL, "%s", clt_last_error());
+    if (check) {
+        int32_t *got = test_bytes(c);
+        int64_t idx[CLT_MAX_DIMS] = {0};
+        for (int d = 0; d < ndim; d++)
+            out_shape[d] = in_shape[perm[d]];
+        for (int64_t i = 0; i < n; i++) {
+            int64_t want = off;
+            for (int d = 0; d < ndim; d++)
+                want += idx[d] * st[perm[d]];
+            ck_assert_msg(got[i] == want, "element %lld is %d, not %lld", (long long)i, got[i],
+                          (long long)want);
+            for (int d = ndim - 1; d >= 0 && ++idx[d] == out_shape[d]; d--)
+                idx[d] = 0;
+        }
+        free(got);
+    }
+    clt_tensor *all[] = {p, v, part, on, typed, base};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        clt_tensor_release(all[k]);
+    return c;
+}
+
+/* Copies that are batched transposes (tiled: ew_copy_t, ew_copy_tb and the host's tiles) of
+ * awkward sizes, batched and permuted in 3-D, at offsets, every dtype, in both layouts: the
+ * host's values checked one by one, the device's bit for bit against the host. */
+START_TEST(test_kernels_transpose)
+{
+    static const struct {
+        int ndim;
+        int64_t shape[3];
+        int perm[3];
+    } cases[] = {
+        {2, {1, 1}, {1, 0}},        {2, {1, 37}, {1, 0}},       {2, {37, 1}, {1, 0}},
+        {2, {33, 65}, {1, 0}},      {2, {64, 64}, {1, 0}},      {2, {130, 67}, {1, 0}},
+        {3, {3, 33, 65}, {0, 2, 1}}, {3, {2, 5, 64}, {0, 2, 1}}, {3, {5, 7, 9}, {2, 0, 1}},
+        {3, {4, 6, 35}, {1, 2, 0}},
+    };
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    for (int blocked = 0; blocked < 2; blocked++) {
+        clt__cl_run_blocked = blocked;
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+            for (int s = 0; s < 8; s++) {
+                char what[96];
+                clt_dtype dt = dtypes[s];
+                if (dt == CLT_F64 && !dev->info.fp64)
+                    continue;
+                for (int64_t off = 0; off < 2; off++) {
+                    clt_tensor *h = permuted_copy(cpu, dt, cases[k].ndim, cases[k].shape,
+                                                  cases[k].perm, off * 3, dt == CLT_I32);
+                    clt_tensor *g = permuted_copy(dev, dt, cases[k].ndim, cases[k].shape,
+                                                  cases[k].perm, off * 3, dt == CLT_I32);
+                    snprintf(what, sizeof what, "transpose case %zu, %s, offset %lld, blocked %d",
+                             k, clt_dtype_name(dt), (long long)off * 3, blocked);
+                    assert_same(g, h, what);
+                    clt_tensor_release(g), clt_tensor_release(h);
+                }
+            }
+        }
+    }
+    clt__cl_run_blocked = -1;
+    for (int64_t off = 0; off < 2; off++) { /* the host's streamed tiles (8 MiB and more) */
+        clt_tensor *big = permuted_copy(cpu, CLT_I32, 2, (const int64_t[]){1024, 2052},
+                                        (const int[]){1, 0}, off, true);
+        clt_tensor_release(big);
+    }
+}
+END_TEST
+
+/* The library's GEMM kernels (packing, packed, direct, tiled), f32 and f64, on shapes with
+ * partial tiles, transposes, batches and a beta (CLBlast's kernels are not the library's). */
+START_TEST(test_kernels_gemm)
+{
+    static const test_gemm_case cases[] = {{5, 67, 9, 2, true, false, 0.5, 2, false},
+                                           {66, 3, 17, 1, false, true, 1, 0, true}};
+    clt_device *dev = gpu0();
+    for (int v = CLT__GEMM_CLBLAST + 1; v < CLT__GEMM_VARIANTS; v++)
+        for (int d = 0; d < 2; d++)
+            for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+                if (!d || dev->info.fp64)
+                    test_gemm_check(dev, d ? CLT_F64 : CLT_F32, (clt__gemm_variant)v, &cases[i]);
+}
+END_TEST
+
+/* Every launch's arguments are checked against the kernel's own count before any is set: a
+ * launch with one too few or one too many is refused, naming the kernel and both counts. */
+START_TEST(test_kernels_argument_count)
+{
+    if (clt_device_count() == 0)
+        return;
+    clt_device *dev = clt_device_get("gpu:0");
+    cl_ulong x = 0;
+    const clt__cl_arg args[6] = {CLT__CL_ARG(x), CLT__CL_ARG(x), CLT__CL_ARG(x),
+                                 CLT__CL_ARG(x), CLT__CL_ARG(x), CLT__CL_ARG(x)};
+    const char *opts = clt__cl_dtype_options(CLT_I32);
+    for (int n = 4; n <= 6; n += 2) {
+        ck_assert_int_eq(clt__cl_launch("test", dev, "elementwise:fill", opts, "ew_fill", args, n,
+                                        1, NULL),
+                         CLT_ERR_INTERNAL);
+        char want[128];
+        snprintf(want, sizeof want, "test: kernel ew_fill of program elementwise:fill takes 5 "
+                 "arguments; %d were given", n);
+        ck_assert_error_has(want);
+    }
+}
+END_TEST
+
+Suite *suite_kernels(void)
+{
+    Suite *s = suite_create("kernels");
+    TCase *tc = test_case("kernels", 900);
+    tcase_add_test(tc, test_kernels_exact);
+    tcase_add_test(tc, test_kernels_elementwise);
+    tcase_add_test(tc, test_kernels_reduce_nn);
+    tcase_add_test(tc, test_kernels_reduce_layouts);
+    tcase_add_test(tc, test_kernels_adjoints);
+    tcase_add_test(tc, test_kernels_training);
+    tcase_add_test(tc, test_kernels_contiguous);
+    tcase_add_test(tc, test_kernels_transpose);
+    tcase_add_test(tc, test_kernels_gemm);
+    tcase_add_test(tc, test_kernels_argument_count);
+    suite_add_tcase(s, tc);
+    return s;
+}
