@@ -502,6 +502,27 @@ START_TEST(test_module_layers_match_host)
 }
 END_TEST
 
+/* A frozen parameter registered under two names stays one tensor in a clone, and stays frozen
+ * (the second name's registration in the clone does not make it require grad again). */
+START_TEST(test_module_clone_shared_frozen)
+{
+    clt_device *dev = test_device(_i);
+    clt_module *m = clt_nn_linear(2, 2, true);
+    clt_tensor *w = clt_module_get_parameter(m, "weight");
+    ck_assert_int_eq(clt_module_register_parameter(m, "tied", w), CLT_OK);
+    ck_assert_int_eq(clt_tensor_set_requires_grad(w, false), CLT_OK);
+    clt_module *c = clt_module_clone_to(m, dev);
+    ck_assert_msg(c != NULL, "%s", clt_last_error());
+    clt_tensor *cw = clt_module_get_parameter(c, "weight"), *ct = clt_module_get_parameter(c, "tied");
+    ck_assert_ptr_eq(cw, ct);
+    ck_assert_ptr_ne(cw, w);
+    ck_assert(!clt_tensor_requires_grad(cw));
+    ck_assert(clt_tensor_requires_grad(clt_module_get_parameter(c, "bias")));
+    clt_module_release(c);
+    clt_module_release(m);
+}
+END_TEST
+
 Suite *suite_module(void)
 {
     Suite *s = suite_create("module");
@@ -510,6 +531,7 @@ Suite *suite_module(void)
     tcase_add_test(tc, test_module_cycles_refused);
     ADD_DEVICE_TEST(tc, test_module_to_in_place);
     ADD_DEVICE_TEST(tc, test_module_clone_and_forward);
+    ADD_DEVICE_TEST(tc, test_module_clone_shared_frozen);
     ADD_DEVICE_TEST(tc, test_module_register_devices);
     ADD_DEVICE_TEST(tc, test_module_to_atomic);
     ADD_DEVICE_TEST(tc, test_module_100m);

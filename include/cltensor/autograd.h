@@ -21,7 +21,8 @@ extern "C" {
 
 /* Marks x as a leaf whose gradient is wanted (or not). CLT_ERR_DTYPE for wanting the gradient
  * of a tensor that is not floating; CLT_ERR_INVALID_ARGUMENT for NULL or a tensor made by a
- * recorded operation (not a leaf: use clt_tensor_detach first). On failure x is unchanged. */
+ * recorded operation (not a leaf: use clt_tensor_detach first); CLT_ERR_OUT_OF_MEMORY when x's
+ * autograd state, made on first use, cannot be. On failure x is unchanged. */
 CLT_API clt_status clt_tensor_set_requires_grad(clt_tensor *x, bool requires_grad);
 /* Whether x is a leaf marked as above or the result of a recorded operation (false for
  * NULL). */
@@ -35,7 +36,8 @@ CLT_API clt_tensor *clt_tensor_grad(const clt_tensor *x);
 /* Replaces x's gradient with grad (retained; NULL clears it, as PyTorch's x.grad = None).
  * grad must have x's shape, dtype and device (CLT_ERR_SHAPE / _DTYPE / _DEVICE_MISMATCH);
  * CLT_ERR_INVALID_ARGUMENT for a NULL x, for grad == x, and for a grad that holds x through
- * its own gradients (a cycle never freed). On failure x's gradient is unchanged. */
+ * its own gradients (a cycle never freed); CLT_ERR_OUT_OF_MEMORY as clt_tensor_set_requires_grad.
+ * On failure x's gradient is unchanged. */
 CLT_API clt_status clt_tensor_set_grad(clt_tensor *x, clt_tensor *grad);
 /* The name of the node that made x ("MulBackward", "AddmmBackward"), a static string; NULL (no
  * error set) for NULL, a leaf or a tensor that records nothing. */

@@ -20,9 +20,9 @@ extern "C" {
 #endif
 
 #define CLT_VERSION_MAJOR 0
-#define CLT_VERSION_MINOR 1
+#define CLT_VERSION_MINOR 2
 #define CLT_VERSION_PATCH 0
-#define CLT_VERSION_STRING "0.1.0"
+#define CLT_VERSION_STRING "0.2.0"
 #define CLT_VERSION_NUMBER (CLT_VERSION_MAJOR * 10000 + CLT_VERSION_MINOR * 100 + CLT_VERSION_PATCH)
 
 /* The library's version as CLT_VERSION_NUMBER / CLT_VERSION_STRING were when it was built; the

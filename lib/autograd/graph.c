@@ -243,7 +243,7 @@ static bool state_label(const clt__tensor_ext *ext, char *buf, size_t size)
 clt_status clt__grad_set_flag(const char *fn, clt_tensor *t, bool requires_grad)
 {
     clt__grad_state *s;
-    if (!requires_grad && !t->ext)
+    if (!requires_grad && !clt__grad_state_of(t))
         return CLT_OK;
     if (!(s = clt__grad_state_get(fn, t)))
         return clt_last_status();
@@ -253,13 +253,17 @@ clt_status clt__grad_set_flag(const char *fn, clt_tensor *t, bool requires_grad)
 
 clt__grad_state *clt__grad_state_get(const char *fn, clt_tensor *t)
 {
-    clt__grad_state *s;
-    if (t->ext)
-        return clt__grad_state_of(t);
+    clt__tensor_ext *none = NULL;
+    clt__grad_state *s = clt__grad_state_of(t);
+    if (s)
+        return s;
     if (!(s = clt__alloc_zeroed(fn, sizeof *s)))
         return NULL;
     s->ext = (clt__tensor_ext){state_release, state_label};
-    t->ext = &s->ext;
+    if (!atomic_compare_exchange_strong(&t->ext, &none, &s->ext)) {
+        clt__free(s); /* another thread's is in place: `none` holds it */
+        return (clt__grad_state *)none;
+    }
     return s;
 }
 
@@ -335,7 +339,7 @@ clt_status clt_tensor_set_grad(clt_tensor *x, clt_tensor *grad)
                                             : "the gradient holds the tensor through its own "
                                               "gradients: a cycle");
     }
-    if (!grad && !x->ext)
+    if (!grad && !clt__grad_state_of(x))
         return CLT_OK;
     clt__grad_state *s = clt__grad_state_get(fn, x);
     if (!s)

@@ -38,19 +38,22 @@ clt_status clt__grad_set_flag(const char *fn, clt_tensor *t, bool requires_grad)
 /* t's state when it has one, else NULL; and the fields of it, as for a tensor without one. */
 static inline clt__grad_state *clt__grad_state_of(const clt_tensor *t)
 {
-    return (clt__grad_state *)t->ext;
+    return (clt__grad_state *)atomic_load(&((clt_tensor *)t)->ext);
 }
 static inline bool clt__requires_grad(const clt_tensor *t)
 {
-    return t->ext && clt__grad_state_of(t)->requires_grad;
+    const clt__grad_state *s = clt__grad_state_of(t);
+    return s && s->requires_grad;
 }
 static inline clt_tensor *clt__grad_of(const clt_tensor *t)
 {
-    return t->ext ? clt__grad_state_of(t)->grad : NULL;
+    const clt__grad_state *s = clt__grad_state_of(t);
+    return s ? s->grad : NULL;
 }
 static inline clt__node *clt__grad_fn(const clt_tensor *t)
 {
-    return t->ext ? clt__grad_state_of(t)->grad_fn : NULL;
+    const clt__grad_state *s = clt__grad_state_of(t);
+    return s ? s->grad_fn : NULL;
 }
 
 /* Computes gi[i], the gradient of input i, for every input with clt__node_wants(node, i), from

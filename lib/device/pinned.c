@@ -51,10 +51,7 @@ clt_host_buffer *clt_host_buffer_new(clt_device *dev, size_t nbytes)
     if (!(b = clt__alloc_zeroed(fn, sizeof *b)))
         return NULL;
     if (clt__pinned_alloc(fn, dev, nbytes, &b->handle, &b->ptr) != CLT_OK) {
-        clt__error(clt_last_status() == CLT_ERR_DEVICE_OUT_OF_MEMORY ? CLT_ERR_DEVICE_OUT_OF_MEMORY
-                                                                     : CLT_ERR_OUT_OF_MEMORY,
-                   fn, "no pinned host memory for %zu bytes on %s", nbytes, dev->name);
-        clt__free(b);
+        clt__free(b); /* the cause, out of memory or another, is the backend's error */
         return NULL;
     }
     b->device = dev;

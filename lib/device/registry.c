@@ -151,29 +151,30 @@ static clt_status apply_visible(const char *value)
     return st == CLT_ERR_OUT_OF_MEMORY ? st : st != CLT_OK ? CLT_ERR_ENVIRONMENT : CLT_OK;
 }
 
-/* Every backend's devices, in the order of clt__backends. A backend's failure is the registry's,
- * its message kept without the name of the step. */
+static const char enumerate_fn[] = "clt_device";
+
+/* A failed step of building the list as the registry's own error: the last error's message
+ * without the step's name (each device call raises it under its own). */
+static clt_status registry_failed(clt_status st)
+{
+    const char *message = clt_last_error();
+    size_t n = strlen(enumerate_fn);
+    if (strncmp(message, enumerate_fn, n) == 0 && strncmp(message + n, ": ", 2) == 0)
+        message += n + 2;
+    snprintf(registry_error, sizeof registry_error, "%s", message);
+    return st;
+}
+
+/* Every backend's devices, in the order of clt__backends, each device's table checked for its
+ * required entries. */
 static clt_status enumerate_all(void)
 {
-    static const char fn[] = "clt_device";
-    for (const clt__backend_registry *const *b = clt__backends; *b; b++) {
-        clt_status st = (*b)->enumerate(fn, &all_devices, &all_count);
-        if (st != CLT_OK) {
-            const char *message = clt_last_error();
-            if (strncmp(message, fn, strlen(fn)) == 0 && strncmp(message + strlen(fn), ": ", 2) == 0)
-                message += strlen(fn) + 2;
-            snprintf(registry_error, sizeof registry_error, "%s", message);
-            return st;
-        }
-    }
-    for (int i = 0; i < all_count; i++) {
-        clt_status st = clt__backend_check(fn, all_devices[i]->backend);
-        if (st != CLT_OK) {
-            snprintf(registry_error, sizeof registry_error, "%s", clt_last_error());
-            return st;
-        }
-    }
-    return CLT_OK;
+    clt_status st = CLT_OK;
+    for (const clt__backend_registry *const *b = clt__backends; *b && st == CLT_OK; b++)
+        st = (*b)->enumerate(enumerate_fn, &all_devices, &all_count);
+    for (int i = 0; i < all_count && st == CLT_OK; i++)
+        st = clt__backend_check(enumerate_fn, all_devices[i]->backend);
+    return st == CLT_OK ? CLT_OK : registry_failed(st);
 }
 
 static void registry_init(void)

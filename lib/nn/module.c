@@ -479,6 +479,8 @@ static clt_module *clone(const char *fn, const clt_module *m, clt_device *dev, r
         void *copy = relocated(r, orig); /* shared: copied once */
         if (copy) {
             st = add(fn, c, e->name, e->kind, is_child ? NULL : copy, is_child ? copy : NULL);
+            if (!is_child && st == CLT_OK) /* add makes a parameter require grad: a frozen one */
+                st = clt__grad_set_flag(fn, copy, clt__requires_grad(e->tensor)); /* stays so */
             continue;
         }
         copy = is_child ? (void *)clone(fn, e->child, dev, r) : (void *)copy_tensor(e->tensor, dev);

@@ -247,7 +247,8 @@ char *clt_tensor_format(const clt_tensor *t)
         add_suffix(&b, dt, &last);
     }
     char label[96];
-    if (t->ext && t->ext->label && t->ext->label(t->ext, label, sizeof label))
+    const clt__tensor_ext *ext = atomic_load(&((clt_tensor *)t)->ext);
+    if (ext && ext->label && ext->label(ext, label, sizeof label))
         add_suffix(&b, label, &last);
     sb_add(&b, ")");
     if (b.failed)

@@ -159,7 +159,8 @@ void clt_tensor_release(clt_tensor *t)
     /* a gradient is let go after its tensor, by this loop: a chain of gradients of gradients
      * takes no recursion (nodes defer their own freeing: clt__node_release) */
     while (t && atomic_fetch_sub(&t->refs, 1) == 1) {
-        clt_tensor *next = t->ext ? t->ext->release(t->ext) : NULL;
+        clt__tensor_ext *ext = atomic_load(&t->ext);
+        clt_tensor *next = ext ? ext->release(ext) : NULL;
         clt__storage_release(t->storage);
         clt__free(t);
         t = next;

@@ -44,7 +44,9 @@ struct clt_tensor {
     int64_t strides[CLT_MAX_DIMS];    /* in elements */
     size_t numel;
     clt_dtype dtype;
-    clt__tensor_ext *ext;             /* a layer above's state (autograd's); NULL: none */
+    clt__tensor_ext *_Atomic ext;     /* a layer above's state (autograd's); NULL: none. Set
+                                       * once, by compare-and-swap, so that two threads that
+                                       * make it at once agree on one */
 };
 
 struct clt_event {

@@ -572,7 +572,7 @@ clt_status clt__cl_synchronize(const char *fn, clt_device *dev)
     return err == CL_SUCCESS ? CLT_OK : clt__cl_error(fn, dev, err, "waiting for the queue");
 }
 
-/* ---- the data loader's staging memory and copy queue ---------------------------------------- */
+/* ---- pinned host memory (clt_host_buffer, the data loader's staging) and the copy queue ------ */
 
 clt_status clt__cl_pinned_alloc(const char *fn, clt_device *dev, size_t nbytes, void **handle,
                                    void **ptr)
@@ -587,10 +587,11 @@ clt_status clt__cl_pinned_alloc(const char *fn, clt_device *dev, size_t nbytes, 
     if (clt__fault_check(CLT__DEVICE))
         err = CL_MEM_OBJECT_ALLOCATION_FAILURE;
     else
-        buf = clCreateBuffer(cd->context, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, nbytes, NULL, &err);
-    if (err == CL_SUCCESS) {
-        *ptr = clEnqueueMapBuffer(cd->copy_queue, buf, CL_TRUE, CL_MAP_WRITE, 0, nbytes, 0, NULL,
-                                  NULL, &err);
+        buf = clCreateBuffer(cd->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, nbytes, NULL,
+                             &err);
+    if (err == CL_SUCCESS) { /* both ways: uploads from it, reads of tensors into it */
+        *ptr = clEnqueueMapBuffer(cd->copy_queue, buf, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                                  nbytes, 0, NULL, NULL, &err);
         if (err != CL_SUCCESS)
             clReleaseMemObject(buf);
     }

@@ -122,7 +122,7 @@ static size_t panel_width(clt_device *dev, clt_dtype dtype)
 size_t clt__cl_gemm_panel_bytes(clt_device *dev, const clt__gemm_call *c)
 {
     size_t pw = panel_width(dev, c->dtype), np = (c->n + pw - 1) / pw, bytes = 0;
-    size_t elem = c->dtype == CLT_F64 ? 8 : 4;
+    size_t elem = clt_dtype_size(c->dtype);
     if (!clt__mul_size(c->batch, np * pw, &bytes) || !clt__mul_size(bytes, c->k, &bytes) ||
         !clt__mul_size(bytes, elem, &bytes))
         return SIZE_MAX;

@@ -146,7 +146,7 @@ static double value(size_t i, unsigned salt)
 static clt_status write_values(const char *fn, clt_device *dev, cl_mem buf, size_t n,
                                clt_dtype dtype, unsigned salt, double *host)
 {
-    size_t elem = dtype == CLT_F64 ? 8 : 4;
+    size_t elem = clt_dtype_size(dtype);
     void *tmp = clt__alloc(fn, n * elem);
     if (!tmp)
         return CLT_ERR_OUT_OF_MEMORY;
@@ -187,7 +187,7 @@ static clt_status check_one(const char *fn, clt_device *dev, clt__gemm_variant v
 {
     size_t na = check_elems(&c, 'a'), nb = check_elems(&c, 'b'), nc = check_elems(&c, 'c');
     double *ha = host, *hb = ha + na, *hc = hb + nb;
-    size_t elem = c.dtype == CLT_F64 ? 8 : 4;
+    size_t elem = clt_dtype_size(c.dtype);
     void *got = NULL;
     clt_status st = write_values(fn, dev, s->a, na, c.dtype, 1, ha);
     if (st == CLT_OK)
@@ -319,7 +319,7 @@ static bool candidate(clt_device *dev, clt__gemm_variant v)
 /* Verifies and times every variant shaped for the device; fills choice. */
 static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigned char *choice)
 {
-    size_t elem = dtype == CLT_F64 ? 8 : 4, n = TUNE_MAX_N;
+    size_t elem = clt_dtype_size(dtype), n = TUNE_MAX_N;
     bool ok[CLT__GEMM_VARIANTS], ok_packed;
     double start = now_s(), spent = 0, last = 0, *host; /* last: the last class's timed runs */
     scratch s;

@@ -195,7 +195,7 @@ __kernel void ewc_where(EWC_PARAMS(ST, clt_u8))
 }
 #endif
 
-/* ---- copies that are batched transposes (clt__tile_plan in lib/backend.h) ------------------- */
+/* ---- copies that are batched transposes (clt__tile_plan in backends/backend.h) ------------------- */
 /* Within matrix b (batch index over the nb dimensions of bd),
  * out[o + i * out_rs + j] = in[a + i + j * in_cs] for i < rows, j < cols. Elements move as
  * unsigned integers of their size (TU, TU4): bit-exact. */

@@ -1,4 +1,4 @@
-/* The library's own strided-batched GEMM kernels (see clt__gemm_call in lib/backend.h), for
+/* The library's own strided-batched GEMM kernels (see clt__gemm_call in backends/backend.h), for
  * the devices where they beat CLBlast (lib/backends/opencl/cl_gemm.c tunes the choice per device):
  *   gemm_pack    op(B) copied into panels of PW columns, zero beyond n: [batch][panel][k][PW];
  *   gemm_packed  one work-item a MR x PW tile of C from rows of A and a packed panel of B;

@@ -1,5 +1,5 @@
 /* Reduction kernels: each of `rows` contiguous rows of `len` elements gives one value (see
- * clt__reduce_call in lib/backend.h). Built for one input dtype with -DDT=<token>, -DST=<storage
+ * clt__reduce_call in backends/backend.h). Built for one input dtype with -DDT=<token>, -DST=<storage
  * type>, -DCT=<compute type>, -DKIND=<flt, dbl or int> and -DCLT_KIND_INT. For every operation
  * NAME (sum, amax, amin, argmax, argmin and, for floating dtypes, sqdev) there are three
  * kernels with the same arguments:
