@@ -22,12 +22,13 @@ extern "C" {
 #endif
 
 /* The device's cl_device_id, owned by the library for as long as the process lives; NULL with
- * the last error set for cpu (CLT_ERR_DEVICE_MISMATCH) or NULL (CLT_ERR_INVALID_ARGUMENT). */
+ * the last error set for a device of another backend, cpu among them (CLT_ERR_DEVICE_MISMATCH),
+ * or NULL (CLT_ERR_INVALID_ARGUMENT). */
 CLT_API cl_device_id clt_device_cl_device(const clt_device *dev);
 /* The device's context and in-order command queue, created on first use. With retain, a new
  * reference the caller releases (clReleaseContext / clReleaseCommandQueue); without, borrowed
- * for as long as the process lives. NULL with the last error set for cpu
- * (CLT_ERR_DEVICE_MISMATCH), NULL (CLT_ERR_INVALID_ARGUMENT) or a failure to create them. */
+ * for as long as the process lives. NULL with the last error set for a device of another
+ * backend (CLT_ERR_DEVICE_MISMATCH), NULL (CLT_ERR_INVALID_ARGUMENT) or a failure to create them. */
 CLT_API cl_context clt_device_cl_context(clt_device *dev, bool retain);
 CLT_API cl_command_queue clt_device_cl_queue(clt_device *dev, bool retain);
 
@@ -35,7 +36,8 @@ CLT_API cl_command_queue clt_device_cl_queue(clt_device *dev, bool retain);
  * the others at clt_tensor_strides). With retain, a new reference the caller releases with
  * clReleaseMemObject; without, borrowed while the tensor lives and keeps its storage
  * (clt_module_to and clt_module_to_dtype give a module's tensors new storage). NULL with the
- * last error set for a cpu tensor (CLT_ERR_DEVICE_MISMATCH), NULL, or a tensor without
+ * last error set for a tensor on another backend's device, cpu among them
+ * (CLT_ERR_DEVICE_MISMATCH), NULL, or a tensor without
  * elements, which has no buffer (CLT_ERR_INVALID_ARGUMENT). */
 CLT_API cl_mem clt_tensor_cl_mem(const clt_tensor *t, bool retain);
 /* The byte offset of element 0 in that buffer; 0 for NULL (no error set). */

@@ -305,6 +305,31 @@ START_TEST(test_device_usable_versions)
 }
 END_TEST
 
+/* A device of a backend that is neither the host's nor OpenCL's (the host's table under another
+ * name) has no OpenCL objects: refused by its backend, never taken for an OpenCL device. */
+START_TEST(test_device_interop_other_backend)
+{
+    clt_device *cpu = clt_device_cpu();
+    clt_tensor *warm = clt_tensor_zeros(CLT_SHAPE(1), CLT_F32, cpu); /* cpu's pool exists */
+    clt__backend other = clt__host_backend;
+    clt_device fake = {.index = 0, .backend = &other, .info = cpu->info};
+    other.name = "other";
+    fake.info.type = CLT_DEVICE_GPU;
+    snprintf(fake.name, sizeof fake.name, "gpu:9");
+    atomic_store(&fake.pool, atomic_load(&cpu->pool));
+    clt_tensor *x = clt_tensor_ones(CLT_SHAPE(4), CLT_F32, &fake);
+    ck_assert_ptr_nonnull(x);
+    ck_assert_ptr_null(clt_device_cl_device(&fake));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_DEVICE_MISMATCH);
+    ck_assert_error_has("clt_device_cl_device: gpu:9 is not an OpenCL device (its backend is other)");
+    ck_assert_ptr_null(clt_device_cl_queue(&fake, false));
+    ck_assert_ptr_null(clt_tensor_cl_mem(x, false));
+    ck_assert_error_has("clt_tensor_cl_mem: gpu:9 is not an OpenCL device");
+    clt_tensor_release(x);
+    clt_tensor_release(warm);
+}
+END_TEST
+
 /* The OpenCL objects behind devices and tensors, borrowed or retained, in order with the
  * library's own work. */
 START_TEST(test_device_opencl_interop)
@@ -900,6 +925,7 @@ Suite *suite_device(void)
     tcase_add_test(tc, test_device_usable_versions);
     ADD_DEVICE_TEST(tc, test_device_synchronize);
     ADD_DEVICE_TEST(tc, test_device_opencl_interop);
+    tcase_add_test(tc, test_device_interop_other_backend);
     tcase_add_test(tc, test_device_kernel_build_failure);
     tcase_add_test(tc, test_device_kernel_dir_missing_file);
     tcase_add_test(tc, test_device_kernel_dir_sources);

@@ -5,13 +5,15 @@
 #include "device/registry.h"
 #include "tensor/tensor_internal.h"
 
-/* dev as an OpenCL device, or NULL with the error set. */
+/* dev as an OpenCL device, or NULL with the error set: a device of another backend (cpu among
+ * them) has no OpenCL objects. */
 static clt__cl_device *opencl_device(const char *fn, const clt_device *dev)
 {
     if (clt__device_check(fn, dev) != CLT_OK)
         return NULL;
-    if (clt__is_host(dev)) {
-        clt__error(CLT_ERR_DEVICE_MISMATCH, fn, "cpu is not an OpenCL device");
+    if (dev->backend != &clt__cl_backend) {
+        clt__error(CLT_ERR_DEVICE_MISMATCH, fn, "%s is not an OpenCL device (its backend is %s)",
+                   dev->name, dev->backend->name);
         return NULL;
     }
     return clt__cl((clt_device *)dev);
