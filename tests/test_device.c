@@ -1,16 +1,17 @@
 /* Device suite: enumeration, names, the default and current device, platforms (none, one,
- * two), CLT_VISIBLE_DEVICES, CLT_SUBDEVICES, the current-device guard (CLT_WITH_DEVICE),
- * synchronisation and kernel builds from CLT_KERNEL_DIR. */
+ * two), CLT_VISIBLE_DEVICES, CLT_SUBDEVICES, the current-device guard (CLT_WITH_DEVICE) and
+ * synchronisation, through the public API; in a build without OpenCL, on cpu alone (the OpenCL
+ * backend's own device tests: tests/opencl/test_opencl.c). */
 #include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "opencl_helpers.h"
+#include "helpers.h"
 
+#if CLT_TEST_OPENCL
 #include <cltensor/opencl.h>
-
-bool clt__cl_usable(const char *c_version, const char *profile, const char **why);
+#endif
 
 /* Whether the description of the device called `name` ("gpu:1") has `text` in its name. */
 static bool name_has(const char *name, const char *text)
@@ -25,8 +26,10 @@ START_TEST(test_device_list)
     int n = clt_device_count();
     const char *require = getenv("CLT_TEST_REQUIRE_GPU");
     ck_assert_int_ge(n, 0);
-    if (require && strcmp(require, "1") == 0)
+    if (CLT_TEST_OPENCL && require && strcmp(require, "1") == 0) /* not in a host-only build */
         ck_assert_msg(n >= 1, "CLT_TEST_REQUIRE_GPU=1 but no OpenCL device was found");
+    if (!CLT_TEST_OPENCL)
+        ck_assert_int_eq(n, 0);
 
     const clt_device_info *cpu = clt_device_get_info(clt_device_cpu());
     ck_assert_str_eq(clt_device_name(clt_device_cpu()), "cpu");
@@ -281,110 +284,6 @@ START_TEST(test_device_visible_long_value)
 }
 END_TEST
 
-/* Devices the kernels cannot run on are left out of the list. */
-START_TEST(test_device_usable_versions)
-{
-    static const struct {
-        const char *c_version, *profile, *why;
-    } cases[] = {
-        {"OpenCL C 1.2 PoCL", "FULL_PROFILE", NULL},
-        {"OpenCL C 3.0 ", "FULL_PROFILE", NULL},
-        {"OpenCL C 2.0", "FULL_PROFILE", NULL},
-        {"OpenCL C 1.1", "FULL_PROFILE", "older than 1.2"},
-        {"OpenCL C 1.0 ", "FULL_PROFILE", "older than 1.2"},
-        {"", "FULL_PROFILE", "older than 1.2"},
-        {"OpenCL C 3.0", "EMBEDDED_PROFILE", "embedded profile"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        const char *why = NULL;
-        bool ok = clt__cl_usable(cases[i].c_version, cases[i].profile, &why);
-        ck_assert_msg(ok == (cases[i].why == NULL), "case %zu", i);
-        if (!ok)
-            ck_assert_ptr_nonnull(strstr(why, cases[i].why));
-    }
-}
-END_TEST
-
-/* A device of a backend that is neither the host's nor OpenCL's (the host's table under another
- * name) has no OpenCL objects: refused by its backend, never taken for an OpenCL device. */
-START_TEST(test_device_interop_other_backend)
-{
-    clt_device *cpu = clt_device_cpu();
-    clt_tensor *warm = clt_tensor_zeros(CLT_SHAPE(1), CLT_F32, cpu); /* cpu's pool exists */
-    clt__backend other = clt__host_backend;
-    clt_device fake = {.index = 0, .backend = &other, .info = cpu->info};
-    other.name = "other";
-    fake.info.type = CLT_DEVICE_GPU;
-    snprintf(fake.name, sizeof fake.name, "gpu:9");
-    atomic_store(&fake.pool, atomic_load(&cpu->pool));
-    clt_tensor *x = clt_tensor_ones(CLT_SHAPE(4), CLT_F32, &fake);
-    ck_assert_ptr_nonnull(x);
-    ck_assert_ptr_null(clt_device_cl_device(&fake));
-    ck_assert_int_eq(clt_last_status(), CLT_ERR_DEVICE_MISMATCH);
-    ck_assert_error_has("clt_device_cl_device: gpu:9 is not an OpenCL device (its backend is other)");
-    ck_assert_ptr_null(clt_device_cl_queue(&fake, false));
-    ck_assert_ptr_null(clt_tensor_cl_mem(x, false));
-    ck_assert_error_has("clt_tensor_cl_mem: gpu:9 is not an OpenCL device");
-    clt_tensor_release(x);
-    clt_tensor_release(warm);
-}
-END_TEST
-
-/* The OpenCL objects behind devices and tensors, borrowed or retained, in order with the
- * library's own work. */
-START_TEST(test_device_opencl_interop)
-{
-    clt_device *dev = test_device(_i);
-    clt_tensor *x = clt_tensor_arange(0, 10, 1, CLT_F32, dev);
-    clt_tensor *v = clt_slice(x, 0, 2, 10, 3); /* elements 2, 5, 8 */
-    if (_i == 0) {
-        ck_assert_ptr_null(clt_device_cl_context(dev, false));
-        ck_assert_int_eq(clt_last_status(), CLT_ERR_DEVICE_MISMATCH);
-        ck_assert_error_has("clt_device_cl_context: cpu is not an OpenCL device");
-        ck_assert_ptr_null(clt_device_cl_queue(dev, true));
-        ck_assert_ptr_null(clt_device_cl_device(dev));
-        ck_assert_ptr_null(clt_tensor_cl_mem(x, false));
-        ck_assert_error_has("clt_tensor_cl_mem: cpu is not an OpenCL device");
-    } else {
-        cl_context ctx = clt_device_cl_context(dev, false);
-        cl_command_queue q = clt_device_cl_queue(dev, false);
-        cl_device_id id = NULL, qid = NULL;
-        cl_uint refs0 = 0, refs1 = 0;
-        ck_assert_ptr_nonnull(ctx);
-        ck_assert_ptr_nonnull(q);
-        clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof qid, &qid, NULL);
-        id = clt_device_cl_device(dev);
-        ck_assert_ptr_eq(id, qid);
-        clGetContextInfo(ctx, CL_CONTEXT_REFERENCE_COUNT, sizeof refs0, &refs0, NULL);
-        ck_assert_ptr_eq(clt_device_cl_context(dev, true), ctx);
-        clGetContextInfo(ctx, CL_CONTEXT_REFERENCE_COUNT, sizeof refs1, &refs1, NULL);
-        ck_assert_uint_eq(refs1, refs0 + 1);
-        clReleaseContext(ctx);
-
-        cl_mem mem = clt_tensor_cl_mem(v, true);
-        ck_assert_ptr_nonnull(mem);
-        ck_assert_uint_eq(clt_tensor_cl_offset(v), 2 * sizeof(float));
-        float got = 0, put = 42;
-        ck_assert_int_eq(clEnqueueReadBuffer(q, mem, CL_TRUE, clt_tensor_cl_offset(v), sizeof got, &got, 0, NULL, NULL), CL_SUCCESS);
-        ck_assert_float_eq(got, 2.0f);
-        /* a write queued directly is seen by the library's next read */
-        ck_assert_int_eq(clEnqueueWriteBuffer(q, mem, CL_FALSE, 5 * sizeof(float), sizeof put, &put, 0, NULL, NULL), CL_SUCCESS);
-        float back[3];
-        ck_assert_int_eq(clt_tensor_copy_to_host(v, back, sizeof back), CLT_OK);
-        ck_assert_float_eq(back[1], 42.0f);
-        clReleaseMemObject(mem);
-        clt_tensor *empty = clt_tensor_empty(CLT_SHAPE(0), CLT_F32, dev);
-        ck_assert_ptr_null(clt_tensor_cl_mem(empty, false));
-        ck_assert_error_has("a tensor without elements has no buffer");
-        clt_tensor_release(empty);
-    }
-    ck_assert_ptr_null(clt_tensor_cl_mem(NULL, false));
-    ck_assert_uint_eq(clt_tensor_cl_offset(NULL), 0);
-    clt_tensor_release(v);
-    clt_tensor_release(x);
-}
-END_TEST
-
 START_TEST(test_device_synchronize)
 {
     clt_device *dev = test_device(_i);
@@ -394,79 +293,6 @@ START_TEST(test_device_synchronize)
     clt_tensor_release(x);
     ck_assert_int_eq(clt_device_synchronize(NULL), CLT_ERR_INVALID_ARGUMENT);
     ck_assert_error_has("clt_device_synchronize: device is NULL");
-}
-END_TEST
-
-/* A broken kernel file: the build fails with the program's name and the compiler's log, every
- * time it is needed; other programs and other devices keep working. */
-START_TEST(test_device_kernel_build_failure)
-{
-    const char *dir = test_temp_dir();
-    char path[512];
-    if (clt_device_count() == 0)
-        return;
-    test_copy_kernels(dir);
-    snprintf(path, sizeof path, "%s/cast.cl", dir);
-    FILE *f = fopen(path, "w");
-    fputs("__kernel void cast_f32_f16(__global float *x) { this is not OpenCL C; }\n", f);
-    fclose(f);
-    test_allow_stderr(); /* PoCL prints the compiler's error count */
-    setenv("CLT_KERNEL_DIR", dir, 1);
-
-    clt_device *gpu = clt_device_get("gpu:0");
-    clt_tensor *x = clt_tensor_ones(CLT_SHAPE(4), CLT_F32, gpu);
-    ck_assert_ptr_nonnull(x);
-    for (int attempt = 0; attempt < 2; attempt++) {
-        ck_assert_ptr_null(clt_tensor_to_dtype(x, CLT_F16));
-        ck_assert_int_eq(clt_last_status(), CLT_ERR_KERNEL_BUILD);
-        ck_assert_error_has("clt_tensor_to_dtype: building OpenCL program 'cast:from_f32'");
-        ck_assert_error_has("for gpu:0");
-        ck_assert_error_has("build log:");
-        ck_assert_error_has("error");
-    }
-    /* the other programs build from the same folder; cpu is untouched */
-    clt_tensor *r = clt_tensor_rand(CLT_SHAPE(4), CLT_F32, gpu);
-    ck_assert_ptr_nonnull(r);
-    clt_tensor *c = clt_tensor_ones(CLT_SHAPE(4), CLT_F32, clt_device_cpu());
-    clt_tensor *h = clt_tensor_to_dtype(c, CLT_F16);
-    ck_assert_ptr_nonnull(h);
-    ck_assert_uint_eq(((uint16_t *)clt_tensor_data(h))[0], 0x3c00);
-    clt_tensor_release(h);
-    clt_tensor_release(c);
-    clt_tensor_release(r);
-    clt_tensor_release(x);
-}
-END_TEST
-
-START_TEST(test_device_kernel_dir_missing_file)
-{
-    const char *dir = test_temp_dir();
-    if (clt_device_count() == 0)
-        return;
-    test_copy_kernel(dir, "common.cl");
-    setenv("CLT_KERNEL_DIR", dir, 1);
-    clt_tensor *x = clt_tensor_rand(CLT_SHAPE(4), CLT_F32, clt_device_get("gpu:0"));
-    ck_assert_ptr_null(x);
-    ck_assert_int_eq(clt_last_status(), CLT_ERR_IO);
-    ck_assert_error_has("cannot open scalar.cl in CLT_KERNEL_DIR");
-}
-END_TEST
-
-/* Sources read from CLT_KERNEL_DIR give the same results as the embedded ones. */
-START_TEST(test_device_kernel_dir_sources)
-{
-    if (clt_device_count() == 0)
-        return;
-    setenv("CLT_KERNEL_DIR", CLT_TEST_CL_DIR, 1);
-    clt_manual_seed(3);
-    clt_tensor *g = clt_tensor_randn(CLT_SHAPE(33), CLT_F32, clt_device_get("gpu:0"));
-    clt_manual_seed(3);
-    clt_tensor *c = clt_tensor_randn(CLT_SHAPE(33), CLT_F32, clt_device_cpu());
-    ck_assert_ptr_nonnull(g);
-    ck_assert_ptr_nonnull(c);
-    test_assert_same_bytes(g, c);
-    clt_tensor_release(g);
-    clt_tensor_release(c);
 }
 END_TEST
 
@@ -483,6 +309,7 @@ static bool two_gpus(bool split)
     return true;
 }
 
+#if CLT_TEST_OPENCL /* these two read OpenCL's own description of the sub-devices */
 /* The compute units of the device a sub-device was split from. */
 static cl_uint parent_units(clt_device *dev)
 {
@@ -524,6 +351,7 @@ START_TEST(test_device_subdevices_split)
     ck_assert_ptr_ne(clt_device_cl_context(g0, false), clt_device_cl_context(g1, false));
 }
 END_TEST
+#endif
 
 /* Operations on each sub-device give the host's results. */
 START_TEST(test_device_subdevices_ops)
@@ -922,14 +750,10 @@ Suite *suite_device(void)
     tcase_add_test(tc, test_device_visible_empty);
     tcase_add_loop_test(tc, test_device_visible_bad, 0, 4);
     tcase_add_test(tc, test_device_visible_long_value);
-    tcase_add_test(tc, test_device_usable_versions);
     ADD_DEVICE_TEST(tc, test_device_synchronize);
-    ADD_DEVICE_TEST(tc, test_device_opencl_interop);
-    tcase_add_test(tc, test_device_interop_other_backend);
-    tcase_add_test(tc, test_device_kernel_build_failure);
-    tcase_add_test(tc, test_device_kernel_dir_missing_file);
-    tcase_add_test(tc, test_device_kernel_dir_sources);
+#if CLT_TEST_OPENCL
     tcase_add_test(tc, test_device_subdevices_split);
+#endif
     tcase_add_test(tc, test_device_subdevices_ops);
     tcase_add_test(tc, test_device_subdevices_copy);
     tcase_add_test(tc, test_device_subdevices_two_platforms);
