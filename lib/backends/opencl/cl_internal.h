@@ -132,8 +132,9 @@ typedef struct clt__cl_arg {
 #define CLT__CL_ARG(v) {sizeof(v), &(v)}
 #define CLT__CL_ARGS(array) (array), (int)(sizeof(array) / sizeof *(array))
 
-/* The text of <name>.cl (kernels/ or ../shared/): embedded, or from CLT_KERNEL_DIR's folders. *owned receives memory to free
- * (clt__free), NULL for the embedded text. */
+/* The text of <name>.cl (lib/backends/opencl/kernels or lib/backends/shared): embedded, or
+ * from CLT_KERNEL_DIR's folders. *owned receives memory to free (clt__free), NULL for the
+ * embedded text. */
 clt_status clt__cl_source_text(const char *fn, const char *name, const char **text,
                                size_t *len, char **owned);
 

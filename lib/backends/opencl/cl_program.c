@@ -1,8 +1,9 @@
-/* Kernels compiled at load time: the sources in kernels/ and ../shared/ (embedded in the
- * library, or read from the folders CLT_KERNEL_DIR lists), built per (device, program,
- * options) the first time a device needs them, a program being one part of a file (clt__cl_program), from the disk cache's binary when that
- * cache is in use and has one (cl_cache.c), and kept in memory with the kernels taken from them;
- * the warm-up that builds them all on several threads; and the launch helper. */
+/* Kernels compiled at load time: the sources of lib/backends/opencl/kernels and
+ * lib/backends/shared (embedded in the library, or read from the folders CLT_KERNEL_DIR lists),
+ * built per (device, program, options) the first time a device needs them, a program being
+ * one part of a file (clt__cl_program), from the disk cache's binary when that cache is in use
+ * and has one (cl_cache.c), and kept in memory with the kernels taken from them; the warm-up
+ * that builds them all on several threads; and the launch helper. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
