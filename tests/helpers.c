@@ -339,3 +339,35 @@ void test_copy_kernels(const char *dir)
         closedir(d);
     }
 }
+
+/* A made-up device's buffers: host memory, counted as a device's, as the caching allocator
+ * counts them for a device that is not the host. */
+static clt_status fake_alloc(const char *fn, clt_device *dev, size_t nbytes, void **buf)
+{
+    clt_status st = clt__host_backend.alloc(fn, dev, nbytes, buf);
+    if (st == CLT_OK)
+        clt__live_add(CLT__HOST, -1), clt__live_add(CLT__DEVICE, 1);
+    return st;
+}
+
+static void fake_free(clt_device *dev, void *buf)
+{
+    clt__live_add(CLT__DEVICE, -1), clt__live_add(CLT__HOST, 1);
+    clt__host_backend.free(dev, buf);
+}
+
+void test_fake_device(clt_device *dev, clt__backend *table, const char *backend, const char *name,
+                      clt_device_type type)
+{
+    clt_device *cpu = clt_device_cpu();
+    clt_tensor_release(clt_tensor_zeros(CLT_SHAPE(1), CLT_F32, cpu)); /* cpu's pool exists */
+    *table = clt__host_backend;
+    table->name = backend;
+    if (type != CLT_DEVICE_HOST)
+        table->alloc = fake_alloc, table->free = fake_free;
+    *dev = (clt_device){.index = type == CLT_DEVICE_HOST ? -1 : 0, .backend = table,
+                        .info = cpu->info};
+    dev->info.type = type;
+    snprintf(dev->name, sizeof dev->name, "%s", name);
+    atomic_store(&dev->pool, atomic_load(&cpu->pool));
+}

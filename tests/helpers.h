@@ -104,9 +104,13 @@ void test_noise(double *v, int64_t n, unsigned seed, double lo, double hi);
  * clt_manual_seed(seed); takes over the activation's reference. */
 clt_module *test_mlp(int64_t in, int64_t hidden, int64_t out, clt_module *activation,
                      uint64_t seed);
+/* A device of a made-up backend, for the seam's tests: *table becomes the host's table under
+ * the name `backend` (clear entries to take them away), *dev a device `name` of `type` over it
+ * whose memory is host memory from cpu's caching allocator. Nothing to free. */
+void test_fake_device(clt_device *dev, clt__backend *table, const char *backend, const char *name,
+                      clt_device_type type);
 /* A tensor of dtype on dev holding the doubles v (asserts success). */
 clt_tensor *test_tensor(clt_device *dev, clt_dtype dtype, const double *v, int ndim,
                         const int64_t *shape);
-
 
 #endif

@@ -250,14 +250,10 @@ END_TEST
  * entry is refused. */
 START_TEST(test_backend_missing_entry)
 {
-    clt_device *cpu = clt_device_cpu();
-    clt_tensor *warm = clt_tensor_zeros(CLT_SHAPE(1), CLT_F32, cpu); /* cpu's pool exists */
-    clt__backend lacking = clt__host_backend;
-    clt_device fake = {.index = -1, .backend = &lacking, .info = cpu->info};
-    lacking.name = "lacking";
+    clt__backend lacking;
+    clt_device fake;
+    test_fake_device(&fake, &lacking, "lacking", "fake", CLT_DEVICE_HOST);
     lacking.gemm = NULL;
-    snprintf(fake.name, sizeof fake.name, "fake");
-    atomic_store(&fake.pool, atomic_load(&cpu->pool)); /* host memory either way */
     ck_assert_int_eq(clt__backend_check("test", &lacking), CLT_OK);
 
     clt_tensor *a = clt_tensor_ones(CLT_SHAPE(2, 2), CLT_F32, &fake);
@@ -278,7 +274,6 @@ START_TEST(test_backend_missing_entry)
     lacking.synchronize = NULL;
     ck_assert_int_eq(clt__backend_check("test", &lacking), CLT_ERR_INTERNAL);
     ck_assert_error_has("test: the lacking backend has no synchronize");
-    clt_tensor_release(warm);
 }
 END_TEST
 

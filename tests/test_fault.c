@@ -485,6 +485,86 @@ START_TEST(test_fault_save_load)
 }
 END_TEST
 
+/* ---- pinned host memory and asynchronous copies; a tensor's autograd state ------------------ */
+
+typedef struct async_case {
+    clt_device *dev;
+    clt_tensor *t;
+    double *before;
+} async_case;
+
+/* A tensor's elements out into a pinned buffer and back in, each copy with an event. */
+static bool async_round_trip(void *ctx)
+{
+    async_case *c = ctx;
+    size_t bytes = 40 * sizeof(float);
+    clt_host_buffer *b = clt_host_buffer_new(c->dev, bytes);
+    clt_event *e = NULL;
+    bool ok = b && clt_tensor_read_async(c->t, clt_host_buffer_data(b), bytes, &e) == CLT_OK &&
+              clt_event_wait(e) == CLT_OK;
+    clt_event_release(e);
+    e = NULL;
+    ok = ok && clt_tensor_write_async(c->t, clt_host_buffer_data(b), bytes, &e) == CLT_OK &&
+         clt_event_wait(e) == CLT_OK;
+    clt_event_release(e);
+    clt_host_buffer_free(b);
+    return ok;
+}
+
+static void async_unchanged(void *ctx)
+{
+    async_case *c = ctx;
+    double *now = values_unfaulted(c->t);
+    for (int k = 0; k < 40; k++)
+        ck_assert_double_eq(now[k], c->before[k]);
+    free(now);
+}
+
+START_TEST(test_fault_async_copies)
+{
+    double v[40];
+    async_case c = {.dev = test_device(_i)};
+    for (int k = 0; k < 40; k++)
+        v[k] = k * 0.25 - 3;
+    c.t = test_tensor(c.dev, CLT_F32, v, 1, (int64_t[]){40});
+    c.before = test_values(c.t);
+    both_kinds(async_round_trip, NULL, async_unchanged, &c, c.dev);
+    free(c.before);
+    clt_tensor_release(c.t);
+}
+END_TEST
+
+/* A fresh tensor's autograd state is made when it is first asked for: without it the tensor
+ * neither requires grad nor has a gradient. */
+static bool grad_state(void *ctx)
+{
+    clt_device *dev = ctx;
+    clt_tensor *x = clt_tensor_zeros(CLT_SHAPE(3), CLT_F32, dev);
+    clt_tensor *g = x ? clt_tensor_ones(CLT_SHAPE(3), CLT_F32, dev) : NULL;
+    clt_tensor *y = g ? clt_tensor_zeros(CLT_SHAPE(3), CLT_F32, dev) : NULL;
+    bool ok = y != NULL;
+    if (ok) {
+        clt_status st = clt_tensor_set_requires_grad(x, true);
+        ck_assert(clt_tensor_requires_grad(x) == (st == CLT_OK)); /* unchanged on failure */
+        ok = st == CLT_OK;
+    }
+    if (ok) {
+        clt_status st = clt_tensor_set_grad(y, g);
+        clt_tensor *now = clt_tensor_grad(y);
+        ck_assert(now == (st == CLT_OK ? g : NULL));
+        clt_tensor_release(now);
+        ok = st == CLT_OK;
+    }
+    clt_tensor_release(y), clt_tensor_release(g), clt_tensor_release(x);
+    return ok;
+}
+
+START_TEST(test_fault_grad_state)
+{
+    ck_assert_int_ge(test_fault_sweep(grad_state, test_device(_i), NULL, CLT__HOST), 2);
+}
+END_TEST
+
 Suite *suite_fault(void)
 {
     Suite *s = suite_create("fault");
@@ -495,6 +575,8 @@ Suite *suite_fault(void)
     ADD_DEVICE_TEST(tc, test_fault_batch_norm);
     ADD_DEVICE_TEST(tc, test_fault_loader_epoch);
     ADD_DEVICE_TEST(tc, test_fault_save_load);
+    ADD_DEVICE_TEST(tc, test_fault_async_copies);
+    ADD_DEVICE_TEST(tc, test_fault_grad_state);
     suite_add_tcase(s, tc);
     return s;
 }

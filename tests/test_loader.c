@@ -103,6 +103,36 @@ START_TEST(test_loader_epochs)
 }
 END_TEST
 
+/* A device whose backend has no pinned memory and no copy queue (the host's table without
+ * those entries, on a device that is not the host): the loader stages batches in ordinary host
+ * memory and writes them on the device's own queue, every item once, on that device; a pinned
+ * host buffer there is ordinary memory. */
+START_TEST(test_loader_without_pinned_memory)
+{
+    clt__backend plain;
+    clt_device fake;
+    test_fake_device(&fake, &plain, "plain", "gpu:9", CLT_DEVICE_GPU);
+    plain.pinned_alloc = NULL, plain.pinned_free = NULL;
+    plain.upload = NULL, plain.queue_wait = NULL;
+    counting c = {-1};
+    clt_dataset *d = counting_new(&c);
+    test_live before = test_live_now();
+    clt_loader *l = clt_loader_new(d, &(clt_loader_options){.batch_size = 4, .device = &fake});
+    ck_assert_msg(l != NULL, "%s", clt_last_error());
+    int64_t seen[ITEMS];
+    ck_assert_int_eq(epoch(l, &fake, 4, seen), ITEMS);
+    for (int k = 0; k < ITEMS; k++)
+        ck_assert_int_eq(seen[k], k);
+    clt_loader_free(l);
+    clt_host_buffer *b = clt_host_buffer_new(&fake, 100);
+    ck_assert_ptr_nonnull(b);
+    ((unsigned char *)clt_host_buffer_data(b))[99] = 7;
+    clt_host_buffer_free(b);
+    ck_assert_live_eq(test_live_now(), before);
+    clt_dataset_release(d);
+}
+END_TEST
+
 /* A batch size far beyond the dataset's length gives one batch of every item on every device
  * (staging memory is sized by the items a batch has); sizes whose memory would have no size are
  * refused when the loader is made. */
@@ -324,6 +354,7 @@ Suite *suite_loader(void)
     ADD_DEVICE_TEST(tc, test_loader_huge_batch_size);
     tcase_add_test(tc, test_loader_subsets);
     tcase_add_test(tc, test_loader_allocation_failures);
+    tcase_add_test(tc, test_loader_without_pinned_memory);
     suite_add_tcase(s, tc);
     return s;
 }

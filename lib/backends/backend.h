@@ -19,6 +19,7 @@ struct clt_device {
     int index;                   /* N of gpu:N; -1 for cpu */
     char name[16];               /* "cpu", "gpu:N" */
     const clt__backend *backend;
+    const struct clt__backend_registry *registry; /* the backend's entry; NULL for cpu */
     clt_device_info info;
     void *impl;                  /* the backend's own state */
     struct clt__pool *_Atomic pool; /* the caching allocator's (lib/device/allocator.c) */

@@ -12,21 +12,22 @@ struct clt_host_buffer {
     size_t nbytes;
 };
 
+/* The backend whose pinned memory dev uses: its own, or the host's ordinary memory. */
+static const clt__backend *pinned_backend(const clt_device *dev)
+{
+    return dev->backend->pinned_alloc && dev->backend->pinned_free ? dev->backend
+                                                                   : &clt__host_backend;
+}
+
 clt_status clt__pinned_alloc(const char *fn, clt_device *dev, size_t nbytes, void **handle,
                              void **ptr)
 {
-    if (dev->backend->pinned_alloc && dev->backend->pinned_free)
-        return dev->backend->pinned_alloc(fn, dev, nbytes, handle, ptr);
-    *handle = *ptr = clt__alloc_aligned(fn, nbytes, 64);
-    return *ptr ? CLT_OK : clt_last_status();
+    return pinned_backend(dev)->pinned_alloc(fn, dev, nbytes, handle, ptr);
 }
 
 void clt__pinned_free(clt_device *dev, void *handle, void *ptr)
 {
-    if (dev->backend->pinned_alloc && dev->backend->pinned_free)
-        dev->backend->pinned_free(dev, handle, ptr);
-    else
-        clt__free(handle);
+    pinned_backend(dev)->pinned_free(dev, handle, ptr);
 }
 
 clt_status clt__pinned_upload(const char *fn, clt_device *dev, void *buf, const void *ptr,

@@ -170,8 +170,12 @@ static clt_status registry_failed(clt_status st)
 static clt_status enumerate_all(void)
 {
     clt_status st = CLT_OK;
-    for (const clt__backend_registry *const *b = clt__backends; *b && st == CLT_OK; b++)
+    for (const clt__backend_registry *const *b = clt__backends; *b && st == CLT_OK; b++) {
+        int first = all_count;
         st = (*b)->enumerate(enumerate_fn, &all_devices, &all_count);
+        for (int i = first; i < all_count; i++)
+            all_devices[i]->registry = *b;
+    }
     for (int i = 0; i < all_count && st == CLT_OK; i++)
         st = clt__backend_check(enumerate_fn, all_devices[i]->backend);
     return st == CLT_OK ? CLT_OK : registry_failed(st);
@@ -408,12 +412,4 @@ clt_status clt_cache_get_info(clt_cache_info *info)
             return (*b)->cache_info(info);
     *info = (clt_cache_info){.enabled = false, .dir = ""};
     return CLT_OK;
-}
-
-const clt__backend_registry *clt__device_registry(const clt_device *dev)
-{
-    for (const clt__backend_registry *const *b = clt__backends; *b; b++)
-        if (dev->backend && strcmp(dev->backend->name, (*b)->name) == 0)
-            return *b;
-    return NULL;
 }

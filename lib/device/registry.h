@@ -12,9 +12,6 @@ clt_device *clt__device_or_current(const char *fn, clt_device *dev);
 /* CLT_OK when dtype is valid and dev can hold it (f64 needs fp64); otherwise the error. */
 clt_status clt__device_dtype_check(const char *fn, const clt_device *dev, clt_dtype dtype);
 
-/* The registry entry of dev's backend; NULL for the host backend's devices (cpu). */
-const clt__backend_registry *clt__device_registry(const clt_device *dev);
-
 /* The parsers of device names and CLT_VISIBLE_DEVICES, apart from the registry's state (they
  * take untrusted text: tests/fuzz runs them on random input). */
 

@@ -22,12 +22,11 @@ static clt_status tiny_matmul(const char *fn, clt_device *dev, clt_dtype dtype)
 clt_status clt_device_warmup(clt_device *dev)
 {
     static const char fn[] = "clt_device_warmup";
-    const clt__backend_registry *reg;
     clt_status st = clt__device_check(fn, dev);
 
-    if (st != CLT_OK || !(reg = clt__device_registry(dev)) || !reg->warmup)
+    if (st != CLT_OK || !dev->registry || !dev->registry->warmup)
         return st;
-    st = reg->warmup(fn, dev);
+    st = dev->registry->warmup(fn, dev);
     if (st == CLT_OK)
         st = tiny_matmul(fn, dev, CLT_F32);
     if (st == CLT_OK && dev->info.fp64)

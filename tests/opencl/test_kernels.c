@@ -537,7 +537,7 @@ START_TEST(test_kernels_argument_count)
     cl_ulong x = 0;
     const clt__cl_arg args[6] = {CLT__CL_ARG(x), CLT__CL_ARG(x), CLT__CL_ARG(x),
                                  CLT__CL_ARG(x), CLT__CL_ARG(x), CLT__CL_ARG(x)};
-    const char *opts = clt__cl_dtype_options(CLT_I32);
+    const char *opts = clt__dtype(CLT_I32)->options;
     for (int n = 4; n <= 6; n += 2) {
         ck_assert_int_eq(clt__cl_launch("test", dev, "elementwise:fill", opts, "ew_fill", args, n,
                                         1, NULL),

@@ -39,14 +39,9 @@ END_TEST
  * name) has no OpenCL objects: refused by its backend, never taken for an OpenCL device. */
 START_TEST(test_device_interop_other_backend)
 {
-    clt_device *cpu = clt_device_cpu();
-    clt_tensor *warm = clt_tensor_zeros(CLT_SHAPE(1), CLT_F32, cpu); /* cpu's pool exists */
-    clt__backend other = clt__host_backend;
-    clt_device fake = {.index = 0, .backend = &other, .info = cpu->info};
-    other.name = "other";
-    fake.info.type = CLT_DEVICE_GPU;
-    snprintf(fake.name, sizeof fake.name, "gpu:9");
-    atomic_store(&fake.pool, atomic_load(&cpu->pool));
+    clt__backend other;
+    clt_device fake;
+    test_fake_device(&fake, &other, "other", "gpu:9", CLT_DEVICE_GPU);
     clt_tensor *x = clt_tensor_ones(CLT_SHAPE(4), CLT_F32, &fake);
     ck_assert_ptr_nonnull(x);
     ck_assert_ptr_null(clt_device_cl_device(&fake));
@@ -56,7 +51,6 @@ START_TEST(test_device_interop_other_backend)
     ck_assert_ptr_null(clt_tensor_cl_mem(x, false));
     ck_assert_error_has("clt_tensor_cl_mem: gpu:9 is not an OpenCL device");
     clt_tensor_release(x);
-    clt_tensor_release(warm);
 }
 END_TEST
 

@@ -113,7 +113,7 @@ clt_status clt__host_pinned_alloc(const char *fn, clt_device *dev, size_t nbytes
                                      void **handle, void **ptr)
 {
     (void)dev;
-    *handle = *ptr = clt__alloc_aligned(fn, nbytes, 64);
+    *handle = *ptr = clt__alloc_aligned(fn, nbytes, CLT__HOST_ALIGNMENT);
     return *ptr ? CLT_OK : clt_last_status();
 }
 

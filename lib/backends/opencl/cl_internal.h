@@ -114,10 +114,6 @@ bool clt__cl_usable(const char *c_version, const char *profile, const char **why
 /* Creates the device's context and queue on first use (under the device lock). */
 clt_status clt__cl_start(const char *fn, clt_device *dev);
 
-/* Build options that specialise elementwise.cl, nn.cl and the like for a dtype: -DDT (its token),
- * -DST (storage type), -DCT (compute type), -DKIND (flt, dbl or int), -DCLT_KIND_INT. */
-const char *clt__cl_dtype_options(clt_dtype dtype);
-
 /* The dtype whose programs move elements of `size` bytes as bits (fills, transposes): u8, f16,
  * i32 or i64. */
 clt_dtype clt__cl_bits_dtype(size_t size);

@@ -15,7 +15,7 @@ clt_status clt__cl_index_select(const char *fn, clt_device *dev, const clt__inde
         {sizeof idx, &idx}, {sizeof io, &io}, {sizeof A, &A},     {sizeof K, &K},
         {sizeof B, &B},     {sizeof M, &M},
     };
-    return clt__cl_launch(fn, dev, "nn", clt__cl_dtype_options(c->dtype), "index_select",
+    return clt__cl_launch(fn, dev, "nn", clt__dtype(c->dtype)->options, "index_select",
                           CLT__CL_ARGS(args), c->A * c->M * c->B, NULL);
 }
 
@@ -46,7 +46,7 @@ static clt_status columns(const char *fn, clt_device *dev, const clt__conv_call 
     };
     int nargs = geometry(c, u, w, args, 6);
     args[nargs++] = (clt__cl_arg){sizeof blocked, &blocked};
-    return clt__cl_run(fn, dev, "nn", clt__cl_dtype_options(c->dtype), kernel, args, nargs, n);
+    return clt__cl_run(fn, dev, "nn", clt__dtype(c->dtype)->options, kernel, args, nargs, n);
 }
 
 clt_status clt__cl_im2col(const char *fn, clt_device *dev, const clt__conv_call *c)
@@ -76,7 +76,7 @@ static clt_status pooling(const char *fn, clt_device *dev, const clt__conv_call 
     args[nargs++] = (clt__cl_arg){sizeof is_max, &is_max};
     args[nargs++] = (clt__cl_arg){sizeof count_pad, &count_pad};
     args[nargs++] = (clt__cl_arg){sizeof blocked, &blocked};
-    return clt__cl_run(fn, dev, "nn", clt__cl_dtype_options(c->dtype), kernel, args, nargs, n);
+    return clt__cl_run(fn, dev, "nn", clt__dtype(c->dtype)->options, kernel, args, nargs, n);
 }
 
 clt_status clt__cl_pool2d(const char *fn, clt_device *dev, const clt__conv_call *c)
@@ -100,6 +100,6 @@ clt_status clt__cl_index_add(const char *fn, clt_device *dev, const clt__index_a
         {sizeof oro, &oro},       {sizeof A, &A},         {sizeof K, &K},     {sizeof B, &B},
         {sizeof M, &M},
     };
-    return clt__cl_launch(fn, dev, "nn", clt__cl_dtype_options(c->dtype), "index_add",
+    return clt__cl_launch(fn, dev, "nn", clt__dtype(c->dtype)->options, "index_add",
                           CLT__CL_ARGS(args), c->A * c->K * c->B, NULL);
 }

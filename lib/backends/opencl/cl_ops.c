@@ -28,11 +28,6 @@ clt_status clt__cl_cast(const char *fn, clt_device *dev, void *src, size_t src_o
     return clt__cl_run(fn, dev, program, NULL, kernel, CLT__CL_ARGS(args), n);
 }
 
-const char *clt__cl_dtype_options(clt_dtype dtype)
-{
-    return clt__dtype(dtype)->options;
-}
-
 int clt__cl_run_blocked = -1;
 
 /* An elementwise call over contiguous operands: ewc_<op>, bufs and offs in the order output,
@@ -66,7 +61,7 @@ static clt_status contiguous(const char *fn, clt_device *dev, const clt__ew_call
         {sizeof bufs[3], &bufs[3]}, {sizeof offs[3], &offs[3]}, {sizeof n, &n},
         {sizeof blocked, &blocked}, {ssize, s0},                {ssize, s1},
     };
-    return clt__cl_run(fn, dev, ew_programs[c->op], clt__cl_dtype_options(c->dtype),
+    return clt__cl_run(fn, dev, ew_programs[c->op], clt__dtype(c->dtype)->options,
                        ew_kernels[c->op][1], CLT__CL_ARGS(args),
                        c->n);
 }
@@ -105,7 +100,7 @@ static clt_status tiled(const char *fn, clt_device *dev, const clt__ew_call *c,
         {sizeof out_rs, &out_rs}, {sizeof in_cs, &in_cs},     {sizeof batch, &batch},
         {sizeof bd, &bd},         {sizeof nb, &nb},
     };
-    const char *opts = clt__cl_dtype_options(clt__cl_bits_dtype(clt_dtype_size(c->dtype)));
+    const char *opts = clt__dtype(clt__cl_bits_dtype(clt_dtype_size(c->dtype)))->options;
     if (clt__cl_run_layout(dev))
         return clt__cl_launch(fn, dev, "elementwise:transpose", opts, "ew_copy_tb",
                               CLT__CL_ARGS(args), ti * tj * t->batch, NULL);
@@ -167,7 +162,7 @@ clt_status clt__cl_elementwise(const char *fn, clt_device *dev, const clt__ew_ca
     };
     if (c->ndim == 0) /* every operand contiguous */
         return contiguous(fn, dev, c, bufs, offs, &s[0], &s[1], ssize);
-    return clt__cl_run(fn, dev, ew_programs[c->op], clt__cl_dtype_options(c->dtype),
+    return clt__cl_run(fn, dev, ew_programs[c->op], clt__dtype(c->dtype)->options,
                        ew_kernels[c->op][0], CLT__CL_ARGS(args), c->n);
 }
 
@@ -184,7 +179,7 @@ clt_status clt__cl_fill(const char *fn, clt_device *dev, void *buf, size_t offse
         {sizeof b, &b}, {sizeof off, &off}, {sizeof n, &n}, {pattern_size, pattern},
         {sizeof blocked, &blocked},
     };
-    return clt__cl_run(fn, dev, "elementwise:fill", clt__cl_dtype_options(as), "ew_fill",
+    return clt__cl_run(fn, dev, "elementwise:fill", clt__dtype(as)->options, "ew_fill",
                        CLT__CL_ARGS(args), n);
 }
 

@@ -28,6 +28,6 @@ clt_status clt__cl_optim_step(const char *fn, clt_device *dev, const clt__optim_
         S(8),            {sizeof blocked, &blocked},
     };
 #undef S
-    return clt__cl_run(fn, dev, "optim", clt__cl_dtype_options(c->dtype), "optim_step",
+    return clt__cl_run(fn, dev, "optim", clt__dtype(c->dtype)->options, "optim_step",
                        CLT__CL_ARGS(args), c->n);
 }

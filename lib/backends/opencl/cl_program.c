@@ -474,7 +474,7 @@ clt_status clt__cl_launch_nd(const char *fn, clt_device *dev, const char *progra
 
 /* Every program the kernels use, the dtypes each is built for (bits 1 << dtype: those the
  * operations that use it accept; a launch with another still builds what it needs) and the
- * options that specialise it for one: the dtype's (clt__cl_dtype_options), gemm.cl's, or none
+ * options that specialise it for one: the dtype's (its dtype table row), gemm.cl's, or none
  * (one build, only where the device holds that dtype: a cast from it, random). Fills and
  * transposes move bits, so they are built for one dtype per storage size
  * (clt__cl_bits_dtype). */
@@ -568,7 +568,7 @@ static size_t warm_jobs(clt_device *dev, warm_job *jobs)
             const char *extra = how == NO_OPTIONS     ? ""
                                 : how == GEMM_OPTIONS ? (d == CLT_F64 ? CLT__CL_GEMM_F64
                                                                       : CLT__CL_GEMM_F32)
-                                                      : clt__cl_dtype_options((clt_dtype)d);
+                                                      : clt__dtype((clt_dtype)d)->options;
             if (find_program(cd, every_program[i].name, extra))
                 continue;
             if (jobs)

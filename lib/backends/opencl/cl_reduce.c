@@ -42,7 +42,7 @@ static const char *red_program(clt__reduce_op op)
 clt_status clt__cl_reduce(const char *fn, clt_device *dev, const clt__reduce_call *c)
 {
     char kernel[32];
-    const char *opts = clt__cl_dtype_options(c->dtype), *program = red_program(c->op);
+    const char *opts = clt__dtype(c->dtype)->options, *program = red_program(c->op);
     cl_mem x = c->in, out = c->out, mean = c->mean ? c->mean : c->out, tmp = c->out;
     cl_ulong x_off = c->in_offset, len = c->len, rows = c->rows, parts = 1, chunk = c->len;
     cl_ulong out_off = c->out_offset, mean_off = c->mean ? c->mean_offset : 0;
