@@ -18,9 +18,10 @@
         }                                                                                      \
     } while (0)
 
-int main(void)
+int main(int argc, char **argv)
 {
-    clt_device *device = clt_device_default();
+    /* a device named on the command line ("gpu:0"), else the default one */
+    clt_device *device = argc > 1 ? clt_device_get(argv[1]) : clt_device_default();
     CHECK(device);
     printf("Using device: %s\n", clt_device_name(device));
 

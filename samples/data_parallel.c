@@ -58,19 +58,21 @@ static double accuracy(clt_module *model, clt_tensor *x, clt_tensor *y)
 
 int main(int argc, char **argv)
 {
-    const char *data = DATA_PARALLEL_DATA;
+    const char *data = DATA_PARALLEL_DATA, *device_name = NULL;
     int epochs = 10;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--epochs"))
             epochs = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--data"))
             data = argv[i + 1];
+        else if (!strcmp(argv[i], "--device"))
+            device_name = argv[i + 1];
     }
     if (epochs <= 0) {
-        fprintf(stderr, "usage: data_parallel [--epochs N] [--data FILE]\n");
+        fprintf(stderr, "usage: data_parallel [--epochs N] [--data FILE] [--device NAME]\n");
         return 2;
     }
-    clt_device *device = clt_device_default();
+    clt_device *device = device_name ? clt_device_get(device_name) : clt_device_default();
     CHECK(device);
     printf("Using device: %s; %d GPU%s\n", clt_device_name(device), clt_device_count(),
            clt_device_count() == 1 ? "" : "s");
@@ -93,7 +95,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < 3; k++)
         clt_module_release(layers[k]);
     CHECK(clt_module_to(model, device) == CLT_OK); /* model.to(device) */
-    if (clt_device_count() > 1) {                  /* model = nn.DataParallel(model) */
+    if (device != clt_device_cpu() && clt_device_count() > 1) { /* nn.DataParallel(model) */
         clt_module *parallel = clt_nn_data_parallel(model, NULL, 0, NULL);
         CHECK(parallel);
         clt_module_release(model);
@@ -105,7 +107,9 @@ int main(int argc, char **argv)
             printf(" %s", clt_device_name(devices[k]));
         printf("\n");
     }
-    clt_optimizer *optimizer = clt_optim_adam_module(model, &(clt_adam_options){.lr = 0.01});
+    clt_adam_options adam = clt_adam_options_default(); /* optim.Adam(model.parameters(), lr=0.01) */
+    adam.lr = 0.01;
+    clt_optimizer *optimizer = clt_optim_adam_module(model, &adam);
     clt_loader *loader = clt_loader_new(train, &(clt_loader_options){
         .batch_size = 128, .shuffle = true, .seed = 0, .device = device});
     CHECK(optimizer && loader);
@@ -117,7 +121,7 @@ int main(int argc, char **argv)
         while ((st = clt_loader_next(loader, batch)) == CLT_OK) {
             clt_tensor *logits = clt_module_forward(model, batch[0]);
             CHECK(logits);
-            clt_tensor *loss = clt_cross_entropy(logits, batch[1], CLT_REDUCTION_MEAN, -100);
+            clt_tensor *loss = clt_cross_entropy(logits, batch[1], NULL);
             CHECK(loss);
             clt_optim_zero_grad(optimizer);
             CHECK(clt_backward(loss, NULL, false) == CLT_OK);

@@ -59,12 +59,13 @@ static const char *first_parameter_device(const clt_module *m)
     return clt_device_name(clt_module_device(m));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     clt_manual_seed(0);
     MyModel *model = my_model_new();
 
-    clt_device *device = clt_device_default();
+    /* a device named on the command line ("gpu:0"), else the default one */
+    clt_device *device = argc > 1 ? clt_device_get(argv[1]) : clt_device_default();
     CHECK(device);
     printf("Using device: %s\n", clt_device_name(device));
 

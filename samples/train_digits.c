@@ -110,7 +110,7 @@ static double evaluate(clt_module *model, clt_tensor *x_test, clt_tensor *y_test
 static double train_step(clt_module *model, clt_optimizer *optimizer, clt_tensor *x, clt_tensor *y)
 {
     clt_tensor *logits = must(clt_module_forward(model, x));
-    clt_tensor *loss = must(clt_cross_entropy(logits, y, CLT_REDUCTION_MEAN, -100));
+    clt_tensor *loss = must(clt_cross_entropy(logits, y, NULL));
     clt_optim_zero_grad(optimizer);
 #ifdef TRAIN_DIGITS_MPI
     if (dist) /* loss.backward() in DDP: the gradients averaged over the ranks meanwhile */
@@ -139,8 +139,9 @@ static void fit(const char *name, clt_module *model, clt_device *device, clt_loa
     if (dist) /* DistributedDataParallel(model): rank 0's parameters everywhere */
         CHECK(clt_dist_sync_module(dist, model) == CLT_OK);
 #endif
-    clt_optimizer *optimizer =
-        clt_optim_adam_module(model, &(clt_adam_options){.lr = LEARNING_RATE});
+    clt_adam_options adam = clt_adam_options_default(); /* optim.Adam(model.parameters(), lr=...) */
+    adam.lr = LEARNING_RATE;
+    clt_optimizer *optimizer = clt_optim_adam_module(model, &adam);
     CHECK(optimizer);
     for (int epoch = 1; epoch <= epochs; epoch++) {
         progress p = {.model = name, .epoch = epoch, .epochs = epochs, .total = train_items,
@@ -276,7 +277,8 @@ int main(int argc, char **argv)
         int provided; /* a second thread averages gradients during the backward */
         MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
         dist = clt_dist_init(MPI_COMM_WORLD, &(clt_dist_options){
-                                                 .device = opt.device ? device : NULL});
+                                                 .device = opt.device ? device : NULL,
+                                                 .device_per_rank = !opt.device});
         CHECK(dist);
         device = clt_dist_device(dist);
         replicas = clt_dist_size(dist), rank = clt_dist_rank(dist);

@@ -272,7 +272,7 @@ void test_noise(double *v, int64_t n, unsigned seed, double lo, double hi)
 clt_tensor *test_tensor(clt_device *dev, clt_dtype dtype, const double *v, int ndim,
                         const int64_t *shape)
 {
-    clt_tensor *h = clt_tensor_from_data(v, CLT_F64, ndim, shape, clt_device_cpu());
+    clt_tensor *h = clt_tensor_from_data(ndim, shape, v, CLT_F64, clt_device_cpu());
     clt_tensor *t = h ? clt_tensor_to_ex(h, &(clt_to_options){.device = dev, .dtype = dtype}) : NULL;
     ck_assert_msg(t != NULL, "%s", clt_last_error());
     clt_tensor_release(h);
@@ -370,4 +370,26 @@ void test_fake_device(clt_device *dev, clt__backend *table, const char *backend,
     dev->info.type = type;
     snprintf(dev->name, sizeof dev->name, "%s", name);
     atomic_store(&dev->pool, atomic_load(&cpu->pool));
+}
+
+clt_adam_options test_adam_lr(double lr)
+{
+    clt_adam_options o = clt_adam_options_default();
+    o.lr = lr;
+    return o;
+}
+
+clt_sgd_options test_sgd_lr(double lr, double momentum)
+{
+    clt_sgd_options o = clt_sgd_options_default();
+    o.lr = lr;
+    o.momentum = momentum;
+    return o;
+}
+
+clt_loss_options test_loss_reduction(clt_reduction reduction)
+{
+    clt_loss_options o = clt_loss_options_default();
+    o.reduction = reduction;
+    return o;
 }

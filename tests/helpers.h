@@ -109,6 +109,15 @@ clt_module *test_mlp(int64_t in, int64_t hidden, int64_t out, clt_module *activa
  * whose memory is host memory from cpu's caching allocator. Nothing to free. */
 void test_fake_device(clt_device *dev, clt__backend *table, const char *backend, const char *name,
                       clt_device_type type);
+/* PyTorch's Adam / SGD defaults with the learning rate (and SGD's momentum) changed;
+ * TEST_ADAM and TEST_SGD give a pointer to such options in a compound literal. */
+clt_adam_options test_adam_lr(double lr);
+clt_sgd_options test_sgd_lr(double lr, double momentum);
+#define TEST_ADAM(lr) ((clt_adam_options[1]){test_adam_lr(lr)})
+#define TEST_SGD(lr, momentum) ((clt_sgd_options[1]){test_sgd_lr(lr, momentum)})
+/* PyTorch's loss defaults with the reduction changed, as a pointer to a compound literal. */
+clt_loss_options test_loss_reduction(clt_reduction reduction);
+#define TEST_LOSS(reduction) ((clt_loss_options[1]){test_loss_reduction(reduction)})
 /* A tensor of dtype on dev holding the doubles v (asserts success). */
 clt_tensor *test_tensor(clt_device *dev, clt_dtype dtype, const double *v, int ndim,
                         const int64_t *shape);

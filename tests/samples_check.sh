@@ -11,9 +11,10 @@ unset CLT_LOG
 export RUSTICL_ENABLE=llvmpipe
 failures=0
 
-# run NAME VISIBLE: move_model with CLT_VISIBLE_DEVICES=VISIBLE, its output into NAME.out/.err
+# run NAME VISIBLE DEVICE: move_model DEVICE with CLT_VISIBLE_DEVICES=VISIBLE, its output into
+# NAME.out/.err
 run() {
-  if ! CLT_VISIBLE_DEVICES=$2 "$sample" >"$work/$1.out" 2>"$work/$1.err"; then
+  if ! CLT_VISIBLE_DEVICES=$2 "$sample" $3 >"$work/$1.out" 2>"$work/$1.err"; then
     echo "FAIL: move_model on $1 exited with an error:"; cat "$work/$1.err"
     failures=$((failures + 1))
   elif [[ -s $work/$1.err ]]; then
@@ -22,9 +23,9 @@ run() {
   fi
 }
 
-run cpu ""
-run pocl pthread
-run rusticl llvmpipe
+run cpu "" ""
+run pocl pthread gpu:0
+run rusticl llvmpipe gpu:0
 for name in pocl rusticl; do
   if ! grep -q "Using device: gpu:0" "$work/$name.out"; then
     echo "FAIL: move_model on $name did not run on gpu:0:"; cat "$work/$name.out"

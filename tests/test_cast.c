@@ -73,7 +73,7 @@ static clt_tensor *from_bits(clt_dtype dt, const uint64_t *bits, size_t n, clt_d
     for (size_t i = 0; i < n; i++)
         memcpy(buf + i * size, &bits[i], size); /* little-endian: the low bytes */
     int64_t shape = (int64_t)n;
-    clt_tensor *t = clt_tensor_from_data(buf, dt, 1, &shape, dev);
+    clt_tensor *t = clt_tensor_from_data(1, &shape, buf, dt, dev);
     ck_assert_msg(t != NULL, "%s", clt_last_error());
     free(buf);
     return t;

@@ -464,7 +464,7 @@ END_TEST
 /* Values as the library's conversion from f64 gives them. */
 static void *converted(const double *v, int64_t n, clt_dtype dtype)
 {
-    clt_tensor *t = clt_tensor_from_data(v, CLT_F64, CLT_SHAPE(n), clt_device_cpu());
+    clt_tensor *t = clt_tensor_from_data(CLT_SHAPE(n), v, CLT_F64, clt_device_cpu());
     clt_tensor *c = clt_tensor_to_dtype(t, dtype);
     void *bytes = test_bytes(c);
     clt_tensor_release(c), clt_tensor_release(t);

@@ -61,15 +61,38 @@ END_TEST
 START_TEST(test_device_default_and_gpu)
 {
     int n = clt_device_count();
-    clt_device *def = clt_device_default();
-    if (n == 0) {
-        ck_assert_ptr_eq(def, clt_device_cpu());
-        return;
+    clt_device *def = clt_device_default(), *first_gpu = NULL;
+    for (int i = 0; i < n && !first_gpu; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "gpu:%d", i);
+        clt_device *d = clt_device_get(name);
+        clt_device_type type = clt_device_get_info(d)->type;
+        if (type == CLT_DEVICE_GPU || type == CLT_DEVICE_ACCELERATOR)
+            first_gpu = d;
     }
-    ck_assert_ptr_eq(def, clt_device_get("gpu:0"));
-    ck_assert_ptr_eq(clt_device_get("gpu"), def);
-    ck_assert_ptr_eq(clt_device_current(), def);
+    /* the first GPU- or accelerator-type device; an OpenCL CPU device (PoCL) is not one */
+    ck_assert_ptr_eq(def, first_gpu ? first_gpu : clt_device_cpu());
     ck_assert_ptr_eq(clt_device_get("cpu"), clt_device_cpu());
+    /* a NULL device is cpu, whatever the default */
+    clt_tensor *x = clt_tensor_zeros(CLT_SHAPE(2), CLT_F32, NULL);
+    ck_assert_ptr_eq(clt_tensor_device(x), clt_device_cpu());
+    clt_tensor_release(x);
+    /* CLT_DEVICE overrides the choice; a name of no device is an error naming it */
+    setenv("CLT_DEVICE", "cpu", 1);
+    ck_assert_ptr_eq(clt_device_default(), clt_device_cpu());
+    if (n > 0) {
+        setenv("CLT_DEVICE", "gpu:0", 1);
+        ck_assert_ptr_eq(clt_device_default(), clt_device_get("gpu:0"));
+    }
+    setenv("CLT_DEVICE", "gpu:99", 1);
+    ck_assert_ptr_null(clt_device_default());
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_NO_DEVICE);
+    ck_assert_error_has("clt_device_default: CLT_DEVICE=gpu:99: ");
+    unsetenv("CLT_DEVICE");
+    if (n == 0)
+        return;
+    ck_assert_ptr_eq(clt_device_get("gpu"), clt_device_get("gpu:0"));
+    ck_assert_ptr_eq(clt_device_current(), clt_device_get("gpu:0"));
 }
 END_TEST
 
@@ -703,15 +726,16 @@ START_TEST(test_device_with_creation)
         if (pass)
             ck_assert_int_eq(clt_device_set_current(g1), CLT_OK);
         CLT_WITH_DEVICE(want) {
+            clt_device *gpu = clt_device_get("gpu"); /* the block's device */
             clt_tensor *made[] = {
-                clt_tensor_empty(CLT_SHAPE(4), CLT_F32, NULL),
-                clt_tensor_zeros(CLT_SHAPE(4), CLT_F32, NULL),
-                clt_tensor_ones(CLT_SHAPE(4), CLT_I32, NULL),
-                clt_tensor_full(CLT_SHAPE(4), 2.5, CLT_F32, NULL),
-                clt_tensor_arange(0, 4, 1, CLT_I64, NULL),
-                clt_tensor_rand(CLT_SHAPE(4), CLT_F32, NULL),
-                clt_tensor_randn(CLT_SHAPE(4), CLT_F32, NULL),
-                clt_tensor_from_data(v, CLT_F64, CLT_SHAPE(4), NULL),
+                clt_tensor_empty(CLT_SHAPE(4), CLT_F32, gpu),
+                clt_tensor_zeros(CLT_SHAPE(4), CLT_F32, gpu),
+                clt_tensor_ones(CLT_SHAPE(4), CLT_I32, gpu),
+                clt_tensor_full(CLT_SHAPE(4), 2.5, CLT_F32, gpu),
+                clt_tensor_arange(0, 4, 1, CLT_I64, gpu),
+                clt_tensor_rand(CLT_SHAPE(4), CLT_F32, gpu),
+                clt_tensor_randn(CLT_SHAPE(4), CLT_F32, gpu),
+                clt_tensor_from_data(CLT_SHAPE(4), v, CLT_F64, gpu),
             };
             for (size_t i = 0; i < sizeof made / sizeof *made; i++) {
                 ck_assert_msg(made[i] != NULL, "%s", clt_last_error());
@@ -728,9 +752,7 @@ START_TEST(test_device_with_creation)
         }
     }
     /* outside any block: the thread's current GPU */
-    clt_tensor *t = clt_tensor_zeros(CLT_SHAPE(2), CLT_F32, NULL);
-    ck_assert_ptr_eq(clt_tensor_device(t), g1);
-    clt_tensor_release(t);
+    ck_assert_ptr_eq(clt_device_get("gpu"), g1);
 }
 END_TEST
 

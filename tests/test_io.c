@@ -96,7 +96,7 @@ START_TEST(test_io_dtypes_bit_exact)
                 bytes[k] = (uint8_t)(k & 1);
         if (d == CLT_F32) /* a NaN with a payload and -0 */
             memcpy(bytes, (const uint32_t[]){0x7fc12345u, 0x80000000u}, 8);
-        clt_tensor *t = clt_tensor_from_data(bytes, (clt_dtype)d, CLT_SHAPE(2, 3), dev);
+        clt_tensor *t = clt_tensor_from_data(CLT_SHAPE(2, 3), bytes, (clt_dtype)d, dev);
         ck_assert_msg(t != NULL, "%s", clt_last_error());
         nt[n++] = (clt_named_tensor){names[d], t};
     }

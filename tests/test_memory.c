@@ -215,7 +215,7 @@ START_TEST(test_memory_async_copies)
     float host[N];
     for (int k = 0; k < N; k++)
         host[k] = (float)k * 0.5f - 7;
-    clt_tensor *t = clt_tensor_from_data(host, CLT_F32, CLT_SHAPE(N), dev);
+    clt_tensor *t = clt_tensor_from_data(CLT_SHAPE(N), host, CLT_F32, dev);
     clt_host_buffer *b = clt_host_buffer_new(dev, sizeof host);
     ck_assert_ptr_nonnull(t);
     ck_assert_ptr_nonnull(b);
@@ -259,7 +259,7 @@ START_TEST(test_memory_async_copies_bad)
 {
     clt_device *dev = test_device(_i);
     float host[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8];
-    clt_tensor *t = clt_tensor_from_data(host, CLT_F32, CLT_SHAPE(2, 4), dev);
+    clt_tensor *t = clt_tensor_from_data(CLT_SHAPE(2, 4), host, CLT_F32, dev);
     clt_tensor *tt = clt_transpose(t, 0, 1);
     clt_event *ev = (clt_event *)&ev; /* not NULL: must be reset */
     ck_assert_ptr_nonnull(tt);

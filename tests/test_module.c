@@ -434,7 +434,7 @@ START_TEST(test_module_layers_match_host)
     clt_module *embc = clt_module_clone_to(emb, dev);
     ck_assert_ptr_nonnull(embc);
     int64_t idx[6] = {0, 9, 3, 3, 7, 1};
-    clt_tensor *ix = clt_tensor_from_data(idx, CLT_I64, CLT_SHAPE(2, 3), cpu);
+    clt_tensor *ix = clt_tensor_from_data(CLT_SHAPE(2, 3), idx, CLT_I64, cpu);
     assert_forward_parity(emb, embc, dev, ix, "Embedding");
     clt_tensor_release(ix);
     clt_module_release(embc), clt_module_release(emb);

@@ -38,7 +38,7 @@ static clt_tensor *data(clt_dtype dt, int ndim, const int64_t *shape, unsigned s
         else
             v[i] = floor(u * 9.0) - (dt == CLT_U8 || positive ? 0 : 4);
     }
-    clt_tensor *f = clt_tensor_from_data(v, CLT_F64, ndim, shape, clt_device_cpu());
+    clt_tensor *f = clt_tensor_from_data(ndim, shape, v, CLT_F64, clt_device_cpu());
     clt_tensor *t = clt_tensor_to_dtype(f, dt);
     ck_assert_msg(t != NULL, "%s", clt_last_error());
     clt_tensor_release(f);
@@ -279,7 +279,7 @@ END_TEST
 
 static clt_tensor *vec(clt_dtype dt, const double *v, int64_t n, clt_device *dev)
 {
-    clt_tensor *f = clt_tensor_from_data(v, CLT_F64, 1, &n, clt_device_cpu());
+    clt_tensor *f = clt_tensor_from_data(1, &n, v, CLT_F64, clt_device_cpu());
     clt_tensor *t = clt_tensor_to_ex(f, &(clt_to_options){.device = dev, .dtype = dt});
     ck_assert_ptr_nonnull(t);
     clt_tensor_release(f);

@@ -77,13 +77,16 @@ START_TEST(test_optim_rules)
 {
     clt_device *dev = test_device(_i);
     clt_dtype dts[2] = {CLT_F32, CLT_F64};
-    const clt_sgd_options sgds[] = {
-        {.lr = 0.1},
-        {.lr = 0.05, .momentum = 0.9, .dampening = 0.1, .weight_decay = 0.01},
-        {.lr = 0.05, .momentum = 0.8, .nesterov = true, .weight_decay = 0.02},
-    };
-    const clt_adam_options adam = {.lr = 0.01, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-6,
-                                   .weight_decay = 0.05};
+    clt_sgd_options sgds[3] = {clt_sgd_options_default(), clt_sgd_options_default(),
+                               clt_sgd_options_default()};
+    sgds[0].lr = 0.1;
+    sgds[1].lr = 0.05, sgds[1].momentum = 0.9, sgds[1].dampening = 0.1, sgds[1].weight_decay = 0.01;
+    sgds[2].lr = 0.05, sgds[2].momentum = 0.8, sgds[2].nesterov = true, sgds[2].weight_decay = 0.02;
+    /* the second Adam asks for what zeros once meant "the default" for: beta1 0, eps 0 */
+    clt_adam_options adams[2] = {clt_adam_options_default(), clt_adam_options_default()};
+    adams[0].lr = 0.01, adams[0].beta1 = 0.8, adams[0].beta2 = 0.99, adams[0].eps = 1e-6;
+    adams[0].weight_decay = 0.05;
+    adams[1].lr = 0.02, adams[1].beta1 = 0, adams[1].eps = 0;
     for (int d = 0; d < 2; d++) {
         clt_dtype dt = dts[d];
         if (dt == CLT_F64 && !clt_device_get_info(dev)->fp64)
@@ -99,13 +102,14 @@ START_TEST(test_optim_rules)
             clt_optim_free(opt);
             clt_tensor_release(p);
         }
-        for (int kind = 1; kind <= 2; kind++) {
-            ref r = {.kind = kind, .lr = adam.lr, .beta1 = adam.beta1, .beta2 = adam.beta2,
+        for (int kind = 1; kind <= 4; kind++) {
+            const clt_adam_options adam = adams[(kind - 1) / 2];
+            ref r = {.kind = 2 - kind % 2, .lr = adam.lr, .beta1 = adam.beta1, .beta2 = adam.beta2,
                      .eps = adam.eps, .wd = adam.weight_decay};
             clt_tensor *p = parameter(dev, dt, &r);
-            clt_optimizer *opt = kind == 1 ? clt_optim_adam(&p, 1, &adam) : clt_optim_adamw(&p, 1, &adam);
+            clt_optimizer *opt = kind % 2 ? clt_optim_adam(&p, 1, &adam) : clt_optim_adamw(&p, 1, &adam);
             ck_assert_msg(opt != NULL, "%s", clt_last_error());
-            compare(dev, dt, &r, opt, p, kind == 1 ? "Adam" : "AdamW");
+            compare(dev, dt, &r, opt, p, kind % 2 ? "Adam" : "AdamW");
             clt_optim_free(opt);
             clt_tensor_release(p);
         }
@@ -121,22 +125,43 @@ START_TEST(test_optim_arguments)
     clt_tensor *i = clt_tensor_zeros(CLT_SHAPE(3), CLT_I64, dev);
     clt_tensor_set_requires_grad(q, true);
     clt_tensor *made = clt_mul_scalar(q, 2);
-    ck_assert_ptr_null(clt_optim_sgd(&p, 1, &(clt_sgd_options){.lr = 0.1, .nesterov = true}));
+    clt_sgd_options nesterov = test_sgd_lr(0.1, 0);
+    nesterov.nesterov = true;
+    ck_assert_ptr_null(clt_optim_sgd(&p, 1, &nesterov));
     ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
     ck_assert_error_has("clt_optim_sgd: Nesterov momentum needs momentum > 0 and dampening 0");
-    ck_assert_ptr_null(clt_optim_sgd(&p, 1, &(clt_sgd_options){.lr = -1}));
+    ck_assert_ptr_null(clt_optim_sgd(&p, 1, TEST_SGD(-1, 0)));
     ck_assert_error_has("clt_optim_sgd: lr -1");
-    ck_assert_ptr_null(clt_optim_adam(&i, 1, &(clt_adam_options){0}));
+    ck_assert_ptr_null(clt_optim_adam(&i, 1, NULL));
     ck_assert_int_eq(clt_last_status(), CLT_ERR_DTYPE);
     ck_assert_error_has("clt_optim_adam: parameter 0 is i64");
-    ck_assert_ptr_null(clt_optim_adamw(&made, 1, &(clt_adam_options){.beta1 = 1}));
+    ck_assert_ptr_null(clt_optim_adamw(&made, 1, NULL));
     ck_assert_error_has("clt_optim_adamw: parameter 0 was made by MulBackward");
-    ck_assert_ptr_null(clt_optim_adamw(&q, 1, &(clt_adam_options){.beta2 = 1.5}));
+    clt_adam_options bad = clt_adamw_options_default();
+    bad.beta2 = 1.5;
+    ck_assert_ptr_null(clt_optim_adamw(&q, 1, &bad));
     ck_assert_error_has("betas 0.9 and 1.5");
+    /* PyTorch's defaults */
+    clt_sgd_options sd = clt_sgd_options_default();
+    clt_adam_options ad = clt_adam_options_default(), awd = clt_adamw_options_default();
+    ck_assert(sd.lr == 1e-3 && sd.momentum == 0 && sd.dampening == 0 && sd.weight_decay == 0 &&
+              !sd.nesterov);
+    ck_assert(ad.lr == 1e-3 && ad.beta1 == 0.9 && ad.beta2 == 0.999 && ad.eps == 1e-8 &&
+              ad.weight_decay == 0);
+    ck_assert(awd.lr == 1e-3 && awd.beta1 == 0.9 && awd.beta2 == 0.999 && awd.eps == 1e-8 &&
+              awd.weight_decay == 0.01);
+    /* options that did not start from the defaults: their zeros would be taken as values */
+    ck_assert_ptr_null(clt_optim_adam(&q, 1, &(clt_adam_options){.lr = 0.1}));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_optim_adam: options did not start from clt_adam_options_default()");
+    ck_assert_ptr_null(clt_optim_sgd(&q, 1, &(clt_sgd_options){.lr = 0.1}));
+    ck_assert_error_has("clt_optim_sgd: options did not start from clt_sgd_options_default()");
+    ck_assert_ptr_null(clt_optim_adamw_module(NULL, NULL));
+    ck_assert_error_has("clt_optim_adamw: module is NULL");
 
     /* a parameter without a gradient is skipped; zero_grad clears; lr can change */
     clt_tensor *both[3] = {p, q, q};
-    clt_optimizer *opt = clt_optim_sgd(both, 3, &(clt_sgd_options){.lr = 0.5});
+    clt_optimizer *opt = clt_optim_sgd(both, 3, TEST_SGD(0.5, 0));
     ck_assert_ptr_nonnull(opt);
     clt_tensor *g = clt_tensor_ones(CLT_SHAPE(3), CLT_F32, dev);
     ck_assert_int_eq(clt_tensor_set_grad(q, g), CLT_OK);
@@ -177,7 +202,7 @@ static void batch(clt_device *dev, int b, clt_tensor **x, clt_tensor **t)
         c[i] = r[0] > r[1] ? (r[0] > r[2] ? 0 : 2) : (r[1] > r[2] ? 1 : 2);
     }
     *x = test_tensor(dev, CLT_F32, v, CLT_SHAPE(16, 4));
-    *t = clt_tensor_from_data(c, CLT_I64, CLT_SHAPE(16), dev);
+    *t = clt_tensor_from_data(CLT_SHAPE(16), c, CLT_I64, dev);
 }
 
 /* One epoch of 8 batches: the mean loss. */
@@ -190,7 +215,7 @@ static double epoch(clt_module *m, clt_optimizer *opt)
         batch(dev, b, &x, &t);
         clt_optim_zero_grad(opt);
         clt_tensor *y = clt_module_forward(m, x);
-        clt_tensor *l = clt_cross_entropy(y, t, CLT_REDUCTION_MEAN, -100);
+        clt_tensor *l = clt_cross_entropy(y, t, NULL);
         ck_assert_msg(l != NULL, "%s", clt_last_error());
         ck_assert_int_eq(clt_backward(l, NULL, false), CLT_OK);
         ck_assert_msg(clt_optim_step(opt) == CLT_OK, "%s", clt_last_error());
@@ -212,8 +237,8 @@ START_TEST(test_optim_gradient_shape_refused)
     clt_tensor *g = clt_tensor_ones(CLT_SHAPE(1), CLT_F32, dev);
     clt_tensor_set_requires_grad(w, true);
     for (int kind = 0; kind < 2; kind++) {
-        clt_optimizer *opt = kind ? clt_optim_adam(&w, 1, &(clt_adam_options){.lr = 0.1})
-                                  : clt_optim_sgd(&w, 1, &(clt_sgd_options){.lr = 0.1});
+        clt_optimizer *opt = kind ? clt_optim_adam(&w, 1, TEST_ADAM(0.1))
+                                  : clt_optim_sgd(&w, 1, TEST_SGD(0.1, 0));
         ck_assert_ptr_nonnull(opt);
         clt__grad_state_get("test", w)->grad = clt_tensor_retain(g); /* past the public checks */
         ck_assert_int_eq(clt_optim_step(opt), CLT_ERR_SHAPE);
@@ -236,8 +261,8 @@ START_TEST(test_optim_same_trajectory)
 {
     clt_device *dev = test_device(_i);
     clt_module *a = model(), *b = model();
-    clt_optimizer *oa = clt_optim_sgd_module(a, &(clt_sgd_options){.lr = 0.2, .momentum = 0.9});
-    clt_optimizer *ob = clt_optim_sgd_module(b, &(clt_sgd_options){.lr = 0.2, .momentum = 0.9});
+    clt_optimizer *oa = clt_optim_sgd_module(a, TEST_SGD(0.2, 0.9));
+    clt_optimizer *ob = clt_optim_sgd_module(b, TEST_SGD(0.2, 0.9));
     ck_assert_int_eq(clt_module_to(b, dev), CLT_OK);
     double first = 0, last = 0;
     for (int e = 0; e < 5; e++) {
@@ -260,8 +285,7 @@ START_TEST(test_optim_state_follows_the_model)
 {
     clt_device *dev = test_device(_i);
     clt_module *a = model(), *b = model();
-    clt_adam_options o = {.lr = 0.01};
-    clt_optimizer *oa = clt_optim_adam_module(a, &o), *oa2 = clt_optim_adam_module(b, &o);
+    clt_optimizer *oa = clt_optim_adam_module(a, TEST_ADAM(0.01)), *oa2 = clt_optim_adam_module(b, TEST_ADAM(0.01));
     for (int e = 0; e < 2; e++)
         ck_assert(epoch(a, oa) == epoch(b, oa2));
     ck_assert_int_eq(clt_module_to(b, dev), CLT_OK);
@@ -302,10 +326,10 @@ START_TEST(test_optim_allocation_failures)
     clt_device *dev = test_device(_i);
     step_case c = {model(), NULL};
     clt_tensor *x, *t;
-    c.opt = clt_optim_adam_module(c.m, &(clt_adam_options){.lr = 0.01});
+    c.opt = clt_optim_adam_module(c.m, TEST_ADAM(0.01));
     ck_assert_int_eq(clt_module_to(c.m, dev), CLT_OK);
     batch(dev, 0, &x, &t);
-    clt_tensor *y = clt_module_forward(c.m, x), *l = clt_cross_entropy(y, t, CLT_REDUCTION_MEAN, -100);
+    clt_tensor *y = clt_module_forward(c.m, x), *l = clt_cross_entropy(y, t, NULL);
     ck_assert_int_eq(clt_backward(l, NULL, false), CLT_OK);
     /* the first step makes the state: a failure there leaves every parameter as it was */
     double before = weight_sum(c.m);

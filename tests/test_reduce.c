@@ -74,7 +74,7 @@ static bool holds(clt_device *dev, clt_dtype dt)
 /* A cpu tensor of dtype dt holding v (n values) converted by the library's rules. */
 static clt_tensor *from_doubles(const double *v, int ndim, const int64_t *shape, clt_dtype dt)
 {
-    clt_tensor *d = clt_tensor_from_data(v, CLT_F64, ndim, shape, clt_device_cpu());
+    clt_tensor *d = clt_tensor_from_data(ndim, shape, v, CLT_F64, clt_device_cpu());
     ck_assert_msg(d != NULL, "%s", clt_last_error());
     clt_tensor *t = clt_tensor_to_dtype(d, dt);
     ck_assert_msg(t != NULL, "%s", clt_last_error());
@@ -154,8 +154,8 @@ static clt_tensor *run_red(red r, clt_tensor *x, const spec *s)
     switch (r) {
     case R_SUM: return clt_sum(x, s->dims, s->ndims, s->keepdim);
     case R_MEAN: return clt_mean(x, s->dims, s->ndims, s->keepdim);
-    case R_MAX: return clt_max(x, s->dims, s->ndims, s->keepdim);
-    case R_MIN: return clt_min(x, s->dims, s->ndims, s->keepdim);
+    case R_MAX: return clt_amax(x, s->dims, s->ndims, s->keepdim);
+    case R_MIN: return clt_amin(x, s->dims, s->ndims, s->keepdim);
     case R_ARGMAX: return s->ndims ? clt_argmax(x, s->dims[0], s->keepdim) : clt_argmax_all(x);
     case R_ARGMIN: return s->ndims ? clt_argmin(x, s->dims[0], s->keepdim) : clt_argmin_all(x);
     case R_VAR: return clt_var(x, s->dims, s->ndims, s->correction, s->keepdim);
@@ -559,7 +559,7 @@ START_TEST(test_reduce_sum_1e7_accurate)
         naive += v[i];
     }
     naive_err = fabs((double)naive - want) / want;
-    clt_tensor *x = clt_tensor_from_data(v, CLT_F32, 1, &n, dev);
+    clt_tensor *x = clt_tensor_from_data(1, &n, v, CLT_F32, dev);
     ck_assert_msg(x != NULL, "%s", clt_last_error());
     clt_tensor *s = clt_sum(x, NULL, 0, false), *m = clt_mean(x, NULL, 0, false);
     ck_assert_msg(s && m, "%s", clt_last_error());
@@ -618,8 +618,8 @@ START_TEST(test_reduce_nan_and_inf)
         snprintf(what, sizeof what, "%s on %s", clt_dtype_name(dt), clt_device_name(dev));
         const double a[] = {1, 5, NAN, 7, NAN, -3};
         clt_tensor *x = vec(dev, dt, a, 6);
-        ck_assert_msg(isnan(scalar_of(clt_max(x, NULL, 0, false), what)), "%s", what);
-        ck_assert_msg(isnan(scalar_of(clt_min(x, NULL, 0, false), what)), "%s", what);
+        ck_assert_msg(isnan(scalar_of(clt_amax(x, NULL, 0, false), what)), "%s", what);
+        ck_assert_msg(isnan(scalar_of(clt_amin(x, NULL, 0, false), what)), "%s", what);
         ck_assert_msg(scalar_of(clt_argmax_all(x), what) == 2, "%s", what);
         ck_assert_msg(scalar_of(clt_argmin(x, 0, false), what) == 2, "%s", what);
         ck_assert_msg(isnan(scalar_of(clt_sum(x, NULL, 0, false), what)), "%s", what);
@@ -632,7 +632,7 @@ START_TEST(test_reduce_nan_and_inf)
                      d[] = {-INFINITY, -INFINITY}, e[] = {100, 100, 100};
         x = vec(dev, dt, b, 3);
         ck_assert_msg(scalar_of(clt_sum(x, NULL, 0, false), what) == INFINITY, "%s", what);
-        ck_assert_msg(scalar_of(clt_max(x, NULL, 0, false), what) == INFINITY, "%s", what);
+        ck_assert_msg(scalar_of(clt_amax(x, NULL, 0, false), what) == INFINITY, "%s", what);
         ck_assert_msg(scalar_of(clt_argmax_all(x), what) == 1, "%s", what);
         ck_assert_msg(scalar_of(clt_logsumexp(x, NULL, 0, false), what) == INFINITY, "%s", what);
         clt_tensor_release(x);
@@ -643,7 +643,7 @@ START_TEST(test_reduce_nan_and_inf)
         clt_tensor_release(x);
         x = vec(dev, dt, d, 2);
         ck_assert_msg(scalar_of(clt_logsumexp(x, NULL, 0, false), what) == -INFINITY, "%s", what);
-        ck_assert_msg(scalar_of(clt_max(x, NULL, 0, false), what) == -INFINITY, "%s", what);
+        ck_assert_msg(scalar_of(clt_amax(x, NULL, 0, false), what) == -INFINITY, "%s", what);
         clt_tensor_release(x);
         x = vec(dev, dt, e, 3); /* exp(100) overflows f32: the shift by the maximum avoids it */
         double l = scalar_of(clt_logsumexp(x, NULL, 0, false), what);
@@ -661,7 +661,7 @@ START_TEST(test_reduce_nan_and_inf)
         x = vec(dev, dt, big, n);
         ck_assert_msg(scalar_of(clt_argmax_all(x), what) == 31234, "%s", what);
         ck_assert_msg(scalar_of(clt_argmin_all(x), what) == 31234, "%s", what);
-        ck_assert_msg(isnan(scalar_of(clt_max(x, NULL, 0, false), what)), "%s", what);
+        ck_assert_msg(isnan(scalar_of(clt_amax(x, NULL, 0, false), what)), "%s", what);
         ck_assert_msg(isnan(scalar_of(clt_sum(x, NULL, 0, false), what)), "%s", what);
         clt_tensor_release(x);
         free(big);
@@ -730,7 +730,7 @@ START_TEST(test_reduce_ties)
     /* -0 and 0: the first of equal elements, bits and all */
     const double z[] = {-0.0, 0.0};
     clt_tensor *x = vec(dev, CLT_F32, z, 2);
-    clt_tensor *mx = clt_max(x, NULL, 0, false), *mn = clt_min(x, NULL, 0, false);
+    clt_tensor *mx = clt_amax(x, NULL, 0, false), *mn = clt_amin(x, NULL, 0, false);
     float fm, fn;
     ck_assert_int_eq(clt_tensor_copy_to_host(mx, &fm, sizeof fm), CLT_OK);
     ck_assert_int_eq(clt_tensor_copy_to_host(mn, &fn, sizeof fn), CLT_OK);
@@ -788,7 +788,7 @@ START_TEST(test_reduce_empty)
     clt_tensor_release(si);
 
     /* a reduction over a dimension that has elements, of a tensor without any */
-    clt_tensor *r[] = {clt_max(x, d1, 1, false), clt_argmin(x, 1, true), clt_sum(x, d1, 1, false),
+    clt_tensor *r[] = {clt_amax(x, d1, 1, false), clt_argmin(x, 1, true), clt_sum(x, d1, 1, false),
                        clt_var(x, d1, 1, 1, false), clt_logsumexp(x, d1, 1, false)};
     for (size_t k = 0; k < sizeof r / sizeof *r; k++) {
         ck_assert_msg(r[k] != NULL, "%zu: %s", k, clt_last_error());
@@ -813,7 +813,7 @@ START_TEST(test_reduce_dtypes_and_0d)
         if (!holds(dev, dt))
             continue;
         clt_tensor *x = clt_tensor_ones(CLT_SHAPE(2, 3), dt, dev);
-        clt_tensor *s = clt_sum(x, NULL, 0, false), *m = clt_max(x, NULL, 0, false),
+        clt_tensor *s = clt_sum(x, NULL, 0, false), *m = clt_amax(x, NULL, 0, false),
                    *a = clt_argmax(x, 1, false), *l = clt_logsumexp(x, NULL, 0, false);
         ck_assert_msg(s && m && a && l, "%s", clt_last_error());
         ck_assert_int_eq(clt_tensor_dtype(s), is_float(dt) ? dt : CLT_I64);
@@ -835,7 +835,7 @@ START_TEST(test_reduce_dtypes_and_0d)
     static const int d0[] = {0}, dm1[] = {-1}, d1[] = {1};
     const char *w = "0-d";
     ck_assert(scalar_of(clt_sum(x, d0, 1, true), w) == 3.5);
-    ck_assert(scalar_of(clt_max(x, dm1, 1, false), w) == 3.5);
+    ck_assert(scalar_of(clt_amax(x, dm1, 1, false), w) == 3.5);
     ck_assert(scalar_of(clt_argmax(x, 0, false), w) == 0);
     ck_assert(scalar_of(clt_argmin_all(x), w) == 0);
     ck_assert(scalar_of(clt_var(x, NULL, 0, 0, false), w) == 0);
@@ -870,10 +870,10 @@ START_TEST(test_reduce_errors)
         {CLT_ERR_INVALID_ARGUMENT, "clt_sum", "tensor is NULL"},
         {CLT_ERR_INVALID_ARGUMENT, "clt_sum", "ndims -1 is outside 0..8"},
         {CLT_ERR_INVALID_ARGUMENT, "clt_mean", "ndims 9 is outside 0..8"},
-        {CLT_ERR_INVALID_ARGUMENT, "clt_max", "dims is NULL (ndims 1)"},
+        {CLT_ERR_INVALID_ARGUMENT, "clt_amax", "dims is NULL (ndims 1)"},
         {CLT_ERR_INVALID_ARGUMENT, "clt_sum",
          "dim 2 is out of range for a tensor of 2 dimensions (valid: -2..1)"},
-        {CLT_ERR_INVALID_ARGUMENT, "clt_min",
+        {CLT_ERR_INVALID_ARGUMENT, "clt_amin",
          "dim -3 is out of range for a tensor of 2 dimensions (valid: -2..1)"},
         {CLT_ERR_INVALID_ARGUMENT, "clt_var",
          "dim -2 appears more than once in dims (valid: -2..1, each once)"},
@@ -886,11 +886,11 @@ START_TEST(test_reduce_errors)
          "dtype i32 is not supported on %s: a floating dtype is needed"},
         {CLT_ERR_DTYPE, "clt_var", "dtype bool is not supported on %s"},
         {CLT_ERR_DTYPE, "clt_std", "dtype i32 is not supported on %s"},
-        {CLT_ERR_SHAPE, "clt_max", "cannot reduce over dim 1 of size 0 (shape (2, 0))"},
-        {CLT_ERR_SHAPE, "clt_min", "cannot reduce over dim 1 of size 0 (shape (2, 0))"},
+        {CLT_ERR_SHAPE, "clt_amax", "cannot reduce over dim 1 of size 0 (shape (2, 0))"},
+        {CLT_ERR_SHAPE, "clt_amin", "cannot reduce over dim 1 of size 0 (shape (2, 0))"},
         {CLT_ERR_SHAPE, "clt_argmax", "cannot reduce over dim 1 of size 0"},
         {CLT_ERR_SHAPE, "clt_argmin_all", "cannot reduce over dim 1 of size 0"},
-        {CLT_ERR_SHAPE, "clt_max", "cannot reduce over dim 1 of size 0"},
+        {CLT_ERR_SHAPE, "clt_amax", "cannot reduce over dim 1 of size 0"},
     };
 #define EXPECT(call, idx)                                                                      \
     do {                                                                                       \
@@ -909,9 +909,9 @@ START_TEST(test_reduce_errors)
     EXPECT(clt_sum(NULL, NULL, 0, false), 0);
     EXPECT(clt_sum(x, d1, -1, false), 1);
     EXPECT(clt_mean(x, d1, 9, false), 2);
-    EXPECT(clt_max(x, NULL, 1, false), 3);
+    EXPECT(clt_amax(x, NULL, 1, false), 3);
     EXPECT(clt_sum(x, d2, 1, false), 4);
-    EXPECT(clt_min(x, dm3, 1, true), 5);
+    EXPECT(clt_amin(x, dm3, 1, true), 5);
     EXPECT(clt_var(x, rep, 2, 1, false), 6);
     EXPECT(clt_logsumexp(x, rep, 2, false), 7);
     EXPECT(clt_argmax(x, 2, false), 8);
@@ -920,11 +920,11 @@ START_TEST(test_reduce_errors)
     EXPECT(clt_mean(xi, NULL, 0, false), 11);
     EXPECT(clt_var(xb, d1, 1, 1, false), 12);
     EXPECT(clt_std(xi, NULL, 0, 1, true), 13);
-    EXPECT(clt_max(e, d1, 1, false), 14);
-    EXPECT(clt_min(e, NULL, 0, false), 15);
+    EXPECT(clt_amax(e, d1, 1, false), 14);
+    EXPECT(clt_amin(e, NULL, 0, false), 15);
     EXPECT(clt_argmax(e, -1, false), 16);
     EXPECT(clt_argmin_all(e), 17);
-    EXPECT(clt_max(e, d01, 2, true), 18);
+    EXPECT(clt_amax(e, d01, 2, true), 18);
 #undef EXPECT
     test_sync_all();
     ck_assert_live_eq(test_live_now(), before);
@@ -1028,8 +1028,8 @@ START_TEST(test_reduce_arg_placement)
             clt_tensor *x = vec(dev, fdt[t], a, n + 1), *v = clt_narrow(x, 0, 1, n);
             ck_assert_msg(scalar_of(clt_argmax_all(v), what) == (double)at[p], "%s", what);
             ck_assert_msg(scalar_of(clt_argmin_all(v), what) == (double)at[p], "%s", what);
-            ck_assert_msg(isnan(scalar_of(clt_max(v, NULL, 0, false), what)), "%s", what);
-            ck_assert_msg(isnan(scalar_of(clt_min(v, NULL, 0, false), what)), "%s", what);
+            ck_assert_msg(isnan(scalar_of(clt_amax(v, NULL, 0, false), what)), "%s", what);
+            ck_assert_msg(isnan(scalar_of(clt_amin(v, NULL, 0, false), what)), "%s", what);
             clt_tensor_release(v), clt_tensor_release(x);
         }
         snprintf(what, sizeof what, "%s on %s, ties", clt_dtype_name(fdt[t]), clt_device_name(dev));
@@ -1040,14 +1040,14 @@ START_TEST(test_reduce_arg_placement)
         clt_tensor *x = vec(dev, fdt[t], a, n + 1), *v = clt_narrow(x, 0, 1, n);
         ck_assert_msg(scalar_of(clt_argmax_all(v), what) == 300, "%s", what);
         ck_assert_msg(scalar_of(clt_argmin_all(v), what) == 600, "%s", what);
-        double m = scalar_of(clt_max(v, NULL, 0, false), what);
+        double m = scalar_of(clt_amax(v, NULL, 0, false), what);
         ck_assert_msg(m == 0 && signbit(m), "%s: max %g", what, m);
         clt_tensor_release(v), clt_tensor_release(x);
         a[1 + 12345] = INFINITY, a[1 + 12346] = INFINITY, a[1 + 5] = -INFINITY;
         x = vec(dev, fdt[t], a, n + 1), v = clt_narrow(x, 0, 1, n);
         ck_assert_msg(scalar_of(clt_argmax_all(v), what) == 12345, "%s", what);
         ck_assert_msg(scalar_of(clt_argmin_all(v), what) == 5, "%s", what);
-        ck_assert_msg(scalar_of(clt_max(v, NULL, 0, false), what) == INFINITY, "%s", what);
+        ck_assert_msg(scalar_of(clt_amax(v, NULL, 0, false), what) == INFINITY, "%s", what);
         clt_tensor_release(v), clt_tensor_release(x);
     }
     free(a);

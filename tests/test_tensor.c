@@ -112,7 +112,7 @@ START_TEST(test_from_data_round_trip)
             continue;
         /* (2, 3) */
         sample_values(dtype, data, 6);
-        t = clt_tensor_from_data(data, dtype, CLT_SHAPE(2, 3), dev);
+        t = clt_tensor_from_data(CLT_SHAPE(2, 3), data, dtype, dev);
         ck_assert_msg(t != NULL, "%s: %s", clt_dtype_name(dtype), clt_last_error());
         ck_assert_int_eq(clt_tensor_ndim(t), 2);
         ck_assert_int_eq(clt_tensor_shape(t)[0], 2);
@@ -128,7 +128,7 @@ START_TEST(test_from_data_round_trip)
 
         /* 0-d: one element, no shape */
         sample_values(dtype, scalar, 1);
-        t = clt_tensor_from_data(scalar, dtype, 0, NULL, dev);
+        t = clt_tensor_from_data(0, NULL, scalar, dtype, dev);
         ck_assert_msg(t != NULL, "%s: %s", clt_dtype_name(dtype), clt_last_error());
         ck_assert_int_eq(clt_tensor_ndim(t), 0);
         ck_assert_int_eq(clt_tensor_numel(t), 1);
@@ -140,7 +140,7 @@ START_TEST(test_from_data_round_trip)
         clt_tensor_release(t);
 
         /* (0, 3): no elements */
-        t = clt_tensor_from_data(data, dtype, CLT_SHAPE(0, 3), dev);
+        t = clt_tensor_from_data(CLT_SHAPE(0, 3), data, dtype, dev);
         ck_assert_msg(t != NULL, "%s: %s", clt_dtype_name(dtype), clt_last_error());
         ck_assert_int_eq(clt_tensor_ndim(t), 2);
         ck_assert_int_eq(clt_tensor_size(t, 0), 0);
@@ -688,7 +688,7 @@ START_TEST(test_bad_shapes)
     ck_assert_fails(clt_tensor_zeros(9, nine, CLT_F32, dev), CLT_ERR_SHAPE, "clt_tensor_zeros: ");
     ck_assert_error_has("9");
     ck_assert_fails(clt_tensor_empty(9, nine, CLT_F32, dev), CLT_ERR_SHAPE, "clt_tensor_empty: ");
-    ck_assert_fails(clt_tensor_from_data(data, CLT_F32, 9, nine, dev), CLT_ERR_SHAPE,
+    ck_assert_fails(clt_tensor_from_data(9, nine, data, CLT_F32, dev), CLT_ERR_SHAPE,
                     "clt_tensor_from_data: ");
     ck_assert_fails(clt_tensor_ones(-1, nine, CLT_F32, dev), CLT_ERR_SHAPE, "clt_tensor_ones: ");
     ck_assert_error_has("-1");
@@ -718,7 +718,7 @@ START_TEST(test_bad_shapes)
 
     ck_assert_fails(clt_tensor_zeros(2, NULL, CLT_F32, dev), CLT_ERR_INVALID_ARGUMENT,
                     "clt_tensor_zeros: ");
-    ck_assert_fails(clt_tensor_from_data(data, CLT_F32, 2, NULL, dev), CLT_ERR_INVALID_ARGUMENT,
+    ck_assert_fails(clt_tensor_from_data(2, NULL, data, CLT_F32, dev), CLT_ERR_INVALID_ARGUMENT,
                     "clt_tensor_from_data: ");
     ck_assert_live_eq(test_live_now(), before);
 }
@@ -737,24 +737,24 @@ START_TEST(test_bad_device_dtype_data)
     ck_assert_error_has("99");
     ck_assert_fails(clt_tensor_full(CLT_SHAPE(4), 1.0, CLT_DTYPE_COUNT, dev), CLT_ERR_DTYPE,
                     "clt_tensor_full: ");
-    ck_assert_fails(clt_tensor_from_data(data, (clt_dtype)99, CLT_SHAPE(4), dev), CLT_ERR_DTYPE,
+    ck_assert_fails(clt_tensor_from_data(CLT_SHAPE(4), data, (clt_dtype)99, dev), CLT_ERR_DTYPE,
                     "clt_tensor_from_data: ");
     ck_assert_fails(clt_tensor_arange(0, 4, 1, CLT_DTYPE_NONE, dev), CLT_ERR_DTYPE,
                     "clt_tensor_arange: ");
 
-    ck_assert_fails(clt_tensor_from_data(NULL, CLT_F32, CLT_SHAPE(4), dev),
+    ck_assert_fails(clt_tensor_from_data(CLT_SHAPE(4), NULL, CLT_F32, dev),
                     CLT_ERR_INVALID_ARGUMENT, "clt_tensor_from_data: ");
     ck_assert_error_has("data");
     ck_assert_live_eq(test_live_now(), before);
 
-    /* no device: the current GPU, or cpu without one (clt_device_default() here) */
+    /* no device: cpu, whatever the current GPU or the default device */
     clt_tensor *made[] = {clt_tensor_zeros(CLT_SHAPE(4), CLT_F32, NULL),
-                          clt_tensor_from_data(data, CLT_F32, CLT_SHAPE(4), NULL),
+                          clt_tensor_from_data(CLT_SHAPE(4), data, CLT_F32, NULL),
                           clt_tensor_rand(CLT_SHAPE(4), CLT_F32, NULL),
                           clt_tensor_arange(0, 4, 1, CLT_F32, NULL)};
     for (size_t i = 0; i < sizeof made / sizeof *made; i++) {
         ck_assert_msg(made[i] != NULL, "%s", clt_last_error());
-        ck_assert_ptr_eq(clt_tensor_device(made[i]), clt_device_default());
+        ck_assert_ptr_eq(clt_tensor_device(made[i]), clt_device_cpu());
         clt_tensor_release(made[i]);
     }
 }
@@ -783,7 +783,7 @@ START_TEST(test_f64_unsupported)
     ck_assert_error_has("f64");
     ck_assert_error_has(clt_device_name(dev));
     ck_assert_error_has(info->name);
-    ck_assert_fails(clt_tensor_from_data(&one, CLT_F64, 0, NULL, dev), CLT_ERR_UNSUPPORTED,
+    ck_assert_fails(clt_tensor_from_data(0, NULL, &one, CLT_F64, dev), CLT_ERR_UNSUPPORTED,
                     "clt_tensor_from_data: ");
     ck_assert_fails(clt_tensor_rand(CLT_SHAPE(2), CLT_F64, dev), CLT_ERR_UNSUPPORTED,
                     "clt_tensor_rand: ");
@@ -831,7 +831,7 @@ START_TEST(test_copy_to_host_errors)
     clt_device *dev = test_device(_i);
     test_live before = test_live_now();
     int32_t src[4] = {10, -20, 30, -40}, dst[5] = {0, 0, 0, 0, 99};
-    clt_tensor *t = clt_tensor_from_data(src, CLT_I32, CLT_SHAPE(4), dev);
+    clt_tensor *t = clt_tensor_from_data(CLT_SHAPE(4), src, CLT_I32, dev);
 
     ck_assert_ptr_nonnull(t);
     clt_clear_error();
@@ -862,7 +862,7 @@ START_TEST(test_tensor_data)
     clt_device *dev = test_device(_i);
     test_live before = test_live_now();
     float src[3] = {1.5f, -2.0f, 8.25f};
-    clt_tensor *t = clt_tensor_from_data(src, CLT_F32, CLT_SHAPE(3), dev);
+    clt_tensor *t = clt_tensor_from_data(CLT_SHAPE(3), src, CLT_F32, dev);
     float *p;
 
     ck_assert_ptr_nonnull(t);
@@ -903,7 +903,7 @@ START_TEST(test_from_data_bool_bytes)
     static const uint8_t want[5] = {0, 1, 1, 1, 1};
     static const int32_t want32[5] = {0, 1, 1, 1, 1};
     clt_device *dev = test_device(_i);
-    clt_tensor *t = clt_tensor_from_data(bytes, CLT_BOOL, CLT_SHAPE(5), dev);
+    clt_tensor *t = clt_tensor_from_data(CLT_SHAPE(5), bytes, CLT_BOOL, dev);
     ck_assert_msg(t != NULL, "%s", clt_last_error());
     uint8_t back[5];
     int32_t back32[5];
@@ -924,7 +924,7 @@ END_TEST
 static clt_tensor *make(clt_device *dev, clt_dtype dtype, int ndim, const int64_t *shape,
                         const void *data)
 {
-    clt_tensor *t = clt_tensor_from_data(data, dtype, ndim, shape, dev);
+    clt_tensor *t = clt_tensor_from_data(ndim, shape, data, dtype, dev);
     ck_assert_msg(t != NULL, "%s", clt_last_error());
     return t;
 }
@@ -1245,7 +1245,7 @@ static bool run_creation(void *ctx)
     creation *c = ctx;
     clt_tensor *t = NULL;
     switch (c->which) {
-    case 0: t = clt_tensor_from_data(data, CLT_F32, CLT_SHAPE(2, 3), c->dev); break;
+    case 0: t = clt_tensor_from_data(CLT_SHAPE(2, 3), data, CLT_F32, c->dev); break;
     case 1: t = clt_tensor_empty(CLT_SHAPE(5, 7), CLT_I64, c->dev); break;
     case 2: t = clt_tensor_zeros(CLT_SHAPE(33), CLT_I32, c->dev); break;
     case 3: t = clt_tensor_ones(CLT_SHAPE(3, 3), CLT_BF16, c->dev); break;
@@ -1273,7 +1273,7 @@ START_TEST(test_fault_creation)
 {
     static const float data[6] = {1, 2, 3, 4, 5, 6};
     clt_device *dev = test_device(_i);
-    creation c = {0, dev, clt_tensor_from_data(data, CLT_F32, CLT_SHAPE(2, 3), dev)};
+    creation c = {0, dev, clt_tensor_from_data(CLT_SHAPE(2, 3), data, CLT_F32, dev)};
     ck_assert_ptr_nonnull(c.src);
     for (c.which = 0; c.which < N_CREATIONS; c.which++) {
         long host = test_fault_sweep(run_creation, &c, creation_fn[c.which], CLT__HOST);

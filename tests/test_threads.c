@@ -27,18 +27,18 @@ typedef struct trainer {
     char error[512];
 } trainer;
 
-/* STEPS steps of Adam on the trainer's data, its tensors made on the current device (NULL) inside
+/* STEPS steps of Adam on the trainer's data, its tensors made on the current device ("gpu") inside
  * CLT_WITH_DEVICE when dev is a GPU, so that each thread relies on its own current device. */
 static bool train(trainer *t)
 {
-    clt_optimizer *opt = clt_optim_adam_module(t->m, &(clt_adam_options){.lr = 0.05});
+    clt_optimizer *opt = clt_optim_adam_module(t->m, TEST_ADAM(0.05));
     clt_tensor *x = NULL, *y = NULL;
     bool ok = opt != NULL;
     if (t->dev == clt_device_cpu()) {
         x = clt_tensor_retain(t->x), y = clt_tensor_retain(t->y);
     } else {
         CLT_WITH_DEVICE(t->dev) {
-            clt_tensor *here = clt_tensor_zeros(CLT_SHAPE(1), CLT_F32, NULL); /* current device */
+            clt_tensor *here = clt_tensor_zeros(CLT_SHAPE(1), CLT_F32, clt_device_get("gpu"));
             ok = ok && here && clt_tensor_device(here) == t->dev && clt_device_current() == t->dev;
             clt_tensor_release(here);
             x = clt_tensor_to(t->x, clt_device_current());
@@ -48,7 +48,7 @@ static bool train(trainer *t)
     for (int s = 0; ok && s < STEPS; s++) {
         clt_optim_zero_grad(opt);
         clt_tensor *out = x && y ? clt_module_forward(t->m, x) : NULL;
-        clt_tensor *loss = out ? clt_cross_entropy(out, y, CLT_REDUCTION_MEAN, -100) : NULL;
+        clt_tensor *loss = out ? clt_cross_entropy(out, y, NULL) : NULL;
         ok = loss && clt_backward(loss, NULL, false) == CLT_OK && clt_optim_step(opt) == CLT_OK;
         clt_tensor_release(loss);
         clt_tensor_release(out);

@@ -61,8 +61,12 @@ CLT_API clt_device *clt_device_get(const char *name);
  * (last error set). */
 CLT_API clt_device *clt_device_cpu(void);
 
-/* gpu:0 when there is one, else cpu: torch.device("cuda" if available else "cpu"); owned by
- * the library. NULL only when the device list could not be built (last error set). */
+/* torch.device("cuda" if torch.cuda.is_available() else "cpu"): the first GPU- or
+ * accelerator-type gpu:N, else cpu. An OpenCL implementation running on the host CPU (PoCL,
+ * Rusticl's llvmpipe) is no GPU: the native cpu runs the same work faster. The environment
+ * variable CLT_DEVICE ("cpu", "gpu:1") overrides the choice. Owned by the library; NULL with
+ * the last error set when the device list could not be built or CLT_DEVICE names no device
+ * (CLT_ERR_NO_DEVICE, naming it and the valid names). */
 CLT_API clt_device *clt_device_default(void);
 
 /* The current GPU of this thread: what "gpu" names (gpu:0 unless set); owned by the library.

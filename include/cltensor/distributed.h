@@ -20,8 +20,10 @@ extern "C" {
 typedef struct clt_dist clt_dist;
 
 typedef struct clt_dist_options {
-    clt_device *device;  /* this rank's device; NULL: gpu:(local rank modulo the GPUs), or cpu
-                          * when there is no OpenCL device */
+    clt_device *device;  /* this rank's device; NULL means cpu, unless device_per_rank */
+    bool device_per_rank; /* with a NULL device: gpu:(local rank modulo the OpenCL devices), so
+                           * that the ranks of one machine share its devices; cpu when there is
+                           * no OpenCL device */
     size_t bucket_bytes; /* gradients are averaged this many bytes at a time; 0 means 25 MiB */
 } clt_dist_options;
 

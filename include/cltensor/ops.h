@@ -139,8 +139,15 @@ CLT_API clt_tensor *clt_sum(clt_tensor *x, const int *dims, int ndims, bool keep
 CLT_API clt_tensor *clt_mean(clt_tensor *x, const int *dims, int ndims, bool keepdim);
 /* Largest / smallest element in x's dtype (torch.amax, torch.amin); NaN wins. CLT_ERR_SHAPE
  * when a reduced dimension has size 0. */
-CLT_API clt_tensor *clt_max(clt_tensor *x, const int *dims, int ndims, bool keepdim);
-CLT_API clt_tensor *clt_min(clt_tensor *x, const int *dims, int ndims, bool keepdim);
+CLT_API clt_tensor *clt_amax(clt_tensor *x, const int *dims, int ndims, bool keepdim);
+CLT_API clt_tensor *clt_amin(clt_tensor *x, const int *dims, int ndims, bool keepdim);
+/* torch.max(x, dim) / torch.min(x, dim): the largest / smallest elements along dim in x's
+ * dtype, and, if indices is not NULL, in *indices a new i64 tensor of their positions (those of
+ * clt_argmax / clt_argmin; NULL on failure). The gradient goes to the element each index
+ * names, as in PyTorch (clt_amax shares it among equal elements). A 0-d x is its own maximum at
+ * index 0. The errors of clt_argmax. */
+CLT_API clt_tensor *clt_max(clt_tensor *x, int dim, bool keepdim, clt_tensor **indices);
+CLT_API clt_tensor *clt_min(clt_tensor *x, int dim, bool keepdim, clt_tensor **indices);
 /* The i64 index along `dim` of the largest / smallest element, the first among equal ones; a
  * NaN counts as the largest and the smallest (the first NaN wins). CLT_ERR_SHAPE for a
  * dimension of size 0. */
@@ -189,16 +196,35 @@ typedef enum clt_reduction {
     CLT_REDUCTION_NONE = 2,
 } clt_reduction;
 
-/* Negative log-likelihood of class-index targets: floating log_probs (N, C) with target (N,)
- * i64, or (C,) with a 0-d target (else CLT_ERR_SHAPE, CLT_ERR_DTYPE). Targets equal to
- * ignore_index (PyTorch uses -100) count for nothing; any other target outside 0..C-1 is
- * CLT_ERR_INVALID_ARGUMENT naming it. The targets are read on the host to be checked. */
+/* The options of the class losses, as PyTorch's keyword arguments. Start from
+ * clt_loss_options_default() (PyTorch's defaults) and change the fields you need; a field then
+ * means what it holds (ignore_index 0 ignores class 0). NULL options mean the defaults. A
+ * struct that did not start from the defaults (its `init` unset) is refused with
+ * CLT_ERR_INVALID_ARGUMENT. */
+typedef struct clt_loss_options {
+    uint32_t init;            /* set by clt_loss_options_default() */
+    clt_reduction reduction;  /* CLT_REDUCTION_MEAN */
+    int64_t ignore_index;     /* -100: targets equal to it count for nothing */
+    double label_smoothing;   /* 0; in [0, 1], clt_cross_entropy only */
+    clt_tensor *weight;       /* NULL, or one floating weight per class (C,) on the input's
+                               * device (borrowed; read as constants: no gradient reaches it) */
+} clt_loss_options;
+CLT_API clt_loss_options clt_loss_options_default(void);
+/* Negative log-likelihood of class-index targets, torch.nn.functional.nll_loss: floating
+ * log_probs (N, C) with i64 target (N,), (C,) with a 0-d target, or (N, C, d1, ...) with
+ * (N, d1, ...) (else CLT_ERR_SHAPE, CLT_ERR_DTYPE). Each counted element's loss is
+ * -weight[t] * log_probs[t]; the mean divides by the sum of the counted elements' weights (their
+ * number without weights); reduction none gives the targets' shape. Targets equal to
+ * ignore_index count for nothing; any other target outside 0..C-1 is CLT_ERR_INVALID_ARGUMENT
+ * naming it. The targets (and weights) are read on the host to be checked. */
 CLT_API clt_tensor *clt_nll_loss(clt_tensor *log_probs, clt_tensor *target,
-                                 clt_reduction reduction, int64_t ignore_index);
-/* nll_loss(log_softmax(logits)) over the class dimension (1 for 2-D logits, else 0), with
- * their errors. */
+                                 const clt_loss_options *options);
+/* torch.nn.functional.cross_entropy with class-index targets: nll_loss(log_softmax(logits))
+ * over the class dimension (1, or 0 for 1-D logits), with label smoothing as PyTorch's:
+ * (1 - e) * nll + e / C * (the smoothing term -sum_c weight[c] * log_probs[c], reduced as nll
+ * is). The errors of clt_nll_loss. */
 CLT_API clt_tensor *clt_cross_entropy(clt_tensor *logits, clt_tensor *target,
-                                      clt_reduction reduction, int64_t ignore_index);
+                                      const clt_loss_options *options);
 /* (input - target)^2, broadcast, reduced; mean divides by the broadcast element count.
  * Integer and bool inputs (both) are converted to f32 first. */
 CLT_API clt_tensor *clt_mse_loss(clt_tensor *input, clt_tensor *target, clt_reduction reduction);
@@ -210,7 +236,7 @@ CLT_API clt_tensor *clt_index_select(clt_tensor *x, int dim, clt_tensor *index);
 /* weight (V, D) rows for i64 indices of any shape: the result has shape indices.shape + (D,).
  * The errors of clt_index_select; CLT_ERR_SHAPE when weight is not 2-D or indices have
  * CLT_MAX_DIMS dimensions. */
-CLT_API clt_tensor *clt_embedding(clt_tensor *weight, clt_tensor *indices);
+CLT_API clt_tensor *clt_embedding(clt_tensor *indices, clt_tensor *weight);
 
 /* 2-D convolution options, [0] for height and [1] for width; 0 means PyTorch's default
  * (stride 1, dilation 1, groups 1), so a zeroed struct (or NULL) is the default convolution. */

@@ -51,17 +51,17 @@ CLT_API size_t clt_dtype_size(clt_dtype dtype);
 typedef struct clt_tensor clt_tensor;
 
 /* --- creation: every function returns a new reference, or NULL with the last error set ------ */
-/* `dev` NULL means this thread's current GPU ("gpu", set with CLT_WITH_DEVICE) when there is an
- * OpenCL device, and cpu on a machine without one. Errors: CLT_ERR_SHAPE for ndim outside
+/* `dev` NULL means cpu, as everywhere in the API (PyTorch's default device). Errors: CLT_ERR_SHAPE for ndim outside
  * 0..CLT_MAX_DIMS, a negative size or too many elements; CLT_ERR_INVALID_ARGUMENT for a NULL
  * shape with ndim > 0; CLT_ERR_DTYPE for an invalid dtype; CLT_ERR_UNSUPPORTED for f64 on a
  * device without fp64; CLT_ERR_OUT_OF_MEMORY / _DEVICE_OUT_OF_MEMORY. */
 
 /* A tensor of the given shape on `dev` holding a copy of `data` (numel * dtype size bytes,
- * row-major; the caller keeps data). ndim may be 0 (a scalar); sizes may be 0, and data NULL
- * then (CLT_ERR_INVALID_ARGUMENT otherwise). For CLT_BOOL any nonzero byte is stored as 1. */
-CLT_API clt_tensor *clt_tensor_from_data(const void *data, clt_dtype dtype, int ndim,
-                                         const int64_t *shape, clt_device *dev);
+ * row-major; the caller keeps data), in the order of clt_tensor_full: shape, values, dtype,
+ * device. ndim may be 0 (a scalar); sizes may be 0, and data NULL then
+ * (CLT_ERR_INVALID_ARGUMENT otherwise). For CLT_BOOL any nonzero byte is stored as 1. */
+CLT_API clt_tensor *clt_tensor_from_data(int ndim, const int64_t *shape, const void *data,
+                                         clt_dtype dtype, clt_device *dev);
 /* A tensor with uninitialised contents. */
 CLT_API clt_tensor *clt_tensor_empty(int ndim, const int64_t *shape, clt_dtype dtype,
                                      clt_device *dev);

@@ -17,6 +17,10 @@
 #endif
 
 /* Records "fn: message" as this thread's last error and returns `status`. */
+/* The mark an options struct's _default() function leaves in its init field, so that a struct
+ * that did not start from the defaults (a zeroed one) is refused instead of being read. */
+#define CLT__OPTIONS_INIT 0x636c7431u
+
 clt_status clt__error(clt_status status, const char *fn, const char *fmt, ...) CLT__PRINTF(3, 4);
 /* Re-raises the last error under fn, keeping its cause: a step of fn failed. Returns the
  * status. */

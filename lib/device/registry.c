@@ -239,9 +239,25 @@ clt_device *clt_device_cpu(void)
 
 clt_device *clt_device_default(void)
 {
-    if (registry_ready("clt_device_default") != CLT_OK)
+    static const char *const fn = "clt_device_default";
+    const char *env = getenv("CLT_DEVICE");
+    if (registry_ready(fn) != CLT_OK)
         return NULL;
-    return gpu_count ? gpus[0] : &cpu_device;
+    if (env && *env) {
+        clt_device *dev = clt_device_get(env);
+        if (!dev) {
+            char cause[1024];
+            const char *colon = strstr(clt_last_error(), ": ");
+            snprintf(cause, sizeof cause, "%s", colon ? colon + 2 : clt_last_error());
+            clt__error(clt_last_status(), fn, "CLT_DEVICE=%s: %s", env, cause);
+        }
+        return dev;
+    }
+    /* An OpenCL implementation running on the host CPU is no GPU: the native cpu is faster. */
+    for (int i = 0; i < gpu_count; i++)
+        if (gpus[i]->info.type == CLT_DEVICE_GPU || gpus[i]->info.type == CLT_DEVICE_ACCELERATOR)
+            return gpus[i];
+    return &cpu_device;
 }
 
 /* This thread's current GPU once the list exists; NULL when there is no OpenCL device. */
@@ -260,13 +276,13 @@ clt_device *clt_device_current(void)
     return current_or_first();
 }
 
-clt_device *clt__device_or_current(const char *fn, clt_device *dev)
+clt_device *clt__device_or_cpu(const char *fn, clt_device *dev)
 {
     if (dev)
         return dev;
     if (registry_ready(fn) != CLT_OK)
         return NULL;
-    return current_or_first() ? current_or_first() : &cpu_device;
+    return &cpu_device;
 }
 
 /* Makes dev this thread's current GPU after checking that it is one of gpu:0 ... gpu:N-1. */

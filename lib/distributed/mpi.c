@@ -127,7 +127,9 @@ clt_dist *clt_dist_init(MPI_Comm comm, const clt_dist_options *options)
     MPI_Comm_rank(local, &d->local_rank);
     MPI_Comm_free(&local);
     d->bucket_bytes = o.bucket_bytes ? o.bucket_bytes : (size_t)25 << 20;
-    d->device = o.device ? o.device : default_device(d->local_rank);
+    d->device = o.device                ? o.device
+                : o.device_per_rank ? default_device(d->local_rank)
+                                    : clt_device_cpu();
     if (!d->device)
         st = clt_last_status() ? clt_last_status() : CLT_ERR_NO_DEVICE;
     if (agree(d->comm, d->rank, fn, st) != CLT_OK) {
@@ -221,8 +223,8 @@ static clt_status collect(const char *fn, clt_module *m, bool buffers, tensors *
 /* Writes `bytes` of host data into t (same dtype and element count), without recording. */
 static clt_status write_back(clt_tensor *t, const void *bytes)
 {
-    clt_tensor *h = clt_tensor_from_data(bytes, clt_tensor_dtype(t), clt_tensor_ndim(t),
-                                         clt_tensor_shape(t), clt_device_cpu());
+    clt_tensor *h = clt_tensor_from_data(clt_tensor_ndim(t),
+                                         clt_tensor_shape(t), bytes, clt_tensor_dtype(t), clt_device_cpu());
     bool previous = clt_grad_set_enabled(false);
     clt_status st = h ? clt_copy_(t, h) : clt_last_status();
     clt_grad_set_enabled(previous);

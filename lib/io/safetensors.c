@@ -555,7 +555,7 @@ static clt_tensor *read_entry(const char *fn, const char *path, parsed *p, const
         fread(buf, 1, n, p->f) != n) {
         clt__error(CLT_ERR_IO, fn, "%s: cannot read tensor \"%s\"", path, e->name);
     } else {
-        t = clt_tensor_from_data(buf, e->dtype, e->ndim, e->shape, dev);
+        t = clt_tensor_from_data(e->ndim, e->shape, buf, e->dtype, dev);
         if (!t)
             clt__rename_error(fn);
     }

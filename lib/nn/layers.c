@@ -448,7 +448,7 @@ typedef struct embedding {
 
 static clt_tensor *embedding_forward(clt_module *self, clt_tensor *x)
 {
-    return clt_embedding(((embedding *)self)->weight, x);
+    return clt_embedding(x, ((embedding *)self)->weight);
 }
 
 static const clt_module_type embedding_type = {"Embedding", sizeof(embedding), embedding_forward, NULL, NULL};

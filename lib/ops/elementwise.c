@@ -206,7 +206,7 @@ clt_tensor *clt_pow(clt_tensor *a, clt_tensor *b)
         return NULL;
     if (kind(promote(a->dtype, b->dtype)) == 1 && (b->dtype == CLT_I32 || b->dtype == CLT_I64) &&
         b->numel) {
-        least = clt_min(b, NULL, 0, false);
+        least = clt_amin(b, NULL, 0, false);
         clt_status st = least ? clt_tensor_item(least, &v) : clt_last_status();
         clt_tensor_release(least);
         if (st != CLT_OK) {

@@ -40,7 +40,7 @@ static clt_tensor *softmax_impl(const char *fn, clt_tensor *x, int dim, bool log
     if (x->numel == 0)
         return clt_tensor_empty(x->ndim, x->shape, x->dtype, x->storage->device);
     int dims = dim;
-    t[0] = x->ndim ? clt_max(x, &dims, 1, true) : clt_tensor_retain(x); /* m */
+    t[0] = x->ndim ? clt_amax(x, &dims, 1, true) : clt_tensor_retain(x); /* m */
     t[1] = t[0] ? clt_sub(x, t[0]) : NULL;                              /* x - m */
     t[2] = t[1] ? clt_exp(t[1]) : NULL;                                 /* e */
     t[3] = t[2] ? (x->ndim ? clt_sum(t[2], &dims, 1, true) : clt_tensor_retain(t[2])) : NULL;
@@ -183,7 +183,7 @@ clt_tensor *clt_index_select(clt_tensor *x, int dim, clt_tensor *index)
     return out;
 }
 
-clt_tensor *clt_embedding(clt_tensor *weight, clt_tensor *indices)
+clt_tensor *clt_embedding(clt_tensor *indices, clt_tensor *weight)
 {
     static const char *const fn = "clt_embedding";
     int64_t shape[CLT_MAX_DIMS], n;
@@ -236,86 +236,250 @@ static clt_status check_reduction(const char *fn, clt_reduction r)
                       (int)r);
 }
 
-clt_tensor *clt_nll_loss(clt_tensor *log_probs, clt_tensor *target, clt_reduction reduction,
-                         int64_t ignore_index)
+clt_loss_options clt_loss_options_default(void)
 {
-    static const char *const fn = "clt_nll_loss";
-    clt_tensor *lp = log_probs, *flat = NULL, *idx = NULL, *keep = NULL, *picked = NULL,
-               *neg = NULL, *zero = NULL, *prod = NULL, *loss = NULL;
-    int64_t n, c, *t = NULL, *pos = NULL, kept = 0, total;
-    uint8_t *keeps = NULL;
-    char a[256], b[256];
-    if (clt__tensor_check(fn, lp) != CLT_OK || clt__tensor_check(fn, target) != CLT_OK ||
-        same_device(fn, lp, target) != CLT_OK || clt__need_floating(fn, lp) != CLT_OK ||
-        check_reduction(fn, reduction) != CLT_OK)
-        return NULL;
-    if (!((lp->ndim == 2 && target->ndim == 1 && target->shape[0] == lp->shape[0]) ||
-          (lp->ndim == 1 && target->ndim == 0))) {
-        clt__format_shape(a, sizeof a, lp->ndim, lp->shape);
-        clt__format_shape(b, sizeof b, target->ndim, target->shape);
-        clt__error(CLT_ERR_SHAPE, fn,
-                   "input %s and target %s: expected (N, C) with (N,), or (C,) with ()", a, b);
-        return NULL;
+    return (clt_loss_options){.init = CLT__OPTIONS_INIT, .reduction = CLT_REDUCTION_MEAN,
+                              .ignore_index = -100};
+}
+
+/* The options (the defaults for NULL), checked; weight's values copied to the host in *w
+ * (NULL without weight), for c classes on x's device. */
+static clt_status loss_options(const char *fn, const clt_loss_options *given, clt_tensor *x,
+                               int64_t c, clt_loss_options *o, double **w)
+{
+    char a[256];
+    *w = NULL;
+    *o = given ? *given : clt_loss_options_default();
+    if (o->init != CLT__OPTIONS_INIT)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "options did not start from clt_loss_options_default() (init is %#x): "
+                          "a zeroed struct's ignore_index 0 would drop class 0; start from the "
+                          "defaults and change the fields you need",
+                          (unsigned)o->init);
+    if (check_reduction(fn, o->reduction) != CLT_OK)
+        return clt_last_status();
+    if (!(o->label_smoothing >= 0 && o->label_smoothing <= 1))
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "label_smoothing %g is not in [0, 1]",
+                          o->label_smoothing);
+    if (!o->weight)
+        return CLT_OK;
+    if (clt__tensor_check(fn, o->weight) != CLT_OK || same_device(fn, x, o->weight) != CLT_OK ||
+        clt__need_floating(fn, o->weight) != CLT_OK)
+        return clt_last_status();
+    if (o->weight->ndim != 1 || o->weight->shape[0] != c) {
+        clt__format_shape(a, sizeof a, o->weight->ndim, o->weight->shape);
+        return clt__error(CLT_ERR_SHAPE, fn, "weight %s must have one value per class (%lld)", a,
+                          (long long)c);
     }
-    n = lp->ndim == 2 ? lp->shape[0] : 1;
-    c = lp->shape[lp->ndim - 1];
-    t = host_indices(fn, target, c, true, ignore_index, "target");
+    clt_tensor *f64 = clt_tensor_to_ex(o->weight, &(clt_to_options){.device = clt_device_cpu(),
+                                                                     .dtype = CLT_F64});
+    *w = f64 ? clt__alloc(fn, (size_t)(c ? c : 1) * sizeof **w) : NULL;
+    if (*w && clt_tensor_copy_to_host(f64, *w, (size_t)c * sizeof **w) != CLT_OK) {
+        clt__free(*w);
+        *w = NULL;
+    }
+    clt_tensor_release(f64);
+    if (!*w)
+        return clt__rename_error(fn);
+    return CLT_OK;
+}
+
+/* The per-row losses -w[t] log_probs[i, t] of 2-D log_probs (N, C) or 1-D (C,) (a 0-d result),
+ * 0 where the target is ignored; *keep receives the bool (N,) mask of rows that count and
+ * *denominator what the mean divides by (the rows that count, or their weights' sum). */
+static clt_tensor *nll_rows(const char *fn, clt_tensor *lp, clt_tensor *target,
+                            const clt_loss_options *o, const double *w, clt_tensor **keep,
+                            double *denominator)
+{
+    clt_device *dev = lp->storage->device;
+    clt_tensor *flat = NULL, *idx = NULL, *picked = NULL, *neg = NULL, *zero = NULL,
+               *kept_rows = NULL, *weights = NULL, *rows = NULL, *loss = NULL;
+    int64_t n = lp->ndim == 2 ? lp->shape[0] : 1, c = lp->shape[lp->ndim - 1], total = n * c;
+    int64_t *t = host_indices(fn, target, c, true, o->ignore_index, "target"), *pos = NULL;
+    uint8_t *keeps = NULL;
+    double *row_w = NULL;
+    *keep = NULL;
+    *denominator = 0;
     if (!t)
         return NULL;
     pos = clt__alloc(fn, (size_t)(n ? n : 1) * sizeof *pos);
     keeps = pos ? clt__alloc(fn, (size_t)(n ? n : 1)) : NULL;
-    if (!keeps)
+    row_w = keeps && w ? clt__alloc(fn, (size_t)(n ? n : 1) * sizeof *row_w) : NULL;
+    if (!keeps || (w && !row_w))
         goto done;
     for (int64_t i = 0; i < n; i++) {
-        bool ignored = t[i] == ignore_index;
+        bool ignored = t[i] == o->ignore_index;
         pos[i] = i * c + (ignored ? 0 : t[i]);
         keeps[i] = !ignored;
-        kept += !ignored;
+        if (row_w)
+            row_w[i] = ignored ? 0 : w[t[i]];
+        *denominator += ignored ? 0 : row_w ? row_w[i] : 1;
     }
-    total = n * c;
     /* -log_probs[i, target[i]], and 0 (not -x * 0, which is NaN for x = -inf) where ignored */
     flat = clt_reshape(lp, 1, &total);
-    idx = flat ? clt_tensor_from_data(pos, CLT_I64, 1, &n, lp->storage->device) : NULL;
+    idx = flat ? clt_tensor_from_data(1, &n, pos, CLT_I64, dev) : NULL;
     picked = idx ? gather(fn, flat, 0, idx, pos, n) : NULL;
     neg = picked ? clt_neg(picked) : NULL;
-    keep = neg ? clt_tensor_from_data(keeps, CLT_BOOL, 1, &n, lp->storage->device) : NULL;
-    zero = keep ? clt_tensor_zeros(0, NULL, lp->dtype, lp->storage->device) : NULL;
-    prod = zero ? clt_where(keep, neg, zero) : NULL;
-    if (prod && lp->ndim == 1) { /* (1,) -> () */
-        loss = clt_reshape(prod, 0, NULL);
-        clt_tensor_release(prod);
-    } else {
-        loss = prod;
+    kept_rows = neg ? clt_tensor_from_data(1, &n, keeps, CLT_BOOL, dev) : NULL;
+    zero = kept_rows ? clt_tensor_zeros(0, NULL, lp->dtype, dev) : NULL;
+    rows = zero ? clt_where(kept_rows, neg, zero) : NULL;
+    if (rows && row_w) {
+        clt_tensor *wf = clt_tensor_from_data(1, &n, row_w, CLT_F64, clt_device_cpu());
+        weights = wf ? clt_tensor_to_ex(wf, &(clt_to_options){.device = dev, .dtype = lp->dtype})
+                     : NULL;
+        clt_tensor_release(wf);
+        clt_tensor *weighted = weights ? clt_mul(rows, weights) : NULL;
+        clt_tensor_release(rows);
+        rows = weighted;
     }
-    loss = reduce_loss(loss, reduction, (double)kept);
-    if (!loss)
-        clt__rename_error(fn);
+    if (rows && lp->ndim == 1) { /* (1,) -> () */
+        loss = clt_reshape(rows, 0, NULL);
+        clt_tensor_release(rows);
+    } else {
+        loss = rows;
+    }
+    if (loss)
+        *keep = clt_tensor_retain(kept_rows);
 done:
+    clt_tensor_release(weights);
     clt_tensor_release(zero);
-    clt_tensor_release(keep);
+    clt_tensor_release(kept_rows);
     clt_tensor_release(neg);
     clt_tensor_release(picked);
     clt_tensor_release(idx);
     clt_tensor_release(flat);
+    clt__free(row_w);
     clt__free(keeps);
     clt__free(pos);
     clt__free(t);
     return loss;
 }
 
-clt_tensor *clt_cross_entropy(clt_tensor *logits, clt_tensor *target, clt_reduction reduction,
-                              int64_t ignore_index)
+/* -sum_c w_c log_probs[i, c] per row (the label-smoothing term), 0 where the row is ignored. */
+static clt_tensor *smooth_rows(clt_tensor *lp, clt_tensor *keep, clt_tensor *weight)
 {
-    static const char *const fn = "clt_cross_entropy";
-    clt_tensor *lp, *out;
-    if (clt__tensor_check(fn, logits) != CLT_OK || clt__tensor_check(fn, target) != CLT_OK)
-        return NULL;
-    lp = clt_log_softmax(logits, logits->ndim == 2 ? 1 : 0);
-    out = lp ? clt_nll_loss(lp, target, reduction, ignore_index) : NULL;
-    if (!out)
-        clt__rename_error(fn);
-    clt_tensor_release(lp);
+    int dim = lp->ndim - 1;
+    clt_tensor *w = weight ? clt_tensor_to_dtype(weight, lp->dtype) : NULL;
+    clt_tensor *weighted = w ? clt_mul(lp, w) : weight ? NULL : clt_tensor_retain(lp);
+    clt_tensor_release(w);
+    clt_tensor *s = weighted ? clt_sum(weighted, &dim, 1, false) : NULL;
+    clt_tensor *neg = s ? clt_neg(s) : NULL;
+    clt_tensor *zero = neg ? clt_tensor_zeros(0, NULL, lp->dtype, lp->storage->device) : NULL;
+    clt_tensor *k = zero && lp->ndim == 1 ? clt_reshape(keep, 0, NULL) : clt_tensor_retain(keep);
+    clt_tensor *out = k && zero ? clt_where(k, neg, zero) : NULL;
+    clt_tensor_release(k);
+    clt_tensor_release(zero);
+    clt_tensor_release(neg);
+    clt_tensor_release(s);
+    clt_tensor_release(weighted);
     return out;
+}
+
+/* Moves the class dimension of (N, C, d1, ...) inputs last and flattens them to (N * d1 * ...,
+ * C) rows, with the targets (N, d1, ...) flattened alike; 1-D and 2-D inputs stay as they are. */
+static clt_status class_rows(const char *fn, clt_tensor *x, clt_tensor *target, clt_tensor **rows,
+                             clt_tensor **flat_target)
+{
+    char a[256], b[256];
+    bool fits = (x->ndim == 1 && target->ndim == 0) ||
+                (x->ndim >= 2 && target->ndim == x->ndim - 1 && target->shape[0] == x->shape[0]);
+    for (int d = 2; fits && d < x->ndim; d++)
+        fits = target->shape[d - 1] == x->shape[d];
+    *rows = *flat_target = NULL;
+    if (!fits) {
+        clt__format_shape(a, sizeof a, x->ndim, x->shape);
+        clt__format_shape(b, sizeof b, target->ndim, target->shape);
+        return clt__error(CLT_ERR_SHAPE, fn,
+                          "input %s and target %s: expected (N, C) with (N,), (C,) with (), or "
+                          "(N, C, d1, ...) with (N, d1, ...)", a, b);
+    }
+    if (x->ndim <= 2) {
+        *rows = clt_tensor_retain(x), *flat_target = clt_tensor_retain(target);
+        return CLT_OK;
+    }
+    int perm[CLT_MAX_DIMS];
+    perm[0] = 0;
+    for (int d = 2; d < x->ndim; d++)
+        perm[d - 1] = d;
+    perm[x->ndim - 1] = 1;
+    int64_t shape[2] = {-1, x->shape[1]}, n = -1;
+    clt_tensor *moved = clt_permute(x, perm);
+    *rows = moved ? clt_reshape(moved, 2, shape) : NULL;
+    *flat_target = *rows ? clt_reshape(target, 1, &n) : NULL;
+    clt_tensor_release(moved);
+    if (!*flat_target) {
+        clt_tensor_release(*rows);
+        *rows = NULL;
+        return clt__rename_error(fn);
+    }
+    return CLT_OK;
+}
+
+/* The shared body of clt_nll_loss and clt_cross_entropy: `x` holds log-probabilities, or
+ * logits when `logits` is true. */
+static clt_tensor *class_loss(const char *fn, clt_tensor *x, clt_tensor *target,
+                              const clt_loss_options *options, bool logits)
+{
+    clt_loss_options o;
+    clt_tensor *rows = NULL, *t = NULL, *lp = NULL, *keep = NULL, *nll = NULL, *smooth = NULL,
+               *out = NULL;
+    double *w = NULL, denominator = 0;
+    if (clt__tensor_check(fn, x) != CLT_OK || clt__tensor_check(fn, target) != CLT_OK ||
+        same_device(fn, x, target) != CLT_OK || clt__need_floating(fn, x) != CLT_OK)
+        return NULL;
+    if (x->ndim == 0) {
+        clt__error(CLT_ERR_SHAPE, fn, "input is 0-d: it needs a class dimension");
+        return NULL;
+    }
+    if (loss_options(fn, options, x, x->shape[x->ndim == 1 ? 0 : 1], &o, &w) != CLT_OK)
+        return NULL;
+    if (!logits && o.label_smoothing != 0) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                   "label_smoothing %g: only clt_cross_entropy smooths labels",
+                   o.label_smoothing);
+        goto done;
+    }
+    if (class_rows(fn, x, target, &rows, &t) != CLT_OK)
+        goto done;
+    lp = logits ? clt_log_softmax(rows, rows->ndim - 1) : clt_tensor_retain(rows);
+    nll = lp ? nll_rows(fn, lp, t, &o, w, &keep, &denominator) : NULL;
+    if (nll && o.label_smoothing != 0) {
+        double e = o.label_smoothing, classes = (double)lp->shape[lp->ndim - 1];
+        clt_tensor *s = smooth_rows(lp, keep, o.weight);
+        clt_tensor *a = s ? clt_mul_scalar(nll, 1 - e) : NULL;
+        clt_tensor *b = a ? clt_mul_scalar(s, e / classes) : NULL;
+        smooth = b ? clt_add(a, b) : NULL;
+        clt_tensor_release(b), clt_tensor_release(a), clt_tensor_release(s);
+        clt_tensor_release(nll);
+        nll = smooth;
+    }
+    if (nll && o.reduction == CLT_REDUCTION_NONE && x->ndim > 2) /* the targets' shape */
+        out = clt_reshape(nll, target->ndim, target->shape);
+    else
+        out = nll ? clt_tensor_retain(nll) : NULL;
+    out = out ? reduce_loss(out, o.reduction, denominator) : NULL;
+    if (!out && strncmp(clt_last_error(), fn, strlen(fn)) != 0)
+        clt__rename_error(fn);
+done:
+    clt_tensor_release(nll);
+    clt_tensor_release(keep);
+    clt_tensor_release(lp);
+    clt_tensor_release(t);
+    clt_tensor_release(rows);
+    clt__free(w);
+    return out;
+}
+
+clt_tensor *clt_nll_loss(clt_tensor *log_probs, clt_tensor *target,
+                         const clt_loss_options *options)
+{
+    return class_loss("clt_nll_loss", log_probs, target, options, false);
+}
+
+clt_tensor *clt_cross_entropy(clt_tensor *logits, clt_tensor *target,
+                              const clt_loss_options *options)
+{
+    return class_loss("clt_cross_entropy", logits, target, options, true);
 }
 
 clt_tensor *clt_mse_loss(clt_tensor *input, clt_tensor *target, clt_reduction reduction)

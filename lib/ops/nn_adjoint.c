@@ -70,7 +70,7 @@ clt_tensor *clt__index_add(const char *fn, clt_tensor *src, int dim, const int64
     if (!v)
         return NULL;
     sort_indices(host_idx, m, k, v);
-    csr = clt_tensor_from_data(v, CLT_I64, 1, &n, dev);
+    csr = clt_tensor_from_data(1, &n, v, CLT_I64, dev);
     c = csr ? clt__contiguous(fn, src) : NULL;
     out = c ? clt__tensor_new(fn, dev, src->dtype, src->ndim, shape) : NULL;
     if (out && out->numel) {

@@ -193,12 +193,12 @@ static clt_tensor *sum_impl(clt_tensor *x, const int *dims, int ndims, bool keep
 
 static clt_tensor *max_impl(clt_tensor *x, const int *dims, int ndims, bool keepdim)
 {
-    return simple("clt_max", CLT_REDUCE_AMAX, x, dims, ndims, keepdim);
+    return simple("clt_amax", CLT_REDUCE_AMAX, x, dims, ndims, keepdim);
 }
 
 static clt_tensor *min_impl(clt_tensor *x, const int *dims, int ndims, bool keepdim)
 {
-    return simple("clt_min", CLT_REDUCE_AMIN, x, dims, ndims, keepdim);
+    return simple("clt_amin", CLT_REDUCE_AMIN, x, dims, ndims, keepdim);
 }
 
 clt_tensor *clt_argmax(clt_tensor *x, int dim, bool keepdim)
@@ -388,14 +388,14 @@ clt_tensor *clt_mean(clt_tensor *x, const int *dims, int ndims, bool keepdim)
     RECORDED("clt_mean", &clt__d_mean, mean_impl(x, dims, ndims, keepdim), 0);
 }
 
-clt_tensor *clt_max(clt_tensor *x, const int *dims, int ndims, bool keepdim)
+clt_tensor *clt_amax(clt_tensor *x, const int *dims, int ndims, bool keepdim)
 {
-    RECORDED("clt_max", &clt__d_amax, max_impl(x, dims, ndims, keepdim), 0);
+    RECORDED("clt_amax", &clt__d_amax, max_impl(x, dims, ndims, keepdim), 0);
 }
 
-clt_tensor *clt_min(clt_tensor *x, const int *dims, int ndims, bool keepdim)
+clt_tensor *clt_amin(clt_tensor *x, const int *dims, int ndims, bool keepdim)
 {
-    RECORDED("clt_min", &clt__d_amin, min_impl(x, dims, ndims, keepdim), 0);
+    RECORDED("clt_amin", &clt__d_amin, min_impl(x, dims, ndims, keepdim), 0);
 }
 
 clt_tensor *clt_var(clt_tensor *x, const int *dims, int ndims, int64_t correction, bool keepdim)
@@ -411,4 +411,67 @@ clt_tensor *clt_std(clt_tensor *x, const int *dims, int ndims, int64_t correctio
 clt_tensor *clt_logsumexp(clt_tensor *x, const int *dims, int ndims, bool keepdim)
 {
     RECORDED("clt_logsumexp", &clt__d_logsumexp, logsumexp_impl(x, dims, ndims, keepdim), 0);
+}
+
+/* torch.max(x, dim) / torch.min(x, dim): the values picked by argmax / argmin, so that the
+ * gradient reaches the element each index names (and only it), as in PyTorch; amax / amin share
+ * it among equal elements instead. */
+static clt_tensor *extreme_along(const char *fn, clt_tensor *x, int dim, bool keepdim,
+                                 clt_tensor **indices, bool largest)
+{
+    int64_t shape[CLT_MAX_DIMS];
+    clt_tensor *idx = NULL, *range = NULL, *at = NULL, *mask = NULL, *zero = NULL,
+               *picked = NULL, *sum = NULL, *values = NULL;
+    if (indices)
+        *indices = NULL;
+    if (clt__tensor_check(fn, x) != CLT_OK ||
+        clt__dim_check(fn, &dim, x->ndim ? x->ndim : 1) != CLT_OK)
+        return NULL;
+    if (x->ndim == 0) { /* a 0-d x is its own maximum, at index 0 */
+        values = clt_tensor_to_ex(x, &(clt_to_options){.copy = true});
+        idx = values ? clt_tensor_zeros(0, NULL, CLT_I64, x->storage->device) : NULL;
+        goto out;
+    }
+    idx = largest ? clt_argmax(x, dim, true) : clt_argmin(x, dim, true);
+    for (int d = 0; d < x->ndim; d++)
+        shape[d] = d == dim ? x->shape[dim] : 1;
+    range = idx ? clt_tensor_arange(0, (double)x->shape[dim], 1, CLT_I64, x->storage->device)
+                : NULL;
+    at = range ? clt_reshape(range, x->ndim, shape) : NULL;
+    mask = at ? clt_eq(at, idx) : NULL;
+    zero = mask ? clt_tensor_zeros(0, NULL, x->dtype, x->storage->device) : NULL;
+    picked = zero ? clt_where(mask, x, zero) : NULL;
+    sum = picked ? clt_sum(picked, &dim, 1, keepdim) : NULL;
+    values = sum ? clt_tensor_to_dtype(sum, x->dtype) : NULL; /* integer sums are i64 */
+    if (values && !keepdim) {
+        clt_tensor *squeezed = clt_squeeze(idx, dim);
+        clt_tensor_release(idx);
+        idx = squeezed;
+    }
+out:
+    if (!values || !idx) {
+        clt__rename_error(fn);
+        clt_tensor_release(values);
+        values = NULL;
+    } else if (indices) {
+        *indices = clt_tensor_retain(idx);
+    }
+    clt_tensor_release(sum);
+    clt_tensor_release(picked);
+    clt_tensor_release(zero);
+    clt_tensor_release(mask);
+    clt_tensor_release(at);
+    clt_tensor_release(range);
+    clt_tensor_release(idx);
+    return values;
+}
+
+clt_tensor *clt_max(clt_tensor *x, int dim, bool keepdim, clt_tensor **indices)
+{
+    return extreme_along("clt_max", x, dim, keepdim, indices, true);
+}
+
+clt_tensor *clt_min(clt_tensor *x, int dim, bool keepdim, clt_tensor **indices)
+{
+    return extreme_along("clt_min", x, dim, keepdim, indices, false);
 }

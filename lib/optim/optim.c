@@ -32,8 +32,39 @@ static const char *kind_fn(clt__optim_kind kind)
                                                                             : "clt_optim_adamw";
 }
 
+clt_sgd_options clt_sgd_options_default(void)
+{
+    return (clt_sgd_options){.init = CLT__OPTIONS_INIT, .lr = 1e-3};
+}
+
+clt_adam_options clt_adam_options_default(void)
+{
+    return (clt_adam_options){.init = CLT__OPTIONS_INIT, .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999,
+                              .eps = 1e-8};
+}
+
+clt_adam_options clt_adamw_options_default(void)
+{
+    clt_adam_options o = clt_adam_options_default();
+    o.weight_decay = 0.01;
+    return o;
+}
+
+static clt_status check_init(const char *fn, uint32_t init, const char *made_by)
+{
+    if (init == CLT__OPTIONS_INIT)
+        return CLT_OK;
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "options did not start from %s() (init is %#x): a zeroed struct's fields "
+                      "would be taken as values; start from the defaults and change the fields "
+                      "you need",
+                      made_by, (unsigned)init);
+}
+
 static clt_status check_sgd(const char *fn, clt_sgd_options *o)
 {
+    if (check_init(fn, o->init, "clt_sgd_options_default") != CLT_OK)
+        return clt_last_status();
     if (!(o->lr >= 0) || !(o->momentum >= 0) || !(o->dampening >= 0) || !(o->weight_decay >= 0))
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                           "lr %g, momentum %g, dampening %g and weight_decay %g must not be "
@@ -45,17 +76,16 @@ static clt_status check_sgd(const char *fn, clt_sgd_options *o)
     return CLT_OK;
 }
 
-static clt_status check_adam(const char *fn, clt_adam_options *o)
+static clt_status check_adam(const char *fn, clt_adam_options *o, bool adamw)
 {
-    o->lr = o->lr == 0 ? 1e-3 : o->lr;
-    o->beta1 = o->beta1 == 0 ? 0.9 : o->beta1;
-    o->beta2 = o->beta2 == 0 ? 0.999 : o->beta2;
-    o->eps = o->eps == 0 ? 1e-8 : o->eps;
-    if (!(o->lr > 0) || !(o->eps > 0) || !(o->weight_decay >= 0) || !(o->beta1 > 0 && o->beta1 < 1) ||
-        !(o->beta2 > 0 && o->beta2 < 1))
+    if (check_init(fn, o->init, adamw ? "clt_adamw_options_default" : "clt_adam_options_default") !=
+        CLT_OK)
+        return clt_last_status();
+    if (!(o->lr >= 0) || !(o->eps >= 0) || !(o->weight_decay >= 0) ||
+        !(o->beta1 >= 0 && o->beta1 < 1) || !(o->beta2 >= 0 && o->beta2 < 1))
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                          "lr %g and eps %g must be positive, weight_decay %g not negative, "
-                          "betas %g and %g in [0, 1)", o->lr, o->eps, o->weight_decay, o->beta1,
+                          "lr %g, eps %g and weight_decay %g must not be negative, betas %g and "
+                          "%g must lie in [0, 1)", o->lr, o->eps, o->weight_decay, o->beta1,
                           o->beta2);
     return CLT_OK;
 }
@@ -94,11 +124,18 @@ static clt_optimizer *make(clt__optim_kind kind, clt_tensor *const *params, int 
 {
     const char *fn = kind_fn(kind);
     clt_optimizer *opt;
-    if (n < 0 || (n > 0 && !params) || (kind == CLT_OPTIM_SGD ? !sgd : !adam)) {
-        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "needs options and %d parameters (params %s)", n,
+    clt_sgd_options sgd_default = clt_sgd_options_default();
+    clt_adam_options adam_default =
+        kind == CLT_OPTIM_ADAMW ? clt_adamw_options_default() : clt_adam_options_default();
+    if (n < 0 || (n > 0 && !params)) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "needs %d parameters (params %s)", n,
                    params ? "given" : "NULL");
         return NULL;
     }
+    if (kind == CLT_OPTIM_SGD && !sgd)
+        sgd = &sgd_default;
+    if (kind != CLT_OPTIM_SGD && !adam)
+        adam = &adam_default;
     for (int i = 0; i < n; i++)
         if (check_param(fn, params[i], i) != CLT_OK)
             return NULL;
@@ -110,7 +147,7 @@ static clt_optimizer *make(clt__optim_kind kind, clt_tensor *const *params, int 
         opt->sgd = *sgd;
     if (adam)
         opt->adam = *adam;
-    if ((sgd && check_sgd(fn, &opt->sgd) != CLT_OK) || (adam && check_adam(fn, &opt->adam) != CLT_OK) ||
+    if ((sgd && check_sgd(fn, &opt->sgd) != CLT_OK) || (adam && check_adam(fn, &opt->adam, kind == CLT_OPTIM_ADAMW) != CLT_OK) ||
         !(opt->slots = clt__alloc_zeroed(fn, (size_t)(n ? n : 1) * sizeof *opt->slots))) {
         clt_optim_free(opt);
         return NULL;

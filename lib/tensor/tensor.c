@@ -287,7 +287,7 @@ void *clt_tensor_data(clt_tensor *t)
 static clt_tensor *create(const char *fn, clt_device **dev, clt_dtype dtype, int ndim,
                           const int64_t *shape)
 {
-    *dev = clt__device_or_current(fn, *dev);
+    *dev = clt__device_or_cpu(fn, *dev);
     return *dev ? clt__tensor_new(fn, *dev, dtype, ndim, shape) : NULL;
 }
 
@@ -296,8 +296,8 @@ clt_tensor *clt_tensor_empty(int ndim, const int64_t *shape, clt_dtype dtype, cl
     return create("clt_tensor_empty", &dev, dtype, ndim, shape);
 }
 
-clt_tensor *clt_tensor_from_data(const void *data, clt_dtype dtype, int ndim,
-                                 const int64_t *shape, clt_device *dev)
+clt_tensor *clt_tensor_from_data(int ndim, const int64_t *shape, const void *data,
+                                 clt_dtype dtype, clt_device *dev)
 {
     static const char *const fn = "clt_tensor_from_data";
     clt_tensor *t = create(fn, &dev, dtype, ndim, shape);

@@ -37,8 +37,8 @@ static void batch(clt_device *dev, int first, int n, clt_tensor **x, clt_tensor 
             xv[r * 64 + c] = (float)((r * 7 + c * 3) % 17) / 16;
         yv[r] = r % 10;
     }
-    clt_tensor *hx = clt_tensor_from_data(xv + first * 64, CLT_F32, CLT_SHAPE(n, 64), clt_device_cpu());
-    clt_tensor *hy = clt_tensor_from_data(yv + first, CLT_I64, CLT_SHAPE(n), clt_device_cpu());
+    clt_tensor *hx = clt_tensor_from_data(CLT_SHAPE(n, 64), xv + first * 64, CLT_F32, clt_device_cpu());
+    clt_tensor *hy = clt_tensor_from_data(CLT_SHAPE(n), yv + first, CLT_I64, clt_device_cpu());
     *x = clt_tensor_to(hx, dev);
     *y = clt_tensor_to(hy, dev);
     must(*x && *y, "the batch");
@@ -69,7 +69,7 @@ static double steps(clt_module *m, clt_optimizer *opt, clt_tensor *x, clt_tensor
     for (int s = 0; s < STEPS; s++) {
         clt_optim_zero_grad(opt);
         clt_tensor *out = clt_module_forward(m, x);
-        clt_tensor *loss = out ? clt_cross_entropy(out, y, CLT_REDUCTION_MEAN, -100) : NULL;
+        clt_tensor *loss = out ? clt_cross_entropy(out, y, NULL) : NULL;
         must(loss && (d ? clt_dist_backward(d, m, loss) : clt_backward(loss, NULL, false)) == CLT_OK &&
                  clt_optim_step(opt) == CLT_OK,
              "a step");
@@ -91,7 +91,7 @@ static void bench_model(clt_dist *d, const char *name)
     clt_device *dev = clt_dist_device(d);
     clt_module *m = digits_model_new(name);
     must(m && clt_module_to(m, dev) == CLT_OK && clt_dist_sync_module(d, m) == CLT_OK, "the model");
-    clt_optimizer *opt = clt_optim_adam_module(m, &(clt_adam_options){.lr = 0.001});
+    clt_optimizer *opt = clt_optim_adam_module(m, BENCH_ADAM(0.001));
     clt_tensor *x, *y, *fx, *fy;
     double dist_t[REPEATS], alone_t[REPEATS], avg_t[REPEATS], copy_t[REPEATS];
     size_t bytes = gradient_bytes(m);
@@ -163,7 +163,7 @@ int main(int argc, char **argv)
         return 1;
     }
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
-    clt_dist *d = clt_dist_init(MPI_COMM_WORLD, NULL);
+    clt_dist *d = clt_dist_init(MPI_COMM_WORLD, &(clt_dist_options){.device_per_rank = true});
     must(d != NULL, "clt_dist_init");
     bench_model(d, "mlp");
     bench_model(d, "cnn");

@@ -73,9 +73,9 @@ static int make_optimizer(bench *b, int which)
         clt_tensor_set_grad(p, b->b) != CLT_OK)
         return -1;
     if (which == SGD)
-        b->opt = clt_optim_sgd(&p, 1, &(clt_sgd_options){.lr = 1e-3, .momentum = 0.9});
+        b->opt = clt_optim_sgd(&p, 1, BENCH_SGD(1e-3, 0.9));
     else
-        b->opt = clt_optim_adam(&p, 1, &(clt_adam_options){.lr = 1e-3});
+        b->opt = clt_optim_adam(&p, 1, BENCH_ADAM(1e-3));
     clt_tensor_release(b->a);
     b->a = p;
     return b->opt ? 0 : -1;

@@ -29,12 +29,12 @@ static clt_module *mlp(void)
 /* Seconds per step, the median of RUNS runs; -1 on failure. */
 static double time_steps(clt_module *model, clt_device *dev)
 {
-    clt_optimizer *opt = clt_optim_sgd_module(model, &(clt_sgd_options){.lr = 0.01});
+    clt_optimizer *opt = clt_optim_sgd_module(model, BENCH_SGD(0.01, 0));
     clt_tensor *x = clt_tensor_randn(CLT_SHAPE(BATCH, IN), CLT_F32, dev);
     int64_t labels[BATCH];
     for (int i = 0; i < BATCH; i++)
         labels[i] = i % OUT;
-    clt_tensor *y = clt_tensor_from_data(labels, CLT_I64, CLT_SHAPE(BATCH), dev);
+    clt_tensor *y = clt_tensor_from_data(CLT_SHAPE(BATCH), labels, CLT_I64, dev);
     double t[RUNS];
     if (!opt || !x || !y)
         return -1;
@@ -42,7 +42,7 @@ static double time_steps(clt_module *model, clt_device *dev)
         double t0 = now_s();
         for (int s = 0; s < STEPS; s++) {
             clt_tensor *out = clt_module_forward(model, x);
-            clt_tensor *loss = out ? clt_cross_entropy(out, y, CLT_REDUCTION_MEAN, -100) : NULL;
+            clt_tensor *loss = out ? clt_cross_entropy(out, y, NULL) : NULL;
             clt_optim_zero_grad(opt);
             if (!loss || clt_backward(loss, NULL, false) != CLT_OK || clt_optim_step(opt) != CLT_OK)
                 return -1;

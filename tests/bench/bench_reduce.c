@@ -1,4 +1,4 @@
-/* Reduction benchmark: clt_sum, clt_mean and clt_max over all of a 64 MiB f32 tensor on every
+/* Reduction benchmark: clt_sum, clt_mean and clt_amax over all of a 64 MiB f32 tensor on every
  * device, in GB/s of input read (the result is read back each time), against memcpy of the same
  * traffic on the host in the same run, on one thread and on two (bench_mem.h), and, for sum on
  * OpenCL devices, against a same-dtype copy of the tensor on the device (time over time). Prints
@@ -32,7 +32,7 @@ static int run(void *ctx)
     bench *b = ctx;
     clt_tensor *s = b->which == SUM    ? clt_sum(b->x, NULL, 0, false)
                     : b->which == MEAN ? clt_mean(b->x, NULL, 0, false)
-                                       : clt_max(b->x, NULL, 0, false);
+                                       : clt_amax(b->x, NULL, 0, false);
     int rc = s && clt_tensor_copy_to_host(s, &b->got, sizeof b->got) == CLT_OK ? 0 : -1;
     clt_tensor_release(s);
     return rc;
@@ -72,7 +72,7 @@ int main(void)
         char name[16];
         snprintf(name, sizeof name, d < 0 ? "cpu" : "gpu:%d", d);
         bench b = {clt_device_get(name), NULL, 0, 0};
-        if (!b.dev || !(b.x = clt_tensor_from_data(host, CLT_F32, 1, &n, b.dev)))
+        if (!b.dev || !(b.x = clt_tensor_from_data(1, &n, host, CLT_F32, b.dev)))
             return fail();
         for (b.which = 0; b.which < CASES; b.which++) {
             mem_times t, c;

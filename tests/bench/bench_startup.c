@@ -42,8 +42,8 @@ static int child_cltensor(const char *platform)
         if (d && strcmp(clt_device_get_info(d)->platform, platform) == 0)
             gpu = d;
     }
-    clt_tensor *x = gpu ? clt_tensor_from_data(a, CLT_F32, 1, shape, gpu) : NULL;
-    clt_tensor *y = x ? clt_tensor_from_data(b, CLT_F32, 1, shape, gpu) : NULL;
+    clt_tensor *x = gpu ? clt_tensor_from_data(1, shape, a, CLT_F32, gpu) : NULL;
+    clt_tensor *y = x ? clt_tensor_from_data(1, shape, b, CLT_F32, gpu) : NULL;
     clt_tensor *z = y ? clt_add(x, y) : NULL;
     if (!z || clt_tensor_copy_to_host(z, c, sizeof c) != CLT_OK || c[15] != 16.0f) {
         fprintf(stderr, "bench_startup: %s\n", gpu ? clt_last_error() : "no such device");

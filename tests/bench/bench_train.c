@@ -72,16 +72,16 @@ static double step_time(clt_module *model, int ndim, const int64_t *shape, clt_d
     for (int i = 0; i < BATCH; i++)
         labels[i] = (i * 7) % 10;
     clt_tensor *x = clt_tensor_randn(ndim, shape, CLT_F32, dev);
-    clt_tensor *y = clt_tensor_from_data(labels, CLT_I64, CLT_SHAPE(BATCH), dev);
+    clt_tensor *y = clt_tensor_from_data(CLT_SHAPE(BATCH), labels, CLT_I64, dev);
     CHECK(x && y && clt_module_to(model, dev) == CLT_OK);
-    clt_optimizer *optimizer = clt_optim_sgd_module(model, &(clt_sgd_options){.lr = LR});
+    clt_optimizer *optimizer = clt_optim_sgd_module(model, BENCH_SGD(LR, 0));
     CHECK(optimizer);
     double t[REPEATS];
     for (int r = -WARMUP; r < REPEATS; r++) {
         double t0 = now_s();
         clt_optim_zero_grad(optimizer);
         clt_tensor *logits = clt_module_forward(model, x);
-        clt_tensor *loss = logits ? clt_cross_entropy(logits, y, CLT_REDUCTION_MEAN, -100) : NULL;
+        clt_tensor *loss = logits ? clt_cross_entropy(logits, y, NULL) : NULL;
         CHECK(loss && clt_backward(loss, NULL, false) == CLT_OK);
         CHECK(clt_optim_step(optimizer) == CLT_OK && clt_device_synchronize(dev) == CLT_OK);
         double t1 = now_s();

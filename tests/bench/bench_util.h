@@ -5,6 +5,27 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include <cltensor.h>
+
+/* PyTorch's Adam / SGD defaults with the learning rate (and SGD's momentum) changed;
+ * BENCH_ADAM and BENCH_SGD give a pointer to such options in a compound literal. */
+static inline clt_adam_options bench_adam_lr(double lr)
+{
+    clt_adam_options o = clt_adam_options_default();
+    o.lr = lr;
+    return o;
+}
+
+static inline clt_sgd_options bench_sgd_lr(double lr, double momentum)
+{
+    clt_sgd_options o = clt_sgd_options_default();
+    o.lr = lr;
+    o.momentum = momentum;
+    return o;
+}
+#define BENCH_ADAM(lr) ((clt_adam_options[1]){bench_adam_lr(lr)})
+#define BENCH_SGD(lr, momentum) ((clt_sgd_options[1]){bench_sgd_lr(lr, momentum)})
+
 static inline double now_s(void)
 {
     struct timespec ts;

@@ -22,7 +22,7 @@ int main(void)
         fprintf(stderr, "consumer: no error for gpu:99 (\"%s\")\n", clt_last_error());
         return 1;
     }
-    host = clt_tensor_from_data(data, CLT_F32, CLT_SHAPE(2, 3), clt_device_cpu());
+    host = clt_tensor_from_data(CLT_SHAPE(2, 3), data, CLT_F32, clt_device_cpu());
     x = clt_tensor_to(host, dev);
     s = clt_sum(x, NULL, 0, false);
     if (!s || clt_tensor_item(s, &total) != CLT_OK || total != 21) {

@@ -16,7 +16,7 @@ int main()
                      clt_version_string());
         return 1;
     }
-    clt_tensor *host = clt_tensor_from_data(data, CLT_F32, CLT_SHAPE(2, 3), clt_device_cpu());
+    clt_tensor *host = clt_tensor_from_data(CLT_SHAPE(2, 3), data, CLT_F32, clt_device_cpu());
     clt_tensor *x = clt_tensor_to(host, dev);
     clt_tensor *s = clt_sum(x, nullptr, 0, false);
     if (!s || clt_tensor_item(s, &total) != CLT_OK || total != 21) {

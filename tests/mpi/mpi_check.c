@@ -50,8 +50,8 @@ static void batch(clt_device *dev, int first, int n, clt_tensor **x, clt_tensor 
             xv[r * IN + c] = (float)sin(0.7 * r + 1.3 * c);
         yv[r] = r % OUT;
     }
-    clt_tensor *hx = clt_tensor_from_data(xv + first * IN, CLT_F32, CLT_SHAPE(n, IN), clt_device_cpu());
-    clt_tensor *hy = clt_tensor_from_data(yv + first, CLT_I64, CLT_SHAPE(n), clt_device_cpu());
+    clt_tensor *hx = clt_tensor_from_data(CLT_SHAPE(n, IN), xv + first * IN, CLT_F32, clt_device_cpu());
+    clt_tensor *hy = clt_tensor_from_data(CLT_SHAPE(n), yv + first, CLT_I64, clt_device_cpu());
     *x = clt_tensor_to(hx, dev);
     *y = clt_tensor_to(hy, dev);
     clt_tensor_release(hx);
@@ -65,7 +65,7 @@ static bool step(clt_module *m, clt_optimizer *opt, clt_tensor *x, clt_tensor *y
 {
     clt_optim_zero_grad(opt);
     clt_tensor *out = clt_module_forward(m, x);
-    clt_tensor *loss = out ? clt_cross_entropy(out, y, CLT_REDUCTION_MEAN, -100) : NULL;
+    clt_tensor *loss = out ? clt_cross_entropy(out, y, NULL) : NULL;
     bool ok = loss &&
               (d && overlap ? clt_dist_backward(d, m, loss) == CLT_OK
                             : clt_backward(loss, NULL, false) == CLT_OK &&
@@ -103,7 +103,9 @@ static int check_train(clt_dist *d)
         return fail(rank, "the model");
     if (clt_dist_sync_module(d, m) != CLT_OK)
         return fail(rank, "clt_dist_sync_module");
-    opt = clt_optim_adam_module(m, &(clt_adam_options){.lr = 0.05});
+    clt_adam_options adam = clt_adam_options_default();
+    adam.lr = 0.05;
+    opt = clt_optim_adam_module(m, &adam);
     batch(dev, rank * share, share, &x, &y);
     for (int s = 0; s < STEPS; s++)
         if (!step(m, opt, x, y, d))
@@ -126,7 +128,7 @@ static int check_train(clt_dist *d)
     clt_tensor *fx, *fy;
     if (!ref || clt_module_to(ref, dev) != CLT_OK)
         return fail(rank, "the reference model");
-    ropt = clt_optim_adam_module(ref, &(clt_adam_options){.lr = 0.05});
+    ropt = clt_optim_adam_module(ref, &adam);
     batch(dev, 0, ROWS, &fx, &fy);
     for (int s = 0; s < STEPS; s++)
         if (!step(ref, ropt, fx, fy, NULL))
@@ -154,7 +156,7 @@ static int check_sampler(clt_dist *d)
     int64_t seen[ITEMS], all[ITEMS * 8];
     for (int k = 0; k < ITEMS; k++)
         xv[k] = (float)k;
-    clt_tensor *x = clt_tensor_from_data(xv, CLT_F32, CLT_SHAPE(ITEMS), clt_device_cpu());
+    clt_tensor *x = clt_tensor_from_data(CLT_SHAPE(ITEMS), xv, CLT_F32, clt_device_cpu());
     clt_dataset *ds = clt_dataset_tensors(&x, 1);
     clt_loader *l = clt_loader_new(ds, &(clt_loader_options){.batch_size = 5, .shuffle = true,
                                                              .seed = 3, .device = clt_dist_device(d),
@@ -209,7 +211,7 @@ static int check_backward_failure(clt_dist *d)
         return fail(rank, "the model");
     batch(dev, 0, ROWS, &x, &y);
     clt_tensor *out = clt_module_forward(m, x);
-    clt_tensor *loss = out ? clt_cross_entropy(out, y, CLT_REDUCTION_MEAN, -100) : NULL;
+    clt_tensor *loss = out ? clt_cross_entropy(out, y, NULL) : NULL;
     clt_tensor *used = rank == 1 && loss ? clt_tensor_detach(loss) : clt_tensor_retain(loss);
     clt_status st = clt_dist_backward(d, m, used);
     clt_tensor *g = clt_tensor_grad(clt_module_get_parameter(m, "0.weight"));
@@ -287,7 +289,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     overlap = !strcmp(mode, "overlap") || !strcmp(mode, "overlap_single");
     /* small buckets: several per model */
-    clt_dist *d = clt_dist_init(MPI_COMM_WORLD, &(clt_dist_options){.bucket_bytes = 200});
+    clt_dist *d = clt_dist_init(MPI_COMM_WORLD, &(clt_dist_options){.bucket_bytes = 200, .device_per_rank = true});
     if (!strcmp(mode, "badinit")) {
         /* rank 1 has no device; every rank's init must fail, naming rank 1 */
         result = d == NULL && strstr(clt_last_error(), rank == 1 ? "CLT_VISIBLE_DEVICES"

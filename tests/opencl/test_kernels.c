@@ -177,7 +177,7 @@ START_TEST(test_kernels_reduce_nn)
     clt_tensor *ht = clt_transpose(h, 1, 3), *gt = clt_transpose(g, 1, 3);
     int dims[] = {1, 3};
     typedef clt_tensor *(*red)(clt_tensor *, const int *, int, bool);
-    static const red reds[] = {clt_sum, clt_mean, clt_max, clt_min, clt_logsumexp};
+    static const red reds[] = {clt_sum, clt_mean, clt_amax, clt_amin, clt_logsumexp};
     for (size_t k = 0; k < sizeof reds / sizeof *reds; k++) {
         clt_tensor *a = reds[k](gt, dims, 2, false), *b = reds[k](ht, dims, 2, false);
         assert_near(a, b, "reduction");
@@ -204,8 +204,8 @@ START_TEST(test_kernels_reduce_nn)
     assert_near(a, b, "avg pool");
     clt_tensor_release(a), clt_tensor_release(b);
     int64_t iv[] = {2, 0, 2};
-    clt_tensor *gx = clt_tensor_from_data(iv, CLT_I64, CLT_SHAPE(3), dev);
-    clt_tensor *hx = clt_tensor_from_data(iv, CLT_I64, CLT_SHAPE(3), cpu);
+    clt_tensor *gx = clt_tensor_from_data(CLT_SHAPE(3), iv, CLT_I64, dev);
+    clt_tensor *hx = clt_tensor_from_data(CLT_SHAPE(3), iv, CLT_I64, cpu);
     a = clt_index_select(gt, 1, gx), b = clt_index_select(ht, 1, hx);
     assert_same(a, b, "index_select");
     clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(gx), clt_tensor_release(hx);
@@ -236,7 +236,7 @@ START_TEST(test_kernels_reduce_layouts)
                 clt_tensor_release(a), clt_tensor_release(b);
             }
             int dim = 1;
-            clt_tensor *a = clt_max(g, &dim, 1, false), *b = clt_max(h, &dim, 1, false);
+            clt_tensor *a = clt_amax(g, &dim, 1, false), *b = clt_amax(h, &dim, 1, false);
             assert_same(a, b, "max");
             clt_tensor_release(a), clt_tensor_release(b);
             clt_tensor *g0 = clt_narrow(g, 0, 0, 1), *h0 = clt_narrow(h, 0, 0, 1); /* no NaN */
@@ -327,8 +327,8 @@ START_TEST(test_kernels_training)
             clt_tensor *l = activations(x[d]);
             ck_assert_int_eq(clt_backward(l, NULL, false), CLT_OK);
             clt_tensor_release(l);
-            opts[d] = opt_kind ? clt_optim_adam(&x[d], 1, &(clt_adam_options){.lr = 0.1})
-                               : clt_optim_sgd(&x[d], 1, &(clt_sgd_options){.lr = 0.1, .momentum = 0.5});
+            opts[d] = opt_kind ? clt_optim_adam(&x[d], 1, TEST_ADAM(0.1))
+                               : clt_optim_sgd(&x[d], 1, TEST_SGD(0.1, 0.5));
             ck_assert_int_eq(clt_optim_step(opts[d]), CLT_OK);
             ck_assert_int_eq(clt_optim_step(opts[d]), CLT_OK);
         }
@@ -355,7 +355,7 @@ static clt_tensor *edge_values(int64_t n, clt_device *dev)
         uint32_t b = bits[i % (int64_t)(sizeof bits / sizeof *bits)] ^ (uint32_t)(i / 17 % 3);
         memcpy(&v[i], &b, sizeof b);
     }
-    clt_tensor *t = clt_tensor_from_data(v, CLT_F32, 1, &n, dev);
+    clt_tensor *t = clt_tensor_from_data(1, &n, v, CLT_F32, dev);
     free(v);
     ck_assert_msg(t != NULL, "%s", clt_last_error());
     return t;
@@ -415,9 +415,9 @@ START_TEST(test_kernels_contiguous)
             for (int d = 0; d < 2; d++) {
                 clt_tensor_set_requires_grad(x[d], true);
                 clt_tensor_set_grad(x[d], grad[d]);
-                opts[d] = opt_kind ? clt_optim_adam(&x[d], 1, &(clt_adam_options){.lr = 0.1})
+                opts[d] = opt_kind ? clt_optim_adam(&x[d], 1, TEST_ADAM(0.1))
                                    : clt_optim_sgd(&x[d], 1,
-                                                   &(clt_sgd_options){.lr = 0.1, .momentum = 0.5});
+                                                   TEST_SGD(0.1, 0.5));
                 ck_assert_int_eq(clt_optim_step(opts[d]), CLT_OK);
                 ck_assert_int_eq(clt_optim_step(opts[d]), CLT_OK);
             }
