@@ -144,6 +144,28 @@ static clt_tensor *op_cross_entropy(clt_tensor **x, clt_device *d)
     clt_tensor *t = targets(d);
     return rel(clt_cross_entropy(x[0], t, TEST_LOSS(CLT_REDUCTION_SUM)), t, NULL);
 }
+static clt_tensor *op_cross_entropy_options(clt_tensor **x, clt_device *d)
+{
+    double wv[] = {0.5, 2, 1, 1.5};
+    clt_tensor *t = targets(d), *w = make(d, clt_tensor_dtype(x[0]), wv, CLT_SHAPE(4));
+    clt_loss_options o = clt_loss_options_default();
+    o.weight = w, o.label_smoothing = 0.2;
+    return rel(clt_cross_entropy(x[0], t, &o), t, w);
+}
+static clt_tensor *op_cross_entropy_spatial(clt_tensor **x, clt_device *d)
+{
+    int64_t tv[] = {2, 0, -100, 1, 1, 3};
+    clt_tensor *t = clt_tensor_from_data(CLT_SHAPE(2, 3), tv, CLT_I64, d);
+    return rel(clt_cross_entropy(x[0], t, TEST_LOSS(CLT_REDUCTION_NONE)), t, NULL);
+}
+static clt_tensor *op_max_dim(clt_tensor **x, clt_device *d)
+{
+    clt_tensor *idx = NULL, *v = clt_max(x[0], 1, false, &idx);
+    (void)d;
+    ck_assert_int_eq(clt_tensor_dtype(idx), CLT_I64);
+    return rel(v, idx, NULL);
+}
+static clt_tensor *op_min_dim(clt_tensor **x, clt_device *d) { (void)d; return clt_min(x[0], 0, true, NULL); }
 static clt_tensor *op_mse(clt_tensor **x, clt_device *d) { (void)d; return clt_mse_loss(x[0], x[1], CLT_REDUCTION_MEAN); }
 static clt_tensor *op_index_select(clt_tensor **x, clt_device *d)
 {
@@ -259,6 +281,10 @@ static const gcase cases[] = {
     {"log_softmax", op_log_softmax, 1, {2}, {{3, 4}}, -2, 2},
     {"nll_loss", op_nll, 1, {2}, {{5, 4}}, -2, 2},
     {"cross_entropy", op_cross_entropy, 1, {2}, {{5, 4}}, -2, 2},
+    {"cross_entropy (weights, label smoothing)", op_cross_entropy_options, 1, {2}, {{5, 4}}, -2, 2},
+    {"cross_entropy (N, C, d)", op_cross_entropy_spatial, 1, {3}, {{2, 4, 3}}, -2, 2},
+    {"max along a dimension", op_max_dim, 1, {2}, {{3, 4}}, -2, 2},
+    {"min along a dimension", op_min_dim, 1, {2}, {{3, 4}}, -2, 2},
     {"mse_loss", op_mse, 2, {2, 2}, {{2, 3}, {2, 3}}, -2, 2},
     {"index_select", op_index_select, 1, {2}, {{2, 5}}, -2, 2},
     {"embedding", op_embedding, 1, {2}, {{5, 3}}, -2, 2},

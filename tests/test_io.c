@@ -75,6 +75,70 @@ START_TEST(test_io_module_round_trip)
 }
 END_TEST
 
+/* state_dict in memory both ways: from a module on one device into one on another, with
+ * PyTorch's strict rules and the report, and from a file's tensors without a second read. */
+START_TEST(test_io_state_dict_in_memory)
+{
+    clt_device *from = test_device(_i), *to = test_device((_i + 1) % test_device_total);
+    clt_module *a = test_mlp(4, 5, 3, clt_nn_tanh(), 1), *b = test_mlp(4, 5, 3, clt_nn_tanh(), 2);
+    ck_assert_int_eq(clt_module_to(a, from), CLT_OK);
+    ck_assert_int_eq(clt_module_to(b, to), CLT_OK);
+    test_live base = test_live_now();
+    clt_state_dict sd;
+    ck_assert_int_eq(clt_module_state_dict(a, &sd), CLT_OK);
+    ck_assert_int_eq(sd.count, 4);
+    ck_assert_str_eq(sd.tensors[0].name, "0.weight");
+    ck_assert_str_eq(sd.tensors[3].name, "2.bias");
+    ck_assert_ptr_eq(sd.tensors[0].tensor, clt_module_get_parameter(a, "0.weight"));
+    clt_tensor *w_before = clt_module_get_parameter(b, "0.weight");
+    ck_assert_msg(clt_module_load_state_dict(b, sd.tensors, sd.count, true, NULL) == CLT_OK, "%s",
+                  clt_last_error());
+    ck_assert_ptr_eq(clt_module_get_parameter(b, "0.weight"), w_before);
+    ck_assert_ptr_eq(clt_tensor_device(w_before), to);
+    for (int i = 0; i < sd.count; i++)
+        test_assert_same_bytes(sd.tensors[i].tensor,
+                               clt_module_get_parameter(b, sd.tensors[i].name));
+    /* strict: a missing name is refused and changes nothing; not strict: reported, skipped */
+    clt_module *c = test_mlp(4, 5, 3, clt_nn_tanh(), 3);
+    clt_tensor *c_w = clt_tensor_to_ex(clt_module_get_parameter(c, "0.weight"),
+                                       &(clt_to_options){.copy = true});
+    ck_assert_int_eq(clt_module_load_state_dict(c, sd.tensors, 3, true, NULL),
+                     CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_module_load_state_dict: the state dict does not fit the module: "
+                        "missing \"2.bias\"");
+    test_assert_same_bytes(clt_module_get_parameter(c, "0.weight"), c_w);
+    clt_load_report r;
+    ck_assert_int_eq(clt_module_load_state_dict(c, sd.tensors, 3, false, &r), CLT_OK);
+    ck_assert_int_eq(r.missing_count, 1);
+    ck_assert_str_eq(r.missing[0], "2.bias");
+    test_assert_same_bytes(clt_module_get_parameter(c, "0.weight"), sd.tensors[0].tensor);
+    clt_load_report_clear(&r);
+    clt_named_tensor twice[2] = {sd.tensors[0], sd.tensors[0]};
+    ck_assert_int_eq(clt_module_load_state_dict(c, twice, 2, false, NULL),
+                     CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("the name \"0.weight\" is given twice");
+    ck_assert_int_eq(clt_module_load_state_dict(c, NULL, 1, false, NULL), CLT_ERR_INVALID_ARGUMENT);
+    clt_state_dict none = {.count = 7};
+    ck_assert_int_eq(clt_module_state_dict(NULL, &none), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(none.count, 0);
+    /* a file read once, its tensors loaded from memory */
+    const char *path = path_in(test_temp_dir(), "sd.safetensors");
+    ck_assert_int_eq(clt_module_save(a, path, NULL, 0), CLT_OK);
+    clt_safetensors st;
+    ck_assert_int_eq(clt_safetensors_load(path, to, &st), CLT_OK);
+    ck_assert_int_eq(clt_module_load_state_dict(c, st.tensors, st.count, true, NULL), CLT_OK);
+    test_assert_same_bytes(clt_module_get_parameter(c, "2.bias"),
+                           clt_module_get_parameter(a, "2.bias"));
+    clt_safetensors_clear(&st);
+    clt_tensor_release(c_w);
+    clt_module_release(c);
+    clt_state_dict_clear(&sd);
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), base);
+    clt_module_release(a), clt_module_release(b);
+}
+END_TEST
+
 /* Every dtype, on each device, with bytes chosen to catch any conversion (NaN payloads,
  * subnormals, negative zero); a transposed view is written row-major. */
 START_TEST(test_io_dtypes_bit_exact)
@@ -582,6 +646,7 @@ Suite *suite_io(void)
     TCase *tc = test_case("safetensors", 120);
     ADD_DEVICE_TEST(tc, test_io_module_round_trip);
     ADD_DEVICE_TEST(tc, test_io_dtypes_bit_exact);
+    ADD_DEVICE_TEST(tc, test_io_state_dict_in_memory);
     tcase_add_test(tc, test_io_metadata);
     ADD_DEVICE_TEST(tc, test_io_strict_errors);
     ADD_DEVICE_TEST(tc, test_io_non_strict_report);

@@ -523,6 +523,130 @@ START_TEST(test_module_clone_shared_frozen)
 }
 END_TEST
 
+/* The ownership rule's _take forms leak nothing on success or failure (NULL members included,
+ * naming the error their creation left), and clt_tensor_to_ replaces the handle. */
+START_TEST(test_module_take_forms)
+{
+    clt_device *dev = test_device(_i);
+    test_live before = test_live_now();
+    clt_module *net = CLT_SEQUENTIAL(clt_nn_linear(4, 3, true), clt_nn_relu(),
+                                     clt_nn_linear(3, 2, false));
+    ck_assert_msg(net != NULL, "%s", clt_last_error());
+    ck_assert_str_eq(clt_module_type_name(clt_module_get_child(net, "2")), "Linear");
+    ck_assert_int_eq(clt_module_parameter_count(net), 4 * 3 + 3 + 3 * 2);
+    clt_module_release(net);
+    ck_assert_live_eq(test_live_now(), before);
+    /* a layer that could not be made: nothing leaks and the error says which and why */
+    net = CLT_SEQUENTIAL(clt_nn_linear(4, 3, true), clt_nn_linear(-1, 2, true), clt_nn_relu());
+    ck_assert_ptr_null(net);
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_nn_sequential_take: module 1 is NULL (the last error: clt_nn_linear: ");
+    ck_assert_live_eq(test_live_now(), before);
+
+    clt_module *m = clt_module_new(&(clt_module_type){.name = "Mine", .size = sizeof(clt_module)});
+    ck_assert_int_eq(clt_module_register_module_take(m, "fc", clt_nn_linear(2, 2, true)), CLT_OK);
+    ck_assert_int_eq(clt_module_register_parameter_take(
+                         m, "scale", clt_tensor_ones(CLT_SHAPE(2), CLT_F32, NULL)), CLT_OK);
+    ck_assert_int_eq(clt_module_register_buffer_take(
+                         m, "steps", clt_tensor_zeros(CLT_SHAPE(1), CLT_I64, NULL)), CLT_OK);
+    /* a taken name: refused, and the object passed is released all the same */
+    ck_assert_int_eq(clt_module_register_module_take(m, "fc", clt_nn_relu()),
+                     CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clt_module_register_parameter_take(m, "w", NULL), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_module_register_parameter_take: w is NULL (the last error: ");
+    ck_assert_int_eq(clt_module_parameter_count(m), 2 * 2 + 2 + 2);
+    ck_assert_int_eq(clt_module_to(m, dev), CLT_OK);
+    clt_module_release(m);
+    ck_assert_live_eq(test_live_now(), before);
+
+    /* x = x.to(dev) */
+    clt_tensor *x = clt_tensor_arange(0, 4, 1, CLT_F32, NULL), *same = x;
+    ck_assert_int_eq(clt_tensor_to_(&x, dev), CLT_OK);
+    ck_assert_ptr_eq(clt_tensor_device(x), dev);
+    ck_assert(dev == clt_device_cpu() ? x == same : x != same);
+    double *v = test_values(x);
+    ck_assert(v[3] == 3);
+    free(v);
+    ck_assert_int_eq(clt_tensor_to_(&x, NULL), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_eq(clt_tensor_device(x), dev);
+    ck_assert_int_eq(clt_tensor_to_(NULL, dev), CLT_ERR_INVALID_ARGUMENT);
+    clt_tensor_release(x);
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), before);
+}
+END_TEST
+
+/* A failure inside nested modules names the module's path and type, as PyTorch's traceback
+ * would lead to it; Conv2d takes unbatched (C, H, W) input. */
+START_TEST(test_module_errors_name_the_layer)
+{
+    clt_device *dev = test_device(_i);
+    clt_module *inner = CLT_SEQUENTIAL(clt_nn_linear(3, 2, true), clt_nn_linear(5, 1, true));
+    clt_module *net = CLT_SEQUENTIAL(clt_nn_linear(4, 3, true), clt_nn_relu(), inner);
+    ck_assert_int_eq(clt_module_to(net, dev), CLT_OK);
+    clt_tensor *x = clt_tensor_ones(CLT_SHAPE(2, 4), CLT_F32, dev);
+    ck_assert_ptr_null(clt_module_forward(net, x));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_SHAPE);
+    ck_assert_error_has("clt_module_forward: 2.1 (Linear): ");
+    /* a second failure starts afresh */
+    clt_tensor *y = clt_tensor_ones(CLT_SHAPE(2, 7), CLT_F32, dev);
+    ck_assert_ptr_null(clt_module_forward(net, y));
+    ck_assert_error_has("clt_module_forward: 0 (Linear): ");
+    /* a failure of the top module itself has no path */
+    ck_assert_ptr_null(clt_module_forward(clt_module_get_child(net, "0"), y));
+    ck_assert_msg(strncmp(clt_last_error(), "clt_module_forward: shapes", 26) == 0, "%s",
+                  clt_last_error());
+    clt_tensor_release(y), clt_tensor_release(x), clt_module_release(net);
+
+    clt_manual_seed(3);
+    clt_conv2d_options o = clt_conv2d_options_default();
+    o.padding[0] = o.padding[1] = 1;
+    clt_module *conv = clt_nn_conv2d(2, 3, 3, 3, &o, true);
+    ck_assert_int_eq(clt_module_to(conv, dev), CLT_OK);
+    clt_tensor *img = clt_tensor_randn(CLT_SHAPE(2, 5, 4), CLT_F32, clt_device_cpu());
+    clt_tensor *on = clt_tensor_to(img, dev), *batch = clt_unsqueeze(on, 0);
+    clt_tensor *one = clt_module_forward(conv, on), *many = clt_module_forward(conv, batch);
+    ck_assert_msg(one && many, "%s", clt_last_error());
+    ck_assert_int_eq(clt_tensor_ndim(one), 3);
+    ck_assert_int_eq(clt_tensor_size(one, 0), 3);
+    clt_tensor *flat = clt_squeeze(many, 0);
+    test_assert_same_bytes(one, flat);
+    clt_pool2d_options po = clt_pool2d_options_default(2, 2);
+    clt_tensor *idx = NULL, *pooled = clt_max_pool2d(one, &po, &idx);
+    ck_assert_msg(pooled && idx, "%s", clt_last_error());
+    ck_assert_int_eq(clt_tensor_ndim(pooled), 3);
+    ck_assert_int_eq(clt_tensor_ndim(idx), 3);
+    ck_assert_int_eq(clt_tensor_size(pooled, 1), 2);
+    clt_tensor *two = clt_tensor_ones(CLT_SHAPE(5, 4), CLT_F32, dev);
+    ck_assert_ptr_null(clt_module_forward(conv, two));
+    ck_assert_error_has("clt_module_forward: ");
+    clt_tensor *all[] = {two, idx, pooled, flat, many, one, batch, on, img};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        clt_tensor_release(all[k]);
+    clt_module_release(conv);
+}
+END_TEST
+
+/* Every options struct's _default() holds PyTorch's defaults. */
+START_TEST(test_module_options_defaults)
+{
+    clt_conv2d_options c = clt_conv2d_options_default();
+    ck_assert(c.stride[0] == 1 && c.stride[1] == 1 && c.padding[0] == 0 && c.padding[1] == 0 &&
+              c.dilation[0] == 1 && c.dilation[1] == 1 && c.groups == 1);
+    clt_pool2d_options p = clt_pool2d_options_default(3, 2);
+    ck_assert(p.kernel[0] == 3 && p.kernel[1] == 2 && p.stride[0] == 3 && p.stride[1] == 2 &&
+              p.padding[0] == 0 && p.dilation[0] == 1 && !p.exclude_padding);
+    clt_loader_options l = clt_loader_options_default();
+    ck_assert(l.batch_size == 1 && !l.shuffle && l.seed == 0 && !l.drop_last && !l.device &&
+              l.prefetch == 2 && l.num_replicas == 1 && l.rank == 0);
+    clt_csv_options v = clt_csv_options_default();
+    ck_assert(v.label_column == 0 && v.dtype == CLT_F32 && v.scale == 1 && v.ndim == 0);
+    clt_loss_options s = clt_loss_options_default();
+    ck_assert(s.reduction == CLT_REDUCTION_MEAN && s.ignore_index == -100 &&
+              s.label_smoothing == 0 && !s.weight);
+}
+END_TEST
+
 Suite *suite_module(void)
 {
     Suite *s = suite_create("module");
@@ -536,6 +660,9 @@ Suite *suite_module(void)
     ADD_DEVICE_TEST(tc, test_module_to_atomic);
     ADD_DEVICE_TEST(tc, test_module_100m);
     ADD_DEVICE_TEST(tc, test_module_layers_match_host);
+    ADD_DEVICE_TEST(tc, test_module_take_forms);
+    ADD_DEVICE_TEST(tc, test_module_errors_name_the_layer);
+    tcase_add_test(tc, test_module_options_defaults);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -127,6 +127,99 @@ START_TEST(test_losses)
 }
 END_TEST
 
+/* The class losses' options against PyTorch 1.13's F.cross_entropy on the same logits (f64
+ * there, f32 here): class weights, label smoothing, ignore_index, (N, C, d) inputs. */
+START_TEST(test_loss_options)
+{
+    clt_device *dev = test_device(_i);
+    const double logits[] = {0.5, -1.0, 2.0, 0.1, 1.5, 0.3, -0.7, 0.0, -0.2, 0.4, 0.9, -1.1};
+    const double wv[] = {0.5, 2.0, 1.0, 1.5};
+    clt_tensor *x = make(dev, CLT_F32, logits, CLT_SHAPE(3, 4));
+    clt_tensor *w = make(dev, CLT_F32, wv, CLT_SHAPE(4));
+    int64_t tv[] = {2, 0, 1}, zv[] = {0, 0, 0}, iv[] = {2, -100, 1};
+    clt_tensor *t = clt_tensor_from_data(CLT_SHAPE(3), tv, CLT_I64, dev);
+    clt_tensor *zeros = clt_tensor_from_data(CLT_SHAPE(3), zv, CLT_I64, dev);
+    clt_tensor *ti = clt_tensor_from_data(CLT_SHAPE(3), iv, CLT_I64, dev);
+    /* class 0 is a class like any other by default */
+    check(clt_cross_entropy(x, zeros, NULL), (double[]){1.3913203837249413}, 1, 1e-6, "class 0");
+    static const struct {
+        const char *what;
+        clt_reduction reduction;
+        bool weight;
+        double smoothing;
+        int64_t ignore_index;
+        int targets; /* 0: t, 1: ti */
+        int n;
+        double want[3];
+    } cases[] = {
+        {"mean", CLT_REDUCTION_MEAN, false, 0, -100, 0, 1, {0.6913203837249413}},
+        {"weights, mean", CLT_REDUCTION_MEAN, true, 0, -100, 0, 1, {0.8736957605420409}},
+        {"smoothing, mean", CLT_REDUCTION_MEAN, false, 0.1, -100, 0, 1, {0.7988203837249412}},
+        {"weights, smoothing, ignored, mean", CLT_REDUCTION_MEAN, true, 0.2, -100, 1, 1,
+         {1.0759066320978294}},
+        {"ignore_index 0, mean", CLT_REDUCTION_MEAN, false, 0, 0, 0, 1, {0.7911201748043873}},
+        {"weights, sum", CLT_REDUCTION_SUM, true, 0, -100, 0, 1, {3.0579351618971433}},
+        {"smoothing, sum", CLT_REDUCTION_SUM, false, 0.1, -100, 0, 1, {2.396461151174824}},
+        {"weights, smoothing, ignored, sum", CLT_REDUCTION_SUM, true, 0.2, -100, 1, 1,
+         {3.2277198962934883}},
+        {"weights, none", CLT_REDUCTION_NONE, true, 0, -100, 0, 3,
+         {0.35240593810343074, 0.24586040078302476, 2.459668823010688}},
+        {"smoothing, none", CLT_REDUCTION_NONE, false, 0.1, -100, 0, 3,
+         {0.5124059381034307, 0.6142208015660495, 1.269834411505344}},
+        {"weights, smoothing, ignored, none", CLT_REDUCTION_NONE, true, 0.2, -100, 1, 3,
+         {0.8500262350086023, 0.0, 2.3776936612848862}},
+        {"ignore_index 0, none", CLT_REDUCTION_NONE, false, 0, 0, 0, 3,
+         {0.35240593810343074, 0.0, 1.229834411505344}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        clt_loss_options o = clt_loss_options_default();
+        o.reduction = cases[k].reduction, o.label_smoothing = cases[k].smoothing;
+        o.ignore_index = cases[k].ignore_index, o.weight = cases[k].weight ? w : NULL;
+        check(clt_cross_entropy(x, cases[k].targets ? ti : t, &o), cases[k].want, cases[k].n,
+              2e-6, cases[k].what);
+    }
+    /* (N, C, d): the class dimension second, the targets without it */
+    double v3[12];
+    for (int k = 0; k < 12; k++)
+        v3[k] = sin(k);
+    int64_t t3v[] = {0, 2, 1, -100};
+    clt_tensor *x3 = make(dev, CLT_F32, v3, CLT_SHAPE(2, 3, 2));
+    clt_tensor *t3 = clt_tensor_from_data(CLT_SHAPE(2, 2), t3v, CLT_I64, dev);
+    check(clt_cross_entropy(x3, t3, NULL), (double[]){1.361936741072742}, 1, 1e-6, "(N, C, d) mean");
+    clt_tensor *n3 = clt_cross_entropy(x3, t3, TEST_LOSS(CLT_REDUCTION_NONE));
+    ck_assert_int_eq(clt_tensor_ndim(n3), 2);
+    check(n3, (double[]){1.3741564725631146, 2.308203100102385, 0.40345065055272744, 0}, 4, 1e-6,
+          "(N, C, d) none");
+    /* bad options change nothing and say why */
+    test_live before = test_live_now();
+    ck_assert_ptr_null(clt_cross_entropy(x, t, &(clt_loss_options){.reduction = CLT_REDUCTION_SUM}));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_cross_entropy: options did not start from clt_loss_options_default()");
+    clt_loss_options o = clt_loss_options_default();
+    o.label_smoothing = 1.5;
+    ck_assert_ptr_null(clt_cross_entropy(x, t, &o));
+    ck_assert_error_has("clt_cross_entropy: label_smoothing 1.5 is not in [0, 1]");
+    o.label_smoothing = 0.1;
+    ck_assert_ptr_null(clt_nll_loss(x, t, &o));
+    ck_assert_error_has("clt_nll_loss: label_smoothing 0.1: only clt_cross_entropy smooths labels");
+    o = clt_loss_options_default();
+    o.weight = t;
+    ck_assert_ptr_null(clt_cross_entropy(x, t, &o));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_DTYPE);
+    o.weight = x;
+    ck_assert_ptr_null(clt_cross_entropy(x, t, &o));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_SHAPE);
+    ck_assert_error_has("clt_cross_entropy: weight (3, 4) must have one value per class (4)");
+    ck_assert_ptr_null(clt_cross_entropy(x3, t, NULL));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_SHAPE);
+    ck_assert_error_has("(N, C, d1, ...) with (N, d1, ...)");
+    ck_assert_live_eq(test_live_now(), before);
+    clt_tensor *all[] = {t3, x3, ti, zeros, t, w, x};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        clt_tensor_release(all[k]);
+}
+END_TEST
+
 /* Edge cases: masked (-inf) log-probabilities under ignored targets, integer mse, empty inputs,
  * windows wholly in the padding, mismatched bias. */
 START_TEST(test_nn_edges)
@@ -690,6 +783,7 @@ Suite *suite_nn(void)
     TCase *tc = test_case("nn", 600);
     ADD_DEVICE_TEST(tc, test_softmax);
     ADD_DEVICE_TEST(tc, test_losses);
+    ADD_DEVICE_TEST(tc, test_loss_options);
     ADD_DEVICE_TEST(tc, test_gathers);
     ADD_DEVICE_TEST(tc, test_nn_edges);
     ADD_DEVICE_TEST(tc, test_nn_window_limits);

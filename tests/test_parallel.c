@@ -52,7 +52,7 @@ START_TEST(test_parallel_forward)
     ck_assert_int_eq(clt_module_to(m, devs[0]), CLT_OK);
     clt_module *dp = clt_nn_data_parallel(m, devs, 2, clt_device_cpu());
     ck_assert_msg(dp != NULL, "%s", clt_last_error());
-    ck_assert_ptr_eq(clt_data_parallel_module(dp), m);
+    ck_assert_ptr_eq(clt_data_parallel_get_module(dp), m);
     ck_assert_str_eq(clt_module_type_name(dp), "DataParallel");
     ck_assert_int_eq(clt_module_parameter_count(dp), clt_module_parameter_count(m));
     for (int rows = 1; rows <= 7; rows += 6) { /* 1 row: fewer rows than devices */
@@ -176,7 +176,7 @@ START_TEST(test_parallel_errors)
     int n = 0;
     ck_assert_ptr_eq(clt_data_parallel_devices(dp, &n)[1], devs[1]);
     ck_assert_int_eq(n, 2);
-    ck_assert_ptr_null(clt_data_parallel_module(m));
+    ck_assert_ptr_null(clt_data_parallel_get_module(m));
     clt_tensor_release(empty), clt_tensor_release(x);
     clt_module_release(dp), clt_module_release(m);
 }

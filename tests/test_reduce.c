@@ -1056,6 +1056,46 @@ START_TEST(test_reduce_arg_placement)
 }
 END_TEST
 
+/* torch.max(x, dim) / torch.min(x, dim): values, the first index among equal ones, and the
+ * gradient at that index alone (amax shares it among the equal elements). */
+START_TEST(test_reduce_max_with_indices)
+{
+    clt_device *dev = test_device(_i);
+    test_live before = test_live_now();
+    const double v[] = {1, 3, 3, -2, 7, NAN};
+    clt_tensor *x = test_tensor(dev, CLT_F32, v, CLT_SHAPE(2, 3)), *idx = NULL;
+    ck_assert_int_eq(clt_tensor_set_requires_grad(x, true), CLT_OK);
+    clt_tensor *m = clt_max(x, 1, false, &idx);
+    ck_assert_msg(m && idx, "%s", clt_last_error());
+    ck_assert_int_eq(clt_tensor_ndim(m), 1);
+    double *got = test_values(m), *gi = test_values(idx);
+    ck_assert(got[0] == 3 && isnan(got[1]) && gi[0] == 1 && gi[1] == 2);
+    free(got), free(gi);
+    clt_tensor *s = clt_sum(m, NULL, 0, false);
+    ck_assert_int_eq(clt_backward(s, NULL, false), CLT_OK);
+    clt_tensor *g = clt_tensor_grad(x);
+    got = test_values(g);
+    const double want[] = {0, 1, 0, 0, 0, 1};
+    for (int k = 0; k < 6; k++)
+        ck_assert_msg(got[k] == want[k], "grad[%d] %g on %s", k, got[k], clt_device_name(dev));
+    free(got);
+    clt_tensor_release(g), clt_tensor_release(s), clt_tensor_release(idx), clt_tensor_release(m);
+    clt_tensor *i32 = clt_tensor_to_dtype(x, CLT_I32), *mi = clt_min(i32, 0, true, &idx);
+    ck_assert_int_eq(clt_tensor_dtype(mi), CLT_I32);
+    ck_assert_int_eq(clt_tensor_ndim(mi), 2);
+    got = test_values(mi), gi = test_values(idx);
+    ck_assert(got[0] == -2 && got[1] == 3 && got[2] == 0 && gi[0] == 1 && gi[1] == 0 && gi[2] == 1);
+    free(got), free(gi);
+    clt_tensor_release(idx), clt_tensor_release(mi);
+    ck_assert_ptr_null(clt_max(x, 2, false, &idx));
+    ck_assert_ptr_null(idx);
+    ck_assert_error_has("clt_max: ");
+    clt_tensor_release(i32), clt_tensor_release(x);
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), before);
+}
+END_TEST
+
 Suite *suite_reduce(void)
 {
     Suite *s = suite_create("reduce");
@@ -1072,6 +1112,7 @@ Suite *suite_reduce(void)
     ADD_DEVICE_TEST(tc, test_reduce_sum_allocation_failures);
     ADD_DEVICE_TEST(tc, test_reduce_lane_edges);
     ADD_DEVICE_TEST(tc, test_reduce_arg_placement);
+    ADD_DEVICE_TEST(tc, test_reduce_max_with_indices);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -70,6 +70,8 @@ typedef struct clt_csv_options {
     int ndim;         /* the features' shape, or 0 */
     int64_t shape[CLT_MAX_DIMS - 1];
 } clt_csv_options;
+/* The label in column 0, f32 features scaled by 1, flat. */
+CLT_API clt_csv_options clt_csv_options_default(void);
 /* Reads the whole file into a new dataset with one reference; options NULL means all zeros
  * (the label in column 0). Blank lines, CRLF line ends and blanks around values are accepted;
  * numbers are read with strtod (the C locale's decimal point unless the program changed
@@ -108,6 +110,9 @@ CLT_API clt_status clt_dataset_get(clt_dataset *d, int64_t index, clt_tensor **f
 
 typedef struct clt_loader clt_loader;
 
+/* Start from clt_loader_options_default() (PyTorch's DataLoader defaults: batch_size 1, no
+ * shuffle, seed 0, cpu, prefetch 2, one replica), or pass NULL for it; a batch_size, prefetch
+ * or num_replicas of 0, which no loader has, also means its default. */
 typedef struct clt_loader_options {
     int64_t batch_size;  /* 0 means 1 */
     bool shuffle;        /* a new order every epoch, from seed and the epoch's number */
@@ -123,6 +128,7 @@ typedef struct clt_loader_options {
     int num_replicas;
     int rank;            /* 0 ... num_replicas - 1 */
 } clt_loader_options;
+CLT_API clt_loader_options clt_loader_options_default(void);
 
 /* A loader over d (retained), its background thread started; freed with clt_loader_free. NULL
  * with the last error set: CLT_ERR_INVALID_ARGUMENT for a NULL d, a negative batch_size,

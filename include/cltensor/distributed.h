@@ -26,6 +26,8 @@ typedef struct clt_dist_options {
                            * no OpenCL device */
     size_t bucket_bytes; /* gradients are averaged this many bytes at a time; 0 means 25 MiB */
 } clt_dist_options;
+/* cpu, buckets of 25 MiB (PyTorch's bucket_cap_mb). */
+CLT_API clt_dist_options clt_dist_options_default(void);
 
 /* Joins the ranks of comm (duplicated; MPI_COMM_WORLD usually): a new handle, freed with
  * clt_dist_free, or NULL with the last error set on every rank when any rank fails

@@ -92,6 +92,25 @@ typedef struct clt_load_report {
  * it (clear it with clt_load_report_clear); it is left empty on running out of memory. */
 CLT_API clt_status clt_module_load(clt_module *m, const char *path, bool strict,
                                    clt_load_report *report);
+/* PyTorch's model.state_dict() and load_state_dict() in memory. A state dict is a list of named
+ * tensors; the caller owns the struct, the library the names and one reference to each tensor
+ * (freed by clt_state_dict_clear). */
+typedef struct clt_state_dict {
+    int count;
+    clt_named_tensor *tensors; /* parameters first, then buffers, depth first as registered */
+} clt_state_dict;
+/* Fills *out with m's parameters and buffers under their dotted names: the module's own tensor
+ * handles, retained (they hold its values and follow it when it moves: clone them with
+ * clt_tensor_to_ex(.copy = true) to keep a snapshot). On failure *out is empty (zeroed);
+ * CLT_ERR_INVALID_ARGUMENT for NULL. */
+CLT_API clt_status clt_module_state_dict(const clt_module *m, clt_state_dict *out);
+/* Releases what clt_module_state_dict put in *sd and zeroes it; accepts NULL and empty ones. */
+CLT_API void clt_state_dict_clear(clt_state_dict *sd);
+/* clt_module_load from `count` named tensors in memory (any devices and dtypes; a state dict's
+ * tensors, a clt_safetensors' tensors), with the same rules, report and all-or-nothing
+ * behaviour; CLT_ERR_INVALID_ARGUMENT also for a NULL name or tensor or a name given twice. */
+CLT_API clt_status clt_module_load_state_dict(clt_module *m, const clt_named_tensor *tensors,
+                                              int count, bool strict, clt_load_report *report);
 /* Frees what a load put in *r and zeroes it; accepts NULL. */
 CLT_API void clt_load_report_clear(clt_load_report *r);
 

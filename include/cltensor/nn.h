@@ -58,6 +58,16 @@ CLT_API clt_status clt_module_register_parameter(clt_module *m, const char *name
 CLT_API clt_status clt_module_register_buffer(clt_module *m, const char *name, clt_tensor *t);
 CLT_API clt_status clt_module_register_module(clt_module *m, const char *name, clt_module *child);
 
+/* The same, taking over the caller's reference to t or child whatever happens (on success m
+ * holds it, on failure it is released), so that an object made in the call cannot leak:
+ * clt_module_register_module_take(m, "fc1", clt_nn_linear(784, 128, true)). A NULL t or child
+ * (a creation that failed) is CLT_ERR_INVALID_ARGUMENT naming the error that creation left. */
+CLT_API clt_status clt_module_register_parameter_take(clt_module *m, const char *name,
+                                                      clt_tensor *t);
+CLT_API clt_status clt_module_register_buffer_take(clt_module *m, const char *name, clt_tensor *t);
+CLT_API clt_status clt_module_register_module_take(clt_module *m, const char *name,
+                                                   clt_module *child);
+
 /* Looks up by dotted name ("fc1.weight", "0"); borrowed (valid while m holds it), or NULL with
  * the last error set (CLT_ERR_INVALID_ARGUMENT: NULL, or no such member of that kind). */
 CLT_API clt_tensor *clt_module_get_parameter(const clt_module *m, const char *name);
@@ -130,6 +140,25 @@ CLT_API clt_module *clt_nn_dropout(double p);
  * named "0", "1", ... CLT_ERR_INVALID_ARGUMENT for n < 0 or NULL modules, and the errors of
  * clt_module_register_module. */
 CLT_API clt_module *clt_nn_sequential(clt_module *const *modules, int n);
+/* The same, taking over the caller's reference to each module whatever happens (on failure
+ * they are released), so that a Sequential built inline cannot leak; a NULL module (a layer
+ * whose creation failed) is CLT_ERR_INVALID_ARGUMENT naming it and the error it left.
+ * CLT_SEQUENTIAL(a, b, ...) passes its arguments as the array: PyTorch's nn.Sequential(a, b):
+ *     clt_module *net = CLT_SEQUENTIAL(clt_nn_linear(784, 128, true), clt_nn_relu(),
+ *                                      clt_nn_linear(128, 10, true));  */
+CLT_API clt_module *clt_nn_sequential_take(clt_module *const *modules, int n);
+#ifdef __cplusplus
+#define CLT_SEQUENTIAL(...)                                                                    \
+    ([&]() {                                                                                   \
+        clt_module *clt_modules_[] = {__VA_ARGS__};                                            \
+        return clt_nn_sequential_take(clt_modules_, (int)(sizeof clt_modules_ /                 \
+                                                          sizeof *clt_modules_));              \
+    }())
+#else
+#define CLT_SEQUENTIAL(...)                                                                    \
+    clt_nn_sequential_take((clt_module *const[]){__VA_ARGS__},                                 \
+                           (int)(sizeof((clt_module *[]){__VA_ARGS__}) / sizeof(clt_module *)))
+#endif
 /* Conv2d: clt_conv2d with f32 weight (out, in / groups, kh, kw) and bias (out) uniform on
  * +-1/sqrt(in / groups * kh * kw) as PyTorch's; options copied, NULL for the defaults.
  * CLT_ERR_INVALID_ARGUMENT for a size not positive, channels not divisible by groups or a

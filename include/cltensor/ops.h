@@ -238,13 +238,16 @@ CLT_API clt_tensor *clt_index_select(clt_tensor *x, int dim, clt_tensor *index);
  * CLT_MAX_DIMS dimensions. */
 CLT_API clt_tensor *clt_embedding(clt_tensor *indices, clt_tensor *weight);
 
-/* 2-D convolution options, [0] for height and [1] for width; 0 means PyTorch's default
- * (stride 1, dilation 1, groups 1), so a zeroed struct (or NULL) is the default convolution. */
+/* 2-D convolution options, [0] for height and [1] for width: clt_conv2d_options_default()
+ * holds PyTorch's (stride 1, padding 0, dilation 1, groups 1), as do NULL options. A stride,
+ * dilation or groups of 0, which no convolution has, also means its default, so that a zeroed
+ * struct is the default convolution too. */
 typedef struct clt_conv2d_options {
     int stride[2], padding[2], dilation[2], groups;
 } clt_conv2d_options;
+CLT_API clt_conv2d_options clt_conv2d_options_default(void);
 
-/* torch.nn.functional.conv2d: x (N, C, H, W), weight (O, C / groups, kh, kw), bias (O,) or
+/* torch.nn.functional.conv2d: x (N, C, H, W) or unbatched (C, H, W), weight (O, C / groups, kh, kw), bias (O,) or
  * NULL; f32 or f64 (as matrix products), one dtype. CLT_ERR_SHAPE names the shapes that do not
  * fit (or a kernel larger than the padded input); CLT_ERR_INVALID_ARGUMENT for a negative
  * option. */
@@ -258,12 +261,15 @@ typedef struct clt_pool2d_options {
     int kernel[2], stride[2], padding[2], dilation[2];
     bool exclude_padding;
 } clt_pool2d_options;
+/* PyTorch's pooling defaults for a kernel_h x kernel_w window: stride the kernel's size, padding
+ * 0, dilation 1, padding counted in averages. */
+CLT_API clt_pool2d_options clt_pool2d_options_default(int kernel_h, int kernel_w);
 
 /* Max pooling (NaN wins; a window wholly in the padding gives -inf, index -1) and average
- * pooling over a floating (N, C, H, W) x. If indices is not NULL it receives a new i64 tensor
+ * pooling over a floating (N, C, H, W) or unbatched (C, H, W) x. If indices is not NULL it receives a new i64 tensor
  * of the flat position (within each H x W plane) of every maximum, as PyTorch's
  * return_indices, or NULL on failure. CLT_ERR_INVALID_ARGUMENT for NULL or invalid options or
- * an x that is not 4-D; CLT_ERR_SHAPE for a window that does not fit. */
+ * an x that is not 3-D or 4-D; CLT_ERR_SHAPE for a window that does not fit. */
 CLT_API clt_tensor *clt_max_pool2d(clt_tensor *x, const clt_pool2d_options *options,
                                    clt_tensor **indices);
 CLT_API clt_tensor *clt_avg_pool2d(clt_tensor *x, const clt_pool2d_options *options);

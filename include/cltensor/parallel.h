@@ -31,7 +31,7 @@ CLT_API clt_module *clt_nn_data_parallel(clt_module *module, clt_device *const *
                                          clt_device *output_device);
 /* The wrapped module (borrowed, valid while dp holds it): PyTorch's model.module. NULL (no
  * error set) for NULL or another module type. */
-CLT_API clt_module *clt_data_parallel_module(const clt_module *dp);
+CLT_API clt_module *clt_data_parallel_get_module(const clt_module *dp);
 /* The devices a DataParallel wrapper runs on, *n of them (n may be NULL): an array owned by dp,
  * valid while it lives. NULL and *n 0 (no error set) for NULL or another module type. */
 CLT_API clt_device *const *clt_data_parallel_devices(const clt_module *dp, int *n);

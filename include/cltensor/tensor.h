@@ -177,6 +177,10 @@ CLT_API clt_status clt_tensor_print(const clt_tensor *t);
  * Either way a new reference; dev must not be NULL (CLT_ERR_INVALID_ARGUMENT). */
 CLT_API clt_tensor *clt_tensor_to(clt_tensor *x, clt_device *dev);
 
+/* x = x.to(dev) in one call, without a leak: *x is replaced by clt_tensor_to(*x, dev) and the
+ * reference it held released (nothing changes when *x is already on dev). On failure *x is
+ * unchanged and still the caller's; CLT_ERR_INVALID_ARGUMENT for a NULL x, *x or dev. */
+CLT_API clt_status clt_tensor_to_(clt_tensor **x, clt_device *dev);
 /* `x` itself, retained, when it already has `dtype`; otherwise a new tensor on the same device
  * with every element converted, giving exactly the same bits on every device (either way a new
  * reference; CLT_ERR_DTYPE for an invalid dtype, CLT_ERR_UNSUPPORTED for f64 without fp64):

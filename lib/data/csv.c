@@ -319,6 +319,11 @@ fail:
     return st;
 }
 
+clt_csv_options clt_csv_options_default(void)
+{
+    return (clt_csv_options){.dtype = CLT_F32, .scale = 1};
+}
+
 clt_dataset *clt_dataset_csv(const char *path, const clt_csv_options *options)
 {
     static const char *const fn = "clt_dataset_csv";

@@ -278,6 +278,11 @@ static clt_status check_sizes(const char *fn, const clt_dataset *d, int64_t item
     return CLT_OK;
 }
 
+clt_loader_options clt_loader_options_default(void)
+{
+    return (clt_loader_options){.batch_size = 1, .prefetch = 2, .num_replicas = 1};
+}
+
 clt_loader *clt_loader_new(clt_dataset *d, const clt_loader_options *options)
 {
     static const char *const fn = "clt_loader_new";

@@ -102,6 +102,11 @@ static clt_device *default_device(int local_rank)
     return clt_device_get(name);
 }
 
+clt_dist_options clt_dist_options_default(void)
+{
+    return (clt_dist_options){.bucket_bytes = (size_t)25 << 20};
+}
+
 clt_dist *clt_dist_init(MPI_Comm comm, const clt_dist_options *options)
 {
     static const char *const fn = "clt_dist_init";

@@ -328,6 +328,7 @@ typedef struct entry {
     int ndim;
     int64_t shape[CLT_MAX_DIMS];
     uint64_t begin, end; /* in bytes from the start of the data */
+    clt_tensor *value;   /* an entry of a state dict in memory (borrowed), or NULL: in the file */
 } entry;
 
 /* A validated header; the file stays open for reading the data. */
@@ -470,7 +471,7 @@ static clt_status parse_json(const char *fn, const char *path, parsed *p, const 
                 return BAD("%s: metadata \"%s\" is not a string", path, kv->string);
         p->metadata = (cJSON *)item;
     }
-    if (!(p->entries = clt__alloc(fn, (size_t)(count ? count : 1) * sizeof *p->entries)))
+    if (!(p->entries = clt__alloc_zeroed(fn, (size_t)(count ? count : 1) * sizeof *p->entries)))
         return CLT_ERR_OUT_OF_MEMORY;
     cJSON_ArrayForEach(item, p->json) {
         if (item == p->metadata)
@@ -546,6 +547,8 @@ fail:
 static clt_tensor *read_entry(const char *fn, const char *path, parsed *p, const entry *e,
                               clt_device *dev)
 {
+    if (e->value)
+        return clt_tensor_retain(e->value);
     size_t n = (size_t)(e->end - e->begin);
     void *buf = clt__alloc(fn, n ? n : 1);
     clt_tensor *t = NULL;
@@ -769,6 +772,7 @@ static clt_status copy_in(const char *fn, const char *path, parsed *p, const nam
     values = clt__alloc_zeroed(fn, (size_t)(l->count ? l->count : 1) * sizeof *values);
     if (!values)
         return CLT_ERR_OUT_OF_MEMORY;
+    bool recording = clt_grad_set_enabled(false); /* a state dict's tensors may require grad */
     for (int i = 0; i < l->count && st == CLT_OK; i++) {
         clt_tensor *t = l->items[i].tensor, *read;
         if (!match[i])
@@ -781,51 +785,124 @@ static clt_status copy_in(const char *fn, const char *path, parsed *p, const nam
         if (!values[i])
             st = read ? clt__rename_error(fn) : clt_last_status();
     }
-    if (st == CLT_OK) {
-        bool previous = clt_grad_set_enabled(false);
-        for (int i = 0; i < l->count && st == CLT_OK; i++)
-            if (values[i] && (st = clt_copy_(l->items[i].tensor, values[i])) != CLT_OK)
-                clt__rename_error(fn);
-        clt_grad_set_enabled(previous);
-    }
+    for (int i = 0; i < l->count && st == CLT_OK; i++)
+        if (values[i] && (st = clt_copy_(l->items[i].tensor, values[i])) != CLT_OK)
+            clt__rename_error(fn);
+    clt_grad_set_enabled(recording);
     for (int i = 0; i < l->count; i++)
         clt_tensor_release(values[i]);
     clt__free(values);
     return st;
 }
 
-clt_status clt_module_load(clt_module *m, const char *path, bool strict, clt_load_report *report)
+/* Loads the entries of p (a file's, or a state dict's in memory; `what` names it in errors)
+ * into m: the body of clt_module_load and clt_module_load_state_dict. */
+static clt_status load_entries(const char *fn, clt_module *m, const char *what, parsed *p,
+                               bool strict, clt_load_report *report)
 {
-    const char *fn = "clt_module_load";
     named_list l = {0};
     const entry **match = NULL;
     bool *used = NULL;
     message msg = {.len = 0};
-    parsed p = {0};
     clt_status st;
-    if (report)
-        memset(report, 0, sizeof *report);
     if ((st = collect(fn, m, &l)) != CLT_OK)
         return st;
-    if ((st = parse_file(fn, path, &p)) != CLT_OK)
-        goto fail;
     st = CLT_ERR_OUT_OF_MEMORY;
     if (!(match = clt__alloc_zeroed(fn, (size_t)(l.count ? l.count : 1) * sizeof *match)) ||
-        !(used = clt__alloc_zeroed(fn, (size_t)(p.count ? p.count : 1) * sizeof *used)))
+        !(used = clt__alloc_zeroed(fn, (size_t)(p->count ? p->count : 1) * sizeof *used)))
         goto fail;
-    bool ok = match_names(&p, &l, strict, match, used, &msg);
-    if (report && (st = fill_report(fn, &p, &l, match, used, report)) != CLT_OK)
+    bool ok = match_names(p, &l, strict, match, used, &msg);
+    if (report && (st = fill_report(fn, p, &l, match, used, report)) != CLT_OK)
         goto fail;
     if (!ok)
-        st = BAD("%s does not fit the module: %s", path, msg.s + 2);
+        st = BAD("%s does not fit the module: %s", what, msg.s + 2);
     else
-        st = copy_in(fn, path, &p, &l, match);
+        st = copy_in(fn, what, p, &l, match);
 fail:
     if (st == CLT_ERR_OUT_OF_MEMORY)
         clt_load_report_clear(report);
     clt__free(match);
     clt__free(used);
-    parsed_free(&p);
     named_list_free(&l);
     return st;
+}
+
+clt_status clt_module_load(clt_module *m, const char *path, bool strict, clt_load_report *report)
+{
+    const char *fn = "clt_module_load";
+    parsed p = {0};
+    clt_status st;
+    if (report)
+        memset(report, 0, sizeof *report);
+    if (!m)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "module is NULL");
+    if ((st = parse_file(fn, path, &p)) != CLT_OK)
+        return st;
+    st = load_entries(fn, m, path, &p, strict, report);
+    parsed_free(&p);
+    return st;
+}
+
+clt_status clt_module_load_state_dict(clt_module *m, const clt_named_tensor *tensors, int count,
+                                      bool strict, clt_load_report *report)
+{
+    const char *fn = "clt_module_load_state_dict";
+    parsed p = {0};
+    clt_status st;
+    if (report)
+        memset(report, 0, sizeof *report);
+    if (!m || count < 0 || (count > 0 && !tensors))
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "module %s, %d tensors from %p",
+                          m ? "given" : "NULL", count, (const void *)tensors);
+    for (int i = 0; i < count; i++)
+        if (!tensors[i].name || !tensors[i].tensor)
+            return BAD("entry %d has a NULL %s", i, tensors[i].name ? "tensor" : "name");
+    if (!(p.entries = clt__alloc_zeroed(fn, (size_t)(count ? count : 1) * sizeof *p.entries)))
+        return CLT_ERR_OUT_OF_MEMORY;
+    for (int i = 0; i < count; i++) {
+        entry *e = &p.entries[i];
+        e->name = tensors[i].name, e->value = tensors[i].tensor;
+        e->dtype = clt_tensor_dtype(e->value), e->ndim = clt_tensor_ndim(e->value);
+        for (int d = 0; d < e->ndim; d++)
+            e->shape[d] = clt_tensor_size(e->value, d);
+    }
+    p.count = count;
+    qsort(p.entries, (size_t)count, sizeof *p.entries, compare_entry_names);
+    for (int i = 1; i < count; i++)
+        if (strcmp(p.entries[i - 1].name, p.entries[i].name) == 0) {
+            st = BAD("the name \"%s\" is given twice", p.entries[i].name);
+            goto done;
+        }
+    st = load_entries(fn, m, "the state dict", &p, strict, report);
+done:
+    clt__free(p.entries);
+    return st;
+}
+
+clt_status clt_module_state_dict(const clt_module *m, clt_state_dict *out)
+{
+    const char *fn = "clt_module_state_dict";
+    named_list l = {0};
+    clt_status st;
+    if (!out)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+    memset(out, 0, sizeof *out);
+    if ((st = collect(fn, m, &l)) != CLT_OK)
+        return st;
+    for (int i = 0; i < l.count; i++)
+        clt_tensor_retain(l.items[i].tensor);
+    out->count = l.count, out->tensors = l.items;
+    return CLT_OK;
+}
+
+void clt_state_dict_clear(clt_state_dict *sd)
+{
+    if (!sd)
+        return;
+    for (int i = 0; i < sd->count; i++) {
+        clt__free((char *)sd->tensors[i].name);
+        clt_tensor_release(sd->tensors[i].tensor);
+    }
+    clt__free(sd->tensors);
+    memset(sd, 0, sizeof *sd);
 }

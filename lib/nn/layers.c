@@ -181,6 +181,31 @@ clt_module *clt_nn_sequential(clt_module *const *modules, int n)
     return m;
 }
 
+clt_module *clt_nn_sequential_take(clt_module *const *modules, int n)
+{
+    static const char *const fn = "clt_nn_sequential_take";
+    clt_module *m = NULL;
+    if (n < 0 || (n > 0 && !modules)) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%d modules from %p", n, (const void *)modules);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!modules[i]) { /* its creation failed: say so, with the error it left */
+            char cause[1024];
+            snprintf(cause, sizeof cause, "%s", clt_last_error());
+            clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "module %d is NULL (the last error: %s)", i,
+                       cause);
+            goto release;
+        }
+    }
+    if (!(m = clt_nn_sequential(modules, n)))
+        clt__rename_error(fn);
+release:
+    for (int i = 0; i < n; i++)
+        clt_module_release(modules[i]);
+    return m;
+}
+
 /* ---- shared by the layers with parameters and buffers ------------------------------------------------ */
 
 /* Registers ts[0..n_params) as parameters and ts[n_params..n) as buffers of m under names[i].

@@ -178,6 +178,40 @@ clt_status clt_module_register_module(clt_module *m, const char *name, clt_modul
     return add("clt_module_register_module", m, name, CHILD, NULL, child);
 }
 
+/* The _take forms: add(), then the caller's reference dropped whatever happened; a NULL
+ * object (its creation failed) is refused naming the error that creation left. */
+static clt_status take(const char *fn, clt_module *m, const char *name, int kind, clt_tensor *t,
+                       clt_module *child)
+{
+    clt_status st;
+    if (!t && !child) {
+        char cause[1024];
+        snprintf(cause, sizeof cause, "%s", clt_last_error());
+        st = clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL (the last error: %s)",
+                        name ? name : "(null)", cause);
+    } else {
+        st = add(fn, m, name, kind, t, child);
+    }
+    clt_tensor_release(t);
+    clt_module_release(child);
+    return st;
+}
+
+clt_status clt_module_register_parameter_take(clt_module *m, const char *name, clt_tensor *t)
+{
+    return take("clt_module_register_parameter_take", m, name, PARAMETER, t, NULL);
+}
+
+clt_status clt_module_register_buffer_take(clt_module *m, const char *name, clt_tensor *t)
+{
+    return take("clt_module_register_buffer_take", m, name, BUFFER, t, NULL);
+}
+
+clt_status clt_module_register_module_take(clt_module *m, const char *name, clt_module *child)
+{
+    return take("clt_module_register_module_take", m, name, CHILD, NULL, child);
+}
+
 /* The entry at a dotted path, or NULL with the error set. */
 static entry *lookup(const char *fn, const clt_module *m, const char *path, int kind)
 {
@@ -535,6 +569,55 @@ clt_module *clt_module_clone_to(const clt_module *m, clt_device *dev)
 
 /* ---- forward --------------------------------------------------------------------------------------------- */
 
+/* The forwards running on this thread, outermost first, and the error a failed one left: when a
+ * child's forward fails inside its parent's, each level puts the child's name in front of the
+ * path, so that the outermost error names the module at fault ("4.1 (Linear): ..."). */
+#define FORWARD_DEPTH 64
+typedef struct forward_trace {
+    int depth;
+    const clt_module *running[FORWARD_DEPTH];
+    char path[256], type[64], cause[1024];
+    char error[1536]; /* the message the last failed forward left, to recognise it */
+} forward_trace;
+static _Thread_local forward_trace trace;
+
+/* The name under which parent holds child directly, or NULL. */
+static const char *child_name(const clt_module *parent, const clt_module *child)
+{
+    for (int i = 0; i < parent->state->count; i++)
+        if (parent->state->entries[i].kind == CHILD && parent->state->entries[i].child == child)
+            return parent->state->entries[i].name;
+    return NULL;
+}
+
+/* Rewrites the last error of m's failed forward as fn's, with the path of the failing module. */
+static void forward_failed(const char *fn, const clt_module *m)
+{
+    const char *err = clt_last_error(), *colon;
+    clt_status st = clt_last_status();
+    if (!trace.error[0] || strcmp(err, trace.error) != 0) { /* a new failure, not a child's */
+        colon = strstr(err, ": ");
+        snprintf(trace.cause, sizeof trace.cause, "%s", colon ? colon + 2 : err);
+        trace.path[0] = trace.type[0] = '\0';
+    }
+    const clt_module *parent = trace.depth > 0 && trace.depth <= FORWARD_DEPTH
+                                   ? trace.running[trace.depth - 1]
+                                   : NULL;
+    const char *name = parent ? child_name(parent, m) : NULL;
+    if (name) {
+        char path[sizeof trace.path];
+        snprintf(path, sizeof path, "%s%s%s", name, trace.path[0] ? "." : "", trace.path);
+        memcpy(trace.path, path, sizeof path);
+        if (!trace.type[0])
+            snprintf(trace.type, sizeof trace.type, "%s", m->type->name);
+    }
+    if (trace.path[0])
+        clt__error(st, fn, "%s (%s): %s", trace.path, trace.type, trace.cause);
+    else
+        clt__error(st, fn, "%s", trace.cause);
+    snprintf(trace.error, sizeof trace.error, "%s", clt_last_error());
+}
+
 clt_tensor *clt_module_forward(clt_module *m, clt_tensor *x)
 {
     static const char *const fn = "clt_module_forward";
@@ -550,14 +633,22 @@ clt_tensor *clt_module_forward(clt_module *m, clt_tensor *x)
         dev != clt_tensor_device(x)) {
         clt__error(CLT_ERR_DEVICE_MISMATCH, fn, "the input is on %s, the module (%s) on %s",
                    clt_device_name(clt_tensor_device(x)), m->type->name, dev->name);
+        forward_failed(fn, m);
         return NULL;
     }
     if (!m->type->forward) {
         clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s has no forward function", m->type->name);
+        forward_failed(fn, m);
         return NULL;
     }
+    if (trace.depth == 0)
+        trace.error[0] = '\0';
+    if (trace.depth < FORWARD_DEPTH)
+        trace.running[trace.depth] = m;
+    trace.depth++;
     y = m->type->forward(m, x);
+    trace.depth--;
     if (!y)
-        clt__rename_error(fn);
+        forward_failed(fn, m);
     return y;
 }

@@ -510,6 +510,17 @@ clt_tensor *clt_mse_loss(clt_tensor *input, clt_tensor *target, clt_reduction re
 
 /* ---- sliding windows ---------------------------------------------------------------------------- */
 
+clt_conv2d_options clt_conv2d_options_default(void)
+{
+    return (clt_conv2d_options){.stride = {1, 1}, .dilation = {1, 1}, .groups = 1};
+}
+
+clt_pool2d_options clt_pool2d_options_default(int kernel_h, int kernel_w)
+{
+    return (clt_pool2d_options){.kernel = {kernel_h, kernel_w}, .stride = {kernel_h, kernel_w},
+                                .dilation = {1, 1}};
+}
+
 /* 0 means the default: 1 for strides and dilations, the kernel size for pooling strides. */
 static int or_default(int v, int def)
 {
@@ -609,14 +620,54 @@ static clt_tensor *pool(const char *fn, clt_tensor *x, const clt_pool2d_options 
     return out;
 }
 
+/* The 2-D window operations on an unbatched (C, H, W) x, as PyTorch's: a batch of one made
+ * and removed around `run`. */
+typedef struct window_args {
+    clt_tensor *weight, *bias, **indices;
+    const clt_conv2d_options *conv;
+    const clt_pool2d_options *pool;
+    bool is_max;
+} window_args;
+
+static clt_tensor *conv2d_batched(const char *fn, clt_tensor *x, const window_args *a);
+
+static clt_tensor *window_op(const char *fn, clt_tensor *x, const window_args *a)
+{
+    if (!x || x->ndim != 3)
+        return a->pool ? pool(fn, x, a->pool, a->is_max, a->indices) : conv2d_batched(fn, x, a);
+    clt_tensor *batched = clt_unsqueeze(x, 0), *out = NULL, *idx = NULL, *squeezed = NULL;
+    window_args b = *a;
+    b.indices = a->indices ? &idx : NULL;
+    if (batched)
+        out = a->pool ? pool(fn, batched, a->pool, a->is_max, b.indices)
+                      : conv2d_batched(fn, batched, &b);
+    squeezed = out ? clt_squeeze(out, 0) : NULL;
+    if (a->indices) {
+        *a->indices = squeezed && idx ? clt_squeeze(idx, 0) : NULL;
+        if (squeezed && !*a->indices) {
+            clt_tensor_release(squeezed);
+            squeezed = NULL;
+        }
+    }
+    if (!squeezed && strncmp(clt_last_error(), fn, strlen(fn)) != 0)
+        clt__rename_error(fn);
+    clt_tensor_release(idx);
+    clt_tensor_release(out);
+    clt_tensor_release(batched);
+    return squeezed;
+}
+
 clt_tensor *clt_max_pool2d(clt_tensor *x, const clt_pool2d_options *options, clt_tensor **indices)
 {
-    return pool("clt_max_pool2d", x, options, true, indices);
+    if (indices)
+        *indices = NULL;
+    return window_op("clt_max_pool2d", x,
+                     &(window_args){.pool = options, .is_max = true, .indices = indices});
 }
 
 clt_tensor *clt_avg_pool2d(clt_tensor *x, const clt_pool2d_options *options)
 {
-    return pool("clt_avg_pool2d", x, options, false, NULL);
+    return window_op("clt_avg_pool2d", x, &(window_args){.pool = options});
 }
 
 clt_status clt__conv2d_geometry(const char *fn, const clt_tensor *x, int kh, int kw,
@@ -639,7 +690,13 @@ clt_status clt__conv2d_geometry(const char *fn, const clt_tensor *x, int kh, int
 clt_tensor *clt_conv2d(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
                        const clt_conv2d_options *o)
 {
-    static const char *const fn = "clt_conv2d";
+    return window_op("clt_conv2d", x, &(window_args){.weight = weight, .bias = bias, .conv = o});
+}
+
+static clt_tensor *conv2d_batched(const char *fn, clt_tensor *x, const window_args *args)
+{
+    clt_tensor *weight = args->weight, *bias = args->bias;
+    const clt_conv2d_options *o = args->conv;
     static const clt_conv2d_options defaults = {{1, 1}, {0, 0}, {1, 1}, 1};
     clt__conv_call c;
     clt_tensor *in = NULL, *cols = NULL, *out = NULL, **parts = NULL, *joined = NULL;

@@ -39,6 +39,21 @@ clt_tensor *clt_tensor_to(clt_tensor *x, clt_device *dev)
     return to_impl("clt_tensor_to", x, &o);
 }
 
+clt_status clt_tensor_to_(clt_tensor **x, clt_device *dev)
+{
+    static const char *const fn = "clt_tensor_to_";
+    clt_tensor *y;
+    if (!x || !*x)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL", x ? "*x" : "x");
+    if (clt__device_check(fn, dev) != CLT_OK)
+        return clt_last_status();
+    if (!(y = to_impl(fn, *x, &(clt_to_options){.device = dev})))
+        return clt_last_status();
+    clt_tensor_release(*x);
+    *x = y;
+    return CLT_OK;
+}
+
 clt_tensor *clt_tensor_to_dtype(clt_tensor *x, clt_dtype dtype)
 {
     clt_to_options o = {.dtype = dtype};

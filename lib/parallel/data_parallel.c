@@ -354,7 +354,7 @@ clt_module *clt_nn_data_parallel(clt_module *module, clt_device *const *devices,
     return &p->base;
 }
 
-clt_module *clt_data_parallel_module(const clt_module *dp)
+clt_module *clt_data_parallel_get_module(const clt_module *dp)
 {
     return dp && dp->type == &dp_type ? ((const data_parallel *)dp)->module : NULL;
 }
