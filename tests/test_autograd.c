@@ -109,6 +109,7 @@ UNARY_CASE(tanh)
 UNARY_CASE(sigmoid)
 UNARY_CASE(relu)
 UNARY_CASE(gelu)
+UNARY_CASE(gelu_tanh)
 UNARY_CASE(silu)
 static clt_tensor *op_clamp(clt_tensor **x, clt_device *d) { (void)d; return clt_clamp(x[0], -1, 1); }
 static clt_tensor *op_where(clt_tensor **x, clt_device *d)
@@ -259,6 +260,7 @@ static const gcase cases[] = {
     {"sigmoid", op_sigmoid, S1(6), -3, 3},
     {"relu", op_relu, S1(8), -2, 2},
     {"gelu", op_gelu, S1(8), -3, 3},
+    {"gelu (tanh)", op_gelu_tanh, S1(8), -3, 3},
     {"silu", op_silu, S1(8), -3, 3},
     {"clamp", op_clamp, S1(8), -2, 2},
     {"where", op_where, 2, {2, 2}, {{2, 4}, {2, 4}}, -2, 2},

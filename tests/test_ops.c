@@ -164,7 +164,7 @@ static const struct {
     {"sin", clt_sin, false, false, false},       {"cos", clt_cos, false, false, false},
     {"tanh", clt_tanh, false, false, false},     {"sigmoid", clt_sigmoid, false, false, false},
     {"relu", clt_relu, false, false, true},      {"gelu", clt_gelu, false, false, false},
-    {"silu", clt_silu, false, false, false},
+    {"silu", clt_silu, false, false, false},     {"gelu_tanh", clt_gelu_tanh, false, false, false},
 };
 
 START_TEST(test_ops_unary_matches_host)
@@ -327,6 +327,7 @@ START_TEST(test_ops_values)
     expect(clt_clamp(a, -1, 0.5), (double[]){NAN, -1, 0, 0.5}, 4, 0, "clamp keeps NaN");
     expect(clt_sigmoid(a), (double[]){NAN, 0.11920292202211755, 0.5, 0.7310585786300049}, 4, 1e-6, "sigmoid");
     expect(clt_gelu(a), (double[]){NAN, -0.04550026389635842, 0, 0.8413447460685429}, 4, 1e-6, "gelu (erf)");
+    expect(clt_gelu_tanh(a), (double[]){NAN, -0.04540230591222494, 0, 0.8411919906082768}, 4, 1e-6, "gelu (tanh, PyTorch's)");
     expect(clt_silu(a), (double[]){NAN, -0.23840584404423515, 0, 0.7310585786300049}, 4, 1e-6, "silu");
     expect(clt_eq(a, a), (double[]){0, 1, 1, 1}, 4, 0, "NaN != NaN");
     clt_tensor_release(a), clt_tensor_release(b);

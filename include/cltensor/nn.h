@@ -128,6 +128,8 @@ CLT_API clt_module *clt_nn_relu(void);
 CLT_API clt_module *clt_nn_sigmoid(void);
 CLT_API clt_module *clt_nn_tanh(void);
 CLT_API clt_module *clt_nn_gelu(void);
+/* nn.GELU(approximate="tanh"). */
+CLT_API clt_module *clt_nn_gelu_tanh(void);
 /* softmax along dim (checked when the module runs). */
 CLT_API clt_module *clt_nn_softmax(int dim);
 /* Flattens dimensions 1.. into one: (N, ...) -> (N, rest); an input of 0 or 1 dimensions

@@ -106,6 +106,8 @@ CLT_API clt_tensor *clt_sigmoid(clt_tensor *x);
 CLT_API clt_tensor *clt_relu(clt_tensor *x);
 /* x * Phi(x) with the exact (erf) form, PyTorch's default. */
 CLT_API clt_tensor *clt_gelu(clt_tensor *x);
+/* F.gelu(x, approximate="tanh"), GPT-2's: x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2. */
+CLT_API clt_tensor *clt_gelu_tanh(clt_tensor *x);
 CLT_API clt_tensor *clt_silu(clt_tensor *x);
 /* min(max(x, lo), hi) in x's dtype (CLT_ERR_DTYPE for bool); NaN stays NaN. */
 CLT_API clt_tensor *clt_clamp(clt_tensor *x, double lo, double hi);

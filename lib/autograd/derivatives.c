@@ -175,6 +175,7 @@ UNARY_BW(tanh, FUSED(tanh_backward, g, y))
 UNARY_BW(sigmoid, FUSED(sigmoid_backward, g, y))
 UNARY_BW(relu, FUSED(relu_backward, g, y))
 UNARY_BW(gelu, FUSED(gelu_backward, g, x))
+UNARY_BW(gelu_tanh, FUSED(gelu_tanh_backward, g, x))
 UNARY_BW(silu, FUSED(silu_backward, g, x))
 UNARY_BW(clamp, FUSED(clamp_backward, g, x))
 
@@ -218,6 +219,7 @@ static const clt__derivative ew_derivatives[CLT_EW_COUNT] = {
     [CLT_EW_sigmoid] = {"SigmoidBackward", sigmoid_bw, OUT},
     [CLT_EW_relu] = {"ReluBackward", relu_bw, OUT},
     [CLT_EW_gelu] = {"GeluBackward", gelu_bw, IN0},
+    [CLT_EW_gelu_tanh] = {"GeluBackward", gelu_tanh_bw, IN0},
     [CLT_EW_silu] = {"SiluBackward", silu_bw, IN0},
     [CLT_EW_clamp] = {"ClampBackward", clamp_bw, IN0},
     [CLT_EW_where] = {"WhereBackward", where_bw, IN0},

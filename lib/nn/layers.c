@@ -83,6 +83,11 @@ static clt_tensor *relu_forward(clt_module *self, clt_tensor *x) { (void)self; r
 static clt_tensor *sigmoid_forward(clt_module *self, clt_tensor *x) { (void)self; return clt_sigmoid(x); }
 static clt_tensor *tanh_forward(clt_module *self, clt_tensor *x) { (void)self; return clt_tanh(x); }
 static clt_tensor *gelu_forward(clt_module *self, clt_tensor *x) { (void)self; return clt_gelu(x); }
+static clt_tensor *gelu_tanh_forward(clt_module *self, clt_tensor *x)
+{
+    (void)self;
+    return clt_gelu_tanh(x);
+}
 
 static clt_tensor *softmax_forward(clt_module *self, clt_tensor *x)
 {
@@ -106,6 +111,8 @@ static const clt_module_type relu_type = {"ReLU", sizeof(clt_module), relu_forwa
 static const clt_module_type sigmoid_type = {"Sigmoid", sizeof(clt_module), sigmoid_forward, NULL, NULL};
 static const clt_module_type tanh_type = {"Tanh", sizeof(clt_module), tanh_forward, NULL, NULL};
 static const clt_module_type gelu_type = {"GELU", sizeof(clt_module), gelu_forward, NULL, NULL};
+static const clt_module_type gelu_tanh_type = {"GELU", sizeof(clt_module), gelu_tanh_forward,
+                                               NULL, NULL};
 static const clt_module_type flatten_type = {"Flatten", sizeof(clt_module), flatten_forward, NULL, NULL};
 static const clt_module_type softmax_type = {"Softmax", sizeof(with_arg), softmax_forward, NULL, NULL};
 static const clt_module_type dropout_type = {"Dropout", sizeof(with_arg), dropout_forward, NULL, NULL};
@@ -114,6 +121,7 @@ clt_module *clt_nn_relu(void) { return clt_module_new(&relu_type); }
 clt_module *clt_nn_sigmoid(void) { return clt_module_new(&sigmoid_type); }
 clt_module *clt_nn_tanh(void) { return clt_module_new(&tanh_type); }
 clt_module *clt_nn_gelu(void) { return clt_module_new(&gelu_type); }
+clt_module *clt_nn_gelu_tanh(void) { return clt_module_new(&gelu_tanh_type); }
 clt_module *clt_nn_flatten(void) { return clt_module_new(&flatten_type); }
 
 clt_module *clt_nn_softmax(int dim)

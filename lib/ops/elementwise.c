@@ -272,6 +272,10 @@ clt_tensor *clt_cos(clt_tensor *x) { return unary("clt_cos", CLT_EW_cos, x, TO_F
 clt_tensor *clt_tanh(clt_tensor *x) { return unary("clt_tanh", CLT_EW_tanh, x, TO_FLOAT, 0, 0); }
 clt_tensor *clt_sigmoid(clt_tensor *x) { return unary("clt_sigmoid", CLT_EW_sigmoid, x, TO_FLOAT, 0, 0); }
 clt_tensor *clt_gelu(clt_tensor *x) { return unary("clt_gelu", CLT_EW_gelu, x, TO_FLOAT, 0, 0); }
+clt_tensor *clt_gelu_tanh(clt_tensor *x)
+{
+    return unary("clt_gelu_tanh", CLT_EW_gelu_tanh, x, TO_FLOAT, 0, 0);
+}
 clt_tensor *clt_silu(clt_tensor *x) { return unary("clt_silu", CLT_EW_silu, x, TO_FLOAT, 0, 0); }
 
 clt_tensor *clt_clamp(clt_tensor *x, double lo, double hi)

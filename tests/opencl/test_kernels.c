@@ -82,7 +82,7 @@ static void elementwise_cases(void)
     static const binary_fn no_bool[] = {clt_sub, clt_pow, clt_div};
     static const unary_fn unaries[] = {clt_relu, clt_abs, clt_neg};
     static const unary_fn floats[] = {clt_exp, clt_log, clt_sqrt, clt_rsqrt, clt_sin, clt_cos,
-                                      clt_tanh, clt_sigmoid, clt_gelu, clt_silu};
+                                      clt_tanh, clt_sigmoid, clt_gelu, clt_gelu_tanh, clt_silu};
     clt_device *dev = gpu0(), *cpu = clt_device_cpu();
     for (int s = 0; s < 8; s++) {
         clt_tensor *h0 = clt_tensor_arange(1, 7, 1, CLT_I32, cpu);

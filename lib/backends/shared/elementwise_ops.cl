@@ -23,6 +23,12 @@
     ((erf((x) * (CT)0.70710678118654752440) + 1) / 2 +                                          \
      (x) * exp(-(x) * (x) / 2) * (CT)0.39894228040143267794)
 #define CLT_SILU_SLOPE(x, s) ((s) * (1 + (x) * (1 - (s))))
+/* GELU's tanh form, 0.5 x (1 + tanh(u)) with u = sqrt(2 / pi) (x + 0.044715 x^3), and its
+ * derivative 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2 / pi) (1 + 3 * 0.044715 x^2), t = tanh(u). */
+#define CLT_GELU_TANH_U(x) ((CT)0.79788456080286535588 * ((x) + (CT)0.044715 * (x) * (x) * (x)))
+#define CLT_GELU_TANH_SLOPE(x, t)                                                              \
+    ((1 + (t)) / 2 +                                                                           \
+     (x) * (1 - (t) * (t)) * (CT)0.39894228040143267794 * (1 + (CT)0.134145 * (x) * (x)))
 
 /* The operations, in groups (the OpenCL kernels of one group are built together,
  * kernels/elementwise.cl): binary, scalar, sign (defined on integers too), math (floating dtypes
@@ -65,6 +71,7 @@
     X(tanh, 1, tanh(x), x, T)                                                                  \
     X(sigmoid, 1, 1 / (1 + exp(-x)), x, T)                                                     \
     X(gelu, 1, x * (erf(x * (CT)0.70710678118654752440) + 1) / 2, x, T)                        \
+    X(gelu_tanh, 1, x * (1 + tanh(CLT_GELU_TANH_U(x))) / 2, x, T)                              \
     X(silu, 1, x / (1 + exp(-x)), x, T)
 
 #define CLT_EW_COMPARE(X)                                                                      \
@@ -80,6 +87,7 @@
     X(sigmoid_backward, 2, x * (1 - y) * y, x, T)                                              \
     X(tanh_backward, 2, x * (1 - y * y), x, T)                                                 \
     X(gelu_backward, 2, x * CLT_GELU_SLOPE(y), x, T)                                           \
+    X(gelu_tanh_backward, 2, x * CLT_GELU_TANH_SLOPE(y, tanh(CLT_GELU_TANH_U(y))), x, T)       \
     X(silu_backward, 2, x * CLT_SILU_SLOPE(y, 1 / (1 + exp(-y))), x, T)                        \
     X(abs_backward, 2, y > 0 ? x : y < 0 ? -x : 0, x, T)                                       \
     X(clamp_backward, 2, y >= s0 && y <= s1 ? x : 0, x, T)
