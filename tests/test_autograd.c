@@ -167,6 +167,22 @@ static clt_tensor *op_max_dim(clt_tensor **x, clt_device *d)
     return rel(v, idx, NULL);
 }
 static clt_tensor *op_min_dim(clt_tensor **x, clt_device *d) { (void)d; return clt_min(x[0], 0, true, NULL); }
+static clt_tensor *op_attention(clt_tensor **x, clt_device *d) { (void)d; return clt_scaled_dot_product_attention(x[0], x[1], x[2], NULL); }
+static clt_tensor *op_attention_causal(clt_tensor **x, clt_device *d)
+{
+    clt_attention_options o = clt_attention_options_default();
+    (void)d;
+    o.causal = true, o.scale = 0.7;
+    return clt_scaled_dot_product_attention(x[0], x[1], x[2], &o);
+}
+static clt_tensor *op_attention_masked(clt_tensor **x, clt_device *d)
+{
+    uint8_t keep[] = {1, 0, 1, 1, 1, 0, 1, 1};
+    clt_tensor *m = clt_tensor_from_data(CLT_SHAPE(2, 1, 4), keep, CLT_BOOL, d);
+    clt_attention_options o = clt_attention_options_default();
+    o.mask = m;
+    return rel(clt_scaled_dot_product_attention(x[0], x[1], x[2], &o), m, NULL);
+}
 static clt_tensor *op_mse(clt_tensor **x, clt_device *d) { (void)d; return clt_mse_loss(x[0], x[1], CLT_REDUCTION_MEAN); }
 static clt_tensor *op_index_select(clt_tensor **x, clt_device *d)
 {
@@ -287,6 +303,9 @@ static const gcase cases[] = {
     {"cross_entropy (N, C, d)", op_cross_entropy_spatial, 1, {3}, {{2, 4, 3}}, -2, 2},
     {"max along a dimension", op_max_dim, 1, {2}, {{3, 4}}, -2, 2},
     {"min along a dimension", op_min_dim, 1, {2}, {{3, 4}}, -2, 2},
+    {"attention", op_attention, 3, {4, 4, 4}, {{2, 2, 3, 4}, {2, 2, 5, 4}, {2, 2, 5, 3}}, -2, 2},
+    {"attention (causal)", op_attention_causal, 3, {3, 3, 3}, {{2, 4, 3}, {2, 4, 3}, {2, 4, 2}}, -2, 2},
+    {"attention (padding mask)", op_attention_masked, 3, {3, 3, 3}, {{2, 3, 2}, {2, 4, 2}, {2, 4, 3}}, -2, 2},
     {"mse_loss", op_mse, 2, {2, 2}, {{2, 3}, {2, 3}}, -2, 2},
     {"index_select", op_index_select, 1, {2}, {{2, 5}}, -2, 2},
     {"embedding", op_embedding, 1, {2}, {{5, 3}}, -2, 2},

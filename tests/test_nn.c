@@ -220,6 +220,127 @@ START_TEST(test_loss_options)
 }
 END_TEST
 
+/* A tensor of `shape` holding sin(0.37 i + phase), the values tests/reference uses. */
+static clt_tensor *sines(clt_device *dev, clt_dtype dt, int ndim, const int64_t *shape, double phase)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++)
+        n *= shape[d];
+    double *v = malloc((size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = sin(0.37 * (double)i + phase);
+    clt_tensor *t = make(dev, dt, v, ndim, shape);
+    free(v);
+    return t;
+}
+
+/* Scaled dot-product attention against PyTorch 1.13's softmax(q k^T / sqrt(E) + mask) v (f64
+ * there): no mask, a padding mask, causal; a fully masked row; the errors. */
+START_TEST(test_attention)
+{
+    clt_device *dev = test_device(_i);
+    test_live before = test_live_now();
+    static const double plain[] = {
+        0.1808937618493223,  0.2487990040975313,   0.28303046831003004, 0.3270726732762341,
+        0.3633776070318377,  0.3505010863570978,   -0.22949230116479982, -0.375930889662041,
+        -0.4714889958150516, 0.4667249454096294,   0.2450018373497552,  -0.009881120039831302,
+        -0.17682357137697166, -0.20824168475192725, -0.21147526300161357, -0.3437646408076281,
+        -0.2440333427087202, -0.11127327648634894};
+    static const double padded[] = {
+        0.6035346895030866,  0.5490163875501964,   0.42019129309469033, 0.7386283920366771,
+        0.6549520823352775,  0.482631080808911,    -0.058276859687308114, -0.14994349970773796,
+        -0.22131599045948103, 0.7008474321032323,  0.613139905992978,   0.44244676997590054,
+        0.015586254891847062, -0.018798820919667447, -0.050639564508960344, 0.1084215750953973,
+        0.17300546539391848, 0.2141738775567003};
+    static const double causal[] = {
+        0.963558185417193,   0.9950833498101802,  0.8919286509533796,   0.8579846149929508,
+        0.7659606993842275,  0.5702675963979262,  0.06360351068868764,  -0.20672093643567396,
+        -0.44906667458521893, -0.4870325980319231, -0.6578194019199075, -0.7395734357283498,
+        0.03327551360817105, 0.07225627327848431, 0.101457485330056,    0.536947602448011,
+        0.8056753507392133,  0.9653587199017918,  0.795547796544539,    0.8526826450679839,
+        0.7944108976965922,  0.6218291287469128,  0.39178668758523977,  0.10871775621334245,
+        0.20767548294394023, 0.05353183822936952, -0.10785708966034024, -0.3642163276791739,
+        -0.27646848038837424, -0.15130192124927944};
+    const clt_dtype dts[] = {CLT_F32, CLT_F64, CLT_F16};
+    for (int d = 0; d < 3; d++) {
+        clt_dtype dt = dts[d];
+        double tol = dt == CLT_F16 ? 4e-3 : dt == CLT_F32 ? 2e-6 : 1e-12;
+        if (!test_has_dtype(dev, dt))
+            continue;
+        clt_tensor *q = sines(dev, dt, CLT_SHAPE(1, 2, 3, 4), 0.1);
+        clt_tensor *k = sines(dev, dt, CLT_SHAPE(1, 2, 5, 4), 0.7);
+        clt_tensor *v = sines(dev, dt, CLT_SHAPE(1, 2, 5, 3), 1.3);
+        clt_tensor *qc = sines(dev, dt, CLT_SHAPE(1, 2, 5, 4), 0.1);
+        if (dt == CLT_F16) { /* f16 operands: PyTorch's numbers are for the exact values */
+            tol = 6e-3;
+        }
+        check(clt_scaled_dot_product_attention(q, k, v, NULL), plain, 18, tol, "attention");
+        uint8_t keep[] = {1, 1, 0, 1, 0};
+        clt_tensor *m = clt_tensor_from_data(CLT_SHAPE(1, 1, 1, 5), keep, CLT_BOOL, dev);
+        clt_attention_options o = clt_attention_options_default();
+        o.mask = m;
+        check(clt_scaled_dot_product_attention(q, k, v, &o), padded, 18, tol, "padding mask");
+        o = clt_attention_options_default();
+        o.causal = true;
+        check(clt_scaled_dot_product_attention(qc, k, v, &o), causal, 30, tol, "causal");
+        clt_tensor_release(m), clt_tensor_release(qc), clt_tensor_release(v);
+        clt_tensor_release(k), clt_tensor_release(q);
+    }
+    /* against the same operations composed, on larger shapes, with an additive mask */
+    clt_tensor *q = sines(dev, CLT_F32, CLT_SHAPE(2, 3, 7, 40), 0.2);
+    clt_tensor *k = sines(dev, CLT_F32, CLT_SHAPE(2, 3, 9, 40), 0.5);
+    clt_tensor *v = sines(dev, CLT_F32, CLT_SHAPE(2, 3, 9, 37), 0.9);
+    clt_tensor *add = sines(dev, CLT_F32, CLT_SHAPE(7, 9), 2.0);
+    clt_attention_options o = clt_attention_options_default();
+    o.mask = add, o.scale = 0.3;
+    clt_tensor *got = clt_scaled_dot_product_attention(q, k, v, &o);
+    clt_tensor *kt = clt_transpose(k, -1, -2), *qk = clt_matmul(q, kt);
+    clt_tensor *s = clt_mul_scalar(qk, 0.3), *sm = clt_add(s, add), *p = clt_softmax(sm, -1);
+    clt_tensor *want = clt_matmul(p, v);
+    ck_assert_msg(got && want, "%s", clt_last_error());
+    double *g = test_values(got), *w = test_values(want);
+    for (int64_t i = 0; i < clt_tensor_numel(want); i++)
+        ck_assert_msg(fabs(g[i] - w[i]) <= 2e-5, "element %lld: %.9g, composed %.9g on %s",
+                      (long long)i, g[i], w[i], clt_device_name(dev));
+    free(g), free(w);
+    clt_tensor *tmp[] = {want, p, sm, s, qk, kt, got};
+    for (size_t i = 0; i < sizeof tmp / sizeof *tmp; i++)
+        clt_tensor_release(tmp[i]);
+    /* a row with every key masked is NaN, as in PyTorch */
+    uint8_t none[9] = {0};
+    clt_tensor *m0 = clt_tensor_from_data(CLT_SHAPE(9), none, CLT_BOOL, dev);
+    o = clt_attention_options_default();
+    o.mask = m0;
+    got = clt_scaled_dot_product_attention(q, k, v, &o);
+    g = test_values(got);
+    ck_assert(isnan(g[0]) && isnan(g[clt_tensor_numel(got) - 1]));
+    free(g);
+    clt_tensor_release(got);
+    /* errors change nothing */
+    o.causal = true;
+    ck_assert_ptr_null(clt_scaled_dot_product_attention(q, k, v, &o));
+    ck_assert_error_has("clt_scaled_dot_product_attention: a mask and causal together");
+    ck_assert_ptr_null(clt_scaled_dot_product_attention(q, v, v, NULL));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_SHAPE);
+    ck_assert_error_has("q (2, 3, 7, 40), k (2, 3, 9, 37) and v (2, 3, 9, 37) do not fit");
+    clt_tensor *q64 = clt_tensor_to_dtype(q, CLT_I32);
+    ck_assert_ptr_null(clt_scaled_dot_product_attention(q64, k, v, NULL));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_DTYPE);
+    o = clt_attention_options_default();
+    o.mask = k;
+    ck_assert_ptr_null(clt_scaled_dot_product_attention(q, k, v, &o));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_SHAPE);
+    o.mask = NULL, o.scale = -1;
+    ck_assert_ptr_null(clt_scaled_dot_product_attention(q, k, v, &o));
+    ck_assert_error_has("scale -1");
+    clt_tensor *rest[] = {q64, m0, add, v, k, q};
+    for (size_t i = 0; i < sizeof rest / sizeof *rest; i++)
+        clt_tensor_release(rest[i]);
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), before);
+}
+END_TEST
+
 /* Edge cases: masked (-inf) log-probabilities under ignored targets, integer mse, empty inputs,
  * windows wholly in the padding, mismatched bias. */
 START_TEST(test_nn_edges)
@@ -784,6 +905,7 @@ Suite *suite_nn(void)
     ADD_DEVICE_TEST(tc, test_softmax);
     ADD_DEVICE_TEST(tc, test_losses);
     ADD_DEVICE_TEST(tc, test_loss_options);
+    ADD_DEVICE_TEST(tc, test_attention);
     ADD_DEVICE_TEST(tc, test_gathers);
     ADD_DEVICE_TEST(tc, test_nn_edges);
     ADD_DEVICE_TEST(tc, test_nn_window_limits);

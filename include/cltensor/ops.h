@@ -289,6 +289,27 @@ CLT_API clt_tensor *clt_batch_norm(clt_tensor *x, clt_tensor *running_mean,
  * (CLT_ERR_SHAPE), or are NULL. */
 CLT_API clt_tensor *clt_layer_norm(clt_tensor *x, int normalized_ndim, clt_tensor *weight,
                                    clt_tensor *bias, double eps);
+/* F.scaled_dot_product_attention's options. clt_attention_options_default() holds PyTorch's
+ * defaults, as do NULL options. */
+typedef struct clt_attention_options {
+    clt_tensor *mask; /* NULL; a bool mask (true: take part) or an additive one of q's dtype,
+                       * broadcast to (..., L, S): padding masks (N, 1, 1, S) included */
+    bool causal;      /* false; true: query i attends to keys j <= i (is_causal, aligned at the
+                       * top left as PyTorch's: with a KV cache, give the new queries no mask) */
+    double scale;     /* 0 means PyTorch's default 1 / sqrt(E) (scale=None) */
+} clt_attention_options;
+CLT_API clt_attention_options clt_attention_options_default(void);
+/* softmax(q k^T * scale + mask) v, as F.scaled_dot_product_attention (without dropout): q
+ * (..., L, E), k (..., S, E), v (..., S, D) with the same leading dimensions (batch, heads)
+ * give (..., L, D). One device operation: each query row's scores, softmax and weighted sum
+ * are computed in one pass without the L x S matrix; the backward pass recomputes it. A row
+ * whose every key is masked gives NaN, as PyTorch. f32 and f64 (f16 and bf16 computed in f32);
+ * one dtype and device (CLT_ERR_DTYPE, CLT_ERR_DEVICE_MISMATCH); CLT_ERR_SHAPE for shapes that
+ * do not fit or a mask that does not broadcast; CLT_ERR_INVALID_ARGUMENT for a mask together
+ * with causal or a negative or infinite scale. Gradients reach q, k, v and an additive mask. */
+CLT_API clt_tensor *clt_scaled_dot_product_attention(clt_tensor *q, clt_tensor *k, clt_tensor *v,
+                                                     const clt_attention_options *options);
+
 /* Zeroes each element of a floating x with probability p (0..1, else CLT_ERR_INVALID_ARGUMENT)
  * and scales the rest by 1 / (1 - p) when training; x itself (retained) when not training or p
  * is 0; x * 0 when p is 1 (recorded, as in PyTorch: the gradient is 0). The mask comes from

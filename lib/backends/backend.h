@@ -159,6 +159,20 @@ typedef struct clt__index_add_call {
     size_t src_offset, starts_offset, order_offset, out_offset;
 } clt__index_add_call;
 
+/* Scaled dot-product attention: out[r, :] = softmax_j(scale * q[r, :] . k[b, j, :] + mask[r, j])
+ * v[b, j, :] for the rows r = b * L + i (b < B, i < L) of q (B x L x E), with k B x S x E, v
+ * B x S x D, out B x L x D and, when mask is not NULL, an additive mask B x L x S, all of one
+ * floating dtype (f16 and bf16 compute in f32) and contiguous; causal keeps the keys j <= i
+ * (PyTorch's is_causal). A row whose every score is -inf gives NaN. Offsets in elements. */
+typedef struct clt__attention_call {
+    clt_dtype dtype;
+    size_t B, L, S, E, D;
+    double scale;
+    bool causal;
+    void *q, *k, *v, *mask, *out;
+    size_t q_offset, k_offset, v_offset, mask_offset, out_offset;
+} clt__attention_call;
+
 /* Sliding windows over N x C x H x W images (contiguous): im2col writes the columns for
  * convolution, (C * kh * kw) x N x (OH * OW) (row (c * kh + y) * kw + x, image n, output
  * position oy * OW + ox); pool2d writes N x C x OH x OW maxima (and their
@@ -243,6 +257,9 @@ typedef struct clt__optim_call {
      * window's gradient divided by the divisor pool2d used. Floating dtypes. */              \
     X(pool2d_backward, clt_status, (const char *fn, clt_device *dev, const clt__conv_call *call), \
       OPTIONAL)                                                                                \
+    /* Scaled dot-product attention (clt__attention_call). */                                 \
+    X(attention, clt_status,                                                                   \
+      (const char *fn, clt_device *dev, const clt__attention_call *call), OPTIONAL)            \
     /* One optimizer update (clt__optim_call). */                                             \
     X(optim_step, clt_status, (const char *fn, clt_device *dev, const clt__optim_call *call), \
       OPTIONAL)                                                                                \

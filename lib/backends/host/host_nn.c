@@ -2,6 +2,7 @@
  * pooling, and their adjoints index_add, col2im and pool2d_backward, as plain loops; the
  * floating ones compute in the same type and order as the OpenCL kernels. */
 #include <string.h>
+#include <tgmath.h>
 
 #include "host.h"
 #include "backends/shared/scalar_host.h"
@@ -226,12 +227,70 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
         }                                                                                      \
     }
 
+/* Attention as kernels/attention.cl computes it, one query row at a time: the same sums in the
+ * same order. */
+#define HOST_ATTENTION                                                                         \
+    static CT CLT_CAT(score_, DT)(const ST *qr, const ST *kj, const ST *mr, size_t j,          \
+                                  size_t E, CT scale)                                          \
+    {                                                                                          \
+        CT s = 0;                                                                              \
+        for (size_t e = 0; e < E; e++)                                                         \
+            s += LOAD(qr[e]) * LOAD(kj[e]);                                                    \
+        s *= scale;                                                                            \
+        if (mr)                                                                                \
+            s += LOAD(mr[j]);                                                                  \
+        return s;                                                                              \
+    }                                                                                          \
+    static void CLT_CAT(attention_, DT)(const clt__attention_call *c)                          \
+    {                                                                                          \
+        const CT scale = (CT)c->scale;                                                         \
+        for (size_t r = 0; r < c->B * c->L; r++) {                                             \
+            size_t b = r / c->L, i = r % c->L;                                                 \
+            size_t end = c->causal ? (i + 1 < c->S ? i + 1 : c->S) : c->S;                     \
+            const ST *qr = (const ST *)c->q + c->q_offset + r * c->E;                          \
+            const ST *kb = (const ST *)c->k + c->k_offset + b * c->S * c->E;                   \
+            const ST *vb = (const ST *)c->v + c->v_offset + b * c->S * c->D;                   \
+            const ST *mr = c->mask ? (const ST *)c->mask + c->mask_offset + r * c->S : NULL;   \
+            ST *o = (ST *)c->out + c->out_offset + r * c->D;                                   \
+            CT m = -INFINITY, l = 0;                                                           \
+            for (size_t j = 0; j < end; j++) {                                                 \
+                CT s = CLT_CAT(score_, DT)(qr, kb + j * c->E, mr, j, c->E, scale);             \
+                if (s == -INFINITY)                                                            \
+                    continue;                                                                  \
+                if (s > m) {                                                                   \
+                    l = l * exp(m - s) + 1;                                                    \
+                    m = s;                                                                     \
+                } else {                                                                       \
+                    l += exp(s - m);                                                           \
+                }                                                                              \
+            }                                                                                  \
+            for (size_t d0 = 0; d0 < c->D; d0 += 32) {                                         \
+                CT acc[32];                                                                    \
+                size_t n = c->D - d0 < 32 ? c->D - d0 : 32;                                    \
+                for (size_t k = 0; k < n; k++)                                                 \
+                    acc[k] = 0;                                                                \
+                for (size_t j = 0; j < end && l > 0; j++) {                                    \
+                    CT s = CLT_CAT(score_, DT)(qr, kb + j * c->E, mr, j, c->E, scale);         \
+                    if (s == -INFINITY)                                                        \
+                        continue;                                                              \
+                    CT p = exp(s - m) / l;                                                     \
+                    const ST *vj = vb + j * c->D + d0;                                         \
+                    for (size_t k = 0; k < n; k++)                                             \
+                        acc[k] += p * LOAD(vj[k]);                                             \
+                }                                                                              \
+                for (size_t k = 0; k < n; k++)                                                 \
+                    o[d0 + k] = STORE(l > 0 ? acc[k] : (CT)NAN);                               \
+            }                                                                                  \
+        }                                                                                      \
+    }
+
 /* The floating kernels of one dtype. */
 typedef struct host_floating {
     void (*pool)(const clt__conv_call *c);
     void (*col2im)(const clt__conv_call *c);
     void (*pool_backward)(const clt__conv_call *c);
     void (*index_add)(const clt__index_add_call *c);
+    void (*attention)(const clt__attention_call *c);
 } host_floating;
 
 #define HOST_FLOATING                                                                          \
@@ -239,9 +298,10 @@ typedef struct host_floating {
     HOST_COL2IM                                                                                \
     HOST_POOL_BACKWARD                                                                         \
     HOST_INDEX_ADD                                                                             \
+    HOST_ATTENTION                                                                             \
     static const host_floating CLT_CAT(floating_, DT) = {                                      \
         CLT_CAT(pool_, DT), CLT_CAT(col2im_, DT), CLT_CAT(pool_backward_, DT),                 \
-        CLT_CAT(index_add_, DT)};
+        CLT_CAT(index_add_, DT), CLT_CAT(attention_, DT)};
 
 #define KIND flt
 #define CT float
@@ -291,3 +351,4 @@ HOST_ENTRY(pool2d, clt__conv_call, pool)
 HOST_ENTRY(col2im, clt__conv_call, col2im)
 HOST_ENTRY(pool2d_backward, clt__conv_call, pool_backward)
 HOST_ENTRY(index_add, clt__index_add_call, index_add)
+HOST_ENTRY(attention, clt__attention_call, attention)

@@ -89,6 +89,28 @@ clt_status clt__cl_pool2d_backward(const char *fn, clt_device *dev, const clt__c
     return pooling(fn, dev, c, "pool2d_backward", c->N * c->C * c->H * c->W);
 }
 
+clt_status clt__cl_attention(const char *fn, clt_device *dev, const clt__attention_call *c)
+{
+    cl_mem out = c->out, q = c->q, k = c->k, v = c->v, mask = c->mask ? c->mask : c->q;
+    cl_ulong oo = c->out_offset, qo = c->q_offset, ko = c->k_offset, vo = c->v_offset;
+    cl_ulong mo = c->mask ? c->mask_offset : 0, R = c->B * c->L, L = c->L, S = c->S, E = c->E,
+             D = c->D;
+    cl_float scale32 = (cl_float)c->scale;
+    cl_double scale64 = c->scale;
+    cl_int has_mask = c->mask != NULL, causal = c->causal;
+    const clt__cl_arg args[] = {
+        {sizeof out, &out},   {sizeof oo, &oo}, {sizeof q, &q},       {sizeof qo, &qo},
+        {sizeof k, &k},       {sizeof ko, &ko}, {sizeof v, &v},       {sizeof vo, &vo},
+        {sizeof mask, &mask}, {sizeof mo, &mo}, {sizeof R, &R},       {sizeof L, &L},
+        {sizeof S, &S},       {sizeof E, &E},   {sizeof D, &D},
+        c->dtype == CLT_F64 ? (clt__cl_arg){sizeof scale64, &scale64}
+                            : (clt__cl_arg){sizeof scale32, &scale32},
+        {sizeof has_mask, &has_mask}, {sizeof causal, &causal},
+    };
+    return clt__cl_launch(fn, dev, "attention", clt__dtype(c->dtype)->options, "attention",
+                          CLT__CL_ARGS(args), R, NULL);
+}
+
 clt_status clt__cl_index_add(const char *fn, clt_device *dev, const clt__index_add_call *c)
 {
     cl_mem out = c->out, src = c->src, starts = c->starts, order = c->order;
