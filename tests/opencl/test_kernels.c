@@ -209,6 +209,25 @@ START_TEST(test_kernels_reduce_nn)
     a = clt_index_select(gt, 1, gx), b = clt_index_select(ht, 1, hx);
     assert_same(a, b, "index_select");
     clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(gx), clt_tensor_release(hx);
+    /* attention with a padding mask and causal, value rows wider than one chunk of 32 */
+    clt_tensor *hq = clt_tensor_randn(CLT_SHAPE(2, 3, 5), CLT_F32, cpu), *gq = clt_tensor_to(hq, dev);
+    clt_tensor *hv = clt_tensor_randn(CLT_SHAPE(2, 6, 35), CLT_F32, cpu), *gv = clt_tensor_to(hv, dev);
+    clt_tensor *hk = clt_tensor_randn(CLT_SHAPE(2, 6, 5), CLT_F32, cpu), *gk = clt_tensor_to(hk, dev);
+    uint8_t keep[] = {1, 0, 1, 1, 0, 1};
+    clt_tensor *hm = clt_tensor_from_data(CLT_SHAPE(6), keep, CLT_BOOL, cpu), *gm = clt_tensor_to(hm, dev);
+    clt_attention_options ho = clt_attention_options_default(), go = ho;
+    ho.mask = hm, go.mask = gm;
+    a = clt_scaled_dot_product_attention(gq, gk, gv, &go);
+    b = clt_scaled_dot_product_attention(hq, hk, hv, &ho);
+    assert_near(a, b, "attention (mask)");
+    clt_tensor_release(a), clt_tensor_release(b);
+    ho.mask = go.mask = NULL, ho.causal = go.causal = true;
+    a = clt_scaled_dot_product_attention(gq, gk, gv, &go);
+    b = clt_scaled_dot_product_attention(hq, hk, hv, &ho);
+    assert_near(a, b, "attention (causal)");
+    clt_tensor *att[] = {a, b, hq, gq, hv, gv, hk, gk, hm, gm};
+    for (size_t k = 0; k < sizeof att / sizeof *att; k++)
+        clt_tensor_release(att[k]);
     clt_tensor_release(gt), clt_tensor_release(ht), clt_tensor_release(g), clt_tensor_release(h);
 }
 END_TEST
