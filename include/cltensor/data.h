@@ -128,6 +128,7 @@ typedef struct clt_loader_options {
     int num_replicas;
     int rank;            /* 0 ... num_replicas - 1 */
 } clt_loader_options;
+/* PyTorch's DataLoader defaults (above). */
 CLT_API clt_loader_options clt_loader_options_default(void);
 
 /* A loader over d (retained), its background thread started; freed with clt_loader_free. NULL

@@ -211,6 +211,7 @@ typedef struct clt_loss_options {
     clt_tensor *weight;       /* NULL, or one floating weight per class (C,) on the input's
                                * device (borrowed; read as constants: no gradient reaches it) */
 } clt_loss_options;
+/* PyTorch's defaults: mean, ignore_index -100, no smoothing, no weights. */
 CLT_API clt_loss_options clt_loss_options_default(void);
 /* Negative log-likelihood of class-index targets, torch.nn.functional.nll_loss: floating
  * log_probs (N, C) with i64 target (N,), (C,) with a 0-d target, or (N, C, d1, ...) with
@@ -247,6 +248,7 @@ CLT_API clt_tensor *clt_embedding(clt_tensor *indices, clt_tensor *weight);
 typedef struct clt_conv2d_options {
     int stride[2], padding[2], dilation[2], groups;
 } clt_conv2d_options;
+/* Stride 1, padding 0, dilation 1, groups 1. */
 CLT_API clt_conv2d_options clt_conv2d_options_default(void);
 
 /* torch.nn.functional.conv2d: x (N, C, H, W) or unbatched (C, H, W), weight (O, C / groups, kh, kw), bias (O,) or
@@ -298,6 +300,7 @@ typedef struct clt_attention_options {
                        * top left as PyTorch's: with a KV cache, give the new queries no mask) */
     double scale;     /* 0 means PyTorch's default 1 / sqrt(E) (scale=None) */
 } clt_attention_options;
+/* No mask, not causal, scale 1 / sqrt(E). */
 CLT_API clt_attention_options clt_attention_options_default(void);
 /* softmax(q k^T * scale + mask) v, as F.scaled_dot_product_attention (without dropout): q
  * (..., L, E), k (..., S, E), v (..., S, D) with the same leading dimensions (batch, heads)
