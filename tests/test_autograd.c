@@ -183,6 +183,7 @@ static clt_tensor *op_attention_masked(clt_tensor **x, clt_device *d)
     o.mask = m;
     return rel(clt_scaled_dot_product_attention(x[0], x[1], x[2], &o), m, NULL);
 }
+static clt_tensor *op_adaptive_pool(clt_tensor **x, clt_device *d) { (void)d; return clt_adaptive_avg_pool2d(x[0], 2, 3); }
 static clt_tensor *op_mse(clt_tensor **x, clt_device *d) { (void)d; return clt_mse_loss(x[0], x[1], CLT_REDUCTION_MEAN); }
 static clt_tensor *op_index_select(clt_tensor **x, clt_device *d)
 {
@@ -306,6 +307,7 @@ static const gcase cases[] = {
     {"attention", op_attention, 3, {4, 4, 4}, {{2, 2, 3, 4}, {2, 2, 5, 4}, {2, 2, 5, 3}}, -2, 2},
     {"attention (causal)", op_attention_causal, 3, {3, 3, 3}, {{2, 4, 3}, {2, 4, 3}, {2, 4, 2}}, -2, 2},
     {"attention (padding mask)", op_attention_masked, 3, {3, 3, 3}, {{2, 3, 2}, {2, 4, 2}, {2, 4, 3}}, -2, 2},
+    {"adaptive_avg_pool2d", op_adaptive_pool, 1, {4}, {{1, 2, 5, 4}}, -2, 2},
     {"mse_loss", op_mse, 2, {2, 2}, {{2, 3}, {2, 3}}, -2, 2},
     {"index_select", op_index_select, 1, {2}, {{2, 5}}, -2, 2},
     {"embedding", op_embedding, 1, {2}, {{5, 3}}, -2, 2},

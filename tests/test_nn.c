@@ -341,6 +341,41 @@ START_TEST(test_attention)
 }
 END_TEST
 
+/* Adaptive average pooling against PyTorch 1.13's F.adaptive_avg_pool2d: windows that overlap
+ * (7 rows into 3, 5 columns into 2), the global average, and the unbatched form. */
+START_TEST(test_adaptive_avg_pool)
+{
+    clt_device *dev = test_device(_i);
+    static const double want32[] = {
+        0.08319000341185072,   -0.01687581842500758,  -0.00902045777244287,  0.08947319391814058,
+        -0.06788950236614852,  -0.13488861877340583,  0.03367478947507433,   -0.06874448950045028,
+        0.044998246596260054,  0.12465307948763583,   -0.11000081820547626,  -0.14269207183207835,
+        -0.020735909864034285, -0.11061940411635009,  0.0924753136518152,    0.1417114759402018,
+        -0.13612072301703365,  -0.1297516103608753,   -0.0721321183740727,   -0.1364129805410457,
+        0.12650874660852335,   0.1381685123658011,    -0.14245202564659318,  -0.09794845889658693,
+        -0.1130420925811187,   -0.14237546773438506,  0.14215092213071204,   0.11453924844943852,
+        -0.12807431055232274,  -0.05190601274972454,  -0.13751852933458827,  -0.1276400668396699,
+        0.137127852967879,     0.07425879747239945,   -0.0950777435662903,   0.0016822898574320301};
+    static const double want11[] = {0.00894327725093242,  0.018858760035319864, 0.026032643365096603,
+                                    0.029422021206805222, 0.028534161460090753, 0.023498137075284874};
+    clt_tensor *x = sines(dev, CLT_F32, CLT_SHAPE(2, 3, 7, 5), 0.3);
+    clt_tensor *y = clt_adaptive_avg_pool2d(x, 3, 2);
+    ck_assert_msg(y != NULL, "%s", clt_last_error());
+    ck_assert_int_eq(clt_tensor_size(y, 2), 3);
+    check(y, want32, 36, 1e-6, "adaptive 7x5 -> 3x2");
+    check(clt_adaptive_avg_pool2d(x, 1, 1), want11, 6, 1e-6, "adaptive to 1x1");
+    clt_module *m = clt_nn_adaptive_avg_pool2d(1, 1);
+    ck_assert_int_eq(clt_module_to(m, dev), CLT_OK);
+    clt_tensor *first = clt_narrow(x, 0, 0, 1), *img = clt_squeeze(first, 0);
+    clt_tensor_release(first);
+    check(clt_module_forward(m, img), want11, 3, 1e-6, "unbatched, as a module");
+    ck_assert_ptr_null(clt_adaptive_avg_pool2d(x, 0, 2));
+    ck_assert_error_has("clt_adaptive_avg_pool2d: output size 0x2 must be positive");
+    ck_assert_ptr_null(clt_nn_adaptive_avg_pool2d(1, -1));
+    clt_tensor_release(img), clt_module_release(m), clt_tensor_release(x);
+}
+END_TEST
+
 /* Edge cases: masked (-inf) log-probabilities under ignored targets, integer mse, empty inputs,
  * windows wholly in the padding, mismatched bias. */
 START_TEST(test_nn_edges)
@@ -906,6 +941,7 @@ Suite *suite_nn(void)
     ADD_DEVICE_TEST(tc, test_losses);
     ADD_DEVICE_TEST(tc, test_loss_options);
     ADD_DEVICE_TEST(tc, test_attention);
+    ADD_DEVICE_TEST(tc, test_adaptive_avg_pool);
     ADD_DEVICE_TEST(tc, test_gathers);
     ADD_DEVICE_TEST(tc, test_nn_edges);
     ADD_DEVICE_TEST(tc, test_nn_window_limits);

@@ -171,6 +171,9 @@ CLT_API clt_module *clt_nn_conv2d(int64_t in_channels, int64_t out_channels, int
  * CLT_ERR_INVALID_ARGUMENT for NULL options, a kernel that is not positive or a negative option. */
 CLT_API clt_module *clt_nn_max_pool2d(const clt_pool2d_options *options);
 CLT_API clt_module *clt_nn_avg_pool2d(const clt_pool2d_options *options);
+/* AdaptiveAvgPool2d((out_h, out_w)) (clt_adaptive_avg_pool2d); CLT_ERR_INVALID_ARGUMENT for a
+ * size that is not positive. */
+CLT_API clt_module *clt_nn_adaptive_avg_pool2d(int out_h, int out_w);
 /* BatchNorm1d and BatchNorm2d: f32 weight ones, bias zeros, buffers running_mean zeros,
  * running_var ones and num_batches_tracked (0-d i64, counts training forwards).
  * CLT_ERR_INVALID_ARGUMENT for num_features not positive, a negative eps or momentum outside

@@ -278,6 +278,13 @@ CLT_API clt_tensor *clt_max_pool2d(clt_tensor *x, const clt_pool2d_options *opti
                                    clt_tensor **indices);
 CLT_API clt_tensor *clt_avg_pool2d(clt_tensor *x, const clt_pool2d_options *options);
 
+/* F.adaptive_avg_pool2d: the out_h x out_w averages of PyTorch's adaptive windows over a
+ * floating (N, C, H, W) or (C, H, W) x (window i of n inputs: floor(i n / out) ..
+ * ceil((i + 1) n / out) - 1). When the sizes divide, one average pooling; otherwise a mean per
+ * output row and column. CLT_ERR_INVALID_ARGUMENT for another ndim, a size that is not
+ * positive or an empty input. */
+CLT_API clt_tensor *clt_adaptive_avg_pool2d(clt_tensor *x, int out_h, int out_w);
+
 /* Batch normalisation of a floating x (N, C, ...) per channel. Training: normalises with the
  * batch's mean and biased variance and, when given, updates running_mean and running_var in
  * place (running = (1 - momentum) * running + momentum * batch, unbiased variance); evaluation

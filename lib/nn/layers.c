@@ -353,6 +353,33 @@ clt_module *clt_nn_avg_pool2d(const clt_pool2d_options *options)
     return pool2d_new("clt_nn_avg_pool2d", &avg_pool2d_type, options);
 }
 
+typedef struct adaptive_pool {
+    clt_module base;
+    int out_h, out_w;
+} adaptive_pool;
+
+static clt_tensor *adaptive_avg_pool2d_forward(clt_module *self, clt_tensor *x)
+{
+    adaptive_pool *p = (adaptive_pool *)self;
+    return clt_adaptive_avg_pool2d(x, p->out_h, p->out_w);
+}
+
+static const clt_module_type adaptive_avg_pool2d_type = {
+    "AdaptiveAvgPool2d", sizeof(adaptive_pool), adaptive_avg_pool2d_forward, NULL, NULL};
+
+clt_module *clt_nn_adaptive_avg_pool2d(int out_h, int out_w)
+{
+    clt_module *m;
+    if (out_h < 1 || out_w < 1) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_nn_adaptive_avg_pool2d",
+                   "output size %dx%d must be positive", out_h, out_w);
+        return NULL;
+    }
+    if ((m = clt_module_new(&adaptive_avg_pool2d_type)))
+        ((adaptive_pool *)m)->out_h = out_h, ((adaptive_pool *)m)->out_w = out_w;
+    return m;
+}
+
 /* ---- BatchNorm ------------------------------------------------------------------------------------------------ */
 
 typedef struct batch_norm {

@@ -670,6 +670,63 @@ clt_tensor *clt_avg_pool2d(clt_tensor *x, const clt_pool2d_options *options)
     return window_op("clt_avg_pool2d", x, &(window_args){.pool = options});
 }
 
+/* PyTorch's adaptive windows along one dimension: output i averages inputs floor(i * n / out)
+ * .. ceil((i + 1) * n / out) - 1, each window by a narrow and a mean, joined by cat. */
+static clt_tensor *adaptive_mean(clt_tensor *x, int dim, int64_t n, int64_t out)
+{
+    clt_tensor **parts = clt__alloc_zeroed("clt_adaptive_avg_pool2d", (size_t)out * sizeof *parts);
+    clt_tensor *joined = NULL;
+    int64_t i = 0;
+    if (!parts)
+        return NULL;
+    for (; i < out; i++) {
+        int64_t start = i * n / out, end = ((i + 1) * n + out - 1) / out;
+        clt_tensor *w = clt_narrow(x, dim, start, end - start);
+        parts[i] = w ? clt_mean(w, &dim, 1, true) : NULL;
+        clt_tensor_release(w);
+        if (!parts[i])
+            break;
+    }
+    if (i == out)
+        joined = clt_cat(parts, (int)out, dim);
+    for (int64_t k = 0; k < out; k++)
+        clt_tensor_release(parts[k]);
+    clt__free(parts);
+    return joined;
+}
+
+clt_tensor *clt_adaptive_avg_pool2d(clt_tensor *x, int out_h, int out_w)
+{
+    static const char *const fn = "clt_adaptive_avg_pool2d";
+    clt_tensor *out = NULL;
+    if (clt__tensor_check(fn, x) != CLT_OK || clt__need_floating(fn, x) != CLT_OK)
+        return NULL;
+    if (x->ndim != 3 && x->ndim != 4) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "x must be (N, C, H, W) or (C, H, W), not %d-D",
+                   x->ndim);
+        return NULL;
+    }
+    int64_t H = x->shape[x->ndim - 2], W = x->shape[x->ndim - 1];
+    if (out_h < 1 || out_w < 1 || H < 1 || W < 1) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                   "output size %dx%d must be positive, and the input %lldx%lld not empty", out_h,
+                   out_w, (long long)H, (long long)W);
+        return NULL;
+    }
+    if (H % out_h == 0 && W % out_w == 0 && H / out_h <= INT_MAX && W / out_w <= INT_MAX) {
+        /* equal windows without overlap: one average pooling */
+        clt_pool2d_options o = clt_pool2d_options_default((int)(H / out_h), (int)(W / out_w));
+        out = clt_avg_pool2d(x, &o);
+    } else {
+        clt_tensor *rows = adaptive_mean(x, x->ndim - 2, H, out_h);
+        out = rows ? adaptive_mean(rows, x->ndim - 1, W, out_w) : NULL;
+        clt_tensor_release(rows);
+    }
+    if (!out)
+        clt__rename_error(fn);
+    return out;
+}
+
 clt_status clt__conv2d_geometry(const char *fn, const clt_tensor *x, int kh, int kw,
                                 const clt_conv2d_options *o, clt__conv_call *c)
 {
