@@ -1,0 +1,459 @@
+/* GPT-2 as Hugging Face's GPT2LMHeadModel builds it (see gpt.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt.h"
+
+gpt_config gpt2_small_config(void)
+{
+    return (gpt_config){.vocab_size = 50257, .n_positions = 1024, .n_embd = 768, .n_layer = 12,
+                        .n_head = 12, .layer_norm_epsilon = 1e-5};
+}
+
+/* The number after "key": in a flat JSON text, if there is one. */
+static bool json_number(const char *text, const char *key, double *value)
+{
+    char quoted[64];
+    snprintf(quoted, sizeof quoted, "\"%s\"", key);
+    const char *at = strstr(text, quoted);
+    if (!at)
+        return false;
+    at += strlen(quoted);
+    while (*at == ' ' || *at == '\t' || *at == '\n' || *at == '\r')
+        at++;
+    if (*at++ != ':')
+        return false;
+    char *end;
+    errno = 0;
+    *value = strtod(at, &end);
+    return end != at && errno == 0;
+}
+
+clt_status gpt_config_read(const char *path, gpt_config *c, char *error, size_t size)
+{
+    FILE *f = fopen(path, "rb");
+    char text[1 << 16];
+    size_t n;
+    *c = gpt2_small_config();
+    if (!f) {
+        snprintf(error, size, "%s: %s", path, strerror(errno));
+        return CLT_ERR_IO;
+    }
+    n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    double v;
+    /* the names Hugging Face's GPT2Config uses, and their older aliases */
+    if (json_number(text, "vocab_size", &v))
+        c->vocab_size = (int64_t)v;
+    if (json_number(text, "n_positions", &v) || json_number(text, "n_ctx", &v))
+        c->n_positions = (int64_t)v;
+    if (json_number(text, "n_embd", &v))
+        c->n_embd = (int64_t)v;
+    if (json_number(text, "n_layer", &v))
+        c->n_layer = (int)v;
+    if (json_number(text, "n_head", &v))
+        c->n_head = (int)v;
+    if (json_number(text, "layer_norm_epsilon", &v))
+        c->layer_norm_epsilon = v;
+    if (c->vocab_size < 1 || c->n_positions < 1 || c->n_embd < 1 || c->n_layer < 1 ||
+        c->n_head < 1 || c->n_embd % c->n_head != 0 || !(c->layer_norm_epsilon >= 0)) {
+        snprintf(error, size,
+                 "%s: vocab_size %lld, n_positions %lld, n_embd %lld, n_layer %d, n_head %d: sizes "
+                 "must be positive and n_embd a multiple of n_head",
+                 path, (long long)c->vocab_size, (long long)c->n_positions, (long long)c->n_embd,
+                 c->n_layer, c->n_head);
+        return CLT_ERR_INVALID_ARGUMENT;
+    }
+    return CLT_OK;
+}
+
+/* ---- Conv1D: Hugging Face's linear layer with a transposed weight (in, out) ---------------- */
+
+typedef struct conv1d {
+    clt_module base;
+    clt_tensor *weight, *bias;
+} conv1d;
+
+static clt_tensor *conv1d_forward(clt_module *self, clt_tensor *x)
+{
+    conv1d *c = (conv1d *)self;
+    clt_tensor *wt = clt_transpose(c->weight, 0, 1); /* a view: x @ weight + bias */
+    clt_tensor *y = wt ? clt_linear(x, wt, c->bias) : NULL;
+    clt_tensor_release(wt);
+    return y;
+}
+
+static const clt_module_type conv1d_type = {"Conv1D", sizeof(conv1d), conv1d_forward, NULL, NULL};
+
+/* weight N(0, 0.02) and bias zeros, as GPT-2's initialisation */
+static clt_tensor *normal(int64_t rows, int64_t cols, double std)
+{
+    clt_tensor *r = clt_tensor_randn(CLT_SHAPE(rows, cols), CLT_F32, clt_device_cpu());
+    clt_tensor *s = r ? clt_mul_scalar(r, std) : NULL;
+    clt_tensor_release(r);
+    return s;
+}
+
+static clt_module *conv1d_new(int64_t nx, int64_t nf)
+{
+    clt_module *m = clt_module_new(&conv1d_type);
+    if (!m || clt_module_register_parameter_take(m, "weight", normal(nx, nf, 0.02)) != CLT_OK ||
+        clt_module_register_parameter_take(
+            m, "bias", clt_tensor_zeros(CLT_SHAPE(nf), CLT_F32, clt_device_cpu())) != CLT_OK) {
+        clt_module_release(m);
+        return NULL;
+    }
+    ((conv1d *)m)->weight = clt_module_get_parameter(m, "weight");
+    ((conv1d *)m)->bias = clt_module_get_parameter(m, "bias");
+    return m;
+}
+
+/* ---- the blocks -------------------------------------------------------------------------- */
+
+/* Containers without a forward of their own: GPT2Attention, GPT2MLP, GPT2Block (run by
+ * block_forward), nn.ModuleList, GPT2Model; registered children only. */
+static const clt_module_type attention_type = {"GPT2Attention", sizeof(clt_module), NULL, NULL, NULL};
+static const clt_module_type mlp_type = {"GPT2MLP", sizeof(clt_module), NULL, NULL, NULL};
+static const clt_module_type block_type = {"GPT2Block", sizeof(clt_module), NULL, NULL, NULL};
+static const clt_module_type list_type = {"ModuleList", sizeof(clt_module), NULL, NULL, NULL};
+static const clt_module_type body_type = {"GPT2Model", sizeof(clt_module), NULL, NULL, NULL};
+/* lm_head: a Linear without bias whose weight is wte's */
+static const clt_module_type head_type = {"Linear", sizeof(clt_module), NULL, NULL, NULL};
+
+typedef struct gpt {
+    clt_module base;
+    gpt_config config;
+    clt_module *wte, *wpe, *ln_f, **blocks; /* registered; blocks owned by the struct */
+} gpt;
+
+static clt_tensor *gpt_module_forward(clt_module *self, clt_tensor *ids);
+static void gpt_destroy(clt_module *self) { free(((gpt *)self)->blocks); }
+static clt_status gpt_clone(const clt_module *src, clt_module *dst);
+static const clt_module_type gpt_type = {"GPT2LMHeadModel", sizeof(gpt), gpt_module_forward,
+                                         gpt_destroy, gpt_clone};
+
+static clt_module *container(const clt_module_type *type, int n, const char *const *names,
+                             clt_module **children)
+{
+    clt_module *m = clt_module_new(type);
+    bool ok = m != NULL;
+    for (int i = 0; i < n; i++) /* each child taken, also after a failure */
+        ok = (ok ? clt_module_register_module_take(m, names[i], children[i])
+                 : (clt_module_release(children[i]), CLT_ERR_INVALID_ARGUMENT)) == CLT_OK && ok;
+    if (!ok) {
+        clt_module_release(m);
+        return NULL;
+    }
+    return m;
+}
+
+static clt_module *block_new(const gpt_config *c)
+{
+    int64_t C = c->n_embd;
+    int64_t shape[1] = {C};
+    clt_module *attn = container(&attention_type, 2, (const char *[]){"c_attn", "c_proj"},
+                                 (clt_module *[]){conv1d_new(C, 3 * C), conv1d_new(C, C)});
+    clt_module *mlp = container(&mlp_type, 2, (const char *[]){"c_fc", "c_proj"},
+                                (clt_module *[]){conv1d_new(C, 4 * C), conv1d_new(4 * C, C)});
+    return container(&block_type, 4, (const char *[]){"ln_1", "attn", "ln_2", "mlp"},
+                     (clt_module *[]){clt_nn_layer_norm(1, shape, c->layer_norm_epsilon), attn,
+                                      clt_nn_layer_norm(1, shape, c->layer_norm_epsilon), mlp});
+}
+
+clt_module *gpt_new(const gpt_config *c)
+{
+    if (!c || c->n_layer < 1 || c->n_layer > 1000 || c->n_head < 1 || c->n_embd % c->n_head)
+        return NULL;
+    clt_module *m = clt_module_new(&gpt_type);
+    gpt *g = (gpt *)m;
+    clt_module *list = m ? clt_module_new(&list_type) : NULL;
+    clt_module *head = list ? clt_module_new(&head_type) : NULL;
+    bool ok = head != NULL;
+    if (m)
+        g->config = *c;
+    for (int i = 0; ok && i < c->n_layer; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "%d", i);
+        ok = clt_module_register_module_take(list, name, block_new(c)) == CLT_OK;
+    }
+    clt_module *body = ok ? container(&body_type, 4,
+                                      (const char *[]){"wte", "wpe", "h", "ln_f"},
+                                      (clt_module *[]){
+                                          clt_nn_embedding(c->vocab_size, c->n_embd),
+                                          clt_nn_embedding(c->n_positions, c->n_embd),
+                                          clt_module_retain(list),
+                                          clt_nn_layer_norm(1, (int64_t[]){c->n_embd},
+                                                            c->layer_norm_epsilon)})
+                          : NULL;
+    ok = body && clt_module_register_module_take(m, "transformer", body) == CLT_OK;
+    if (ok) { /* GPT-2's N(0, 0.02) embeddings; lm_head shares wte's weight */
+        clt_tensor *w = clt_module_get_parameter(m, "transformer.wte.weight");
+        clt_tensor *p = clt_module_get_parameter(m, "transformer.wpe.weight");
+        CLT_NO_GRAD {
+            clt_tensor *nw = normal(c->vocab_size, c->n_embd, 0.02);
+            clt_tensor *np = normal(c->n_positions, c->n_embd, 0.01);
+            ok = nw && np && clt_copy_(w, nw) == CLT_OK && clt_copy_(p, np) == CLT_OK;
+            clt_tensor_release(nw), clt_tensor_release(np);
+        }
+        ok = ok && clt_module_register_parameter(head, "weight", w) == CLT_OK &&
+             clt_module_register_module_take(m, "lm_head", clt_module_retain(head)) == CLT_OK;
+    }
+    if (ok && !(g->blocks = calloc((size_t)c->n_layer, sizeof *g->blocks)))
+        ok = false;
+    clt_module_release(head);
+    clt_module_release(list);
+    if (!ok) {
+        clt_module_release(m);
+        return NULL;
+    }
+    g->wte = clt_module_get_child(m, "transformer.wte");
+    g->wpe = clt_module_get_child(m, "transformer.wpe");
+    g->ln_f = clt_module_get_child(m, "transformer.ln_f");
+    for (int i = 0; i < c->n_layer; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "transformer.h.%d", i);
+        g->blocks[i] = clt_module_get_child(m, name);
+    }
+    return m;
+}
+
+static clt_status gpt_clone(const clt_module *src, clt_module *dst)
+{
+    gpt *d = (gpt *)dst;
+    d->blocks = calloc((size_t)d->config.n_layer, sizeof *d->blocks);
+    if (!d->blocks)
+        return CLT_ERR_OUT_OF_MEMORY;
+    for (int i = 0; i < d->config.n_layer; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "transformer.h.%d", i);
+        d->blocks[i] = clt_module_get_child(dst, name);
+    }
+    (void)src;
+    return CLT_OK;
+}
+
+/* ---- the forward pass -------------------------------------------------------------------- */
+
+/* Temporaries of one step, released together. */
+typedef struct pool {
+    clt_tensor *t[64];
+    int n;
+    bool failed;
+} pool;
+
+static clt_tensor *keep(pool *p, clt_tensor *t)
+{
+    if (!t || p->n == 64)
+        p->failed = true;
+    if (t && p->n < 64)
+        p->t[p->n++] = t;
+    else
+        clt_tensor_release(t);
+    return p->failed ? NULL : t;
+}
+#define K(expr) (p.failed ? NULL : keep(&p, (expr)))
+
+static void drain(pool *p)
+{
+    for (int i = 0; i < p->n; i++)
+        clt_tensor_release(p->t[i]);
+    p->n = 0;
+}
+
+static clt_tensor *run(clt_module *m, const char *child, clt_tensor *x)
+{
+    return clt_module_forward(clt_module_get_child(m, child), x);
+}
+
+/* (B, T, C) -> (B, n_head, T, C / n_head) */
+static clt_tensor *heads(clt_tensor *x, int n_head)
+{
+    int64_t B = clt_tensor_size(x, 0), T = clt_tensor_size(x, 1), C = clt_tensor_size(x, 2);
+    clt_tensor *v = clt_reshape(x, CLT_SHAPE(B, T, n_head, C / n_head));
+    clt_tensor *out = v ? clt_permute(v, (int[]){0, 2, 1, 3}) : NULL;
+    clt_tensor_release(v);
+    return out;
+}
+
+/* One block over h (B, T, C) after `past` cached positions (their keys and values in *k, *v,
+ * replaced by the extended ones on success). A new reference to the block's output. */
+static clt_tensor *block_forward(clt_module *block, const gpt_config *c, clt_tensor *h,
+                                 int64_t past, clt_tensor **k_cache, clt_tensor **v_cache)
+{
+    pool p = {.n = 0};
+    clt_module *attn = clt_module_get_child(block, "attn"), *mlp = clt_module_get_child(block, "mlp");
+    int64_t B = clt_tensor_size(h, 0), T = clt_tensor_size(h, 1), C = c->n_embd;
+    clt_tensor *a = K(run(block, "ln_1", h));
+    clt_tensor *qkv = a ? K(run(attn, "c_attn", a)) : NULL;
+    clt_tensor *q = qkv ? K(heads(K(clt_narrow(qkv, 2, 0, C)), c->n_head)) : NULL;
+    clt_tensor *k = q ? K(heads(K(clt_narrow(qkv, 2, C, C)), c->n_head)) : NULL;
+    clt_tensor *v = k ? K(heads(K(clt_narrow(qkv, 2, 2 * C, C)), c->n_head)) : NULL;
+    if (v && k_cache && past > 0) {
+        k = K(clt_cat((clt_tensor *[]){*k_cache, k}, 2, 2));
+        v = k ? K(clt_cat((clt_tensor *[]){*v_cache, v}, 2, 2)) : NULL;
+    }
+    clt_attention_options o = clt_attention_options_default();
+    if (v && T > 1 && past == 0) {
+        o.causal = true;
+    } else if (v && T > 1) { /* queries past .. past + T - 1 see keys 0 .. their own position */
+        clt_tensor *i = K(clt_tensor_arange((double)past, (double)(past + T), 1, CLT_I64,
+                                            clt_tensor_device(h)));
+        clt_tensor *j = i ? K(clt_tensor_arange(0, (double)(past + T), 1, CLT_I64,
+                                                clt_tensor_device(h)))
+                          : NULL;
+        clt_tensor *col = j ? K(clt_reshape(i, CLT_SHAPE(T, 1))) : NULL;
+        o.mask = col ? K(clt_le(j, col)) : NULL;
+    }
+    clt_tensor *y = v ? K(clt_scaled_dot_product_attention(q, k, v, &o)) : NULL;
+    clt_tensor *yt = y ? K(clt_permute(y, (int[]){0, 2, 1, 3})) : NULL;
+    clt_tensor *merged = yt ? K(clt_reshape(yt, CLT_SHAPE(B, T, C))) : NULL;
+    clt_tensor *proj = merged ? K(run(attn, "c_proj", merged)) : NULL;
+    clt_tensor *h2 = proj ? K(clt_add(h, proj)) : NULL;
+    clt_tensor *m = h2 ? K(run(block, "ln_2", h2)) : NULL;
+    clt_tensor *fc = m ? K(run(mlp, "c_fc", m)) : NULL;
+    clt_tensor *act = fc ? K(clt_gelu_tanh(fc)) : NULL;
+    clt_tensor *down = act ? K(run(mlp, "c_proj", act)) : NULL;
+    clt_tensor *out = down ? clt_add(h2, down) : NULL;
+    if (out && k_cache) { /* the extended keys and values, contiguous for the next step */
+        clt_tensor *kc = clt_contiguous(k), *vc = kc ? clt_contiguous(v) : NULL;
+        if (!vc) {
+            clt_tensor_release(kc);
+            clt_tensor_release(out);
+            out = NULL;
+        } else {
+            clt_tensor_release(*k_cache), clt_tensor_release(*v_cache);
+            *k_cache = kc, *v_cache = vc;
+        }
+    }
+    drain(&p);
+    return out;
+}
+
+clt_tensor *gpt_forward(clt_module *model, clt_tensor *ids, gpt_cache *cache)
+{
+    gpt *g = (gpt *)model;
+    const gpt_config *c = &g->config;
+    int64_t past = cache ? cache->length : 0, T = clt_tensor_size(ids, 1);
+    clt_tensor *saved_k[64], *saved_v[64];
+    if (clt_tensor_ndim(ids) != 2 || past + T > c->n_positions || (cache && c->n_layer > 64)) {
+        clt_set_error(CLT_ERR_SHAPE, "gpt_forward",
+                      "ids must be (B, T) with T + the cached %lld tokens at most n_positions "
+                      "%lld (got %d dimensions, T %lld)",
+                      (long long)past, (long long)c->n_positions, clt_tensor_ndim(ids),
+                      (long long)T);
+        return NULL;
+    }
+    if (cache) /* the cache as it was, for a failure */
+        for (int l = 0; l < c->n_layer; l++)
+            saved_k[l] = clt_tensor_retain(cache->k[l]), saved_v[l] = clt_tensor_retain(cache->v[l]);
+    pool p = {.n = 0};
+    clt_tensor *pos = K(clt_tensor_arange((double)past, (double)(past + T), 1, CLT_I64,
+                                          clt_tensor_device(ids)));
+    clt_tensor *te = pos ? K(clt_module_forward(g->wte, ids)) : NULL;
+    clt_tensor *pe = te ? K(clt_module_forward(g->wpe, pos)) : NULL;
+    clt_tensor *h = pe ? clt_add(te, pe) : NULL;
+    for (int l = 0; h && l < c->n_layer; l++) {
+        clt_tensor *next = block_forward(g->blocks[l], c, h, past, cache ? &cache->k[l] : NULL,
+                                         cache ? &cache->v[l] : NULL);
+        clt_tensor_release(h);
+        h = next;
+    }
+    clt_tensor *f = h ? K(clt_module_forward(g->ln_f, h)) : NULL;
+    clt_tensor_release(h);
+    clt_tensor *logits = f ? clt_linear(f, clt_module_get_parameter(model, "transformer.wte.weight"),
+                                        NULL)
+                           : NULL;
+    drain(&p);
+    if (cache) {
+        for (int l = 0; l < c->n_layer; l++) {
+            if (logits) {
+                clt_tensor_release(saved_k[l]), clt_tensor_release(saved_v[l]);
+            } else { /* put the old cache back */
+                clt_tensor_release(cache->k[l]), clt_tensor_release(cache->v[l]);
+                cache->k[l] = saved_k[l], cache->v[l] = saved_v[l];
+            }
+        }
+        if (logits)
+            cache->length += T;
+    }
+    return logits;
+}
+
+static clt_tensor *gpt_module_forward(clt_module *self, clt_tensor *ids)
+{
+    return gpt_forward(self, ids, NULL);
+}
+
+clt_status gpt_cache_init(gpt_cache *cache, const clt_module *model)
+{
+    const gpt *g = (const gpt *)model;
+    memset(cache, 0, sizeof *cache);
+    cache->k = calloc((size_t)g->config.n_layer, sizeof *cache->k);
+    cache->v = calloc((size_t)g->config.n_layer, sizeof *cache->v);
+    if (!cache->k || !cache->v) {
+        gpt_cache_clear(cache);
+        return CLT_ERR_OUT_OF_MEMORY;
+    }
+    cache->n_layer = g->config.n_layer;
+    return CLT_OK;
+}
+
+void gpt_cache_clear(gpt_cache *cache)
+{
+    for (int l = 0; l < cache->n_layer; l++) {
+        clt_tensor_release(cache->k[l]);
+        clt_tensor_release(cache->v[l]);
+    }
+    free(cache->k);
+    free(cache->v);
+    memset(cache, 0, sizeof *cache);
+}
+
+/* ---- weights ----------------------------------------------------------------------------- */
+
+static bool ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), t = strlen(tail);
+    return n >= t && strcmp(s + n - t, tail) == 0;
+}
+
+clt_status gpt_load(clt_module *model, const char *path)
+{
+    clt_safetensors file;
+    clt_status st = clt_safetensors_load(path, clt_device_cpu(), &file);
+    if (st != CLT_OK)
+        return st;
+    clt_named_tensor *named = calloc((size_t)(file.count ? file.count : 1), sizeof *named);
+    char **names = calloc((size_t)(file.count ? file.count : 1), sizeof *names);
+    int n = 0;
+    st = named && names ? CLT_OK : CLT_ERR_OUT_OF_MEMORY;
+    for (int i = 0; st == CLT_OK && i < file.count; i++) {
+        const char *name = file.tensors[i].name;
+        if (ends_with(name, ".attn.bias") || ends_with(name, ".attn.masked_bias"))
+            continue; /* older files' causal-mask buffers: attention is causal by itself */
+        if (strcmp(name, "lm_head.weight") == 0)
+            continue; /* tied to wte: loaded through transformer.wte.weight */
+        size_t len = strlen(name) + sizeof "transformer.";
+        if (!(names[n] = malloc(len))) {
+            st = CLT_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        snprintf(names[n], len, "%s%s", strncmp(name, "transformer.", 12) ? "transformer." : "",
+                 name);
+        named[n].name = names[n];
+        named[n].tensor = file.tensors[i].tensor;
+        n++;
+    }
+    if (st == CLT_OK)
+        st = clt_module_load_state_dict(model, named, n, true, NULL);
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    free(named);
+    clt_safetensors_clear(&file);
+    return st;
+}
