@@ -1,0 +1,184 @@
+/* Text generation with a GPT-2-style model, as Hugging Face's GPT2LMHeadModel.generate does
+ * it with use_cache=True:
+ *
+ *     config = GPT2Config.from_json_file("config.json")
+ *     model = GPT2LMHeadModel(config); model.load_state_dict(load_file("model.safetensors"))
+ *     ids = tokenizer(prompt); past = None
+ *     for _ in range(n):
+ *         out = model(ids if past is None else ids[:, -1:], past_key_values=past)
+ *         past = out.past_key_values
+ *         next = out.logits[:, -1].argmax(-1)          # or top-k sampling
+ *         ids = torch.cat([ids, next[:, None]], 1)
+ *
+ * Usage: gpt [--config FILE] [--weights FILE] [--device NAME] [--tokens N] [--top-k K]
+ *            [--seed S] PROMPT
+ * The tokenizer is byte-level: each byte of the prompt is one token (its value), and each token
+ * below 256 decodes to that byte, so it suits models trained on bytes (vocab_size >= 256).
+ * GPT-2's own BPE vocabulary (vocab.json, merges.txt) is not read: with OpenAI's weights the
+ * model runs, but the text it is given and prints is bytes, not its tokens. Without --config,
+ * a small byte-level model (4 layers, width 128, 256 positions); without --weights, PyTorch's
+ * random initialisation (the text is noise). --top-k 0 (the default) decodes greedily; K > 0
+ * samples from the K most likely tokens, seeded by --seed. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cltensor.h>
+
+#include "models/gpt.h"
+
+#define CHECK(expr)                                                                            \
+    do {                                                                                       \
+        if (!(expr)) {                                                                         \
+            fprintf(stderr, "gpt: %s\n", clt_last_error());                                    \
+            exit(1);                                                                           \
+        }                                                                                      \
+    } while (0)
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* xorshift64*: the sampler's generator. */
+static double uniform(uint64_t *s)
+{
+    *s ^= *s >> 12, *s ^= *s << 25, *s ^= *s >> 27;
+    return (double)((*s * 2685821657736338717ull) >> 11) / 9007199254740992.0;
+}
+
+/* The next token from one row of logits: the largest, or a draw from the k largest after a
+ * softmax over them. */
+static int64_t pick(const float *logits, int64_t vocab, int k, uint64_t *state)
+{
+    int64_t best = 0;
+    for (int64_t i = 1; i < vocab; i++)
+        if (logits[i] > logits[best])
+            best = i;
+    if (k <= 1)
+        return best;
+    int64_t *top = malloc((size_t)k * sizeof *top);
+    double *w = malloc((size_t)k * sizeof *w), total = 0;
+    int n = 0;
+    for (int64_t i = 0; i < vocab; i++) { /* the k largest, largest first */
+        if (n == k && !(logits[i] > logits[top[k - 1]]))
+            continue;
+        int at = n < k ? n++ : k - 1;
+        while (at > 0 && logits[top[at - 1]] < logits[i]) {
+            top[at] = top[at - 1];
+            at--;
+        }
+        top[at] = i;
+    }
+    for (int j = 0; j < n; j++)
+        total += w[j] = exp((double)logits[top[j]] - logits[top[0]]);
+    double r = uniform(state) * total;
+    int64_t chosen = top[n - 1];
+    for (int j = 0; j < n; j++)
+        if ((r -= w[j]) < 0) {
+            chosen = top[j];
+            break;
+        }
+    free(w), free(top);
+    return chosen;
+}
+
+int main(int argc, char **argv)
+{
+    const char *config_path = NULL, *weights = NULL, *device_name = NULL, *prompt = NULL;
+    int tokens = 32, top_k = 0;
+    uint64_t seed = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--config") && i + 1 < argc)
+            config_path = argv[++i];
+        else if (!strcmp(a, "--weights") && i + 1 < argc)
+            weights = argv[++i];
+        else if (!strcmp(a, "--device") && i + 1 < argc)
+            device_name = argv[++i];
+        else if (!strcmp(a, "--tokens") && i + 1 < argc)
+            tokens = atoi(argv[++i]);
+        else if (!strcmp(a, "--top-k") && i + 1 < argc)
+            top_k = atoi(argv[++i]);
+        else if (!strcmp(a, "--seed") && i + 1 < argc)
+            seed = strtoull(argv[++i], NULL, 10) | 1;
+        else
+            prompt = a;
+    }
+    if (!prompt || !*prompt || tokens < 0 || top_k < 0) {
+        fprintf(stderr, "usage: gpt [--config FILE] [--weights FILE] [--device NAME] [--tokens N] "
+                        "[--top-k K] [--seed S] PROMPT\n");
+        return 2;
+    }
+    gpt_config config = {.vocab_size = 256, .n_positions = 256, .n_embd = 128, .n_layer = 4,
+                         .n_head = 4, .layer_norm_epsilon = 1e-5};
+    char error[512];
+    if (config_path && gpt_config_read(config_path, &config, error, sizeof error) != CLT_OK) {
+        fprintf(stderr, "gpt: %s\n", error);
+        return 1;
+    }
+    int64_t n = (int64_t)strlen(prompt);
+    if (config.vocab_size < 256 || n + tokens > config.n_positions) {
+        fprintf(stderr, "gpt: a byte-level prompt needs vocab_size >= 256 (the model has %lld), "
+                        "and %lld + %d tokens must fit its %lld positions\n",
+                (long long)config.vocab_size, (long long)n, tokens,
+                (long long)config.n_positions);
+        return 1;
+    }
+    clt_device *device = device_name ? clt_device_get(device_name) : clt_device_default();
+    CHECK(device);
+    clt_manual_seed(0);
+    clt_module *model = gpt_new(&config);
+    CHECK(model);
+    if (weights)
+        CHECK(gpt_load(model, weights) == CLT_OK);
+    clt_module_train(model, false);
+    CHECK(clt_module_to(model, device) == CLT_OK);
+    printf("GPT-2: %d layers, %d heads, width %lld, %lld parameters, on %s%s\n", config.n_layer,
+           config.n_head, (long long)config.n_embd, (long long)clt_module_parameter_count(model),
+           clt_device_name(device), weights ? "" : " (random weights: the text is noise)");
+
+    int64_t *ids = malloc((size_t)n * sizeof *ids);
+    for (int64_t i = 0; i < n; i++)
+        ids[i] = (unsigned char)prompt[i];
+    clt_tensor *next = clt_tensor_from_data(CLT_SHAPE(1, n), ids, CLT_I64, clt_device_cpu());
+    free(ids);
+    CHECK(next && clt_tensor_to_(&next, device) == CLT_OK);
+    gpt_cache cache;
+    CHECK(gpt_cache_init(&cache, model) == CLT_OK);
+    float *row = malloc((size_t)config.vocab_size * sizeof *row);
+    uint64_t state = seed * 0x9e3779b97f4a7c15ull;
+    double start = now_s(), first = 0;
+    printf("%s", prompt);
+    CLT_NO_GRAD {
+        for (int t = 0; t < tokens; t++) {
+            clt_tensor *logits = gpt_forward(model, next, &cache);
+            CHECK(logits);
+            clt_tensor *last = clt_narrow(logits, 1, clt_tensor_size(logits, 1) - 1, 1);
+            CHECK(last && clt_tensor_copy_to_host(last, row, (size_t)config.vocab_size *
+                                                               sizeof *row) == CLT_OK);
+            int64_t token = pick(row, config.vocab_size, top_k, &state);
+            if (t == 0)
+                first = now_s() - start;
+            clt_tensor_release(last), clt_tensor_release(logits), clt_tensor_release(next);
+            next = clt_tensor_from_data(CLT_SHAPE(1, 1), &token, CLT_I64, clt_device_cpu());
+            CHECK(next && clt_tensor_to_(&next, device) == CLT_OK);
+            unsigned char byte = token < 256 ? (unsigned char)token : '?';
+            putchar(byte >= 32 || byte == '\n' || byte == '\t' ? byte : '.');
+            fflush(stdout);
+        }
+    }
+    double total = now_s() - start;
+    printf("\n%d tokens in %.2f s (the prompt's %lld and the first: %.2f s; then %.1f tokens/s)\n",
+           tokens, total, (long long)n, first,
+           tokens > 1 ? (tokens - 1) / (total - first) : 0.0);
+    free(row);
+    clt_tensor_release(next);
+    gpt_cache_clear(&cache);
+    clt_module_release(model);
+    return 0;
+}
