@@ -1,0 +1,190 @@
+/* Models against PyTorch on the CPU in the same run (models_torch.py, the faster of 1 and 2
+ * threads): ResNet-18 inference at 224 x 224, batches of 1 and 16 (eval mode, no recording),
+ * and GPT-2 small generating NEW tokens greedily after a PROMPT-token prompt with the KV cache
+ * (samples/models), on cpu and each device named (default: cpu gpu:0). Random weights: the
+ * work is the same as trained ones'. One JSON line per case:
+ * {"bench": "models", "case": "resnet18_b1", "device": "cpu", "time_s": ..., "torch_s": ...,
+ *  "ratio": ...}
+ * usage: bench_models [--quick] [DEVICE...]   (--quick: 16 new tokens, fewer repeats) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cltensor.h>
+
+#include "bench_util.h"
+#include "models/gpt.h"
+#include "models/resnet.h"
+
+#define PROMPT 32
+
+typedef struct torch_case {
+    char name[32];
+    double time_s;
+} torch_case;
+
+typedef struct torch_ref {
+    char version[64];
+    int threads;
+    torch_case cases[3];
+    int n;
+} torch_ref;
+
+/* Runs models_torch.py with the first interpreter that imports torch; false if none does. */
+static bool run_torch(int threads, int repeats, int new_tokens, torch_ref *ref)
+{
+    const char *candidates[] = {getenv("PYTHON"), "python3", "/usr/bin/python3"};
+    char cmd[1024], line[512];
+    memset(ref, 0, sizeof *ref);
+    for (size_t i = 0; i < sizeof candidates / sizeof *candidates; i++) {
+        if (!candidates[i] || !*candidates[i])
+            continue;
+        snprintf(cmd, sizeof cmd, "'%s' -c 'import torch' 2>/dev/null", candidates[i]);
+        if (system(cmd) != 0)
+            continue;
+        snprintf(cmd, sizeof cmd, "'%s' '%s' --threads %d --repeats %d --prompt %d --new %d",
+                 candidates[i], BENCH_MODELS_TORCH_PY, threads, repeats, PROMPT, new_tokens);
+        FILE *p = popen(cmd, "r");
+        if (!p)
+            return false;
+        while (fgets(line, sizeof line, p) && ref->n < 3) {
+            torch_case *c = &ref->cases[ref->n];
+            const char *t = strstr(line, "\"time_s\": ");
+            if (sscanf(line, "{\"case\": \"%31[^\"]\", \"torch\": \"%63[^\"]\", \"threads\": %d",
+                       c->name, ref->version, &ref->threads) == 3 &&
+                t && sscanf(t, "\"time_s\": %lf", &c->time_s) == 1)
+                ref->n++;
+        }
+        return pclose(p) == 0 && ref->n == 3;
+    }
+    return false;
+}
+
+static double torch_time(const torch_ref *runs, const char *name, int *threads)
+{
+    double best = 0;
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < runs[r].n; i++)
+            if (!strcmp(runs[r].cases[i].name, name) &&
+                (best == 0 || runs[r].cases[i].time_s < best))
+                best = runs[r].cases[i].time_s, *threads = runs[r].threads;
+    return best;
+}
+
+static void report(const char *name, clt_device *dev, double t, const torch_ref *runs,
+                   const char *extra)
+{
+    int threads = 0;
+    double ref = torch_time(runs, name, &threads);
+    printf("{\"bench\": \"models\", \"case\": \"%s\", \"device\": \"%s\", \"time_s\": %.6f%s",
+           name, clt_device_name(dev), t, extra);
+    if (ref > 0)
+        printf(", \"torch\": \"%s\", \"torch_threads\": %d, \"torch_s\": %.6f, \"ratio\": %.3f",
+               runs[0].version[0] ? runs[0].version : runs[1].version, threads, ref, t / ref);
+    printf("}\n");
+    fflush(stdout);
+}
+
+static void must(bool ok, const char *what)
+{
+    if (!ok) {
+        fprintf(stderr, "bench_models: %s: %s\n", what, clt_last_error());
+        exit(1);
+    }
+}
+
+static double resnet_time(clt_module *net, clt_device *dev, int batch, int repeats)
+{
+    double t[8];
+    clt_manual_seed(1);
+    clt_tensor *x = clt_tensor_randn(CLT_SHAPE(batch, 3, 224, 224), CLT_F32, dev);
+    must(x != NULL, "input");
+    for (int r = 0; r <= repeats; r++) {
+        double start = now_s();
+        CLT_NO_GRAD {
+            clt_tensor *y = clt_module_forward(net, x);
+            must(y && clt_device_synchronize(dev) == CLT_OK, "resnet forward");
+            clt_tensor_release(y);
+        }
+        if (r) /* the first run warms up */
+            t[r - 1] = now_s() - start;
+    }
+    clt_tensor_release(x);
+    return median(t, repeats);
+}
+
+/* Seconds for the prompt and new_tokens greedy tokens after it. */
+static double gpt_time(clt_module *model, clt_device *dev, int new_tokens)
+{
+    int64_t ids[PROMPT];
+    for (int i = 0; i < PROMPT; i++)
+        ids[i] = (i * 7919) % 50257;
+    gpt_cache cache;
+    must(gpt_cache_init(&cache, model) == CLT_OK, "cache");
+    clt_tensor *next = clt_tensor_from_data(CLT_SHAPE(1, PROMPT), ids, CLT_I64, dev);
+    double start = now_s();
+    CLT_NO_GRAD {
+        for (int t = 0; t < new_tokens; t++) {
+            clt_tensor *logits = gpt_forward(model, next, &cache);
+            must(logits != NULL, "gpt forward");
+            clt_tensor *last = clt_narrow(logits, 1, clt_tensor_size(logits, 1) - 1, 1);
+            clt_tensor *arg = clt_argmax(last, 2, false);
+            double token;
+            must(arg && clt_tensor_item(arg, &token) == CLT_OK, "argmax");
+            clt_tensor_release(next);
+            next = arg;
+            clt_tensor_release(last), clt_tensor_release(logits);
+        }
+    }
+    double t = now_s() - start;
+    clt_tensor_release(next);
+    gpt_cache_clear(&cache);
+    return t;
+}
+
+int main(int argc, char **argv)
+{
+    bool quick = false;
+    const char *names[8];
+    int n = 0;
+    for (int i = 1; i < argc && n < 8; i++) {
+        if (!strcmp(argv[i], "--quick"))
+            quick = true;
+        else
+            names[n++] = argv[i];
+    }
+    if (n == 0) {
+        names[n++] = "cpu";
+        if (clt_device_count() > 0)
+            names[n++] = "gpu:0";
+    }
+    int new_tokens = quick ? 16 : 128, repeats = quick ? 2 : 5;
+    torch_ref runs[2];
+    bool have_torch = run_torch(1, repeats, new_tokens, &runs[0]);
+    have_torch = run_torch(2, repeats, new_tokens, &runs[1]) || have_torch;
+    if (!have_torch)
+        fprintf(stderr, "bench_models: no PyTorch found (python3-torch): no reference\n");
+    for (int d = 0; d < n; d++) {
+        clt_device *dev = clt_device_get(names[d]);
+        must(dev != NULL, names[d]);
+        clt_manual_seed(0);
+        clt_module *net = resnet18_new(1000);
+        must(net && clt_module_to(net, dev) == CLT_OK, "resnet18");
+        clt_module_train(net, false);
+        report("resnet18_b1", dev, resnet_time(net, dev, 1, repeats), runs, "");
+        report("resnet18_b16", dev, resnet_time(net, dev, 16, quick ? 1 : 3), runs, "");
+        clt_module_release(net);
+        gpt_config c = gpt2_small_config();
+        clt_module *gpt = gpt_new(&c);
+        must(gpt && clt_module_to(gpt, dev) == CLT_OK, "gpt2");
+        clt_module_train(gpt, false);
+        gpt_time(gpt, dev, 2); /* warm-up */
+        double t = gpt_time(gpt, dev, new_tokens);
+        char extra[96];
+        snprintf(extra, sizeof extra, ", \"prompt\": %d, \"new_tokens\": %d, \"tokens_per_s\": %.2f",
+                 PROMPT, new_tokens, new_tokens / t);
+        report("gpt2_generate", dev, t, runs, extra);
+        clt_module_release(gpt);
+    }
+    return 0;
+}
