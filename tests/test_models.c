@@ -66,9 +66,13 @@ typedef struct grad_check {
     int checked;
 } grad_check;
 
-/* A gradient against PyTorch's, as a whole: |got - want| <= 1e-3 |want| in the L2 norm. Not
+/* A gradient against PyTorch's, as a whole: |got - want| <= 3e-3 |want| in the L2 norm. Not
  * elementwise: rounding in another order decides the odd ReLU or max-pool tie the other way,
- * moving a few elements by a few percent, while a wrong formula moves the whole tensor. */
+ * moving a few elements by a few percent, while a wrong formula moves the whole tensor. The
+ * bound is f32 rounding through a deep net whose batch statistics come from 2 images: the
+ * ResNet's gradients differ from PyTorch's by 2e-4 to 1.1e-3 in this norm, all elements alike,
+ * and by how much depends on the CPU's GEMM kernels (1.08e-3 at most on an AVX2 EPYC, under
+ * 1e-3 on an AVX-512 Xeon), while an error in a formula gives 1e-1 and more. */
 static int check_grad(const char *name, clt_tensor *p, void *user)
 {
     grad_check *c = user;
@@ -80,7 +84,7 @@ static int check_grad(const char *name, clt_tensor *p, void *user)
     double *gv = test_values(g), *wv = test_values(want), num = 0, den = 0;
     for (int64_t i = 0; i < clt_tensor_numel(want); i++)
         num += (gv[i] - wv[i]) * (gv[i] - wv[i]), den += wv[i] * wv[i];
-    ck_assert_msg(sqrt(num) <= 1e-3 * sqrt(den) + 1e-7, "%s on %s: relative error %.3g", key,
+    ck_assert_msg(sqrt(num) <= 3e-3 * sqrt(den) + 1e-7, "%s on %s: relative error %.3g", key,
                   clt_device_name(c->dev), sqrt(num / (den ? den : 1)));
     free(gv), free(wv);
     clt_tensor_release(g);
