@@ -227,6 +227,15 @@ static clt_tensor *op_avg_pool_pad(clt_tensor **x, clt_device *d)
     (void)d;
     return clt_avg_pool2d(x[0], &o);
 }
+static clt_tensor *op_pool_ceil(clt_tensor **x, clt_device *d)
+{
+    clt_pool2d_options o = {.kernel = {3, 2}, .stride = {2, 2}, .padding = {1, 0}, .ceil_mode = true};
+    clt_tensor *mx = clt_max_pool2d(x[0], &o, NULL), *av = clt_avg_pool2d(x[0], &o);
+    clt_tensor *y = mx && av ? clt_add(mx, av) : NULL;
+    (void)d;
+    clt_tensor_release(mx), clt_tensor_release(av);
+    return y;
+}
 static clt_tensor *op_batch_norm(clt_tensor **x, clt_device *d)
 {
     (void)d;
@@ -316,6 +325,7 @@ static const gcase cases[] = {
     {"max_pool2d", op_max_pool, 1, {4}, {{1, 2, 5, 6}}, -2, 2},
     {"avg_pool2d", op_avg_pool, 1, {4}, {{1, 2, 5, 4}}, -2, 2},
     {"avg_pool2d (padding counted)", op_avg_pool_pad, 1, {4}, {{2, 1, 4, 4}}, -2, 2},
+    {"max and avg pool2d in ceil mode", op_pool_ceil, 1, {4}, {{2, 1, 6, 5}}, -2, 2},
     {"batch_norm", op_batch_norm, 3, {4, 1, 1}, {{4, 3, 2, 1}, {3}, {3}}, -2, 2},
     {"layer_norm", op_layer_norm, 3, {3, 1, 1}, {{2, 3, 4}, {4}, {4}}, -2, 2},
     {"dropout", op_dropout, 1, {2}, {{4, 5}}, -2, 2},

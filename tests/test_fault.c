@@ -565,6 +565,26 @@ START_TEST(test_fault_grad_state)
 }
 END_TEST
 
+/* print(model): a failed allocation anywhere in the rendering gives NULL, never a cut text. */
+static bool module_format(void *ctx)
+{
+    clt_module *m = ctx;
+    char *text = clt_module_format(m);
+    if (text)
+        ck_assert_ptr_nonnull(strstr(text, "(1): Sequential(\n    (0): Linear(in_features=3"));
+    clt_free(text);
+    return text != NULL;
+}
+
+START_TEST(test_fault_module_format)
+{
+    clt_module *m = CLT_SEQUENTIAL(clt_nn_relu(), CLT_SEQUENTIAL(clt_nn_linear(3, 2, true)),
+                                   clt_nn_layer_norm(1, (int64_t[]){2}, 1e-5));
+    ck_assert_int_ge(test_fault_sweep(module_format, m, "clt_module_format", CLT__HOST), 1);
+    clt_module_release(m);
+}
+END_TEST
+
 Suite *suite_fault(void)
 {
     Suite *s = suite_create("fault");
@@ -577,6 +597,7 @@ Suite *suite_fault(void)
     ADD_DEVICE_TEST(tc, test_fault_save_load);
     ADD_DEVICE_TEST(tc, test_fault_async_copies);
     ADD_DEVICE_TEST(tc, test_fault_grad_state);
+    tcase_add_test(tc, test_fault_module_format);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -506,7 +506,8 @@ START_TEST(test_io_hostile_paths)
 }
 END_TEST
 
-static const clt_module_type holder_type = {"Holder", sizeof(clt_module), NULL, NULL, NULL};
+static const clt_module_type holder_type = {"Holder", sizeof(clt_module), NULL, NULL, NULL,
+                                            NULL};
 
 /* A load checks every value before it writes the first: a broadcast view among the module's
  * buffers (registration accepts one) fails the load with nothing overwritten. */

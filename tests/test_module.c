@@ -20,7 +20,8 @@ static clt_tensor *model_forward(clt_module *self, clt_tensor *x)
     return clt_module_forward(((model *)self)->seq, x);
 }
 
-static const clt_module_type model_type = {"Model", sizeof(model), model_forward, NULL, NULL};
+static const clt_module_type model_type = {"Model", sizeof(model), model_forward,
+                                           NULL,    NULL,          NULL};
 
 static model *model_new(void)
 {
@@ -627,6 +628,88 @@ START_TEST(test_module_errors_name_the_layer)
 }
 END_TEST
 
+/* A custom type with settings over two lines and children, rendered as nn.Module.__repr__ does. */
+static int two_lines_repr(const clt_module *self, char *buf, size_t size)
+{
+    (void)self;
+    return snprintf(buf, size, "first=1,\nsecond=2");
+}
+static const clt_module_type two_lines_type = {.name = "TwoLines", .size = sizeof(clt_module),
+                                               .extra_repr = two_lines_repr};
+
+/* print(model) as PyTorch 1.13 prints the same layers (BatchNorm named as this library's type):
+ * settings inline, children indented two spaces a level, multi-line settings indented too. */
+START_TEST(test_module_format)
+{
+    clt_conv2d_options co = clt_conv2d_options_default();
+    co.stride[0] = co.stride[1] = 2, co.padding[0] = co.padding[1] = 3;
+    clt_conv2d_options grouped = clt_conv2d_options_default();
+    grouped.padding[0] = grouped.padding[1] = 2, grouped.dilation[0] = grouped.dilation[1] = 2;
+    grouped.groups = 2;
+    clt_pool2d_options po = clt_pool2d_options_default(3, 3);
+    po.stride[0] = po.stride[1] = 2, po.padding[0] = po.padding[1] = 1;
+    clt_pool2d_options avg = clt_pool2d_options_default(2, 3);
+    clt_module *m = CLT_SEQUENTIAL(
+        clt_nn_conv2d(3, 64, 7, 7, &co, false), clt_nn_batch_norm(64, 1e-5, 0.1), clt_nn_relu(),
+        clt_nn_max_pool2d(&po),
+        CLT_SEQUENTIAL(clt_nn_linear(4, 2, true), clt_nn_gelu_tanh(), clt_nn_linear(2, 1, false)),
+        clt_nn_adaptive_avg_pool2d(1, 1), clt_nn_flatten(), clt_nn_dropout(0.5),
+        clt_nn_layer_norm(1, (int64_t[]){768}, 1e-5), clt_nn_embedding(10, 3), clt_nn_softmax(1),
+        clt_nn_conv2d(4, 8, 3, 3, &grouped, true), clt_nn_avg_pool2d(&avg), clt_nn_gelu(),
+        clt_nn_layer_norm(2, (int64_t[]){2, 3}, 1e-6), clt_nn_batch_norm(5, 0.001, 0.01));
+    ck_assert_msg(m != NULL, "%s", clt_last_error());
+    char *text = clt_module_format(m);
+    ck_assert_str_eq(
+        text,
+        "Sequential(\n"
+        "  (0): Conv2d(3, 64, kernel_size=(7, 7), stride=(2, 2), padding=(3, 3), bias=False)\n"
+        "  (1): BatchNorm(64, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)\n"
+        "  (2): ReLU()\n"
+        "  (3): MaxPool2d(kernel_size=3, stride=2, padding=1, dilation=1, ceil_mode=False)\n"
+        "  (4): Sequential(\n"
+        "    (0): Linear(in_features=4, out_features=2, bias=True)\n"
+        "    (1): GELU(approximate='tanh')\n"
+        "    (2): Linear(in_features=2, out_features=1, bias=False)\n"
+        "  )\n"
+        "  (5): AdaptiveAvgPool2d(output_size=(1, 1))\n"
+        "  (6): Flatten(start_dim=1, end_dim=-1)\n"
+        "  (7): Dropout(p=0.5, inplace=False)\n"
+        "  (8): LayerNorm((768,), eps=1e-05, elementwise_affine=True)\n"
+        "  (9): Embedding(10, 3)\n"
+        "  (10): Softmax(dim=1)\n"
+        "  (11): Conv2d(4, 8, kernel_size=(3, 3), stride=(1, 1), padding=(2, 2), dilation=(2, 2), "
+        "groups=2)\n"
+        "  (12): AvgPool2d(kernel_size=(2, 3), stride=(2, 3), padding=0)\n"
+        "  (13): GELU(approximate='none')\n"
+        "  (14): LayerNorm((2, 3), eps=1e-06, elementwise_affine=True)\n"
+        "  (15): BatchNorm(5, eps=0.001, momentum=0.01, affine=True, track_running_stats=True)\n"
+        ")");
+    clt_free(text);
+    /* settings over several lines, then children; a leaf's own lines indented under it */
+    clt_module *outer = clt_module_new(&two_lines_type);
+    ck_assert_int_eq(clt_module_register_module_take(outer, "inner", clt_module_new(&two_lines_type)), CLT_OK);
+    ck_assert_int_eq(clt_module_register_module_take(outer, "seq", CLT_SEQUENTIAL(clt_nn_tanh())), CLT_OK);
+    text = clt_module_format(outer);
+    ck_assert_str_eq(text, "TwoLines(\n"
+                           "  first=1,\n"
+                           "  second=2\n"
+                           "  (inner): TwoLines(\n"
+                           "    first=1,\n"
+                           "    second=2\n"
+                           "  )\n"
+                           "  (seq): Sequential(\n"
+                           "    (0): Tanh()\n"
+                           "  )\n"
+                           ")");
+    clt_free(text);
+    ck_assert_ptr_null(clt_module_format(NULL));
+    ck_assert_error_has("clt_module_format: module is NULL");
+    ck_assert_int_eq(clt_module_print(NULL), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_module_print: module is NULL");
+    clt_module_release(outer), clt_module_release(m);
+}
+END_TEST
+
 /* Every options struct's _default() holds PyTorch's defaults. */
 START_TEST(test_module_options_defaults)
 {
@@ -663,6 +746,7 @@ Suite *suite_module(void)
     ADD_DEVICE_TEST(tc, test_module_take_forms);
     ADD_DEVICE_TEST(tc, test_module_errors_name_the_layer);
     tcase_add_test(tc, test_module_options_defaults);
+    tcase_add_test(tc, test_module_format);
     suite_add_tcase(s, tc);
     return s;
 }

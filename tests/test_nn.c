@@ -376,6 +376,45 @@ START_TEST(test_adaptive_avg_pool)
 }
 END_TEST
 
+/* Pooling with ceil_mode against PyTorch's rule (pooling_output_shape and the average's divisor
+ * hend = min(hstart + k, H + pad)): a 5x5 input, 2x2 windows at stride 2 give 3x3 (2x2 without),
+ * the last windows half outside; a 6x6 input, 3x3 windows at stride 2 padded by 1 give 4x4, the
+ * last window starting in the input, its divisor the taps inside the padded input; the module
+ * prints ceil_mode. */
+START_TEST(test_pool_ceil_mode)
+{
+    clt_device *dev = test_device(_i);
+    double v[36];
+    for (int i = 0; i < 36; i++)
+        v[i] = i;
+    clt_tensor *x5 = make(dev, CLT_F32, v, CLT_SHAPE(1, 1, 5, 5));
+    clt_pool2d_options o = clt_pool2d_options_default(2, 2);
+    check(clt_max_pool2d(x5, &o, NULL), (double[]){6, 8, 16, 18}, 4, 0, "floor mode");
+    o.ceil_mode = true;
+    check(clt_max_pool2d(x5, &o, NULL), (double[]){6, 8, 9, 16, 18, 19, 21, 23, 24}, 9, 0, "ceil max");
+    check(clt_avg_pool2d(x5, &o), (double[]){3, 5, 6.5, 13, 15, 16.5, 20.5, 22.5, 24}, 9, 1e-6, "ceil avg");
+    clt_tensor *x6 = make(dev, CLT_F32, v, CLT_SHAPE(1, 1, 6, 6)), *idx = NULL;
+    o = clt_pool2d_options_default(3, 3);
+    o.stride[0] = o.stride[1] = 2, o.padding[0] = o.padding[1] = 1, o.ceil_mode = true;
+    static const double mx[] = {7, 9, 11, 11, 19, 21, 23, 23, 31, 33, 35, 35, 31, 33, 35, 35};
+    static const double av[] = {14.0 / 9, 30.0 / 9, 42.0 / 9, 16.0 / 6, 75.0 / 9, 14, 16, 51.0 / 6,
+                                147.0 / 9, 26, 28, 87.0 / 6, 61.0 / 6, 16, 17, 8.75};
+    static const double ex[] = {3.5, 5, 7, 8, 12.5, 14, 16, 17, 24.5, 26, 28, 29, 30.5, 32, 34, 35};
+    check(clt_max_pool2d(x6, &o, &idx), mx, 16, 0, "padded ceil max");
+    check(idx, (double[]){7, 9, 11, 11, 19, 21, 23, 23, 31, 33, 35, 35, 31, 33, 35, 35}, 16, 0,
+          "padded ceil max indices");
+    check(clt_avg_pool2d(x6, &o), av, 16, 1e-5, "padded ceil avg counting padding");
+    o.exclude_padding = true;
+    check(clt_avg_pool2d(x6, &o), ex, 16, 1e-5, "padded ceil avg without padding");
+    o.exclude_padding = false, o.dilation[0] = o.dilation[1] = 1;
+    clt_module *m = clt_nn_max_pool2d(&o);
+    char *text = clt_module_format(m);
+    ck_assert_str_eq(text, "MaxPool2d(kernel_size=3, stride=2, padding=1, dilation=1, ceil_mode=True)");
+    clt_free(text), clt_module_release(m);
+    clt_tensor_release(x5), clt_tensor_release(x6);
+}
+END_TEST
+
 /* Edge cases: masked (-inf) log-probabilities under ignored targets, integer mse, empty inputs,
  * windows wholly in the padding, mismatched bias. */
 START_TEST(test_nn_edges)
@@ -779,6 +818,10 @@ START_TEST(test_pool2d_backward)
         {true, {.kernel = {2, 2}, .padding = {1, 0}}},
         {false, {.kernel = {3, 3}, .stride = {2, 1}, .padding = {1, 1}}}, /* counting the padding */
         {false, {.kernel = {3, 2}, .stride = {1, 2}, .padding = {1, 1}, .exclude_padding = true}},
+        /* ceil mode: last windows that run past the padding */
+        {true, {.kernel = {2, 4}, .stride = {2, 3}, .padding = {1, 1}, .ceil_mode = true}},
+        {false, {.kernel = {3, 2}, .stride = {2, 4}, .padding = {1, 1}, .ceil_mode = true}},
+        {false, {.kernel = {2, 3}, .stride = {3, 2}, .padding = {0, 1}, .exclude_padding = true, .ceil_mode = true}},
     };
     clt_device *dev = test_device(_i);
     const int n = 2, ch = 3, h = 5, w = 6;
@@ -803,7 +846,7 @@ START_TEST(test_pool2d_backward)
             for (int p = 0; p < n * ch; p++)
                 for (int oy = 0; oy < oh; oy++)
                     for (int ox = 0; ox < ow; ox++) {
-                        int o_at = (p * oh + oy) * ow + ox, inside = 0;
+                        int o_at = (p * oh + oy) * ow + ox, inside = 0, padded = 0;
                         if (at) {
                             if (at[o_at] >= 0)
                                 want[p * h * w + at[o_at]] += gv[o_at];
@@ -813,12 +856,15 @@ START_TEST(test_pool2d_backward)
                             for (int ky = 0; ky < g.kh; ky++)
                                 for (int kx = 0; kx < g.kw; kx++) {
                                     int iy = oy * g.sh - g.ph + ky * g.dh, ix = ox * g.sw - g.pw + kx * g.dw;
+                                    /* PyTorch's divisor counting padding: the window clipped to the padded input */
+                                    if (pass == 0)
+                                        padded += iy < h + g.ph && ix < w + g.pw;
                                     if (iy < 0 || iy >= h || ix < 0 || ix >= w)
                                         continue;
                                     if (pass == 0)
                                         inside++;
                                     else
-                                        want[(p * h + iy) * w + ix] += gv[o_at] / (o->exclude_padding ? inside : g.kh * g.kw);
+                                        want[(p * h + iy) * w + ix] += gv[o_at] / (o->exclude_padding ? inside : padded);
                                 }
                     }
             char what[64];
@@ -947,6 +993,7 @@ Suite *suite_nn(void)
     ADD_DEVICE_TEST(tc, test_nn_window_limits);
     ADD_DEVICE_TEST(tc, test_conv2d);
     ADD_DEVICE_TEST(tc, test_pooling);
+    ADD_DEVICE_TEST(tc, test_pool_ceil_mode);
     ADD_DEVICE_TEST(tc, test_col2im);
     ADD_DEVICE_TEST(tc, test_pool2d_backward);
     ADD_DEVICE_TEST(tc, test_index_add);

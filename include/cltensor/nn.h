@@ -29,6 +29,10 @@ typedef struct clt_module_type {
      * clone's own before this runs). CLT_OK, or an error: the clone's own fields are then
      * zeroed and the clone destroyed. */
     clt_status (*clone)(const clt_module *src, clt_module *dst);
+    /* Optional: the type's settings as PyTorch's extra_repr() gives them, the text inside the
+     * parentheses of print(model) ("in_features=4, out_features=2, bias=True"), written into
+     * buf of `size` bytes as snprintf does; returns the length the whole text needs. */
+    int (*extra_repr)(const clt_module *self, char *buf, size_t size);
 } clt_module_type;
 
 /* The base every module embeds first. Its fields belong to the library. */
@@ -36,6 +40,18 @@ struct clt_module {
     const clt_module_type *type;
     struct clt__module_state *state;
 };
+
+/* print(model): the module tree as PyTorch renders it, the type's name and extra_repr, then
+ * each child as "(name): ..." indented two spaces a level:
+ *   Sequential(
+ *     (0): Linear(in_features=784, out_features=128, bias=True)
+ *     (1): ReLU()
+ *   )
+ * clt_module_format returns a string the caller frees with clt_free, or NULL with the last
+ * error set (CLT_ERR_INVALID_ARGUMENT for NULL, CLT_ERR_OUT_OF_MEMORY); clt_module_print
+ * writes it and a newline to stdout, or nothing and returns the error. */
+CLT_API char *clt_module_format(const clt_module *m);
+CLT_API clt_status clt_module_print(const clt_module *m);
 
 /* A new module of `type` (which must outlive it): type->size zeroed bytes with the base set
  * up, in training mode, on cpu, with one reference. NULL with the last error set:

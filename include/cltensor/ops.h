@@ -260,13 +260,17 @@ CLT_API clt_tensor *clt_conv2d(clt_tensor *x, clt_tensor *weight, clt_tensor *bi
 
 /* 2-D pooling options: kernel is required; stride 0 means the kernel size, dilation 0 means 1
  * (max pooling only); padding at most half the kernel. Average pooling divides by the whole
- * window unless exclude_padding (PyTorch's count_include_pad=False). No ceil mode. */
+ * window unless exclude_padding (PyTorch's count_include_pad=False). ceil_mode rounds the output
+ * size up as PyTorch's does: one more window where input is left over, if that window starts
+ * inside the input or its left padding; its average divides by its taps inside the padded input
+ * (or, with exclude_padding, inside the input). */
 typedef struct clt_pool2d_options {
     int kernel[2], stride[2], padding[2], dilation[2];
     bool exclude_padding;
+    bool ceil_mode;
 } clt_pool2d_options;
 /* PyTorch's pooling defaults for a kernel_h x kernel_w window: stride the kernel's size, padding
- * 0, dilation 1, padding counted in averages. */
+ * 0, dilation 1, padding counted in averages, no ceil mode. */
 CLT_API clt_pool2d_options clt_pool2d_options_default(int kernel_h, int kernel_w);
 
 /* Max pooling (NaN wins; a window wholly in the padding gives -inf, index -1) and average

@@ -179,7 +179,8 @@ typedef struct clt__attention_call {
  * flat indices within each H x W plane to `arg`, i64) or averages. Window (y, x) of output
  * (oy, ox) reads row oy * sh - ph + y * dh, column ox * sw - pw + x * dw; outside the image it
  * reads 0 (im2col) or nothing (pooling; averages divide by kh * kw with count_pad, else by the
- * elements inside). col2im and pool2d_backward take the same geometry the other way round:
+ * elements inside; a window that ceil mode lets run past the padding counts only its taps inside
+ * the padded image). col2im and pool2d_backward take the same geometry the other way round:
  * `in` has the shape of the forward output, `out` that of the image. */
 typedef struct clt__conv_call {
     clt_dtype dtype;

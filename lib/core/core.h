@@ -38,6 +38,22 @@ typedef struct clt__error_state {
 void clt__error_save(clt__error_state *saved);
 void clt__error_restore(const clt__error_state *saved);
 
+/* A growing string: start from {.fn = fn}, add to it, then finish it. clt__sb_add appends a
+ * formatted piece; once an allocation has failed (the last error set under fn) it adds nothing
+ * more. clt__sb_finish gives the string, for clt__free (an empty one if nothing was added), or
+ * NULL, with what it held freed, if any addition failed. */
+typedef struct clt__strbuf {
+    const char *fn;
+    char *data;
+    size_t len, cap;
+    bool failed;
+} clt__strbuf;
+void clt__sb_add(clt__strbuf *b, const char *fmt, ...) CLT__PRINTF(2, 3);
+char *clt__sb_finish(clt__strbuf *b);
+/* v as Python's repr() writes a float (the shortest text that reads back as v: "0.1",
+ * "1e-05", "1.0", "inf", "nan"), for renderings that are to match PyTorch's. */
+void clt__format_py_float(char *buf, size_t size, double v);
+
 void clt__log(clt_log_level level, const char *fmt, ...) CLT__PRINTF(2, 3);
 /* Whether a message of this level would reach a log callback (to skip preparing it). */
 bool clt__log_wants(clt_log_level level);

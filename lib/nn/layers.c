@@ -21,7 +21,16 @@ static clt_tensor *linear_forward(clt_module *self, clt_tensor *x)
     return clt_linear(x, l->weight, l->bias);
 }
 
-static const clt_module_type linear_type = {"Linear", sizeof(linear), linear_forward, NULL, NULL};
+static int linear_repr(const clt_module *self, char *buf, size_t size)
+{
+    const linear *l = (const linear *)self;
+    return snprintf(buf, size, "in_features=%lld, out_features=%lld, bias=%s",
+                    (long long)clt_tensor_size(l->weight, 1),
+                    (long long)clt_tensor_size(l->weight, 0), l->bias ? "True" : "False");
+}
+
+static const clt_module_type linear_type = {"Linear", sizeof(linear), linear_forward,
+                                            NULL,     NULL,           linear_repr};
 
 /* Uniform on [-bound, bound) on cpu, from the default generator. */
 static clt_tensor *uniform(const char *fn, int ndim, const int64_t *shape, double bound)
@@ -107,15 +116,52 @@ static clt_tensor *flatten_forward(clt_module *self, clt_tensor *x)
     return clt_reshape(x, CLT_SHAPE(clt_tensor_size(x, 0), -1));
 }
 
-static const clt_module_type relu_type = {"ReLU", sizeof(clt_module), relu_forward, NULL, NULL};
-static const clt_module_type sigmoid_type = {"Sigmoid", sizeof(clt_module), sigmoid_forward, NULL, NULL};
-static const clt_module_type tanh_type = {"Tanh", sizeof(clt_module), tanh_forward, NULL, NULL};
-static const clt_module_type gelu_type = {"GELU", sizeof(clt_module), gelu_forward, NULL, NULL};
-static const clt_module_type gelu_tanh_type = {"GELU", sizeof(clt_module), gelu_tanh_forward,
-                                               NULL, NULL};
-static const clt_module_type flatten_type = {"Flatten", sizeof(clt_module), flatten_forward, NULL, NULL};
-static const clt_module_type softmax_type = {"Softmax", sizeof(with_arg), softmax_forward, NULL, NULL};
-static const clt_module_type dropout_type = {"Dropout", sizeof(with_arg), dropout_forward, NULL, NULL};
+static int gelu_repr(const clt_module *self, char *buf, size_t size)
+{
+    (void)self;
+    return snprintf(buf, size, "approximate='none'");
+}
+
+static int gelu_tanh_repr(const clt_module *self, char *buf, size_t size)
+{
+    (void)self;
+    return snprintf(buf, size, "approximate='tanh'");
+}
+
+static int flatten_repr(const clt_module *self, char *buf, size_t size)
+{
+    (void)self;
+    return snprintf(buf, size, "start_dim=1, end_dim=-1");
+}
+
+static int softmax_repr(const clt_module *self, char *buf, size_t size)
+{
+    return snprintf(buf, size, "dim=%d", ((const with_arg *)self)->dim);
+}
+
+static int dropout_repr(const clt_module *self, char *buf, size_t size)
+{
+    char p[32];
+    clt__format_py_float(p, sizeof p, ((const with_arg *)self)->p);
+    return snprintf(buf, size, "p=%s, inplace=False", p);
+}
+
+static const clt_module_type relu_type = {"ReLU", sizeof(clt_module), relu_forward, NULL, NULL,
+                                          NULL};
+static const clt_module_type sigmoid_type =
+    {"Sigmoid", sizeof(clt_module), sigmoid_forward, NULL, NULL, NULL};
+static const clt_module_type tanh_type = {"Tanh", sizeof(clt_module), tanh_forward, NULL, NULL,
+                                          NULL};
+static const clt_module_type gelu_type = {"GELU", sizeof(clt_module), gelu_forward, NULL,
+                                          NULL,   gelu_repr};
+static const clt_module_type gelu_tanh_type =
+    {"GELU", sizeof(clt_module), gelu_tanh_forward, NULL, NULL, gelu_tanh_repr};
+static const clt_module_type flatten_type =
+    {"Flatten", sizeof(clt_module), flatten_forward, NULL, NULL, flatten_repr};
+static const clt_module_type softmax_type = {"Softmax", sizeof(with_arg), softmax_forward, NULL,
+                                             NULL,      softmax_repr};
+static const clt_module_type dropout_type = {"Dropout", sizeof(with_arg), dropout_forward, NULL,
+                                             NULL,      dropout_repr};
 
 clt_module *clt_nn_relu(void) { return clt_module_new(&relu_type); }
 clt_module *clt_nn_sigmoid(void) { return clt_module_new(&sigmoid_type); }
@@ -165,7 +211,8 @@ static clt_tensor *sequential_forward(clt_module *self, clt_tensor *x)
     return y;
 }
 
-static const clt_module_type sequential_type = {"Sequential", sizeof(sequential), sequential_forward, NULL, NULL};
+static const clt_module_type sequential_type =
+    {"Sequential", sizeof(sequential), sequential_forward, NULL, NULL, NULL};
 
 clt_module *clt_nn_sequential(clt_module *const *modules, int n)
 {
@@ -248,7 +295,35 @@ static clt_tensor *conv2d_forward(clt_module *self, clt_tensor *x)
     return clt_conv2d(x, c->weight, c->bias, &c->options);
 }
 
-static const clt_module_type conv2d_type = {"Conv2d", sizeof(conv2d), conv2d_forward, NULL, NULL};
+/* Appends to a fixed buffer (the settings of one layer are far shorter than it). */
+#define REPR_ADD(text, used, ...)                                                              \
+    ((used) += snprintf((text) + (used), sizeof(text) - (size_t)(used), __VA_ARGS__))
+
+/* PyTorch's Conv2d.extra_repr: channels, kernel and stride, then what differs from the default. */
+static int conv2d_repr(const clt_module *self, char *buf, size_t size)
+{
+    const conv2d *c = (const conv2d *)self;
+    const clt_conv2d_options *o = &c->options;
+    int groups = o->groups ? o->groups : 1, n = 0;
+    char text[512];
+    REPR_ADD(text, n, "%lld, %lld, kernel_size=(%lld, %lld), stride=(%d, %d)",
+             (long long)clt_tensor_size(c->weight, 1) * groups,
+             (long long)clt_tensor_size(c->weight, 0), (long long)clt_tensor_size(c->weight, 2),
+             (long long)clt_tensor_size(c->weight, 3), o->stride[0] ? o->stride[0] : 1,
+             o->stride[1] ? o->stride[1] : 1);
+    if (o->padding[0] || o->padding[1])
+        REPR_ADD(text, n, ", padding=(%d, %d)", o->padding[0], o->padding[1]);
+    if ((o->dilation[0] ? o->dilation[0] : 1) != 1 || (o->dilation[1] ? o->dilation[1] : 1) != 1)
+        REPR_ADD(text, n, ", dilation=(%d, %d)", o->dilation[0], o->dilation[1]);
+    if (groups != 1)
+        REPR_ADD(text, n, ", groups=%d", groups);
+    if (!c->bias)
+        REPR_ADD(text, n, ", bias=False");
+    return snprintf(buf, size, "%s", text);
+}
+
+static const clt_module_type conv2d_type = {"Conv2d", sizeof(conv2d), conv2d_forward,
+                                            NULL,     NULL,           conv2d_repr};
 
 clt_module *clt_nn_conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_h, int64_t kernel_w,
                           const clt_conv2d_options *options, bool bias)
@@ -317,8 +392,44 @@ static clt_tensor *avg_pool2d_forward(clt_module *self, clt_tensor *x)
     return clt_avg_pool2d(x, &((pool2d *)self)->options);
 }
 
-static const clt_module_type max_pool2d_type = {"MaxPool2d", sizeof(pool2d), max_pool2d_forward, NULL, NULL};
-static const clt_module_type avg_pool2d_type = {"AvgPool2d", sizeof(pool2d), avg_pool2d_forward, NULL, NULL};
+/* One pooling setting as PyTorch shows it: "3" when both sides agree, else "(3, 2)". */
+static int pool_pair(char *buf, size_t size, const char *name, const int v[2])
+{
+    return v[0] == v[1] ? snprintf(buf, size, "%s=%d", name, v[0])
+                        : snprintf(buf, size, "%s=(%d, %d)", name, v[0], v[1]);
+}
+
+static int pool2d_repr(const clt_module *self, char *buf, size_t size, bool is_max)
+{
+    const clt_pool2d_options *o = &((const pool2d *)self)->options;
+    int stride[2] = {o->stride[0] ? o->stride[0] : o->kernel[0],
+                     o->stride[1] ? o->stride[1] : o->kernel[1]};
+    int dilation[2] = {o->dilation[0] ? o->dilation[0] : 1, o->dilation[1] ? o->dilation[1] : 1};
+    char k[48], s[48], p[48], d[48];
+    pool_pair(k, sizeof k, "kernel_size", o->kernel);
+    pool_pair(s, sizeof s, "stride", stride);
+    pool_pair(p, sizeof p, "padding", o->padding);
+    pool_pair(d, sizeof d, "dilation", dilation);
+    if (is_max)
+        return snprintf(buf, size, "%s, %s, %s, %s, ceil_mode=%s", k, s, p, d,
+                        o->ceil_mode ? "True" : "False");
+    return snprintf(buf, size, "%s, %s, %s", k, s, p);
+}
+
+static int max_pool2d_repr(const clt_module *self, char *buf, size_t size)
+{
+    return pool2d_repr(self, buf, size, true);
+}
+
+static int avg_pool2d_repr(const clt_module *self, char *buf, size_t size)
+{
+    return pool2d_repr(self, buf, size, false);
+}
+
+static const clt_module_type max_pool2d_type = {"MaxPool2d", sizeof(pool2d), max_pool2d_forward,
+                                                NULL,        NULL,           max_pool2d_repr};
+static const clt_module_type avg_pool2d_type = {"AvgPool2d", sizeof(pool2d), avg_pool2d_forward,
+                                                NULL,        NULL,           avg_pool2d_repr};
 
 static clt_module *pool2d_new(const char *fn, const clt_module_type *type, const clt_pool2d_options *options)
 {
@@ -364,8 +475,18 @@ static clt_tensor *adaptive_avg_pool2d_forward(clt_module *self, clt_tensor *x)
     return clt_adaptive_avg_pool2d(x, p->out_h, p->out_w);
 }
 
-static const clt_module_type adaptive_avg_pool2d_type = {
-    "AdaptiveAvgPool2d", sizeof(adaptive_pool), adaptive_avg_pool2d_forward, NULL, NULL};
+static int adaptive_repr(const clt_module *self, char *buf, size_t size)
+{
+    const adaptive_pool *p = (const adaptive_pool *)self;
+    return snprintf(buf, size, "output_size=(%d, %d)", p->out_h, p->out_w);
+}
+
+static const clt_module_type adaptive_avg_pool2d_type = {"AdaptiveAvgPool2d",
+                                                         sizeof(adaptive_pool),
+                                                         adaptive_avg_pool2d_forward,
+                                                         NULL,
+                                                         NULL,
+                                                         adaptive_repr};
 
 clt_module *clt_nn_adaptive_avg_pool2d(int out_h, int out_w)
 {
@@ -412,7 +533,19 @@ static clt_tensor *batch_norm_forward(clt_module *self, clt_tensor *x)
     return y;
 }
 
-static const clt_module_type batch_norm_type = {"BatchNorm", sizeof(batch_norm), batch_norm_forward, NULL, NULL};
+static int batch_norm_repr(const clt_module *self, char *buf, size_t size)
+{
+    const batch_norm *b = (const batch_norm *)self;
+    char eps[32], momentum[32];
+    clt__format_py_float(eps, sizeof eps, b->eps);
+    clt__format_py_float(momentum, sizeof momentum, b->momentum);
+    return snprintf(buf, size,
+                    "%lld, eps=%s, momentum=%s, affine=True, track_running_stats=True",
+                    (long long)clt_tensor_size(b->weight, 0), eps, momentum);
+}
+
+static const clt_module_type batch_norm_type =
+    {"BatchNorm", sizeof(batch_norm), batch_norm_forward, NULL, NULL, batch_norm_repr};
 
 clt_module *clt_nn_batch_norm(int64_t num_features, double eps, double momentum)
 {
@@ -461,7 +594,23 @@ static clt_tensor *layer_norm_forward(clt_module *self, clt_tensor *x)
     return clt_layer_norm(x, l->normalized_ndim, l->weight, l->bias, l->eps);
 }
 
-static const clt_module_type layer_norm_type = {"LayerNorm", sizeof(layer_norm), layer_norm_forward, NULL, NULL};
+/* "(768,), eps=1e-05, elementwise_affine=True": the shape as a Python tuple. */
+static int layer_norm_repr(const clt_module *self, char *buf, size_t size)
+{
+    const layer_norm *l = (const layer_norm *)self;
+    char text[512], eps[32];
+    int n = 0;
+    clt__format_py_float(eps, sizeof eps, l->eps);
+    REPR_ADD(text, n, "(");
+    for (int i = 0; i < l->normalized_ndim; i++)
+        REPR_ADD(text, n, i ? ", %lld" : "%lld", (long long)clt_tensor_size(l->weight, i));
+    REPR_ADD(text, n, "%s), eps=%s, elementwise_affine=True",
+             l->normalized_ndim == 1 ? "," : "", eps);
+    return snprintf(buf, size, "%s", text);
+}
+
+static const clt_module_type layer_norm_type =
+    {"LayerNorm", sizeof(layer_norm), layer_norm_forward, NULL, NULL, layer_norm_repr};
 
 clt_module *clt_nn_layer_norm(int normalized_ndim, const int64_t *normalized_shape, double eps)
 {
@@ -511,7 +660,15 @@ static clt_tensor *embedding_forward(clt_module *self, clt_tensor *x)
     return clt_embedding(x, ((embedding *)self)->weight);
 }
 
-static const clt_module_type embedding_type = {"Embedding", sizeof(embedding), embedding_forward, NULL, NULL};
+static int embedding_repr(const clt_module *self, char *buf, size_t size)
+{
+    const clt_tensor *w = ((const embedding *)self)->weight;
+    return snprintf(buf, size, "%lld, %lld", (long long)clt_tensor_size(w, 0),
+                    (long long)clt_tensor_size(w, 1));
+}
+
+static const clt_module_type embedding_type =
+    {"Embedding", sizeof(embedding), embedding_forward, NULL, NULL, embedding_repr};
 
 clt_module *clt_nn_embedding(int64_t num_embeddings, int64_t embedding_dim)
 {

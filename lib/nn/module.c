@@ -652,3 +652,75 @@ clt_tensor *clt_module_forward(clt_module *m, clt_tensor *x)
         forward_failed(fn, m);
     return y;
 }
+
+/* ---- print(model) ------------------------------------------------------------------------------ */
+
+/* Appends `text` with every line after the first indented by `indent` spaces. */
+static void add_indented(clt__strbuf *b, const char *text, int indent)
+{
+    for (const char *nl; (nl = strchr(text, '\n')); text = nl + 1)
+        clt__sb_add(b, "%.*s\n%*s", (int)(nl - text), text, indent, "");
+    clt__sb_add(b, "%s", text);
+}
+
+/* m rendered at `indent` spaces (the indent of the line m starts on), as nn.Module.__repr__. */
+static void format_module(clt__strbuf *b, const clt_module *m, int indent)
+{
+    char small[256], *extra = small;
+    int n = m->type->extra_repr ? m->type->extra_repr(m, small, sizeof small) : 0;
+    bool children = false;
+    if (n < 0)
+        n = 0, small[0] = '\0';
+    if ((size_t)n >= sizeof small) {
+        extra = clt__alloc(b->fn, (size_t)n + 1);
+        if (!extra) {
+            b->failed = true;
+            return;
+        }
+        m->type->extra_repr(m, extra, (size_t)n + 1);
+    }
+    if (!n)
+        extra[0] = '\0';
+    for (int i = 0; i < m->state->count; i++)
+        children |= m->state->entries[i].kind == CHILD;
+    clt__sb_add(b, "%s(", m->type->name);
+    if (!children && !strchr(extra, '\n')) {
+        clt__sb_add(b, "%s)", extra);
+    } else {
+        if (n) {
+            clt__sb_add(b, "\n%*s", indent + 2, "");
+            add_indented(b, extra, indent + 2);
+        }
+        for (int i = 0; i < m->state->count; i++) {
+            const entry *e = &m->state->entries[i];
+            if (e->kind != CHILD)
+                continue;
+            clt__sb_add(b, "\n%*s(%s): ", indent + 2, "", e->name);
+            format_module(b, e->child, indent + 2);
+        }
+        clt__sb_add(b, "\n%*s)", indent, "");
+    }
+    if (extra != small)
+        clt__free(extra);
+}
+
+char *clt_module_format(const clt_module *m)
+{
+    clt__strbuf b = {.fn = "clt_module_format"};
+    if (!m) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, b.fn, "module is NULL");
+        return NULL;
+    }
+    format_module(&b, m, 0);
+    return clt__sb_finish(&b);
+}
+
+clt_status clt_module_print(const clt_module *m)
+{
+    char *s = clt_module_format(m);
+    if (!s)
+        return clt__rename_error("clt_module_print");
+    printf("%s\n", s);
+    clt__free(s);
+    return CLT_OK;
+}

@@ -529,20 +529,26 @@ static int or_default(int v, int def)
 
 /* The output size of a window sweep, or -1 when the window does not fit (or the padded input
  * would have more than INT64_MAX elements a row). */
-static int64_t out_size(int64_t in, int k, int s, int p, int d)
+static int64_t out_size(int64_t in, int k, int s, int p, int d, bool ceil_mode)
 {
-    int64_t span = (int64_t)d * (k - 1) + 1, padded; /* below 2^62 */
+    int64_t span = (int64_t)d * (k - 1) + 1, padded, o; /* below 2^62 */
     if (!clt__add_i64(in, 2 * (int64_t)p, &padded) || padded < span)
         return -1;
-    return (padded - span) / s + 1;
+    o = (padded - span) / s + 1;
+    /* ceil mode: one more window where the floor leaves input over, if it starts inside the
+     * input or the left padding (PyTorch's pooling_output_shape) */
+    if (ceil_mode && (padded - span) % s && (o * s < in + p))
+        o++;
+    return o;
 }
 
 /* Fills c->OH and c->OW from the rest of the geometry, or fails with CLT_ERR_SHAPE when the
  * kernel (or window: `what`) does not fit the input. */
-static clt_status output_size(const char *fn, clt__conv_call *c, const char *what)
+static clt_status output_size(const char *fn, clt__conv_call *c, const char *what,
+                              bool ceil_mode)
 {
-    int64_t oh = out_size((int64_t)c->H, c->kh, c->sh, c->ph, c->dh);
-    int64_t ow = out_size((int64_t)c->W, c->kw, c->sw, c->pw, c->dw);
+    int64_t oh = out_size((int64_t)c->H, c->kh, c->sh, c->ph, c->dh, ceil_mode);
+    int64_t ow = out_size((int64_t)c->W, c->kw, c->sw, c->pw, c->dw, ceil_mode);
     if (oh < 1 || ow < 1)
         return clt__error(CLT_ERR_SHAPE, fn, "the %dx%d %s does not fit the %zux%zu input", c->kh,
                           c->kw, what, c->H, c->W);
@@ -570,7 +576,7 @@ clt_status clt__pool2d_geometry(const char *fn, const clt_tensor *x, const clt_p
                           .pw = o->padding[1], .dh = or_default(o->dilation[0], 1),
                           .dw = or_default(o->dilation[1], 1), .is_max = is_max,
                           .count_pad = !o->exclude_padding};
-    return output_size(fn, c, "window");
+    return output_size(fn, c, "window", o->ceil_mode);
 }
 
 static clt_tensor *pool(const char *fn, clt_tensor *x, const clt_pool2d_options *o, bool is_max,
@@ -741,7 +747,7 @@ clt_status clt__conv2d_geometry(const char *fn, const clt_tensor *x, int kh, int
                           .sh = or_default(o->stride[0], 1), .sw = or_default(o->stride[1], 1),
                           .ph = o->padding[0], .pw = o->padding[1],
                           .dh = or_default(o->dilation[0], 1), .dw = or_default(o->dilation[1], 1)};
-    return output_size(fn, c, "kernel");
+    return output_size(fn, c, "kernel", false);
 }
 
 clt_tensor *clt_conv2d(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,

@@ -296,8 +296,9 @@ static clt_status dp_clone(const clt_module *src, clt_module *dst)
     return CLT_OK;
 }
 
-static const clt_module_type dp_type = {"DataParallel", sizeof(data_parallel), dp_forward,
-                                        dp_destroy, dp_clone};
+static const clt_module_type dp_type = {"DataParallel", sizeof(data_parallel),
+                                        dp_forward,     dp_destroy,
+                                        dp_clone,       NULL};
 
 clt_module *clt_nn_data_parallel(clt_module *module, clt_device *const *devices, int n,
                                  clt_device *output_device)

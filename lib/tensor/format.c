@@ -13,41 +13,6 @@
 #define EDGE_ITEMS 3
 #define SUMMARY_THRESHOLD 1000
 
-typedef struct strbuf {
-    char *data;
-    size_t len, cap;
-    bool failed;
-} strbuf;
-
-static void sb_add(strbuf *b, const char *fmt, ...) CLT__PRINTF(2, 3);
-static void sb_add(strbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-    if (b->failed)
-        return;
-    va_start(ap, fmt);
-    n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (b->len + (size_t)n + 1 > b->cap) {
-        size_t cap = (b->len + (size_t)n + 1) * 2;
-        char *grown = clt__alloc("clt_tensor_format", cap);
-        if (!grown) {
-            b->failed = true;
-            return;
-        }
-        if (b->data)
-            memcpy(grown, b->data, b->len + 1);
-        clt__free(b->data);
-        b->data = grown;
-        b->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-}
-
 /* How every element is written: chosen once from all the values shown. */
 typedef struct formatter {
     enum { FMT_FIXED, FMT_INTEGRAL, FMT_SCI, FMT_INT, FMT_BOOL } kind;
@@ -129,8 +94,8 @@ static formatter choose_format(const clt_tensor *t, const double *v, bool summar
 }
 
 /* Writes dimension `dim` of the block starting at element `base`, PyTorch's _tensor_str. */
-static void write_block(strbuf *b, const clt_tensor *t, const double *v, const formatter *f,
-                        int dim, size_t base, int indent, bool summarize)
+static void write_block(clt__strbuf *b, const clt_tensor *t, const double *v,
+                        const formatter *f, int dim, size_t base, int indent, bool summarize)
 {
     int64_t size = t->shape[dim];
     size_t stride = 1;
@@ -139,7 +104,7 @@ static void write_block(strbuf *b, const clt_tensor *t, const double *v, const f
 
     for (int d = dim + 1; d < t->ndim; d++)
         stride *= (size_t)t->shape[d];
-    sb_add(b, "[");
+    clt__sb_add(b, "[");
     if (dim == t->ndim - 1) {
         int per_line = (LINE_WIDTH - indent) / (f->width + 2);
         int on_line = 0;
@@ -152,45 +117,45 @@ static void write_block(strbuf *b, const clt_tensor *t, const double *v, const f
                 format_value(f, v, base + (size_t)i, cell, sizeof cell);
             }
             if (on_line == per_line) {
-                sb_add(b, ",\n%*s", indent + 1, "");
+                clt__sb_add(b, ",\n%*s", indent + 1, "");
                 on_line = 0;
             } else if (on_line > 0) {
-                sb_add(b, ", ");
+                clt__sb_add(b, ", ");
             }
-            sb_add(b, "%s", cell);
+            clt__sb_add(b, "%s", cell);
             on_line++;
         }
     } else {
         for (int64_t i = 0; i < size; i++) {
             if (i > 0) {
-                sb_add(b, ",");
+                clt__sb_add(b, ",");
                 for (int n = 0; n < t->ndim - dim - 1; n++)
-                    sb_add(b, "\n");
-                sb_add(b, "%*s", indent + 1, "");
+                    clt__sb_add(b, "\n");
+                clt__sb_add(b, "%*s", indent + 1, "");
             }
             if (cut && i == EDGE_ITEMS) {
-                sb_add(b, "...");
+                clt__sb_add(b, "...");
                 i = size - EDGE_ITEMS - 1;
                 continue;
             }
             write_block(b, t, v, f, dim + 1, base + (size_t)i * stride, indent + 1, summarize);
         }
     }
-    sb_add(b, "]");
+    clt__sb_add(b, "]");
 }
 
 /* ", device='gpu:0'", ", dtype=f64" and ", grad_fn=<MulBackward>" (or ", requires_grad=True")
  * as PyTorch's _add_suffixes adds them. `last` is its
  * measure of the last line, which starts two above the real length: a suffix goes on a new line
  * when last + 2 + its length would pass 80. */
-static void add_suffix(strbuf *b, const char *suffix, size_t *last)
+static void add_suffix(clt__strbuf *b, const char *suffix, size_t *last)
 {
     size_t n = strlen(suffix);
     if (*last + n + 2 > LINE_WIDTH) {
-        sb_add(b, ",\n       %s", suffix);
+        clt__sb_add(b, ",\n       %s", suffix);
         *last = 7 + n;
     } else {
-        sb_add(b, ", %s", suffix);
+        clt__sb_add(b, ", %s", suffix);
         *last += n + 2;
     }
 }
@@ -198,7 +163,7 @@ static void add_suffix(strbuf *b, const char *suffix, size_t *last)
 char *clt_tensor_format(const clt_tensor *t)
 {
     static const char *const fn = "clt_tensor_format";
-    strbuf b = {0};
+    clt__strbuf b = {.fn = fn};
     double *v = NULL;
     void *raw = NULL;
     bool summarize;
@@ -217,18 +182,18 @@ char *clt_tensor_format(const clt_tensor *t)
         clt__host_backend.cast(fn, NULL, raw, 0, t->dtype, v, 0, floating ? CLT_F64 : CLT_I64,
                                t->numel);
     }
-    sb_add(&b, "tensor(");
+    clt__sb_add(&b, "tensor(");
     if (t->ndim == 0) {
         formatter f = choose_format(t, v, false);
         char cell[64];
         f.width = 0;
         format_value(&f, v, 0, cell, sizeof cell);
-        sb_add(&b, "%s", cell);
+        clt__sb_add(&b, "%s", cell);
     } else if (t->numel == 0) {
-        sb_add(&b, "[]");
+        clt__sb_add(&b, "[]");
         if (t->ndim != 1) {
             clt__format_shape(shape, sizeof shape, t->ndim, t->shape);
-            sb_add(&b, ", size=%s", shape);
+            clt__sb_add(&b, ", size=%s", shape);
         }
     } else {
         formatter f = choose_format(t, v, summarize);
@@ -250,7 +215,7 @@ char *clt_tensor_format(const clt_tensor *t)
     const clt__tensor_ext *ext = atomic_load(&((clt_tensor *)t)->ext);
     if (ext && ext->label && ext->label(ext, label, sizeof label))
         add_suffix(&b, label, &last);
-    sb_add(&b, ")");
+    clt__sb_add(&b, ")");
     if (b.failed)
         goto fail;
     clt__free(raw);

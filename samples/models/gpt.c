@@ -87,7 +87,8 @@ static clt_tensor *conv1d_forward(clt_module *self, clt_tensor *x)
     return y;
 }
 
-static const clt_module_type conv1d_type = {"Conv1D", sizeof(conv1d), conv1d_forward, NULL, NULL};
+static const clt_module_type conv1d_type = {"Conv1D", sizeof(conv1d), conv1d_forward,
+                                            NULL,     NULL,           NULL};
 
 /* weight N(0, 0.02) and bias zeros, as GPT-2's initialisation */
 static clt_tensor *normal(int64_t rows, int64_t cols, double std)
@@ -116,13 +117,17 @@ static clt_module *conv1d_new(int64_t nx, int64_t nf)
 
 /* Containers without a forward of their own: GPT2Attention, GPT2MLP, GPT2Block (run by
  * block_forward), nn.ModuleList, GPT2Model; registered children only. */
-static const clt_module_type attention_type = {"GPT2Attention", sizeof(clt_module), NULL, NULL, NULL};
-static const clt_module_type mlp_type = {"GPT2MLP", sizeof(clt_module), NULL, NULL, NULL};
-static const clt_module_type block_type = {"GPT2Block", sizeof(clt_module), NULL, NULL, NULL};
-static const clt_module_type list_type = {"ModuleList", sizeof(clt_module), NULL, NULL, NULL};
-static const clt_module_type body_type = {"GPT2Model", sizeof(clt_module), NULL, NULL, NULL};
+static const clt_module_type attention_type =
+    {"GPT2Attention", sizeof(clt_module), NULL, NULL, NULL, NULL};
+static const clt_module_type mlp_type = {"GPT2MLP", sizeof(clt_module), NULL, NULL, NULL, NULL};
+static const clt_module_type block_type = {"GPT2Block", sizeof(clt_module), NULL, NULL, NULL,
+                                           NULL};
+static const clt_module_type list_type = {"ModuleList", sizeof(clt_module), NULL, NULL, NULL,
+                                          NULL};
+static const clt_module_type body_type = {"GPT2Model", sizeof(clt_module), NULL, NULL, NULL,
+                                          NULL};
 /* lm_head: a Linear without bias whose weight is wte's */
-static const clt_module_type head_type = {"Linear", sizeof(clt_module), NULL, NULL, NULL};
+static const clt_module_type head_type = {"Linear", sizeof(clt_module), NULL, NULL, NULL, NULL};
 
 typedef struct gpt {
     clt_module base;
@@ -134,7 +139,7 @@ static clt_tensor *gpt_module_forward(clt_module *self, clt_tensor *ids);
 static void gpt_destroy(clt_module *self) { free(((gpt *)self)->blocks); }
 static clt_status gpt_clone(const clt_module *src, clt_module *dst);
 static const clt_module_type gpt_type = {"GPT2LMHeadModel", sizeof(gpt), gpt_module_forward,
-                                         gpt_destroy, gpt_clone};
+                                         gpt_destroy,       gpt_clone,   NULL};
 
 static clt_module *container(const clt_module_type *type, int n, const char *const *names,
                              clt_module **children)

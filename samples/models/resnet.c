@@ -38,8 +38,9 @@ static clt_tensor *block_forward(clt_module *self, clt_tensor *x)
     return relu_of(sum);
 }
 
-static const clt_module_type block_type = {"BasicBlock", sizeof(basic_block), block_forward, NULL,
-                                           NULL};
+static const clt_module_type block_type = {"BasicBlock",  sizeof(basic_block),
+                                           block_forward, NULL,
+                                           NULL,          NULL};
 
 static clt_module *conv(int64_t in, int64_t out, int k, int stride, int padding)
 {
@@ -100,7 +101,8 @@ static clt_tensor *resnet_forward(clt_module *self, clt_tensor *x)
     return step(r->fc, y);
 }
 
-static const clt_module_type resnet_type = {"ResNet", sizeof(resnet), resnet_forward, NULL, NULL};
+static const clt_module_type resnet_type = {"ResNet", sizeof(resnet), resnet_forward,
+                                            NULL,     NULL,           NULL};
 
 /* layer<n>: `blocks` BasicBlocks, the first changing in -> out channels at `stride`. */
 static clt_module *stage_new(int blocks, int64_t in, int64_t out, int stride)

@@ -90,6 +90,14 @@ static void window_tables_make(window_tables *t, const clt__conv_call *c)
                 clt_window_at((long)w, x, c->sw, c->pw, c->dw, c->OW);
 }
 
+/* An average window's divisor counting the padding: its taps inside the padded image, kh * kw
+ * but where ceil mode lets the last window run past the padding. */
+static inline long padded_taps(const clt__conv_call *c, long oy, long ox)
+{
+    return clt_window_taps_inside(oy, c->kh, c->sh, 0, c->dh, c->H + 2 * (size_t)c->ph) *
+           clt_window_taps_inside(ox, c->kw, c->sw, 0, c->dw, c->W + 2 * (size_t)c->pw);
+}
+
 static inline long window_y(const window_tables *t, const clt__conv_call *c, long h, int y)
 {
     return t->has_y ? t->y[h * c->kh + y] : clt_window_at(h, y, c->sh, c->ph, c->dh, c->OH);
@@ -135,7 +143,7 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
                 out[i] = STORE(best_at < 0 ? -INFINITY : best);                                \
                 arg[i] = best_at;                                                              \
             } else {                                                                           \
-                long count = c->count_pad ? (long)c->kh * c->kw : inside;                      \
+                long count = c->count_pad ? padded_taps(c, (long)oy, (long)ox) : inside;       \
                 out[i] = STORE(sum / (CT)count);                                               \
             }                                                                                  \
         }                                                                                      \
@@ -187,9 +195,12 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
                     CT sum = 0;                                                                \
                     for (int y = 0; y < c->kh; y++) {                                          \
                         long oy = window_y(&t, c, h, y);                                       \
-                        long rows = oy < 0 || c->count_pad                                     \
-                            ? c->kh                                                            \
-                            : clt_window_taps_inside(oy, c->kh, c->sh, c->ph, c->dh, c->H);    \
+                        long rows = oy < 0 ? c->kh                                             \
+                                    : c->count_pad                                             \
+                                        ? clt_window_taps_inside(oy, c->kh, c->sh, 0, c->dh,   \
+                                                                 c->H + 2 * (size_t)c->ph)     \
+                                        : clt_window_taps_inside(oy, c->kh, c->sh, c->ph,      \
+                                                                 c->dh, c->H);                 \
                         for (int x = 0; oy >= 0 && x < c->kw; x++) {                           \
                             long ox = window_x(&t, c, w, x);                                   \
                             if (ox < 0)                                                        \
@@ -199,9 +210,12 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
                                 if (arg[o] == h * (long)c->W + w)                              \
                                     sum += LOAD(in[o]);                                        \
                             } else {                                                           \
-                                long cols = c->count_pad ? c->kw                               \
-                                    : clt_window_taps_inside(ox, c->kw, c->sw, c->pw, c->dw,   \
-                                                             c->W);                            \
+                                long cols =                                                    \
+                                    c->count_pad                                               \
+                                        ? clt_window_taps_inside(ox, c->kw, c->sw, 0, c->dw,   \
+                                                                 c->W + 2 * (size_t)c->pw)     \
+                                        : clt_window_taps_inside(ox, c->kw, c->sw, c->pw,      \
+                                                                 c->dw, c->W);                 \
                                 sum += LOAD(in[o]) / (CT)(rows * cols);                        \
                             }                                                                  \
                         }                                                                      \

@@ -61,7 +61,9 @@ __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulo
 /* 2-D pooling: out[n, c, oy, ox] over the window at (oy * sh - ph, ox * sw - pw), dilation
  * (dh, dw). Max: the largest element (NaN wins), its flat index within the image plane written
  * to `arg` (i64, for the backward pass). Average: the sum over the window divided by its size,
- * counting the padding when count_pad, else only the elements inside the image. */
+ * counting the padding when count_pad (the window clipped to the padded image, which differs
+ * from kh * kw only where ceil mode lets the last window overhang), else only the elements inside
+ * the image. */
 static void pool2d_at(ulong i, __global ST *out, __global long *arg, __global const ST *in,
                       ulong H, ulong W, ulong OH, ulong OW, int kh, int kw, int sh, int sw,
                       int ph, int pw, int dh, int dw, int is_max, int count_pad)
@@ -89,7 +91,10 @@ static void pool2d_at(ulong i, __global ST *out, __global long *arg, __global co
         out[i] = STORE(best_at < 0 ? -INFINITY : best); /* a window wholly in padding */
         arg[i] = best_at;
     } else {
-        long count = count_pad ? (long)kh * kw : inside;
+        /* the window clipped to the padded image: kh * kw but where ceil mode overhangs */
+        long count = count_pad ? clt_window_taps_inside(oy, kh, sh, 0, dh, H + 2 * (ulong)ph) *
+                                     clt_window_taps_inside(ox, kw, sw, 0, dw, W + 2 * (ulong)pw)
+                               : inside;
         out[i] = STORE(sum / (CT)count);
     }
 }
@@ -155,7 +160,8 @@ __kernel void col2im(__global ST *out, ulong out_off, __global const ST *in, ulo
 
 /* The gradient of pool2d: out[n, c, h, w] gathers in[n, c, oy, ox] over the windows holding
  * (h, w), taps in order. Max: only the windows whose index in `arg` is h * W + w. Average: each
- * divided by the forward divisor, kh * kw with count_pad, else the taps inside the image. One
+ * divided by the forward divisor, the taps inside the padded image with count_pad, else the taps
+ * inside the image. One
  * work-item an input element. */
 static void pool2d_backward_at(ulong i, __global ST *out, __global const long *arg,
                                __global const ST *in, ulong H, ulong W, ulong OH, ulong OW,
@@ -167,7 +173,9 @@ static void pool2d_backward_at(ulong i, __global ST *out, __global const long *a
     CT sum = 0;
     for (int y = 0; y < kh; y++) {
         long oy = clt_window_at(h, y, sh, ph, dh, OH);
-        long rows = oy < 0 || count_pad ? kh : clt_window_taps_inside(oy, kh, sh, ph, dh, H);
+        long rows = oy < 0      ? kh
+                    : count_pad ? clt_window_taps_inside(oy, kh, sh, 0, dh, H + 2 * (ulong)ph)
+                                : clt_window_taps_inside(oy, kh, sh, ph, dh, H);
         for (int x = 0; oy >= 0 && x < kw; x++) {
             long ox = clt_window_at(w, x, sw, pw, dw, OW);
             if (ox < 0)
@@ -177,7 +185,9 @@ static void pool2d_backward_at(ulong i, __global ST *out, __global const long *a
                 if (arg[o] == h * (long)W + w)
                     sum += LOAD(in[o]);
             } else {
-                long cols = count_pad ? kw : clt_window_taps_inside(ox, kw, sw, pw, dw, W);
+                long cols = count_pad
+                                ? clt_window_taps_inside(ox, kw, sw, 0, dw, W + 2 * (ulong)pw)
+                                : clt_window_taps_inside(ox, kw, sw, pw, dw, W);
                 sum += LOAD(in[o]) / (CT)(rows * cols);
             }
         }
