@@ -347,6 +347,198 @@ START_TEST(test_optim_allocation_failures)
 }
 END_TEST
 
+/* Each schedule's rates over its first epochs against PyTorch's (the closed forms of
+ * torch.optim.lr_scheduler; PyTorch's own recursive forms agree to rounding), read back from
+ * the schedule and from the optimizer. */
+static void expect_rates(clt_lr_scheduler *s, clt_optimizer *opt, const double *want, int n,
+                         const char *what)
+{
+    ck_assert_msg(s != NULL, "%s: %s", what, clt_last_error());
+    for (int e = 0; e < n; e++) {
+        if (e)
+            ck_assert_int_eq(clt_lr_scheduler_step(s), CLT_OK);
+        ck_assert_int_eq(clt_lr_scheduler_epoch(s), e);
+        ck_assert_msg(fabs(clt_lr_scheduler_get_last_lr(s) - want[e]) <= 1e-12 &&
+                          clt_optim_lr(opt) == clt_lr_scheduler_get_last_lr(s),
+                      "%s at epoch %d: %.17g (optimizer %.17g), want %.17g", what, e,
+                      clt_lr_scheduler_get_last_lr(s), clt_optim_lr(opt), want[e]);
+    }
+    clt_lr_scheduler_free(s);
+}
+
+START_TEST(test_optim_schedules)
+{
+    clt_tensor *p = clt_tensor_zeros(CLT_SHAPE(2), CLT_F32, NULL);
+    clt_optimizer *opt = clt_optim_sgd(&p, 1, TEST_SGD(1.0, 0));
+    expect_rates(clt_lr_step(opt, 2, 0.1), opt, (double[]){1, 1, 0.1, 0.1, 0.01}, 5, "StepLR");
+    clt_optim_set_lr(opt, 1);
+    expect_rates(clt_lr_exponential(opt, 0.5), opt, (double[]){1, 0.5, 0.25}, 3, "ExponentialLR");
+    clt_optim_set_lr(opt, 1);
+    expect_rates(clt_lr_cosine(opt, 4, 0.1), opt,
+                 (double[]){1, 0.1 + 0.9 * (1 + sqrt(0.5)) / 2, 0.55, 0.1 + 0.9 * (1 - sqrt(0.5)) / 2, 0.1},
+                 5, "CosineAnnealingLR");
+    clt_optim_set_lr(opt, 2);
+    expect_rates(clt_lr_linear(opt, 0.25, 1, 3), opt, (double[]){0.5, 1, 1.5, 2, 2}, 5, "LinearLR");
+    /* linear warm-up for 2 epochs, then cosine from the base rate */
+    clt_optim_set_lr(opt, 1);
+    clt_lr_scheduler *warm = clt_lr_linear(opt, 0.5, 1, 2), *cos = clt_lr_cosine(opt, 2, 0);
+    expect_rates(clt_lr_sequential_take(opt, (clt_lr_scheduler *[]){warm, cos}, 2, (int64_t[]){2}),
+                 opt, (double[]){0.5, 0.75, 1, 0.5, 0}, 5, "SequentialLR");
+    /* bad settings are refused, the rate unchanged; the sequential form frees what it took */
+    clt_optim_set_lr(opt, 1);
+    ck_assert_ptr_null(clt_lr_step(opt, 0, 0.1));
+    ck_assert_error_has("clt_lr_step: step_size 0 must be positive and gamma 0.1 finite");
+    ck_assert_ptr_null(clt_lr_cosine(NULL, 4, 0));
+    ck_assert_error_has("clt_lr_cosine: optimizer is NULL");
+    ck_assert_ptr_null(clt_lr_linear(opt, 0, 1, 5));
+    ck_assert_error_has("clt_lr_linear: start_factor 0 must be within (0, 1]");
+    ck_assert(clt_optim_lr(opt) == 1);
+    clt_lr_scheduler *a = clt_lr_step(opt, 1, 0.5), *b = clt_lr_step(opt, 1, 0.5);
+    ck_assert_ptr_null(clt_lr_sequential_take(opt, (clt_lr_scheduler *[]){a, b}, 2, (int64_t[]){0}));
+    ck_assert_error_has("clt_lr_sequential_take: needs an optimizer, 2 schedules");
+    ck_assert_int_eq(clt_lr_scheduler_step(NULL), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert(isnan(clt_lr_scheduler_get_last_lr(NULL)));
+    clt_lr_scheduler_free(NULL);
+    clt_optim_free(opt);
+    clt_tensor_release(p);
+}
+END_TEST
+
+/* clip_grad_norm_ on every device: the total 2-, 1- and inf-norm over two gradients, scaling by
+ * max_norm / (total + 1e-6) only below 1, parameters without a gradient skipped, the module
+ * form, bad arguments refused with the gradients unchanged. */
+static clt_tensor *with_grad(clt_device *dev, int ndim, const int64_t *shape, const double *g)
+{
+    clt_tensor *p = clt_tensor_zeros(ndim, shape, CLT_F32, dev);
+    clt_tensor_set_requires_grad(p, true);
+    clt_tensor *h = clt_tensor_from_data(ndim, shape, g, CLT_F64, NULL);
+    clt_tensor *gd = clt_tensor_to_ex(h, &(clt_to_options){.device = dev, .dtype = CLT_F32});
+    ck_assert_int_eq(clt_tensor_set_grad(p, gd), CLT_OK);
+    clt_tensor_release(h), clt_tensor_release(gd);
+    return p;
+}
+
+static void expect_grad(clt_tensor *p, const double *want, int n, const char *what)
+{
+    clt_tensor *g = clt_tensor_grad(p);
+    double *v = test_values(g);
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(fabs(v[i] - want[i]) <= 1e-6 * fmax(1, fabs(want[i])),
+                      "%s: element %d is %.9g, want %.9g", what, i, v[i], want[i]);
+    free(v);
+    clt_tensor_release(g);
+}
+
+START_TEST(test_optim_clip_grad_norm)
+{
+    clt_device *dev = test_device(_i);
+    clt_tensor *ps[3] = {with_grad(dev, CLT_SHAPE(2), (double[]){3, -4}),
+                         clt_tensor_zeros(CLT_SHAPE(3), CLT_F32, dev),
+                         with_grad(dev, CLT_SHAPE(1, 2), (double[]){0, 12})};
+    double total = -1;
+    ck_assert_int_eq(clt_clip_grad_norm_(ps, 3, 100, 2, &total), CLT_OK);
+    ck_assert_double_eq_tol(total, 13, 1e-5);
+    expect_grad(ps[0], (double[]){3, -4}, 2, "under max_norm: unchanged");
+    ck_assert_int_eq(clt_clip_grad_norm_(ps, 3, 100, 1, &total), CLT_OK);
+    ck_assert_double_eq_tol(total, 19, 1e-5);
+    ck_assert_int_eq(clt_clip_grad_norm_(ps, 3, 100, INFINITY, &total), CLT_OK);
+    ck_assert_double_eq_tol(total, 12, 1e-6);
+    ck_assert_int_eq(clt_clip_grad_norm_(ps, 3, 100, 3, &total), CLT_OK);
+    ck_assert_double_eq_tol(total, cbrt(27 + 64 + 1728), 1e-4);
+    ck_assert_int_eq(clt_clip_grad_norm_(ps, 3, 6.5, 2, &total), CLT_OK);
+    double c = 6.5 / (13 + 1e-6);
+    expect_grad(ps[0], (double[]){3 * c, -4 * c}, 2, "clipped to 6.5, first");
+    expect_grad(ps[2], (double[]){0, 12 * c}, 2, "clipped to 6.5, second");
+    ck_assert_ptr_null(clt_tensor_grad(ps[1]));
+    /* the largest |g| to 1 */
+    ck_assert_int_eq(clt_clip_grad_norm_(ps, 3, 1, INFINITY, &total), CLT_OK);
+    expect_grad(ps[2], (double[]){0, 1}, 2, "inf-norm clipped to 1");
+    /* refused, nothing changed */
+    ck_assert_int_eq(clt_clip_grad_norm_(ps, 3, -1, 2, NULL), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_clip_grad_norm_: needs 3 parameters (not NULL), max_norm -1 >= 0");
+    ck_assert_int_eq(clt_clip_grad_norm_(ps, 3, 1, 0, NULL), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clt_clip_grad_norm_((clt_tensor *[]){ps[0], NULL}, 2, 1, 2, NULL),
+                     CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_clip_grad_norm_: parameter 1 is NULL");
+    expect_grad(ps[2], (double[]){0, 1}, 2, "after refusals");
+    ck_assert_int_eq(clt_clip_grad_norm_(NULL, 0, 1, 2, &total), CLT_OK);
+    ck_assert(total == 0);
+    /* the module form: every parameter of a Linear */
+    clt_module *m = clt_nn_linear(2, 1, true);
+    ck_assert_int_eq(clt_module_to(m, dev), CLT_OK);
+    clt_tensor *gw = clt_tensor_full(CLT_SHAPE(1, 2), 2, CLT_F32, dev), *gb = clt_tensor_full(CLT_SHAPE(1), 1, CLT_F32, dev);
+    ck_assert_int_eq(clt_tensor_set_grad(clt_module_get_parameter(m, "weight"), gw), CLT_OK);
+    ck_assert_int_eq(clt_tensor_set_grad(clt_module_get_parameter(m, "bias"), gb), CLT_OK);
+    ck_assert_int_eq(clt_module_clip_grad_norm_(m, 1.5, 2, &total), CLT_OK);
+    ck_assert_double_eq_tol(total, 3, 1e-6);
+    expect_grad(clt_module_get_parameter(m, "bias"), (double[]){1.5 / (3 + 1e-6)}, 1, "module bias");
+    ck_assert_int_eq(clt_module_clip_grad_norm_(NULL, 1, 2, NULL), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_module_clip_grad_norm_: module is NULL");
+    clt_tensor_release(gw), clt_tensor_release(gb), clt_module_release(m);
+    for (int i = 0; i < 3; i++)
+        clt_tensor_release(ps[i]);
+}
+END_TEST
+
+/* Allocation failures in clip_grad_norm_: every one leaves the gradients as they were. Each
+ * run starts from the same gradients (norm 5.48 above max_norm 1, so every run scales). */
+typedef struct clip_case {
+    clt_tensor *ps[2];
+    double before[4];
+} clip_case;
+
+static void clip_grads(clip_case *c, double out[4])
+{
+    for (int i = 0; i < 2; i++) {
+        clt_tensor *g = clt_tensor_grad(c->ps[i]);
+        double *v = test_values(g);
+        out[2 * i] = v[0], out[2 * i + 1] = v[1];
+        free(v);
+        clt_tensor_release(g);
+    }
+}
+
+static void clip_snapshot(void *ctx)
+{
+    clip_case *c = ctx;
+    static const double start[4] = {3, -4, 1, 2};
+    for (int i = 0; i < 2; i++) {
+        clt_tensor *h = clt_tensor_from_data(CLT_SHAPE(2), start + 2 * i, CLT_F64, NULL);
+        clt_tensor *g = clt_tensor_to_ex(h, &(clt_to_options){.device = clt_tensor_device(c->ps[i]),
+                                                               .dtype = CLT_F32});
+        ck_assert_int_eq(clt_tensor_set_grad(c->ps[i], g), CLT_OK);
+        clt_tensor_release(h), clt_tensor_release(g);
+    }
+    clip_grads(c, c->before);
+}
+
+static void clip_unchanged(void *ctx)
+{
+    clip_case *c = ctx;
+    double now[4];
+    clip_grads(c, now);
+    for (int i = 0; i < 4; i++)
+        ck_assert_msg(now[i] == c->before[i], "gradient element %d changed by a failed clip", i);
+}
+
+static bool clip_run(void *ctx)
+{
+    clip_case *c = ctx;
+    return clt_clip_grad_norm_(c->ps, 2, 1, 2, NULL) == CLT_OK;
+}
+
+START_TEST(test_optim_clip_allocation_failures)
+{
+    clt_device *dev = test_device(_i);
+    clip_case c = {.ps = {with_grad(dev, CLT_SHAPE(2), (double[]){3, -4}),
+                          with_grad(dev, CLT_SHAPE(2), (double[]){1, 2})}};
+    clt__alloc_kind kind = clt_device_get_info(dev)->type == CLT_DEVICE_HOST ? CLT__HOST : CLT__DEVICE;
+    ck_assert_int_ge(test_fault_sweep_checked(clip_run, clip_snapshot, clip_unchanged, &c,
+                                              "clt_clip_grad_norm_", kind), 1);
+    clt_tensor_release(c.ps[0]), clt_tensor_release(c.ps[1]);
+}
+END_TEST
+
 Suite *suite_optim(void)
 {
     Suite *s = suite_create("optim");
@@ -357,6 +549,9 @@ Suite *suite_optim(void)
     ADD_DEVICE_TEST(tc, test_optim_same_trajectory);
     ADD_DEVICE_TEST(tc, test_optim_state_follows_the_model);
     ADD_DEVICE_TEST(tc, test_optim_allocation_failures);
+    tcase_add_test(tc, test_optim_schedules);
+    ADD_DEVICE_TEST(tc, test_optim_clip_grad_norm);
+    ADD_DEVICE_TEST(tc, test_optim_clip_allocation_failures);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -81,6 +81,60 @@ CLT_API clt_status clt_optim_set_lr(clt_optimizer *opt, double lr);
 /* Successful clt_optim_step calls so far (0 for NULL). */
 CLT_API int64_t clt_optim_steps(const clt_optimizer *opt);
 
+/* ---- learning-rate schedules (torch.optim.lr_scheduler) -------------------------------------- */
+
+/* A schedule sets its optimizer's rate (clt_optim_set_lr) from the rate the optimizer had when
+ * the schedule was made (base), by PyTorch's closed forms in the epoch e, the number of
+ * clt_lr_scheduler_step calls so far. Making one sets the rate for e = 0, as PyTorch's
+ * constructors do; call clt_lr_scheduler_step after each epoch's (or step's) clt_optim_step.
+ * The optimizer is borrowed and must outlive the schedule, which clt_lr_scheduler_free frees.
+ * NULL with CLT_ERR_INVALID_ARGUMENT for a NULL optimizer or a setting out of range. */
+typedef struct clt_lr_scheduler clt_lr_scheduler;
+/* StepLR: base * gamma^floor(e / step_size); step_size >= 1, gamma >= 0. */
+CLT_API clt_lr_scheduler *clt_lr_step(clt_optimizer *opt, int64_t step_size, double gamma);
+/* ExponentialLR: base * gamma^e. */
+CLT_API clt_lr_scheduler *clt_lr_exponential(clt_optimizer *opt, double gamma);
+/* CosineAnnealingLR: eta_min + (base - eta_min) (1 + cos(pi e / t_max)) / 2; t_max >= 1. */
+CLT_API clt_lr_scheduler *clt_lr_cosine(clt_optimizer *opt, int64_t t_max, double eta_min);
+/* LinearLR (linear warm-up): base * (start + (end - start) min(e, total_iters) / total_iters),
+ * start_factor in (0, 1], end_factor in [0, 1], total_iters >= 1. PyTorch's defaults are 1/3,
+ * 1 and 5. */
+CLT_API clt_lr_scheduler *clt_lr_linear(clt_optimizer *opt, double start_factor,
+                                        double end_factor, int64_t total_iters);
+/* SequentialLR: schedulers[0] until epoch milestones[0], then schedulers[1] from its own epoch 0,
+ * and so on (n - 1 increasing positive milestones; NULL for n = 1). Every part runs from
+ * schedulers[0]'s base rate (make it first, as in PyTorch, where the first sets the initial
+ * rate). Takes the n schedulers (of opt, none sequential) whatever happens: they are freed
+ * with the result, or at once on failure. */
+CLT_API clt_lr_scheduler *clt_lr_sequential_take(clt_optimizer *opt,
+                                                 clt_lr_scheduler *const *schedulers, int n,
+                                                 const int64_t *milestones);
+/* Advances one epoch and sets the new rate; CLT_ERR_INVALID_ARGUMENT for NULL. On failure the
+ * epoch is unchanged. */
+CLT_API clt_status clt_lr_scheduler_step(clt_lr_scheduler *s);
+/* The rate the schedule last set (NaN for NULL), and its epoch (-1 for NULL). */
+CLT_API double clt_lr_scheduler_get_last_lr(const clt_lr_scheduler *s);
+CLT_API int64_t clt_lr_scheduler_epoch(const clt_lr_scheduler *s);
+/* Frees the schedule (and a sequential one's parts); accepts NULL. The optimizer keeps its rate. */
+CLT_API void clt_lr_scheduler_free(clt_lr_scheduler *s);
+
+/* ---- gradient clipping (torch.nn.utils.clip_grad_norm_) ---------------------------------------- */
+
+/* Scales the gradients of the n parameters in place so that their total norm (the norm_type
+ * norm of all gradients taken as one vector: 2 for Euclidean, INFINITY for the largest |g|) is
+ * at most max_norm: each is multiplied by max_norm / (total + 1e-6) when that is below 1, as
+ * PyTorch does (a NaN or infinite total scales by NaN or 0; PyTorch's error_if_nonfinite is not
+ * offered). Parameters without a gradient are skipped, one listed twice counts once; the
+ * gradients may lie on several devices. *total_norm (if not NULL) receives the total before
+ * clipping (0 without gradients). CLT_ERR_INVALID_ARGUMENT for n < 0, a NULL parameter,
+ * max_norm < 0 or norm_type <= 0 (NaN included). Everything that can run out of memory is done
+ * before the first gradient changes, so a failed allocation leaves every gradient as it was. The
+ * module form clips every parameter of m. */
+CLT_API clt_status clt_clip_grad_norm_(clt_tensor *const *params, int n, double max_norm,
+                                       double norm_type, double *total_norm);
+CLT_API clt_status clt_module_clip_grad_norm_(clt_module *m, double max_norm, double norm_type,
+                                              double *total_norm);
+
 #ifdef __cplusplus
 }
 #endif

@@ -346,6 +346,56 @@ int64_t clt_module_parameter_count(const clt_module *m)
     return foreach("clt_module_parameter_count", m, PARAMETER, count_cb, &n, NULL) == 0 ? n : -1;
 }
 
+typedef struct collected {
+    const char *fn;
+    bool trainable_only, failed;
+    clt_tensor **items;
+    int count, capacity;
+} collected;
+
+static int collect_cb(const char *name, clt_tensor *t, void *user)
+{
+    collected *c = user;
+    (void)name;
+    if (c->trainable_only && !clt__requires_grad(t))
+        return 0;
+    if (c->count == c->capacity) {
+        int cap = c->capacity ? 2 * c->capacity : 16;
+        clt_tensor **grown = clt__alloc(c->fn, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            c->failed = true;
+            return 1;
+        }
+        if (c->count)
+            memcpy(grown, c->items, (size_t)c->count * sizeof *grown);
+        clt__free(c->items);
+        c->items = grown, c->capacity = cap;
+    }
+    c->items[c->count++] = t;
+    return 0;
+}
+
+clt_status clt__module_collect(const char *fn, const clt_module *m, bool buffers,
+                               bool trainable_only, clt_tensor ***items, int *count)
+{
+    /* starts from a copy of the caller's array, so that a failure leaves the caller's intact */
+    collected c = {.fn = fn};
+    for (int i = 0; i < *count; i++)
+        if (collect_cb(NULL, (*items)[i], &c)) {
+            clt__free(c.items);
+            return clt_last_status();
+        }
+    c.trainable_only = trainable_only;
+    int r = foreach(fn, m, buffers ? BUFFER : PARAMETER, collect_cb, &c, NULL);
+    if (r || c.failed) {
+        clt__free(c.items);
+        return c.failed ? clt_last_status() : clt__rename_error(fn);
+    }
+    clt__free(*items);
+    *items = c.items, *count = c.count;
+    return CLT_OK;
+}
+
 /* ---- properties and modes -------------------------------------------------------------------------- */
 
 const char *clt_module_type_name(const clt_module *m)

@@ -12,4 +12,11 @@ void clt__module_accept_any_device(clt_module *m);
  * has none. Allocates nothing, so that device checks cannot fail on memory. */
 clt_tensor *clt__module_first_tensor(const clt_module *m, bool parameters_only);
 
+/* Appends m's parameters (or, with buffers, its buffers), borrowed, each once, in dotted-name
+ * order, to the array *items of *count (NULL and 0 to start; freed with clt__free), keeping only
+ * those that require grad when trainable_only. CLT_OK, or the error under fn (an allocation
+ * failed) with *items and *count as they were. */
+clt_status clt__module_collect(const char *fn, const clt_module *m, bool buffers,
+                               bool trainable_only, clt_tensor ***items, int *count);
+
 #endif

@@ -8,6 +8,7 @@
 #include "cltensor/autograd.h"
 #include "cltensor/optim.h"
 #include "core/core.h"
+#include "nn/module_internal.h"
 #include "ops/ops_internal.h"
 
 /* One parameter and its state. */
@@ -179,49 +180,19 @@ clt_optimizer *clt_optim_adamw(clt_tensor *const *params, int n, const clt_adam_
 
 /* ---- from a module -------------------------------------------------------------------------- */
 
-typedef struct gathered {
-    clt_tensor **items;
-    int count, capacity;
-    bool failed;
-} gathered;
-
-static int gather_cb(const char *name, clt_tensor *t, void *user)
-{
-    gathered *g = user;
-    (void)name;
-    if (!clt__requires_grad(t))
-        return 0;
-    if (g->count == g->capacity) {
-        int cap = g->capacity ? 2 * g->capacity : 16;
-        clt_tensor **grown = clt__alloc("clt_optim", (size_t)cap * sizeof *grown);
-        if (!grown) {
-            g->failed = true;
-            return 1;
-        }
-        if (g->count)
-            memcpy(grown, g->items, (size_t)g->count * sizeof *grown);
-        clt__free(g->items);
-        g->items = grown;
-        g->capacity = cap;
-    }
-    g->items[g->count++] = t;
-    return 0;
-}
-
 static clt_optimizer *from_module(clt__optim_kind kind, clt_module *m, const clt_sgd_options *sgd,
                                   const clt_adam_options *adam)
 {
-    gathered g = {0};
+    clt_tensor **params = NULL;
+    int n = 0;
     clt_optimizer *opt = NULL;
     if (!m) {
         clt__error(CLT_ERR_INVALID_ARGUMENT, kind_fn(kind), "module is NULL");
         return NULL;
     }
-    if (clt_module_foreach_parameter(m, gather_cb, &g) == 0 && !g.failed)
-        opt = make(kind, g.items, g.count, sgd, adam);
-    else if (!g.failed)
-        clt__rename_error(kind_fn(kind));
-    clt__free(g.items);
+    if (clt__module_collect(kind_fn(kind), m, false, true, &params, &n) == CLT_OK)
+        opt = make(kind, params, n, sgd, adam);
+    clt__free(params);
     return opt;
 }
 

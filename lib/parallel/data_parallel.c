@@ -20,8 +20,7 @@ static const char *const fn = "clt_data_parallel";
 /* A module's parameters, then its buffers, in dotted-name order. */
 typedef struct tensors {
     clt_tensor **items;
-    int count, capacity, params;
-    bool failed;
+    int count, params;
 } tensors;
 
 /* A copy of the wrapped module on one device, and what it was copied from. */
@@ -41,35 +40,13 @@ typedef struct data_parallel {
     replica replicas[MAX_DEVICES]; /* [k] runs on devices[k], k >= 1 */
 } data_parallel;
 
-static int add_tensor(const char *name, clt_tensor *t, void *user)
-{
-    tensors *l = user;
-    (void)name;
-    if (l->count == l->capacity) {
-        int cap = l->capacity ? 2 * l->capacity : 16;
-        clt_tensor **grown = clt__alloc(fn, (size_t)cap * sizeof *grown);
-        if (!grown) {
-            l->failed = true;
-            return 1;
-        }
-        if (l->count)
-            memcpy(grown, l->items, (size_t)l->count * sizeof *grown);
-        clt__free(l->items);
-        l->items = grown;
-        l->capacity = cap;
-    }
-    l->items[l->count++] = t;
-    return 0;
-}
-
 static clt_status collect(const clt_module *m, tensors *l)
 {
     *l = (tensors){0};
-    if (clt_module_foreach_parameter(m, add_tensor, l) == 0) {
-        l->params = l->count;
-        clt_module_foreach_buffer(m, add_tensor, l);
-    }
-    if (l->failed) {
+    if (clt__module_collect(fn, m, false, false, &l->items, &l->count) != CLT_OK)
+        return clt_last_status();
+    l->params = l->count;
+    if (clt__module_collect(fn, m, true, false, &l->items, &l->count) != CLT_OK) {
         clt__free(l->items);
         *l = (tensors){0};
         return clt_last_status();
