@@ -236,6 +236,46 @@ static clt_tensor *op_pool_ceil(clt_tensor **x, clt_device *d)
     clt_tensor_release(mx), clt_tensor_release(av);
     return y;
 }
+static clt_tensor *op_cumsum(clt_tensor **x, clt_device *d)
+{
+    clt_tensor *a = clt_cumsum(x[0], 1), *b = a ? clt_cumsum(x[0], -1) : NULL;
+    clt_tensor *c = b ? clt_mul(a, b) : NULL; /* both dimensions, weighted differently */
+    (void)d;
+    return rel(c, a, b);
+}
+static clt_tensor *op_sort(clt_tensor **x, clt_device *d)
+{
+    clt_tensor *v = clt_sort(x[0], 0, true, NULL),
+               *w = v ? clt_tensor_arange(1, 13, 1, CLT_F32, d) : NULL;
+    clt_tensor *w2 = w ? clt_reshape(w, CLT_SHAPE(3, 4)) : NULL,
+               *wc = w2 ? clt_tensor_to_dtype(w2, clt_tensor_dtype(v)) : NULL;
+    clt_tensor *r = wc ? clt_mul(v, wc) : NULL; /* each position weighted apart */
+    (void)d;
+    clt_tensor_release(w), clt_tensor_release(w2);
+    return rel(r, v, wc);
+}
+static clt_tensor *op_topk(clt_tensor **x, clt_device *d)
+{
+    clt_tensor *v = clt_topk(x[0], 2, 1, false, NULL), *s = v ? clt_mul(v, v) : NULL;
+    (void)d;
+    return rel(s, v, NULL);
+}
+static clt_tensor *op_gather(clt_tensor **x, clt_device *d)
+{
+    clt_tensor *idx =
+        clt_tensor_from_data(CLT_SHAPE(2, 3), (int64_t[]){0, 2, 2, 1, 1, 0}, CLT_I64, d);
+    clt_tensor *g = clt_gather(x[0], 1, idx), *s = g ? clt_mul(g, g) : NULL;
+    clt_tensor_release(idx);
+    return rel(s, g, NULL);
+}
+static clt_tensor *op_masked_fill(clt_tensor **x, clt_device *d)
+{
+    clt_tensor *m =
+        clt_tensor_from_data(CLT_SHAPE(3), (bool[]){true, false, false}, CLT_BOOL, d);
+    clt_tensor *f = clt_masked_fill(x[0], m, 0.5), *s = f ? clt_mul(f, f) : NULL;
+    clt_tensor_release(m);
+    return rel(s, f, NULL);
+}
 static clt_tensor *op_batch_norm(clt_tensor **x, clt_device *d)
 {
     (void)d;
@@ -314,8 +354,20 @@ static const gcase cases[] = {
     {"max along a dimension", op_max_dim, 1, {2}, {{3, 4}}, -2, 2},
     {"min along a dimension", op_min_dim, 1, {2}, {{3, 4}}, -2, 2},
     {"attention", op_attention, 3, {4, 4, 4}, {{2, 2, 3, 4}, {2, 2, 5, 4}, {2, 2, 5, 3}}, -2, 2},
-    {"attention (causal)", op_attention_causal, 3, {3, 3, 3}, {{2, 4, 3}, {2, 4, 3}, {2, 4, 2}}, -2, 2},
-    {"attention (padding mask)", op_attention_masked, 3, {3, 3, 3}, {{2, 3, 2}, {2, 4, 2}, {2, 4, 3}}, -2, 2},
+    {"attention (causal)",
+     op_attention_causal,
+     3,
+     {3, 3, 3},
+     {{2, 4, 3}, {2, 4, 3}, {2, 4, 2}},
+     -2,
+     2},
+    {"attention (padding mask)",
+     op_attention_masked,
+     3,
+     {3, 3, 3},
+     {{2, 3, 2}, {2, 4, 2}, {2, 4, 3}},
+     -2,
+     2},
     {"adaptive_avg_pool2d", op_adaptive_pool, 1, {4}, {{1, 2, 5, 4}}, -2, 2},
     {"mse_loss", op_mse, 2, {2, 2}, {{2, 3}, {2, 3}}, -2, 2},
     {"index_select", op_index_select, 1, {2}, {{2, 5}}, -2, 2},
@@ -326,6 +378,11 @@ static const gcase cases[] = {
     {"avg_pool2d", op_avg_pool, 1, {4}, {{1, 2, 5, 4}}, -2, 2},
     {"avg_pool2d (padding counted)", op_avg_pool_pad, 1, {4}, {{2, 1, 4, 4}}, -2, 2},
     {"max and avg pool2d in ceil mode", op_pool_ceil, 1, {4}, {{2, 1, 6, 5}}, -2, 2},
+    {"cumsum", op_cumsum, 1, {2}, {{3, 4}}, -2, 2},
+    {"sort (descending, dim 0)", op_sort, 1, {2}, {{3, 4}}, -2, 2},
+    {"topk (smallest)", op_topk, 1, {2}, {{2, 5}}, -2, 2},
+    {"gather (repeated indices)", op_gather, 1, {2}, {{2, 3}}, -2, 2},
+    {"masked_fill", op_masked_fill, 1, {2}, {{2, 3}}, -2, 2},
     {"batch_norm", op_batch_norm, 3, {4, 1, 1}, {{4, 3, 2, 1}, {3}, {3}}, -2, 2},
     {"layer_norm", op_layer_norm, 3, {3, 1, 1}, {{2, 3, 4}, {4}, {4}}, -2, 2},
     {"dropout", op_dropout, 1, {2}, {{4, 5}}, -2, 2},

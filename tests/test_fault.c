@@ -585,6 +585,32 @@ START_TEST(test_fault_module_format)
 }
 END_TEST
 
+/* The operations along one dimension: a failed allocation anywhere leaks nothing and names the
+ * operation. */
+static bool row_ops(void *ctx)
+{
+    clt_device *dev = ctx;
+    clt_tensor *x = clt_tensor_arange(0, 12, 1, CLT_F32, dev),
+               *m = x ? clt_reshape(x, CLT_SHAPE(3, 4)) : NULL;
+    clt_tensor *idx = NULL, *top = m ? clt_topk(m, 2, 1, true, &idx) : NULL;
+    clt_tensor *c = top ? clt_cumsum(m, 0) : NULL, *g = c ? clt_gather(m, 1, idx) : NULL;
+    clt_tensor *d = g ? clt_multinomial(m, 2, false) : NULL;
+    bool ok = d != NULL;
+    clt_tensor *all[] = {x, m, idx, top, c, g, d};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        clt_tensor_release(all[i]);
+    return ok;
+}
+
+START_TEST(test_fault_row_ops)
+{
+    clt_device *dev = test_device(_i);
+    ck_assert_int_ge(test_fault_sweep(row_ops, dev, NULL, CLT__HOST), 1);
+    if (clt_device_get_info(dev)->type != CLT_DEVICE_HOST)
+        ck_assert_int_ge(test_fault_sweep(row_ops, dev, NULL, CLT__DEVICE), 1);
+}
+END_TEST
+
 Suite *suite_fault(void)
 {
     Suite *s = suite_create("fault");
@@ -598,6 +624,7 @@ Suite *suite_fault(void)
     ADD_DEVICE_TEST(tc, test_fault_async_copies);
     ADD_DEVICE_TEST(tc, test_fault_grad_state);
     tcase_add_test(tc, test_fault_module_format);
+    ADD_DEVICE_TEST(tc, test_fault_row_ops);
     suite_add_tcase(s, tc);
     return s;
 }

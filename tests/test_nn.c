@@ -415,6 +415,253 @@ START_TEST(test_pool_ceil_mode)
 }
 END_TEST
 
+/* A stable sort on the host: positions of v (n values) in order, NaN above every number. */
+static void host_order(const double *v, int n, bool descending, int64_t *order)
+{
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    for (int i = 1; i < n; i++) /* insertion sort: stable */
+        for (int j = i; j > 0; j--) {
+            double a = v[order[j - 1]], b = v[order[j]];
+            bool before = descending ? (b > a || (isnan(b) && !isnan(a)))
+                                     : (b < a || (!isnan(b) && isnan(a)));
+            if (!before)
+                break;
+            int64_t t = order[j];
+            order[j] = order[j - 1], order[j - 1] = t;
+        }
+}
+
+/* cumsum, sort, argsort and topk on every device against the host: along every dimension, rows
+ * of lengths that are no power of two, ties kept in order, NaN and infinities, integers that
+ * doubles cannot hold, bool and integer running sums in i64. */
+START_TEST(test_cumsum_sort)
+{
+    clt_device *dev = test_device(_i);
+    /* cumsum along each dimension of a 3 x 5 x 7 f32 tensor, against the host's sums */
+    double *xv = noise(105, 21);
+    clt_tensor *x = make(dev, CLT_F32, xv, CLT_SHAPE(3, 5, 7));
+    double *xf = test_values(x); /* the f32 values */
+    const int sizes[3] = {3, 5, 7}, strides[3] = {35, 7, 1};
+    for (int dim = 0; dim < 3; dim++) {
+        double want[105];
+        for (int i = 0; i < 105; i++) {
+            int at = (i / strides[dim]) % sizes[dim];
+            want[i] = 0;
+            for (int k = 0; k <= at; k++)
+                want[i] += xf[i - (at - k) * strides[dim]];
+        }
+        char what[32];
+        snprintf(what, sizeof what, "cumsum along %d", dim);
+        check(clt_cumsum(x, dim - 3), want, 105, 1e-5, what);
+    }
+    clt_tensor *b =
+        clt_tensor_from_data(CLT_SHAPE(2, 3), (bool[]){1, 0, 1, 1, 1, 0}, CLT_BOOL, dev);
+    clt_tensor *cb = clt_cumsum(b, 1);
+    ck_assert_int_eq(clt_tensor_dtype(cb), CLT_I64);
+    check(cb, (double[]){1, 1, 2, 1, 2, 2}, 6, 0, "cumsum of bool");
+    clt_tensor *big =
+        clt_tensor_from_data(CLT_SHAPE(3), (int64_t[]){INT64_C(1) << 60, 1, 1}, CLT_I64, dev);
+    clt_tensor *cbig = clt_cumsum(big, 0);
+    int64_t *cv = test_bytes(cbig);
+    ck_assert(cv[2] == (INT64_C(1) << 60) + 2);
+    free(cv), clt_tensor_release(cbig);
+    /* sort with ties, NaN and infinities, both ways */
+    static const double sv[] = {3, 1, NAN, 2, 1, -INFINITY, 3, INFINITY};
+    clt_tensor *s = make(dev, CLT_F32, sv, CLT_SHAPE(8)), *idx = NULL;
+    check(clt_sort(s, 0, false, &idx), (double[]){-INFINITY, 1, 1, 2, 3, 3, INFINITY, NAN}, 8,
+          0, "ascending");
+    check(idx, (double[]){5, 1, 4, 3, 0, 6, 7, 2}, 8, 0, "ascending indices (stable)");
+    check(clt_sort(s, -1, true, &idx), (double[]){NAN, INFINITY, 3, 3, 2, 1, 1, -INFINITY}, 8,
+          0, "descending");
+    check(idx, (double[]){2, 7, 0, 6, 3, 1, 4, 5}, 8, 0, "descending indices (stable)");
+    check(clt_argsort(s, 0, true), (double[]){2, 7, 0, 6, 3, 1, 4, 5}, 8, 0, "argsort");
+    /* along dimension 1 of the 3 x 5 x 7 tensor, with ties (values rounded to halves) */
+    for (int i = 0; i < 105; i++)
+        xv[i] = round(xv[i] * 2) / 2;
+    clt_tensor *xt =
+        make(dev, test_has_dtype(dev, CLT_F64) ? CLT_F64 : CLT_F32, xv, CLT_SHAPE(3, 5, 7));
+    for (int desc = 0; desc < 2; desc++) {
+        double want[105], want_idx[105], row[5];
+        int64_t order[5];
+        for (int a = 0; a < 3; a++)
+            for (int c = 0; c < 7; c++) {
+                for (int k = 0; k < 5; k++)
+                    row[k] = xv[a * 35 + k * 7 + c];
+                host_order(row, 5, desc, order);
+                for (int k = 0; k < 5; k++)
+                    want[a * 35 + k * 7 + c] = row[order[k]],
+                                          want_idx[a * 35 + k * 7 + c] = (double)order[k];
+            }
+        check(clt_sort(xt, 1, desc, &idx), want, 105, 0,
+              desc ? "dim 1 descending" : "dim 1 ascending");
+        check(idx, want_idx, 105, 0, "dim 1 indices");
+    }
+    /* rows of 37 (no power of two) and of 1 */
+    double *lv = noise(74, 5);
+    clt_tensor *l = make(dev, CLT_F32, lv, CLT_SHAPE(2, 37));
+    double *lf = test_values(l), lw[74], lwi[74];
+    for (int r = 0; r < 2; r++) {
+        int64_t order[37];
+        host_order(lf + 37 * r, 37, false, order);
+        for (int k = 0; k < 37; k++)
+            lw[37 * r + k] = lf[37 * r + order[k]], lwi[37 * r + k] = (double)order[k];
+    }
+    check(clt_sort(l, 1, false, &idx), lw, 74, 0, "rows of 37");
+    check(idx, lwi, 74, 0, "rows of 37, indices");
+    for (int k = 0; k < 37; k++)
+        lw[k] = fmin(lf[k], lf[37 + k]), lw[37 + k] = fmax(lf[k], lf[37 + k]);
+    check(clt_sort(l, 0, false, NULL), lw, 74, 0, "columns of 2");
+    clt_tensor *one = make(dev, CLT_F32, (double[]){4, 2}, CLT_SHAPE(2, 1));
+    check(clt_sort(one, 1, true, &idx), (double[]){4, 2}, 2, 0, "rows of one");
+    check(idx, (double[]){0, 0}, 2, 0, "rows of one, indices");
+    /* integers beyond doubles' precision keep their order */
+    clt_tensor *ints =
+        clt_tensor_from_data(CLT_SHAPE(3),
+                             (int64_t[]){(INT64_C(1) << 60) + 1, INT64_C(1) << 60, -3}, CLT_I64,
+                             dev);
+    clt_tensor *si = clt_sort(ints, 0, false, &idx);
+    int64_t *iv = test_bytes(si);
+    ck_assert(iv[0] == -3 && iv[1] == INT64_C(1) << 60 && iv[2] == (INT64_C(1) << 60) + 1);
+    free(iv), clt_tensor_release(si);
+    check(idx, (double[]){2, 1, 0}, 3, 0, "i64 indices");
+    /* topk: the largest and the smallest, ties in order */
+    check(clt_topk(s, 3, 0, true, &idx), (double[]){NAN, INFINITY, 3}, 3, 0, "top 3");
+    check(idx, (double[]){2, 7, 0}, 3, 0, "top 3 indices");
+    check(clt_topk(s, 2, 0, false, &idx), (double[]){-INFINITY, 1}, 2, 0, "bottom 2");
+    check(idx, (double[]){5, 1}, 2, 0, "bottom 2 indices");
+    ck_assert_ptr_null(clt_topk(s, 9, 0, true, &idx));
+    ck_assert_ptr_null(idx);
+    ck_assert_error_has("clt_topk: k 9 is outside 0..8, the size of dimension 0");
+    ck_assert_ptr_null(clt_sort(s, 1, false, NULL));
+    ck_assert_error_has("clt_sort: ");
+    ck_assert_ptr_null(clt_cumsum(NULL, 0));
+    ck_assert_error_has("clt_cumsum: ");
+    clt_tensor_release(x), clt_tensor_release(b), clt_tensor_release(big), clt_tensor_release(s);
+    clt_tensor_release(xt), clt_tensor_release(l), clt_tensor_release(one),
+        clt_tensor_release(ints);
+    free(xv), free(xf), free(lv), free(lf);
+}
+END_TEST
+
+/* gather and masked_fill on every device against torch.gather's and masked_fill's rule, and
+ * their refusals. */
+START_TEST(test_gather_masked_fill)
+{
+    clt_device *dev = test_device(_i);
+    double xv[12];
+    for (int i = 0; i < 12; i++)
+        xv[i] = 10 * i;
+    clt_tensor *x = make(dev, CLT_F32, xv, CLT_SHAPE(3, 4));
+    clt_tensor *i1 =
+        clt_tensor_from_data(CLT_SHAPE(2, 3), (int64_t[]){3, 0, 0, 1, 2, 3}, CLT_I64, dev);
+    /* dim 1: out[i][j] = x[i][index[i][j]] */
+    check(clt_gather(x, 1, i1), (double[]){30, 0, 0, 50, 60, 70}, 6, 0, "gather along 1");
+    /* dim 0: out[i][j] = x[index[i][j]][j] */
+    clt_tensor *i0 = clt_tensor_from_data(CLT_SHAPE(2, 4), (int64_t[]){2, 0, 1, 2, 0, 0, 2, 1},
+                                          CLT_I64, dev);
+    check(clt_gather(x, 0, i0), (double[]){80, 10, 60, 110, 0, 10, 100, 70}, 8, 0,
+          "gather along 0");
+    clt_tensor *bad = clt_tensor_from_data(CLT_SHAPE(1, 1), (int64_t[]){4}, CLT_I64, dev);
+    ck_assert_ptr_null(clt_gather(x, 1, bad));
+    ck_assert_error_has(
+        "clt_gather: index 4 (element 0) is out of range for size 4 (valid: 0..3)");
+    clt_tensor *wide = clt_tensor_zeros(CLT_SHAPE(4, 1), CLT_I64, dev),
+               *flat = clt_tensor_zeros(CLT_SHAPE(2), CLT_I64, dev);
+    ck_assert_ptr_null(clt_gather(x, 1, wide));
+    ck_assert_error_has(
+        "clt_gather: index (4, 1) must have x's 2 dimensions and no size above x's (3, 4)");
+    ck_assert_ptr_null(clt_gather(x, 1, flat));
+    clt_tensor *f32 = clt_tensor_zeros(CLT_SHAPE(1, 1), CLT_F32, dev);
+    ck_assert_ptr_null(clt_gather(x, 1, f32));
+    ck_assert_error_has("clt_gather: index must be i64, not f32");
+    /* masked_fill with a mask broadcast over the rows */
+    clt_tensor *m =
+        clt_tensor_from_data(CLT_SHAPE(4), (bool[]){true, false, false, true}, CLT_BOOL, dev);
+    check(clt_masked_fill(x, m, -INFINITY),
+          (double[]){-INFINITY, 10, 20, -INFINITY, -INFINITY, 50, 60, -INFINITY, -INFINITY, 90,
+                     100, -INFINITY},
+          12, 0, "masked_fill");
+    clt_tensor *big = clt_tensor_zeros(CLT_SHAPE(2, 3, 4), CLT_BOOL, dev);
+    ck_assert_ptr_null(clt_masked_fill(x, big, 0));
+    ck_assert_error_has("clt_masked_fill: mask (2, 3, 4) does not broadcast to x's shape (3, 4)");
+    ck_assert_ptr_null(clt_masked_fill(x, f32, 0));
+    ck_assert_error_has("clt_masked_fill: mask must be bool, not f32");
+    clt_tensor_release(x), clt_tensor_release(i1), clt_tensor_release(i0),
+        clt_tensor_release(bad);
+    clt_tensor_release(wide), clt_tensor_release(flat), clt_tensor_release(f32),
+        clt_tensor_release(m);
+    clt_tensor_release(big);
+}
+END_TEST
+
+/* multinomial on every device: zero weights never drawn, frequencies within 5 standard
+ * deviations of the weights (the draws are the seeded generator's, the same on every device),
+ * draws without replacement distinct and from the nonzero weights, bad weights refused. */
+static void count_draws(clt_tensor *draws, int c, int64_t *counts)
+{
+    int64_t *v = test_bytes(draws);
+    for (int i = 0; i < c; i++)
+        counts[i] = 0;
+    for (int64_t i = 0; i < clt_tensor_numel(draws); i++) {
+        ck_assert_msg(v[i] >= 0 && v[i] < c, "draw %lld is %lld", (long long)i, (long long)v[i]);
+        counts[v[i]]++;
+    }
+    free(v);
+}
+
+START_TEST(test_multinomial)
+{
+    clt_device *dev = test_device(_i);
+    int64_t counts[5];
+    clt_manual_seed(3);
+    clt_tensor *p = make(dev, CLT_F32, (double[]){0, 2, 0, 8, 0},
+                         CLT_SHAPE(5)); /* weights, not normalised */
+    clt_tensor *d = clt_multinomial(p, 4000, true);
+    ck_assert_msg(d != NULL, "%s", clt_last_error());
+    ck_assert_int_eq(clt_tensor_ndim(d), 1);
+    count_draws(d, 5, counts);
+    ck_assert(counts[0] == 0 && counts[2] == 0 && counts[4] == 0);
+    ck_assert_msg(fabs(counts[3] / 4000.0 - 0.8) < 5 * sqrt(0.16 / 4000),
+                  "%lld of 4000 draws are 3", (long long)counts[3]);
+    clt_tensor_release(d);
+    /* without replacement: 3 of the 3 nonzero weights, each once; the first draw of 2000 rows
+     * [0, 3, 1] is 1 three times in four */
+    d = clt_multinomial(p, 2, false);
+    count_draws(d, 5, counts);
+    ck_assert(counts[1] == 1 && counts[3] == 1);
+    clt_tensor_release(d);
+    double *rows = malloc(3 * 2000 * sizeof *rows);
+    for (int r = 0; r < 2000; r++)
+        rows[3 * r] = 0, rows[3 * r + 1] = 3, rows[3 * r + 2] = 1;
+    clt_tensor *pr = make(dev, CLT_F32, rows, CLT_SHAPE(2000, 3));
+    d = clt_multinomial(pr, 2, false);
+    ck_assert(clt_tensor_size(d, 0) == 2000 && clt_tensor_size(d, 1) == 2);
+    int64_t *v = test_bytes(d), first1 = 0;
+    for (int r = 0; r < 2000; r++) {
+        ck_assert(v[2 * r] != v[2 * r + 1] && v[2 * r] != 0 && v[2 * r + 1] != 0);
+        first1 += v[2 * r] == 1;
+    }
+    ck_assert_msg(fabs(first1 / 2000.0 - 0.75) < 5 * sqrt(0.1875 / 2000),
+                  "%lld of 2000 first draws are 1", (long long)first1);
+    free(v), free(rows), clt_tensor_release(d), clt_tensor_release(pr);
+    /* refused */
+    ck_assert_ptr_null(clt_multinomial(p, 4, false));
+    ck_assert_error_has(
+        "clt_multinomial: row 0 has 2 nonzero probabilities, fewer than the 4 samples");
+    clt_tensor *neg = make(dev, CLT_F32, (double[]){1, -1}, CLT_SHAPE(2)),
+               *zero = clt_tensor_zeros(CLT_SHAPE(2), CLT_F32, dev);
+    ck_assert_ptr_null(clt_multinomial(neg, 1, true));
+    ck_assert_error_has(
+        "clt_multinomial: probabilities must not be negative or NaN (the smallest is -1)");
+    ck_assert_ptr_null(clt_multinomial(zero, 1, true));
+    ck_assert_error_has("clt_multinomial: row 0 of the probabilities sums to 0");
+    ck_assert_ptr_null(clt_multinomial(p, 0, true));
+    ck_assert_error_has("clt_multinomial: needs 1-D or 2-D probabilities");
+    clt_tensor_release(neg), clt_tensor_release(zero), clt_tensor_release(p);
+}
+END_TEST
+
 /* Edge cases: masked (-inf) log-probabilities under ignored targets, integer mse, empty inputs,
  * windows wholly in the padding, mismatched bias. */
 START_TEST(test_nn_edges)
@@ -994,6 +1241,9 @@ Suite *suite_nn(void)
     ADD_DEVICE_TEST(tc, test_conv2d);
     ADD_DEVICE_TEST(tc, test_pooling);
     ADD_DEVICE_TEST(tc, test_pool_ceil_mode);
+    ADD_DEVICE_TEST(tc, test_cumsum_sort);
+    ADD_DEVICE_TEST(tc, test_gather_masked_fill);
+    ADD_DEVICE_TEST(tc, test_multinomial);
     ADD_DEVICE_TEST(tc, test_col2im);
     ADD_DEVICE_TEST(tc, test_pool2d_backward);
     ADD_DEVICE_TEST(tc, test_index_add);

@@ -236,6 +236,40 @@ CLT_API clt_tensor *clt_mse_loss(clt_tensor *input, clt_tensor *target, clt_redu
  * dtype, CLT_ERR_SHAPE for more dimensions or a 0-d x), checked on the host:
  * CLT_ERR_INVALID_ARGUMENT names an index outside the dimension. */
 CLT_API clt_tensor *clt_index_select(clt_tensor *x, int dim, clt_tensor *index);
+/* torch.cumsum(x, dim): running sums along dim (negative counts from the end), in order from the
+ * start: floating x keeps its dtype (f16 and bf16 add in f32), integer and bool x give i64.
+ * The gradient is the running sum of the gradient from the other end. */
+CLT_API clt_tensor *clt_cumsum(clt_tensor *x, int dim);
+/* torch.sort(x, dim, descending, stable=True): the values in order along dim, equal ones in
+ * their original order, NaN above every number; *indices (if not NULL) receives their i64
+ * positions along dim. Any dtype; the gradient goes to the elements each value came from. One
+ * work-item a row sorts it (a merge sort), so long rows sort fastest on cpu. */
+CLT_API clt_tensor *clt_sort(clt_tensor *x, int dim, bool descending, clt_tensor **indices);
+/* torch.argsort(x, dim, descending, stable=True): the indices of clt_sort. */
+CLT_API clt_tensor *clt_argsort(clt_tensor *x, int dim, bool descending);
+/* torch.topk(x, k, dim, largest, sorted=True): the k largest (smallest) values along dim in
+ * order, ties in their original order, and their i64 indices into *indices (if not NULL).
+ * CLT_ERR_INVALID_ARGUMENT for k outside 0..x.shape[dim]. */
+CLT_API clt_tensor *clt_topk(clt_tensor *x, int64_t k, int dim, bool largest,
+                             clt_tensor **indices);
+/* torch.gather(x, dim, index): out[i][j][k] = x[i][index[i][j][k]][k] for dim 1, and so on; index
+ * is i64 on x's device with x's number of dimensions and no size above x's but along dim. The
+ * indices are read to the host and checked (CLT_ERR_INVALID_ARGUMENT names one out of range);
+ * the gradient adds into x's elements, repeated indices summing. */
+CLT_API clt_tensor *clt_gather(clt_tensor *x, int dim, clt_tensor *index);
+/* x.masked_fill(mask, value): value where the bool mask (broadcast to x's shape) is true, x
+ * elsewhere; the gradient reaches x where the mask is false. */
+CLT_API clt_tensor *clt_masked_fill(clt_tensor *x, clt_tensor *mask, double value);
+/* torch.multinomial(probs, num_samples, replacement): i64 category indices drawn from the
+ * default generator (clt_manual_seed) by the weights of each row of a floating (C,) or (N, C)
+ * probs (not normalised: any non-negative finite weights with a positive sum), of shape
+ * (num_samples,) or (N, num_samples). With replacement: cumulative sums against uniform
+ * numbers, needing N x num_samples x C comparisons; without: the order of exponential races (a
+ * topk), up to the number of nonzero weights. CLT_ERR_INVALID_ARGUMENT for a negative, NaN or
+ * infinite weight, a row without weight, or more samples than nonzero weights without
+ * replacement. */
+CLT_API clt_tensor *clt_multinomial(clt_tensor *probs, int64_t num_samples, bool replacement);
+
 /* weight (V, D) rows for i64 indices of any shape: the result has shape indices.shape + (D,).
  * The errors of clt_index_select; CLT_ERR_SHAPE when weight is not 2-D or indices have
  * CLT_MAX_DIMS dimensions. */

@@ -173,6 +173,20 @@ typedef struct clt__attention_call {
     size_t q_offset, k_offset, v_offset, mask_offset, out_offset;
 } clt__attention_call;
 
+/* Row operations over `rows` contiguous rows of `len` >= 1 elements of one dtype (see
+ * backends/shared/sort_scan.cl). cumsum: out[r, j] = in[r, 0] + ... + in[r, j] (with reverse,
+ * in[r, j] + ... + in[r, len - 1]), summed in the compute dtype in order from the row's start
+ * (end), stored in the dtype. sort: each row in a stable order (ascending, or descending with
+ * reverse; NaN above every number) into out, the positions within the row (i64) into idx, with
+ * tmp and tmp_idx rows x len scratch from element 0. Offsets in elements. */
+typedef struct clt__rows_call {
+    clt_dtype dtype;
+    size_t rows, len;
+    bool reverse;
+    void *in, *out, *idx, *tmp, *tmp_idx;
+    size_t in_offset, out_offset, idx_offset;
+} clt__rows_call;
+
 /* Sliding windows over N x C x H x W images (contiguous): im2col writes the columns for
  * convolution, (C * kh * kw) x N x (OH * OW) (row (c * kh + y) * kw + x, image n, output
  * position oy * OW + ox); pool2d writes N x C x OH x OW maxima (and their
@@ -212,81 +226,100 @@ typedef struct clt__optim_call {
  * one device runs in the order it was queued. An OPTIONAL entry may be NULL: a backend without
  * it leaves it out, and the call then fails with CLT_ERR_UNSUPPORTED naming the operation, the
  * device and the dtype (CLT__BACKEND_CALL), never running elsewhere. */
-#define CLT__BACKEND_OPS(X)                                                                    \
-    /* A buffer of nbytes > 0; CLT_ERR_DEVICE_OUT_OF_MEMORY or CLT_ERR_OUT_OF_MEMORY. */       \
-    X(alloc, clt_status, (const char *fn, clt_device *dev, size_t nbytes, void **buf), REQUIRED) \
-    X(free, void, (clt_device *dev, void *buf), REQUIRED)                                      \
-    /* Host memory to and from a buffer, completing as clt__async says. */                    \
-    X(write, clt_status, (const char *fn, clt_device *dev, void *buf, size_t offset,           \
-                          const void *src, size_t nbytes, const clt__async *async), REQUIRED)  \
-    X(read, clt_status, (const char *fn, clt_device *dev, void *buf, size_t offset, void *dst, \
-                         size_t nbytes, const clt__async *async), REQUIRED)                    \
-    /* Copies nbytes within the device, byte offsets (a same-dtype copy keeps every bit). */   \
-    X(copy, clt_status, (const char *fn, clt_device *dev, void *src, size_t src_offset,        \
-                         void *dst, size_t dst_offset, size_t nbytes), REQUIRED)               \
-    /* Repeats a pattern of pattern_size bytes over nbytes (a multiple of it) from offset. */  \
-    X(fill, clt_status, (const char *fn, clt_device *dev, void *buf, size_t offset,            \
-                         const void *pattern, size_t pattern_size, size_t nbytes), REQUIRED)   \
-    /* dst[dst_off + i] = convert(src[src_off + i]) for i < n (clt_tensor_to_dtype's rules). */ \
-    X(cast, clt_status, (const char *fn, clt_device *dev, void *src, size_t src_off,           \
-                         clt_dtype src_dtype, void *dst, size_t dst_off, clt_dtype dst_dtype,  \
-                         size_t n), OPTIONAL)                                                  \
-    X(elementwise, clt_status, (const char *fn, clt_device *dev, const clt__ew_call *call),   \
-      OPTIONAL)                                                                                \
-    /* The reduction described at clt__reduce_call. */                                        \
-    X(reduce, clt_status, (const char *fn, clt_device *dev, const clt__reduce_call *call),    \
-      OPTIONAL)                                                                                \
-    /* The strided-batched product described at clt__gemm_call. */                            \
-    X(gemm, clt_status, (const char *fn, clt_device *dev, const clt__gemm_call *call), OPTIONAL) \
-    /* Neural-network kernels: the gather, its adjoint, sliding windows (clt__conv_call). */   \
-    X(index_select, clt_status, (const char *fn, clt_device *dev, const clt__index_call *call), \
-      OPTIONAL)                                                                                \
-    X(index_add, clt_status,                                                                   \
-      (const char *fn, clt_device *dev, const clt__index_add_call *call), OPTIONAL)            \
-    X(im2col, clt_status, (const char *fn, clt_device *dev, const clt__conv_call *call),      \
-      OPTIONAL)                                                                                \
+#define CLT__BACKEND_OPS(X)                                                                       \
+    /* A buffer of nbytes > 0; CLT_ERR_DEVICE_OUT_OF_MEMORY or CLT_ERR_OUT_OF_MEMORY. */          \
+    X(alloc, clt_status, (const char *fn, clt_device *dev, size_t nbytes, void **buf),            \
+      REQUIRED)                                                                                   \
+    X(free, void, (clt_device * dev, void *buf), REQUIRED)                                        \
+    /* Host memory to and from a buffer, completing as clt__async says. */                        \
+    X(write, clt_status,                                                                          \
+      (const char *fn, clt_device *dev, void *buf, size_t offset, const void *src,                \
+       size_t nbytes, const clt__async *async),                                                   \
+      REQUIRED)                                                                                   \
+    X(read, clt_status,                                                                           \
+      (const char *fn, clt_device *dev, void *buf, size_t offset, void *dst, size_t nbytes,       \
+       const clt__async *async),                                                                  \
+      REQUIRED)                                                                                   \
+    /* Copies nbytes within the device, byte offsets (a same-dtype copy keeps every bit). */      \
+    X(copy, clt_status,                                                                           \
+      (const char *fn, clt_device *dev, void *src, size_t src_offset, void *dst,                  \
+       size_t dst_offset, size_t nbytes),                                                         \
+      REQUIRED)                                                                                   \
+    /* Repeats a pattern of pattern_size bytes over nbytes (a multiple of it) from offset. */     \
+    X(fill, clt_status,                                                                           \
+      (const char *fn, clt_device *dev, void *buf, size_t offset, const void *pattern,            \
+       size_t pattern_size, size_t nbytes),                                                       \
+      REQUIRED)                                                                                   \
+    /* dst[dst_off + i] = convert(src[src_off + i]) for i < n (clt_tensor_to_dtype's rules). */   \
+    X(cast, clt_status,                                                                           \
+      (const char *fn, clt_device *dev, void *src, size_t src_off, clt_dtype src_dtype,           \
+       void *dst, size_t dst_off, clt_dtype dst_dtype, size_t n),                                 \
+      OPTIONAL)                                                                                   \
+    X(elementwise, clt_status, (const char *fn, clt_device *dev, const clt__ew_call *call),       \
+      OPTIONAL)                                                                                   \
+    /* The reduction described at clt__reduce_call. */                                            \
+    X(reduce, clt_status, (const char *fn, clt_device *dev, const clt__reduce_call *call),        \
+      OPTIONAL)                                                                                   \
+    /* The strided-batched product described at clt__gemm_call. */                                \
+    X(gemm, clt_status, (const char *fn, clt_device *dev, const clt__gemm_call *call),            \
+      OPTIONAL)                                                                                   \
+    /* Neural-network kernels: the gather, its adjoint, sliding windows (clt__conv_call). */      \
+    X(index_select, clt_status,                                                                   \
+      (const char *fn, clt_device *dev, const clt__index_call *call), OPTIONAL)                   \
+    X(index_add, clt_status,                                                                      \
+      (const char *fn, clt_device *dev, const clt__index_add_call *call), OPTIONAL)               \
+    X(im2col, clt_status, (const char *fn, clt_device *dev, const clt__conv_call *call),          \
+      OPTIONAL)                                                                                   \
     /* The adjoint of im2col: `in` holds columns as im2col lays them out, `out` (N x C x H x W) \
      * is overwritten, each element the sum of the column entries im2col would read from it,  \
-     * taps in order. Floating dtypes (f16 and bf16 add in f32). */                           \
-    X(col2im, clt_status, (const char *fn, clt_device *dev, const clt__conv_call *call),      \
-      OPTIONAL)                                                                                \
-    X(pool2d, clt_status, (const char *fn, clt_device *dev, const clt__conv_call *call),      \
-      OPTIONAL)                                                                                \
+     * taps in order. Floating dtypes (f16 and bf16 add in f32). */ \
+    X(col2im, clt_status, (const char *fn, clt_device *dev, const clt__conv_call *call),          \
+      OPTIONAL)                                                                                   \
+    X(pool2d, clt_status, (const char *fn, clt_device *dev, const clt__conv_call *call),          \
+      OPTIONAL)                                                                                   \
     /* The gradient of pool2d: `in` the output's gradient (N x C x OH x OW), `arg` for max     \
      * pooling the indices pool2d wrote, `out` the input's gradient (N x C x H x W),          \
      * overwritten. Max: each element gathers the windows whose index names it; average: each \
-     * window's gradient divided by the divisor pool2d used. Floating dtypes. */              \
-    X(pool2d_backward, clt_status, (const char *fn, clt_device *dev, const clt__conv_call *call), \
-      OPTIONAL)                                                                                \
-    /* Scaled dot-product attention (clt__attention_call). */                                 \
-    X(attention, clt_status,                                                                   \
-      (const char *fn, clt_device *dev, const clt__attention_call *call), OPTIONAL)            \
-    /* One optimizer update (clt__optim_call). */                                             \
-    X(optim_step, clt_status, (const char *fn, clt_device *dev, const clt__optim_call *call), \
-      OPTIONAL)                                                                                \
+     * window's gradient divided by the divisor pool2d used. Floating dtypes. */  \
+    X(pool2d_backward, clt_status,                                                                \
+      (const char *fn, clt_device *dev, const clt__conv_call *call), OPTIONAL)                    \
+    /* Scaled dot-product attention (clt__attention_call). */                                     \
+    X(attention, clt_status,                                                                      \
+      (const char *fn, clt_device *dev, const clt__attention_call *call), OPTIONAL)               \
+    /* The row operations (clt__rows_call). */                                                    \
+    X(cumsum, clt_status, (const char *fn, clt_device *dev, const clt__rows_call *call),          \
+      OPTIONAL)                                                                                   \
+    X(sort, clt_status, (const char *fn, clt_device *dev, const clt__rows_call *call),            \
+      OPTIONAL)                                                                                   \
+    /* One optimizer update (clt__optim_call). */                                                 \
+    X(optim_step, clt_status, (const char *fn, clt_device *dev, const clt__optim_call *call),     \
+      OPTIONAL)                                                                                   \
     /* n uniform [0, 1) or standard normal values of a floating dtype from Philox counters     \
-     * counter, counter + 1, ... under key `seed` (4 values a counter, 2 for f64). */         \
-    X(random, clt_status, (const char *fn, clt_device *dev, void *buf, size_t off,            \
-                           clt_dtype dtype, size_t n, bool normal, uint64_t seed,              \
-                           uint64_t counter), OPTIONAL)                                        \
+     * counter, counter + 1, ... under key `seed` (4 values a counter, 2 for f64). */  \
+    X(random, clt_status,                                                                         \
+      (const char *fn, clt_device *dev, void *buf, size_t off, clt_dtype dtype, size_t n,         \
+       bool normal, uint64_t seed, uint64_t counter),                                             \
+      OPTIONAL)                                                                                   \
     /* nbytes > 0 of host memory the device copies from and to fastest (OpenCL: a page-locked \
      * CL_MEM_ALLOC_HOST_PTR buffer, mapped): *ptr is its address, *handle what pinned_free   \
-     * takes. Counted as a device allocation. Without it, ordinary host memory is used. */    \
-    X(pinned_alloc, clt_status, (const char *fn, clt_device *dev, size_t nbytes, void **handle, \
-                                 void **ptr), OPTIONAL)                                        \
-    X(pinned_free, void, (clt_device *dev, void *handle, void *ptr), OPTIONAL)                 \
+     * takes. Counted as a device allocation. Without it, ordinary host memory is used. */   \
+    X(pinned_alloc, clt_status,                                                                   \
+      (const char *fn, clt_device *dev, size_t nbytes, void **handle, void **ptr), OPTIONAL)      \
+    X(pinned_free, void, (clt_device * dev, void *handle, void *ptr), OPTIONAL)                   \
     /* Queues a copy of nbytes from pinned memory at ptr into buf (from byte 0) on the         \
      * device's copy queue and returns at once: *event (NULL: already done) completes when the \
-     * copy has. Without it, the data loader writes on the device's own queue. */             \
-    X(upload, clt_status, (const char *fn, clt_device *dev, void *buf, const void *ptr,       \
-                           size_t nbytes, void **event), OPTIONAL)                             \
+     * copy has. Without it, the data loader writes on the device's own queue. */  \
+    X(upload, clt_status,                                                                         \
+      (const char *fn, clt_device *dev, void *buf, const void *ptr, size_t nbytes,                \
+       void **event),                                                                             \
+      OPTIONAL)                                                                                   \
     /* Makes the work queued on the device after this call wait for event (an upload's),      \
-     * without blocking the caller. */                                                         \
-    X(queue_wait, clt_status, (const char *fn, clt_device *dev, void *event), OPTIONAL)        \
-    X(synchronize, clt_status, (const char *fn, clt_device *dev), REQUIRED)                    \
-    /* An event that completes when all work queued so far on the device has (NULL: done). */ \
-    X(marker, clt_status, (const char *fn, clt_device *dev, void **event), REQUIRED)           \
-    X(event_wait, clt_status, (const char *fn, void *event), REQUIRED)                         \
+     * without blocking the caller. */   \
+    X(queue_wait, clt_status, (const char *fn, clt_device *dev, void *event), OPTIONAL)           \
+    X(synchronize, clt_status, (const char *fn, clt_device *dev), REQUIRED)                       \
+    /* An event that completes when all work queued so far on the device has (NULL: done). */     \
+    X(marker, clt_status, (const char *fn, clt_device *dev, void **event), REQUIRED)              \
+    X(event_wait, clt_status, (const char *fn, void *event), REQUIRED)                            \
     X(event_release, void, (void *event), REQUIRED)
 
 #define CLT__BACKEND_FIELD(name, ret, params, kind) ret(*name) params;

@@ -84,8 +84,8 @@ clt_tensor *clt_log_softmax(clt_tensor *x, int dim)
 
 /* The i64 indices of idx copied to the host, each checked to lie in 0..k-1 (or to equal
  * `allowed`, when allow is true). The caller frees the array. */
-static int64_t *host_indices(const char *fn, clt_tensor *idx, int64_t k, bool allow,
-                             int64_t allowed, const char *what)
+int64_t *clt__host_indices(const char *fn, clt_tensor *idx, int64_t k, bool allow,
+                           int64_t allowed, const char *what)
 {
     int64_t *v;
     if (idx->dtype != CLT_I64) {
@@ -173,7 +173,7 @@ clt_tensor *clt_index_select(clt_tensor *x, int dim, clt_tensor *index)
                    x->ndim, index->ndim);
         return NULL;
     }
-    host = host_indices(fn, index, x->shape[dim], false, 0, "index");
+    host = clt__host_indices(fn, index, x->shape[dim], false, 0, "index");
     if (!host)
         return NULL;
     c = clt__contiguous(fn, index);
@@ -295,7 +295,7 @@ static clt_tensor *nll_rows(const char *fn, clt_tensor *lp, clt_tensor *target,
     clt_tensor *flat = NULL, *idx = NULL, *picked = NULL, *neg = NULL, *zero = NULL,
                *kept_rows = NULL, *weights = NULL, *rows = NULL, *loss = NULL;
     int64_t n = lp->ndim == 2 ? lp->shape[0] : 1, c = lp->shape[lp->ndim - 1], total = n * c;
-    int64_t *t = host_indices(fn, target, c, true, o->ignore_index, "target"), *pos = NULL;
+    int64_t *t = clt__host_indices(fn, target, c, true, o->ignore_index, "target"), *pos = NULL;
     uint8_t *keeps = NULL;
     double *row_w = NULL;
     *keep = NULL;

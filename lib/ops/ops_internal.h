@@ -33,6 +33,12 @@ clt_status clt__pool2d_geometry(const char *fn, const clt_tensor *x, const clt_p
 clt_status clt__conv2d_geometry(const char *fn, const clt_tensor *x, int kh, int kw,
                                 const clt_conv2d_options *o, clt__conv_call *c);
 
+/* idx's values (i64, any device) on the host, a buffer for clt__free, each checked to lie in
+ * 0..k-1 (or, with allow, to equal `allowed`); NULL with the error naming fn and `what` ("index
+ * 4 (element 0) is out of range for size 4 (valid: 0..3)"). */
+int64_t *clt__host_indices(const char *fn, clt_tensor *idx, int64_t k, bool allow,
+                           int64_t allowed, const char *what);
+
 /* The adjoints (lib/ops/nn_adjoint.c). Each returns a new tensor of its (floating) input's
  * dtype, or NULL with the error naming fn; inputs need not be contiguous; geometries' buffers,
  * offsets and dtype are ignored. */

@@ -232,6 +232,43 @@ START_TEST(test_kernels_reduce_nn)
 }
 END_TEST
 
+/* The row kernels (cumsum, sort both ways) in every dtype, on rows of 13 with ties, and pooling
+ * in ceil mode: bit for bit against cpu, which runs the same algorithms. */
+START_TEST(test_kernels_rows)
+{
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    clt_manual_seed(5);
+    clt_tensor *r = clt_tensor_randn(CLT_SHAPE(3, 13), CLT_F32, cpu), *r4 = clt_mul_scalar(r, 4);
+    for (size_t k = 0; k < sizeof dtypes / sizeof *dtypes; k++) {
+        if (!test_has_dtype(dev, dtypes[k]))
+            continue;
+        clt_tensor *h = clt_tensor_to_dtype(r4, dtypes[k]), *g = clt_tensor_to(h, dev);
+        for (int desc = 0; desc < 2; desc++) {
+            clt_tensor *gi = NULL, *hi = NULL;
+            clt_tensor *a = clt_sort(g, 1, desc, &gi), *b = clt_sort(h, 1, desc, &hi);
+            assert_same(a, b, clt_dtype_name(dtypes[k]));
+            assert_same(gi, hi, "sort indices");
+            clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(gi),
+                clt_tensor_release(hi);
+        }
+        clt_tensor *a = clt_cumsum(g, 1), *b = clt_cumsum(h, 1);
+        assert_same(a, b, "cumsum");
+        clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(g),
+            clt_tensor_release(h);
+    }
+    clt_tensor *h = clt_tensor_randn(CLT_SHAPE(1, 2, 6, 5), CLT_F32, cpu),
+               *g = clt_tensor_to(h, dev);
+    clt_pool2d_options po = {.kernel = {3, 2},
+                             .stride = {2, 2},
+                             .padding = {1, 0},
+                             .ceil_mode = true};
+    clt_tensor *a = clt_avg_pool2d(g, &po), *b = clt_avg_pool2d(h, &po);
+    assert_near(a, b, "avg pool in ceil mode");
+    clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(g), clt_tensor_release(h);
+    clt_tensor_release(r), clt_tensor_release(r4);
+}
+END_TEST
+
 /* The reductions in both layouts (blocked: vectors of 16, blocks of 256) on rows around their
  * edges, a NaN in the third block and -0 before 0: exact ones bit for bit against cpu, sums
  * within rounding. */
@@ -576,6 +613,7 @@ Suite *suite_kernels(void)
     tcase_add_test(tc, test_kernels_exact);
     tcase_add_test(tc, test_kernels_elementwise);
     tcase_add_test(tc, test_kernels_reduce_nn);
+    tcase_add_test(tc, test_kernels_rows);
     tcase_add_test(tc, test_kernels_reduce_layouts);
     tcase_add_test(tc, test_kernels_adjoints);
     tcase_add_test(tc, test_kernels_training);

@@ -1,6 +1,7 @@
 /* The OpenCL backend's neural-network kernels (kernels/nn.cl): index_select, im2col and 2-D
- * pooling, and their adjoints index_add, col2im and pool2d_backward; one work-item an output
- * element. */
+ * pooling, and their adjoints index_add, col2im and pool2d_backward, one work-item an output
+ * element; attention (kernels/attention.cl); and the row operations cumsum and sort
+ * (kernels/rows.cl), one work-item a row. */
 #include "cl_internal.h"
 #include "cl_run.h"
 #include "core/core.h"
@@ -124,4 +125,40 @@ clt_status clt__cl_index_add(const char *fn, clt_device *dev, const clt__index_a
     };
     return clt__cl_launch(fn, dev, "nn", clt__dtype(c->dtype)->options, "index_add",
                           CLT__CL_ARGS(args), c->A * c->K * c->B, NULL);
+}
+
+clt_status clt__cl_cumsum(const char *fn, clt_device *dev, const clt__rows_call *c)
+{
+    cl_mem out = c->out, in = c->in;
+    cl_ulong oo = c->out_offset, io = c->in_offset, rows = c->rows, len = c->len;
+    cl_int reverse = c->reverse;
+    const clt__cl_arg args[] = {
+        {sizeof out, &out},   {sizeof oo, &oo},   {sizeof in, &in},           {sizeof io, &io},
+        {sizeof rows, &rows}, {sizeof len, &len}, {sizeof reverse, &reverse},
+    };
+    return clt__cl_launch(fn, dev, "rows", clt__dtype(c->dtype)->options, "cumsum_rows",
+                          CLT__CL_ARGS(args), c->rows, NULL);
+}
+
+clt_status clt__cl_sort(const char *fn, clt_device *dev, const clt__rows_call *c)
+{
+    cl_mem out = c->out, idx = c->idx, in = c->in, tmp = c->tmp, tmp_idx = c->tmp_idx;
+    cl_ulong oo = c->out_offset, xo = c->idx_offset, io = c->in_offset, rows = c->rows,
+             len = c->len;
+    cl_int descending = c->reverse;
+    const clt__cl_arg args[] = {
+        {sizeof out, &out},
+        {sizeof oo, &oo},
+        {sizeof idx, &idx},
+        {sizeof xo, &xo},
+        {sizeof in, &in},
+        {sizeof io, &io},
+        {sizeof tmp, &tmp},
+        {sizeof tmp_idx, &tmp_idx},
+        {sizeof rows, &rows},
+        {sizeof len, &len},
+        {sizeof descending, &descending},
+    };
+    return clt__cl_launch(fn, dev, "rows", clt__dtype(c->dtype)->options, "sort_rows",
+                          CLT__CL_ARGS(args), c->rows, NULL);
 }

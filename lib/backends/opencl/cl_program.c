@@ -97,6 +97,8 @@ static int program_sources(const char *file, const char **names)
         names[n++] = "optim_step";
     else if (strcmp(file, "nn") == 0)
         names[n++] = "window";
+    else if (strcmp(file, "rows") == 0)
+        names[n++] = "sort_scan";
     names[n++] = file;
     return n;
 }
@@ -502,6 +504,7 @@ static const struct {
     {"reduce:extremes", EVERY_DTYPE, DTYPE_OPTIONS},
     {"nn", EVERY_DTYPE, DTYPE_OPTIONS},
     {"attention", FLOAT_DTYPES, DTYPE_OPTIONS},
+    {"rows", EVERY_DTYPE, DTYPE_OPTIONS},
     {"optim", D(CLT_F32) | D(CLT_F64), DTYPE_OPTIONS},
     {"gemm:direct", D(CLT_F32) | D(CLT_F64), GEMM_OPTIONS},
     {"gemm:packed", D(CLT_F32) | D(CLT_F64), GEMM_OPTIONS},
