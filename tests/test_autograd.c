@@ -276,6 +276,33 @@ static clt_tensor *op_masked_fill(clt_tensor **x, clt_device *d)
     clt_tensor_release(m);
     return rel(s, f, NULL);
 }
+static clt_tensor *op_pad(clt_tensor **x, clt_device *d)
+{
+    clt_tensor *a = clt_pad(x[0], 4, (int64_t[]){2, 1, 1, 1}, CLT_PAD_REFLECT, 0);
+    clt_tensor *b = a ? clt_pad(a, 2, (int64_t[]){1, 2}, CLT_PAD_CIRCULAR, 0) : NULL;
+    clt_tensor *c = b ? clt_pad(b, 4, (int64_t[]){1, 0, 0, 2}, CLT_PAD_REPLICATE, 0) : NULL;
+    clt_tensor *e = c ? clt_pad(c, 2, (int64_t[]){1, 1}, CLT_PAD_CONSTANT, 0.5) : NULL;
+    clt_tensor *s = e ? clt_mul(e, e) : NULL;
+    (void)d;
+    clt_tensor_release(a), clt_tensor_release(b);
+    return rel(s, c, e);
+}
+static clt_tensor *op_interpolate(clt_tensor **x, clt_device *d)
+{
+    clt_tensor *a = clt_interpolate2d(x[0], 5, 2, CLT_INTERPOLATE_BILINEAR, false);
+    clt_tensor *b = a ? clt_interpolate2d(x[0], 2, 7, CLT_INTERPOLATE_BILINEAR, true) : NULL;
+    clt_tensor *c = b ? clt_interpolate2d(x[0], 6, 5, CLT_INTERPOLATE_NEAREST, false) : NULL;
+    clt_tensor *sa = c ? clt_sum(a, NULL, 0, false) : NULL, *sb = sa ? clt_mul(b, b) : NULL;
+    clt_tensor *ssb = sb ? clt_sum(sb, NULL, 0, false) : NULL, *sc = ssb ? clt_mul(c, c) : NULL;
+    clt_tensor *ssc = sc ? clt_sum(sc, NULL, 0, false) : NULL,
+               *t = ssc ? clt_add(sa, ssb) : NULL;
+    clt_tensor *r = t ? clt_add(t, ssc) : NULL;
+    clt_tensor *all[] = {a, b, c, sa, sb, ssb, sc, ssc, t};
+    (void)d;
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        clt_tensor_release(all[i]);
+    return r;
+}
 static clt_tensor *op_batch_norm(clt_tensor **x, clt_device *d)
 {
     (void)d;
@@ -383,6 +410,8 @@ static const gcase cases[] = {
     {"topk (smallest)", op_topk, 1, {2}, {{2, 5}}, -2, 2},
     {"gather (repeated indices)", op_gather, 1, {2}, {{2, 3}}, -2, 2},
     {"masked_fill", op_masked_fill, 1, {2}, {{2, 3}}, -2, 2},
+    {"pad (every mode)", op_pad, 1, {3}, {{2, 3, 4}}, -2, 2},
+    {"interpolate2d (nearest, bilinear)", op_interpolate, 1, {4}, {{1, 2, 3, 4}}, -2, 2},
     {"batch_norm", op_batch_norm, 3, {4, 1, 1}, {{4, 3, 2, 1}, {3}, {3}}, -2, 2},
     {"layer_norm", op_layer_norm, 3, {3, 1, 1}, {{2, 3, 4}, {4}, {4}}, -2, 2},
     {"dropout", op_dropout, 1, {2}, {{4, 5}}, -2, 2},

@@ -662,6 +662,56 @@ START_TEST(test_multinomial)
 }
 END_TEST
 
+/* F.pad in its four modes and F.interpolate (nearest, bilinear with and without
+ * align_corners, up and down) on every device, against PyTorch 1.13's results for the same
+ * small inputs; bad arguments refused. */
+START_TEST(test_pad_interpolate)
+{
+    clt_device *dev = test_device(_i);
+    clt_tensor *x = make(dev, CLT_F32, (double[]){1, 2, 3, 4, 5, 6}, CLT_SHAPE(1, 2, 3));
+    check(clt_pad(x, 2, (int64_t[]){1, 2}, CLT_PAD_CONSTANT, 9),
+          (double[]){9, 1, 2, 3, 9, 9, 9, 4, 5, 6, 9, 9}, 12, 0, "constant");
+    check(clt_pad(x, 4, (int64_t[]){2, 1, 1, 0}, CLT_PAD_REFLECT, 0),
+          (double[]){6, 5, 4, 5, 6, 5, 3, 2, 1, 2, 3, 2, 6, 5, 4, 5, 6, 5}, 18, 0, "reflect");
+    check(clt_pad(x, 2, (int64_t[]){1, 1}, CLT_PAD_REPLICATE, 0),
+          (double[]){1, 1, 2, 3, 3, 4, 4, 5, 6, 6}, 10, 0, "replicate");
+    check(clt_pad(x, 2, (int64_t[]){1, 2}, CLT_PAD_CIRCULAR, 0),
+          (double[]){3, 1, 2, 3, 1, 2, 6, 4, 5, 6, 4, 5}, 12, 0, "circular");
+    ck_assert_ptr_null(clt_pad(x, 2, (int64_t[]){3, 0}, CLT_PAD_REFLECT, 0));
+    ck_assert_error_has("clt_pad: pad[0] = 3 does not suit dimension 2 of size 3 in this mode");
+    ck_assert_ptr_null(clt_pad(x, 3, (int64_t[]){1, 1, 1}, CLT_PAD_CONSTANT, 0));
+    ck_assert_error_has("clt_pad: needs an even number of pads");
+    ck_assert_ptr_null(clt_pad(x, 2, (int64_t[]){-1, 0}, CLT_PAD_CONSTANT, 0));
+
+    clt_tensor *q = make(dev, CLT_F32, (double[]){1, 2, 3, 4}, CLT_SHAPE(1, 1, 2, 2));
+    check(clt_interpolate2d(q, 4, 4, CLT_INTERPOLATE_NEAREST, false),
+          (double[]){1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}, 16, 0, "nearest 2 -> 4");
+    check(clt_interpolate2d(q, 3, 3, CLT_INTERPOLATE_NEAREST, false),
+          (double[]){1, 1, 2, 1, 1, 2, 3, 3, 4}, 9, 0, "nearest 2 -> 3");
+    check(clt_interpolate2d(q, 4, 4, CLT_INTERPOLATE_BILINEAR, false),
+          (double[]){1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25,
+                     3.75, 4},
+          16, 1e-6, "bilinear 2 -> 4");
+    check(clt_interpolate2d(q, 3, 3, CLT_INTERPOLATE_BILINEAR, true),
+          (double[]){1, 1.5, 2, 2, 2.5, 3, 3, 3.5, 4}, 9, 1e-6,
+          "bilinear 2 -> 3, align_corners");
+    double v16[16];
+    for (int i = 0; i < 16; i++)
+        v16[i] = i;
+    clt_tensor *b = make(dev, CLT_F32, v16, CLT_SHAPE(1, 4, 4)); /* unbatched */
+    check(clt_interpolate2d(b, 2, 2, CLT_INTERPOLATE_BILINEAR, false),
+          (double[]){2.5, 4.5, 10.5, 12.5}, 4, 1e-6, "bilinear 4 -> 2");
+    clt_tensor *flat = clt_reshape(q, CLT_SHAPE(2, 2));
+    ck_assert_ptr_null(clt_interpolate2d(flat, 2, 2, CLT_INTERPOLATE_NEAREST, false));
+    ck_assert_error_has("(got 2 dimensions)");
+    clt_tensor_release(flat);
+    ck_assert_ptr_null(clt_interpolate2d(q, 0, 2, CLT_INTERPOLATE_NEAREST, false));
+    ck_assert_error_has(
+        "clt_interpolate2d: needs a non-empty (N, C, H, W) or (C, H, W) input (got 4 dimensions), a positive output size (got 0x2)");
+    clt_tensor_release(x), clt_tensor_release(q), clt_tensor_release(b);
+}
+END_TEST
+
 /* Edge cases: masked (-inf) log-probabilities under ignored targets, integer mse, empty inputs,
  * windows wholly in the padding, mismatched bias. */
 START_TEST(test_nn_edges)
@@ -1244,6 +1294,7 @@ Suite *suite_nn(void)
     ADD_DEVICE_TEST(tc, test_cumsum_sort);
     ADD_DEVICE_TEST(tc, test_gather_masked_fill);
     ADD_DEVICE_TEST(tc, test_multinomial);
+    ADD_DEVICE_TEST(tc, test_pad_interpolate);
     ADD_DEVICE_TEST(tc, test_col2im);
     ADD_DEVICE_TEST(tc, test_pool2d_backward);
     ADD_DEVICE_TEST(tc, test_index_add);
