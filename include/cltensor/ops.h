@@ -323,17 +323,23 @@ CLT_API clt_tensor *clt_avg_pool2d(clt_tensor *x, const clt_pool2d_options *opti
  * positive or an empty input. */
 CLT_API clt_tensor *clt_adaptive_avg_pool2d(clt_tensor *x, int out_h, int out_w);
 
-/* F.pad(x, pad, mode, value): pad[0] and pad[1] elements before and after the last dimension,
- * pad[2] and pad[3] around the one before it, and so on (npad even, at most 2 a dimension, each
- * >= 0). CONSTANT fills with value; REFLECT mirrors without repeating the edge (pads below the
- * size); REPLICATE repeats the edge; CIRCULAR wraps around (pads at most the size). Composed
- * from cat and index_select, so any dtype on any device and differentiable. */
+/* The modes of clt_pad and clt_interpolate2d. */
 typedef enum clt_pad_mode {
     CLT_PAD_CONSTANT,
     CLT_PAD_REFLECT,
     CLT_PAD_REPLICATE,
     CLT_PAD_CIRCULAR
 } clt_pad_mode;
+typedef enum clt_interpolate_mode {
+    CLT_INTERPOLATE_NEAREST,
+    CLT_INTERPOLATE_BILINEAR
+} clt_interpolate_mode;
+
+/* F.pad(x, pad, mode, value): pad[0] and pad[1] elements before and after the last dimension,
+ * pad[2] and pad[3] around the one before it, and so on (npad even, at most 2 a dimension, each
+ * >= 0). CONSTANT fills with value; REFLECT mirrors without repeating the edge (pads below the
+ * size); REPLICATE repeats the edge; CIRCULAR wraps around (pads at most the size). Composed
+ * from cat and index_select, so any dtype on any device and differentiable. */
 CLT_API clt_tensor *clt_pad(clt_tensor *x, int npad, const int64_t *pad, clt_pad_mode mode,
                             double value);
 
@@ -342,10 +348,6 @@ CLT_API clt_tensor *clt_pad(clt_tensor *x, int npad, const int64_t *pad, clt_pad
  * weighs the two neighbours of PyTorch's source coordinate ((o + 0.5) in / out - 0.5, at least
  * 0; with align_corners o (in - 1) / (out - 1)). Rows, then columns, each an index_select (and
  * for bilinear a weighted sum); differentiable. */
-typedef enum clt_interpolate_mode {
-    CLT_INTERPOLATE_NEAREST,
-    CLT_INTERPOLATE_BILINEAR
-} clt_interpolate_mode;
 CLT_API clt_tensor *clt_interpolate2d(clt_tensor *x, int64_t out_h, int64_t out_w,
                                       clt_interpolate_mode mode, bool align_corners);
 
