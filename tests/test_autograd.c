@@ -303,6 +303,13 @@ static clt_tensor *op_interpolate(clt_tensor **x, clt_device *d)
         clt_tensor_release(all[i]);
     return r;
 }
+static clt_tensor *op_conv_transpose(clt_tensor **x, clt_device *d)
+{
+    clt_conv_transpose2d_options o = clt_conv_transpose2d_options_default();
+    o.stride[0] = 2, o.padding[1] = 1, o.output_padding[0] = 1, o.dilation[1] = 2;
+    (void)d;
+    return clt_conv_transpose2d(x[0], x[1], x[2], &o);
+}
 static clt_tensor *op_batch_norm(clt_tensor **x, clt_device *d)
 {
     (void)d;
@@ -411,6 +418,7 @@ static const gcase cases[] = {
     {"gather (repeated indices)", op_gather, 1, {2}, {{2, 3}}, -2, 2},
     {"masked_fill", op_masked_fill, 1, {2}, {{2, 3}}, -2, 2},
     {"pad (every mode)", op_pad, 1, {3}, {{2, 3, 4}}, -2, 2},
+    {"conv_transpose2d", op_conv_transpose, 3, {4, 4, 1}, {{1, 2, 3, 3}, {2, 2, 2, 3}, {2}}, -2, 2},
     {"interpolate2d (nearest, bilinear)", op_interpolate, 1, {4}, {{1, 2, 3, 4}}, -2, 2},
     {"batch_norm", op_batch_norm, 3, {4, 1, 1}, {{4, 3, 2, 1}, {3}, {3}}, -2, 2},
     {"layer_norm", op_layer_norm, 3, {3, 1, 1}, {{2, 3, 4}, {4}, {4}}, -2, 2},

@@ -712,6 +712,65 @@ START_TEST(test_pad_interpolate)
 }
 END_TEST
 
+/* conv_transpose2d on every device against its definition (each input element adds weight
+ * times itself to the output at h * s - p + ky * d), with groups, unequal strides, padding,
+ * output padding and dilation, a bias, the unbatched form; bad options refused. */
+START_TEST(test_conv_transpose2d)
+{
+    clt_device *dev = test_device(_i);
+    enum { N = 2, C = 4, H = 3, W = 5, G = 2, OG = 3, KH = 3, KW = 2 };
+    const int s[2] = {2, 3}, p[2] = {1, 0}, op[2] = {1, 2}, d[2] = {1, 2};
+    const int OH = (H - 1) * s[0] - 2 * p[0] + d[0] * (KH - 1) + op[0] + 1;
+    const int OW = (W - 1) * s[1] - 2 * p[1] + d[1] * (KW - 1) + op[1] + 1;
+    double *xv = noise(N * C * H * W, 41), *wv = noise(C * OG * KH * KW, 42),
+           *bv = noise(G * OG, 43);
+    double *want = calloc((size_t)(N * G * OG * OH * OW), sizeof *want);
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < G * OG; o++)
+            for (int i = 0; i < OH * OW; i++)
+                want[(n * G * OG + o) * OH * OW + i] = bv[o];
+    for (int n = 0; n < N; n++)
+        for (int ci = 0; ci < C; ci++)
+            for (int h = 0; h < H; h++)
+                for (int w = 0; w < W; w++)
+                    for (int co = 0; co < OG; co++)
+                        for (int ky = 0; ky < KH; ky++)
+                            for (int kx = 0; kx < KW; kx++) {
+                                int oy = h * s[0] - p[0] + ky * d[0],
+                                    ox = w * s[1] - p[1] + kx * d[1];
+                                int o = (ci / (C / G)) * OG + co;
+                                if (oy >= 0 && oy < OH && ox >= 0 && ox < OW)
+                                    want[((n * G * OG + o) * OH + oy) * OW + ox] +=
+                                        xv[((n * C + ci) * H + h) * W + w] *
+                                        wv[((ci * OG + co) * KH + ky) * KW + kx];
+                            }
+    clt_tensor *x = make(dev, CLT_F32, xv, CLT_SHAPE(N, C, H, W)),
+               *wt = make(dev, CLT_F32, wv, CLT_SHAPE(C, OG, KH, KW));
+    clt_tensor *b = make(dev, CLT_F32, bv, CLT_SHAPE(G * OG));
+    clt_conv_transpose2d_options o = clt_conv_transpose2d_options_default();
+    o.stride[0] = s[0], o.stride[1] = s[1], o.padding[0] = p[0], o.padding[1] = p[1];
+    o.output_padding[0] = op[0], o.output_padding[1] = op[1], o.dilation[0] = d[0],
+    o.dilation[1] = d[1];
+    o.groups = G;
+    clt_tensor *y = clt_conv_transpose2d(x, wt, b, &o);
+    ck_assert_msg(y != NULL, "%s", clt_last_error());
+    ck_assert(clt_tensor_size(y, 1) == G * OG && clt_tensor_size(y, 2) == OH &&
+              clt_tensor_size(y, 3) == OW);
+    check(y, want, N * G * OG * OH * OW, 1e-5, "conv_transpose2d");
+    clt_tensor *x0 = clt_narrow(x, 0, 0, 1), *u = clt_squeeze(x0, 0);
+    check(clt_conv_transpose2d(u, wt, b, &o), want, G * OG * OH * OW, 1e-5, "unbatched");
+    o.output_padding[0] = 2; /* not below the stride (2) or the dilation (1) */
+    ck_assert_ptr_null(clt_conv_transpose2d(x, wt, b, &o));
+    ck_assert_error_has(
+        "clt_conv_transpose2d: input (2, 4, 3, 5) and weight (4, 3, 3, 2) (groups 2)");
+    o.output_padding[0] = 1, o.groups = 3;
+    ck_assert_ptr_null(clt_conv_transpose2d(x, wt, b, &o));
+    clt_tensor_release(x), clt_tensor_release(wt), clt_tensor_release(b),
+        clt_tensor_release(x0), clt_tensor_release(u);
+    free(xv), free(wv), free(bv), free(want);
+}
+END_TEST
+
 /* Edge cases: masked (-inf) log-probabilities under ignored targets, integer mse, empty inputs,
  * windows wholly in the padding, mismatched bias. */
 START_TEST(test_nn_edges)
@@ -1295,6 +1354,7 @@ Suite *suite_nn(void)
     ADD_DEVICE_TEST(tc, test_gather_masked_fill);
     ADD_DEVICE_TEST(tc, test_multinomial);
     ADD_DEVICE_TEST(tc, test_pad_interpolate);
+    ADD_DEVICE_TEST(tc, test_conv_transpose2d);
     ADD_DEVICE_TEST(tc, test_col2im);
     ADD_DEVICE_TEST(tc, test_pool2d_backward);
     ADD_DEVICE_TEST(tc, test_index_add);

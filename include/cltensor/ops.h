@@ -292,6 +292,25 @@ CLT_API clt_conv2d_options clt_conv2d_options_default(void);
 CLT_API clt_tensor *clt_conv2d(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
                                const clt_conv2d_options *options);
 
+/* Transposed 2-D convolution options ([0] height, [1] width), from
+ * clt_conv_transpose2d_options_default() (stride 1, padding 0, output padding 0, dilation 1,
+ * groups 1; NULL options are those). */
+typedef struct clt_conv_transpose2d_options {
+    int stride[2], padding[2], output_padding[2], dilation[2], groups;
+} clt_conv_transpose2d_options;
+/* Stride 1, padding 0, output padding 0, dilation 1, groups 1. */
+CLT_API clt_conv_transpose2d_options clt_conv_transpose2d_options_default(void);
+
+/* F.conv_transpose2d: x (N, C, H, W) or (C, H, W), weight (C, O / groups, kh, kw), bias (O,) or
+ * NULL, floating; output (N, O, (H - 1) s - 2 p + d (kh - 1) + output_padding + 1, ...). Each
+ * input element adds weight times itself to the output window at (h s - p, w s - p). Computed
+ * as a stride-1 convolution of the input spread by the stride (zeros between elements) with the
+ * flipped kernel, so it does stride^2 times the arithmetic needed, and differentiable through
+ * those operations. CLT_ERR_INVALID_ARGUMENT names shapes or options that do not fit
+ * (output_padding must be below the stride or the dilation, as PyTorch's). */
+CLT_API clt_tensor *clt_conv_transpose2d(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
+                                         const clt_conv_transpose2d_options *options);
+
 /* 2-D pooling options: kernel is required; stride 0 means the kernel size, dilation 0 means 1
  * (max pooling only); padding at most half the kernel. Average pooling divides by the whole
  * window unless exclude_padding (PyTorch's count_include_pad=False). ceil_mode rounds the output

@@ -180,3 +180,121 @@ clt_tensor *clt_interpolate2d(clt_tensor *x, int64_t out_h, int64_t out_w,
     clt_tensor_release(rows);
     return out;
 }
+
+/* ---- conv_transpose2d ------------------------------------------------------------------------- */
+
+clt_conv_transpose2d_options clt_conv_transpose2d_options_default(void)
+{
+    return (clt_conv_transpose2d_options){.stride = {1, 1}, .dilation = {1, 1}, .groups = 1};
+}
+
+/* x with s - 1 zeros between neighbours along dim (s >= 1): size (n - 1) s + 1. */
+static clt_tensor *spread(const char *fn, clt_tensor *x, int dim, int s)
+{
+    if (s == 1)
+        return clt_tensor_retain(x);
+    int64_t shape[CLT_MAX_DIMS + 1], n = x->shape[dim];
+    int nd = x->ndim;
+    for (int d = 0, k = 0; d < nd; d++) {
+        shape[k++] = x->shape[d];
+        if (d == dim)
+            shape[k++] = s - 1;
+    }
+    clt_tensor *u = clt_unsqueeze(x, dim + 1);
+    clt_tensor *z = u ? clt_tensor_zeros(nd + 1, shape, x->dtype, x->storage->device) : NULL;
+    clt_tensor *both = z ? clt_cat((clt_tensor *[]){u, z}, 2, dim + 1) : NULL;
+    int64_t flat[CLT_MAX_DIMS];
+    memcpy(flat, x->shape, sizeof(int64_t) * (size_t)nd);
+    flat[dim] = n * s;
+    clt_tensor *r = both ? clt_reshape(both, nd, flat) : NULL;
+    clt_tensor *out = r ? clt_narrow(r, dim, 0, (n - 1) * s + 1) : NULL;
+    if (!out)
+        clt__rename_error(fn);
+    clt_tensor *t[] = {u, z, both, r};
+    for (size_t k = 0; k < sizeof t / sizeof *t; k++)
+        clt_tensor_release(t[k]);
+    return out;
+}
+
+/* x grown by lo zeros before and hi after along dim; negative amounts crop instead. */
+static clt_tensor *grow(const char *fn, clt_tensor *x, int dim, int64_t lo, int64_t hi)
+{
+    int64_t start = lo < 0 ? -lo : 0, end = x->shape[dim] - (hi < 0 ? -hi : 0);
+    clt_tensor *c = clt_narrow(x, dim, start, end - start);
+    int64_t pad[2] = {lo > 0 ? lo : 0, hi > 0 ? hi : 0}, all[2 * CLT_MAX_DIMS] = {0};
+    int k = 2 * (x->ndim - 1 - dim);
+    all[k] = pad[0], all[k + 1] = pad[1];
+    clt_tensor *out = c ? clt_pad(c, k + 2, all, CLT_PAD_CONSTANT, 0) : NULL;
+    clt_tensor_release(c);
+    if (!out)
+        clt__rename_error(fn);
+    return out;
+}
+
+clt_tensor *clt_conv_transpose2d(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
+                                 const clt_conv_transpose2d_options *options)
+{
+    static const char *const fn = "clt_conv_transpose2d";
+    clt_conv_transpose2d_options o = options ? *options : clt_conv_transpose2d_options_default();
+    if (clt__tensor_check(fn, x) != CLT_OK || clt__tensor_check(fn, weight) != CLT_OK)
+        return NULL;
+    bool unbatched = x->ndim == 3;
+    int g = o.groups;
+    bool ok = g >= 1 && (x->ndim == 3 || x->ndim == 4) && weight->ndim == 4 &&
+              x->shape[x->ndim - 3] == weight->shape[0] && weight->shape[0] % g == 0 &&
+              (!bias || (bias->ndim == 1 && bias->shape[0] == weight->shape[1] * g));
+    for (int i = 0; ok && i < 2; i++)
+        ok = o.stride[i] >= 1 && o.dilation[i] >= 1 && o.padding[i] >= 0 &&
+             o.output_padding[i] >= 0 &&
+             (o.output_padding[i] < o.stride[i] || o.output_padding[i] < o.dilation[i]);
+    if (!ok) {
+        char a[256], b[256];
+        clt__format_shape(a, sizeof a, x->ndim, x->shape);
+        clt__format_shape(b, sizeof b, weight->ndim, weight->shape);
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                   "input %s and weight %s (groups %d): expected (N, C, H, W) or (C, H, W), "
+                   "(C, O / groups, kh, kw) with C divisible by groups, a bias of (O,), strides "
+                   "and dilations >= 1, paddings >= 0 and output paddings below the stride or "
+                   "the dilation",
+                   a, b, g);
+        return NULL;
+    }
+    int64_t kh = weight->shape[2], kw = weight->shape[3], cin = weight->shape[0];
+    int64_t cout_g = weight->shape[1];
+    clt_tensor *t[12] = {0}, *out = NULL;
+    /* the input spread by the stride and grown so that a stride-1 convolution with the flipped,
+     * transposed kernel gives PyTorch's (H - 1) s - 2 p + d (k - 1) + output_padding + 1 */
+    t[0] = unbatched ? clt_unsqueeze(x, 0) : clt_tensor_retain(x);
+    t[1] = t[0] ? spread(fn, t[0], 2, o.stride[0]) : NULL;
+    t[2] = t[1] ? spread(fn, t[1], 3, o.stride[1]) : NULL;
+    int64_t eh = (int64_t)o.dilation[0] * (kh - 1) - o.padding[0];
+    int64_t ew = (int64_t)o.dilation[1] * (kw - 1) - o.padding[1];
+    t[3] = t[2] ? grow(fn, t[2], 2, eh, eh + o.output_padding[0]) : NULL;
+    t[4] = t[3] ? grow(fn, t[3], 3, ew, ew + o.output_padding[1]) : NULL;
+    /* (C, O / g, kh, kw) -> (O, C / g, kh, kw), flipped in both spatial dimensions */
+    t[5] = t[4] ? clt_reshape(weight, CLT_SHAPE(g, cin / g, cout_g, kh, kw)) : NULL;
+    t[6] = t[5] ? clt_transpose(t[5], 1, 2) : NULL;
+    t[7] = t[6] ? clt_reshape(t[6], CLT_SHAPE(g * cout_g, cin / g, kh, kw)) : NULL;
+    int64_t *rev = t[7] ? clt__alloc(fn, (size_t)(kh > kw ? kh : kw) * sizeof *rev) : NULL;
+    if (rev) {
+        for (int64_t i = 0; i < kh; i++)
+            rev[i] = kh - 1 - i;
+        t[8] = pick(fn, t[7], 2, rev, kh);
+        for (int64_t i = 0; i < kw; i++)
+            rev[i] = kw - 1 - i;
+        t[9] = t[8] ? pick(fn, t[8], 3, rev, kw) : NULL;
+        clt__free(rev);
+    }
+    if (t[9]) {
+        clt_conv2d_options co = {.stride = {1, 1},
+                                 .dilation = {o.dilation[0], o.dilation[1]},
+                                 .groups = g};
+        t[10] = clt_conv2d(t[4], t[9], bias, &co);
+        out = t[10] && unbatched ? clt_squeeze(t[10], 0) : clt_tensor_retain(t[10]);
+    }
+    if (!out && t[9])
+        clt__rename_error(fn);
+    for (int i = 0; i < 12; i++)
+        clt_tensor_release(t[i]);
+    return out;
+}
