@@ -248,15 +248,12 @@ clt_tensor *clt_conv_transpose2d(clt_tensor *x, clt_tensor *weight, clt_tensor *
              o.output_padding[i] >= 0 &&
              (o.output_padding[i] < o.stride[i] || o.output_padding[i] < o.dilation[i]);
     if (!ok) {
-        char a[256], b[256];
-        clt__format_shape(a, sizeof a, x->ndim, x->shape);
-        clt__format_shape(b, sizeof b, weight->ndim, weight->shape);
         clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                    "input %s and weight %s (groups %d): expected (N, C, H, W) or (C, H, W), "
                    "(C, O / groups, kh, kw) with C divisible by groups, a bias of (O,), strides "
                    "and dilations >= 1, paddings >= 0 and output paddings below the stride or "
                    "the dilation",
-                   a, b, g);
+                   clt__shape_of(x).text, clt__shape_of(weight).text, g);
         return NULL;
     }
     int64_t kh = weight->shape[2], kw = weight->shape[3], cin = weight->shape[0];

@@ -98,13 +98,10 @@ clt_tensor *clt_gather(clt_tensor *x, int dim, clt_tensor *index)
     for (int d = 0; fits && d < index->ndim; d++)
         fits = d == dim || index->shape[d] <= x->shape[d];
     if (!fits) {
-        char a[256], b[256];
-        clt__format_shape(a, sizeof a, index->ndim, index->shape);
-        clt__format_shape(b, sizeof b, x->ndim, x->shape);
         clt__error(CLT_ERR_SHAPE, fn,
                    "index %s must have x's %d dimensions and no size above x's %s but along "
                    "dimension %d",
-                   a, nd, b, dim);
+                   clt__shape_of(index).text, nd, clt__shape_of(x).text, dim);
         return NULL;
     }
     /* flat positions in contiguous x: the index along dim, the element's own coordinates in the
@@ -258,10 +255,8 @@ clt_tensor *clt_masked_fill(clt_tensor *x, clt_tensor *mask, double value)
     if (!out)
         clt__rename_error(fn);
     else if (!clt__same_shape(out, x)) { /* the mask may broadcast x, never x the mask */
-        char a[256], b[256];
-        clt__format_shape(a, sizeof a, mask->ndim, mask->shape);
-        clt__format_shape(b, sizeof b, x->ndim, x->shape);
-        clt__error(CLT_ERR_SHAPE, fn, "mask %s does not broadcast to x's shape %s", a, b);
+        clt__error(CLT_ERR_SHAPE, fn, "mask %s does not broadcast to x's shape %s",
+                   clt__shape_of(mask).text, clt__shape_of(x).text);
         clt_tensor_release(out);
         out = NULL;
     }

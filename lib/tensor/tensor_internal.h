@@ -113,5 +113,16 @@ static inline bool clt__same_shape(const clt_tensor *a, const clt_tensor *b)
 }
 /* Writes "(2, 3)" into buf. */
 void clt__format_shape(char *buf, size_t size, int ndim, const int64_t *shape);
+/* t's shape as text ("(2, 3)"), in a value that lives until the end of the full expression
+ * that made it: clt__error(..., "shape %s", clt__shape_of(t).text). */
+typedef struct clt__shape_text {
+    char text[256];
+} clt__shape_text;
+static inline clt__shape_text clt__shape_of(const clt_tensor *t)
+{
+    clt__shape_text s;
+    clt__format_shape(s.text, sizeof s.text, t->ndim, t->shape);
+    return s;
+}
 
 #endif
