@@ -18,8 +18,8 @@
  * model runs, but the text it is given and prints is bytes, not its tokens. Without --config,
  * a small byte-level model (4 layers, width 128, 256 positions); without --weights, PyTorch's
  * random initialisation (the text is noise). --top-k 0 (the default) decodes greedily; K > 0
- * samples from the K most likely tokens, seeded by --seed. */
-#include <math.h>
+ * samples from the K most likely tokens on the device (topk, softmax, multinomial, gather),
+ * seeded by --seed through clt_manual_seed, so every device draws the same tokens. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,47 +44,20 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* xorshift64*: the sampler's generator. */
-static double uniform(uint64_t *s)
+/* The next token, a (1, 1) i64 tensor on the logits' device, from the last position's logits
+ * (1, vocab): the largest (greedy), or a draw from the k largest after a softmax over them, as
+ *   values, idx = logits.topk(k); idx.gather(-1, torch.multinomial(values.softmax(-1), 1)) */
+static clt_tensor *pick(clt_tensor *logits, int k)
 {
-    *s ^= *s >> 12, *s ^= *s << 25, *s ^= *s >> 27;
-    return (double)((*s * 2685821657736338717ull) >> 11) / 9007199254740992.0;
-}
-
-/* The next token from one row of logits: the largest, or a draw from the k largest after a
- * softmax over them. */
-static int64_t pick(const float *logits, int64_t vocab, int k, uint64_t *state)
-{
-    int64_t best = 0;
-    for (int64_t i = 1; i < vocab; i++)
-        if (logits[i] > logits[best])
-            best = i;
     if (k <= 1)
-        return best;
-    int64_t *top = malloc((size_t)k * sizeof *top);
-    double *w = malloc((size_t)k * sizeof *w), total = 0;
-    int n = 0;
-    for (int64_t i = 0; i < vocab; i++) { /* the k largest, largest first */
-        if (n == k && !(logits[i] > logits[top[k - 1]]))
-            continue;
-        int at = n < k ? n++ : k - 1;
-        while (at > 0 && logits[top[at - 1]] < logits[i]) {
-            top[at] = top[at - 1];
-            at--;
-        }
-        top[at] = i;
-    }
-    for (int j = 0; j < n; j++)
-        total += w[j] = exp((double)logits[top[j]] - logits[top[0]]);
-    double r = uniform(state) * total;
-    int64_t chosen = top[n - 1];
-    for (int j = 0; j < n; j++)
-        if ((r -= w[j]) < 0) {
-            chosen = top[j];
-            break;
-        }
-    free(w), free(top);
-    return chosen;
+        return clt_argmax(logits, -1, true);
+    clt_tensor *idx = NULL, *values = clt_topk(logits, k, -1, true, &idx);
+    clt_tensor *probs = values ? clt_softmax(values, -1) : NULL;
+    clt_tensor *choice = probs ? clt_multinomial(probs, 1, true) : NULL;
+    clt_tensor *token = choice ? clt_gather(idx, 1, choice) : NULL;
+    clt_tensor_release(values), clt_tensor_release(idx), clt_tensor_release(probs);
+    clt_tensor_release(choice);
+    return token;
 }
 
 int main(int argc, char **argv)
@@ -105,7 +78,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--top-k") && i + 1 < argc)
             top_k = atoi(argv[++i]);
         else if (!strcmp(a, "--seed") && i + 1 < argc)
-            seed = strtoull(argv[++i], NULL, 10) | 1;
+            seed = strtoull(argv[++i], NULL, 10);
         else
             prompt = a;
     }
@@ -150,8 +123,7 @@ int main(int argc, char **argv)
     CHECK(next && clt_tensor_to_(&next, device) == CLT_OK);
     gpt_cache cache;
     CHECK(gpt_cache_init(&cache, model) == CLT_OK);
-    float *row = malloc((size_t)config.vocab_size * sizeof *row);
-    uint64_t state = seed * 0x9e3779b97f4a7c15ull;
+    clt_manual_seed(seed); /* the sampler's draws */
     double start = now_s(), first = 0;
     printf("%s", prompt);
     CLT_NO_GRAD {
@@ -159,14 +131,16 @@ int main(int argc, char **argv)
             clt_tensor *logits = gpt_forward(model, next, &cache);
             CHECK(logits);
             clt_tensor *last = clt_narrow(logits, 1, clt_tensor_size(logits, 1) - 1, 1);
-            CHECK(last && clt_tensor_copy_to_host(last, row, (size_t)config.vocab_size *
-                                                               sizeof *row) == CLT_OK);
-            int64_t token = pick(row, config.vocab_size, top_k, &state);
+            clt_tensor *row = last ? clt_squeeze(last, 1) : NULL;
+            CHECK(row);
+            clt_tensor *chosen = pick(row, top_k);
+            int64_t token;
+            CHECK(chosen && clt_tensor_copy_to_host(chosen, &token, sizeof token) == CLT_OK);
             if (t == 0)
                 first = now_s() - start;
-            clt_tensor_release(last), clt_tensor_release(logits), clt_tensor_release(next);
-            next = clt_tensor_from_data(CLT_SHAPE(1, 1), &token, CLT_I64, clt_device_cpu());
-            CHECK(next && clt_tensor_to_(&next, device) == CLT_OK);
+            clt_tensor_release(row), clt_tensor_release(last), clt_tensor_release(logits);
+            clt_tensor_release(next);
+            next = chosen; /* (1, 1), already on the device */
             unsigned char byte = token < 256 ? (unsigned char)token : '?';
             putchar(byte >= 32 || byte == '\n' || byte == '\t' ? byte : '.');
             fflush(stdout);
@@ -176,7 +150,6 @@ int main(int argc, char **argv)
     printf("\n%d tokens in %.2f s (the prompt's %lld and the first: %.2f s; then %.1f tokens/s)\n",
            tokens, total, (long long)n, first,
            tokens > 1 ? (tokens - 1) / (total - first) : 0.0);
-    free(row);
     clt_tensor_release(next);
     gpt_cache_clear(&cache);
     clt_module_release(model);
