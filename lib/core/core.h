@@ -25,6 +25,11 @@ clt_status clt__error(clt_status status, const char *fn, const char *fmt, ...) C
 /* Re-raises the last error under fn, keeping its cause: a step of fn failed. Returns the
  * status. */
 clt_status clt__rename_error(const char *fn);
+/* The same with a context before the cause: "fn: context: cause". */
+clt_status clt__rename_error_in(const char *fn, const char *context);
+/* CLT_ERR_INVALID_ARGUMENT for an object handed to a _take function as NULL (its creation
+ * failed): "fn: what is NULL (the last error: ...)", naming the error the creation left. */
+clt_status clt__error_null_taken(const char *fn, const char *what);
 /* Appends text to this thread's last error message (for build logs). */
 void clt__error_append(const char *text);
 

@@ -156,10 +156,24 @@ void clt__log(clt_log_level level, const char *fmt, ...)
     fn(level, message, user);
 }
 
-clt_status clt__rename_error(const char *fn)
+clt_status clt__rename_error_in(const char *fn, const char *context)
 {
     char cause[1024];
     const char *colon = strstr(clt_last_error(), ": ");
     snprintf(cause, sizeof cause, "%s", colon ? colon + 2 : clt_last_error());
+    if (context)
+        return clt__error(clt_last_status(), fn, "%s: %s", context, cause);
     return clt__error(clt_last_status(), fn, "%s", cause);
+}
+
+clt_status clt__rename_error(const char *fn)
+{
+    return clt__rename_error_in(fn, NULL);
+}
+
+clt_status clt__error_null_taken(const char *fn, const char *what)
+{
+    char cause[1024];
+    snprintf(cause, sizeof cause, "%s", clt_last_error());
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL (the last error: %s)", what, cause);
 }

@@ -246,10 +246,9 @@ clt_device *clt_device_default(void)
     if (env && *env) {
         clt_device *dev = clt_device_get(env);
         if (!dev) {
-            char cause[1024];
-            const char *colon = strstr(clt_last_error(), ": ");
-            snprintf(cause, sizeof cause, "%s", colon ? colon + 2 : clt_last_error());
-            clt__error(clt_last_status(), fn, "CLT_DEVICE=%s: %s", env, cause);
+            char context[512];
+            snprintf(context, sizeof context, "CLT_DEVICE=%s", env);
+            clt__rename_error_in(fn, context);
         }
         return dev;
     }

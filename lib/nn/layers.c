@@ -246,10 +246,9 @@ clt_module *clt_nn_sequential_take(clt_module *const *modules, int n)
     }
     for (int i = 0; i < n; i++) {
         if (!modules[i]) { /* its creation failed: say so, with the error it left */
-            char cause[1024];
-            snprintf(cause, sizeof cause, "%s", clt_last_error());
-            clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "module %d is NULL (the last error: %s)", i,
-                       cause);
+            char what[32];
+            snprintf(what, sizeof what, "module %d", i);
+            clt__error_null_taken(fn, what);
             goto release;
         }
     }

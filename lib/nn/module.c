@@ -185,10 +185,7 @@ static clt_status take(const char *fn, clt_module *m, const char *name, int kind
 {
     clt_status st;
     if (!t && !child) {
-        char cause[1024];
-        snprintf(cause, sizeof cause, "%s", clt_last_error());
-        st = clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL (the last error: %s)",
-                        name ? name : "(null)", cause);
+        st = clt__error_null_taken(fn, name ? name : "(null)");
     } else {
         st = add(fn, m, name, kind, t, child);
     }
