@@ -33,31 +33,22 @@ typedef struct torch_ref {
 /* Runs models_torch.py with the first interpreter that imports torch; false if none does. */
 static bool run_torch(int threads, int repeats, int new_tokens, torch_ref *ref)
 {
-    const char *candidates[] = {getenv("PYTHON"), "python3", "/usr/bin/python3"};
-    char cmd[1024], line[512];
+    char args[256], line[512];
     memset(ref, 0, sizeof *ref);
-    for (size_t i = 0; i < sizeof candidates / sizeof *candidates; i++) {
-        if (!candidates[i] || !*candidates[i])
-            continue;
-        snprintf(cmd, sizeof cmd, "'%s' -c 'import torch' 2>/dev/null", candidates[i]);
-        if (system(cmd) != 0)
-            continue;
-        snprintf(cmd, sizeof cmd, "'%s' '%s' --threads %d --repeats %d --prompt %d --new %d",
-                 candidates[i], BENCH_MODELS_TORCH_PY, threads, repeats, PROMPT, new_tokens);
-        FILE *p = popen(cmd, "r");
-        if (!p)
-            return false;
-        while (fgets(line, sizeof line, p) && ref->n < 3) {
-            torch_case *c = &ref->cases[ref->n];
-            const char *t = strstr(line, "\"time_s\": ");
-            if (sscanf(line, "{\"case\": \"%31[^\"]\", \"torch\": \"%63[^\"]\", \"threads\": %d",
-                       c->name, ref->version, &ref->threads) == 3 &&
-                t && sscanf(t, "\"time_s\": %lf", &c->time_s) == 1)
-                ref->n++;
-        }
-        return pclose(p) == 0 && ref->n == 3;
+    snprintf(args, sizeof args, "--threads %d --repeats %d --prompt %d --new %d", threads, repeats,
+             PROMPT, new_tokens);
+    FILE *p = bench_torch_popen(BENCH_MODELS_TORCH_PY, args);
+    if (!p)
+        return false;
+    while (fgets(line, sizeof line, p) && ref->n < 3) {
+        torch_case *c = &ref->cases[ref->n];
+        const char *t = strstr(line, "\"time_s\": ");
+        if (sscanf(line, "{\"case\": \"%31[^\"]\", \"torch\": \"%63[^\"]\", \"threads\": %d",
+                   c->name, ref->version, &ref->threads) == 3 &&
+            t && sscanf(t, "\"time_s\": %lf", &c->time_s) == 1)
+            ref->n++;
     }
-    return false;
+    return pclose(p) == 0 && ref->n == 3;
 }
 
 static double torch_time(const torch_ref *runs, const char *name, int *threads)

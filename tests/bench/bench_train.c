@@ -193,34 +193,25 @@ typedef struct torch_ref {
 /* Runs train_torch.py with the first interpreter that imports torch; false if none does. */
 static bool run_torch(int threads, torch_ref *ref)
 {
-    const char *candidates[] = {getenv("PYTHON"), "python3", "/usr/bin/python3"};
-    char cmd[1024], line[512];
+    char args[256], line[512];
     *ref = (torch_ref){"", 0, 0, 0};
-    for (size_t i = 0; i < sizeof candidates / sizeof *candidates; i++) {
-        if (!candidates[i] || !*candidates[i])
+    snprintf(args, sizeof args, "--threads %d --batch %d --warmup %d --repeats %d", threads, BATCH,
+             WARMUP, REPEATS);
+    FILE *p = bench_torch_popen(BENCH_TRAIN_TORCH_PY, args);
+    if (!p)
+        return false;
+    while (fgets(line, sizeof line, p)) {
+        char model[16], version[64];
+        int th;
+        double t;
+        if (sscanf(line, "{\"model\": \"%15[^\"]\", \"torch\": \"%63[^\"]\", \"threads\": %d, "
+                         "\"batch\": %*d, \"time_s\": %lf", model, version, &th, &t) != 4)
             continue;
-        snprintf(cmd, sizeof cmd, "'%s' -c 'import torch' 2>/dev/null", candidates[i]);
-        if (system(cmd) != 0)
-            continue;
-        snprintf(cmd, sizeof cmd, "'%s' '%s' --threads %d --batch %d --warmup %d --repeats %d",
-                 candidates[i], BENCH_TRAIN_TORCH_PY, threads, BATCH, WARMUP, REPEATS);
-        FILE *p = popen(cmd, "r");
-        if (!p)
-            return false;
-        while (fgets(line, sizeof line, p)) {
-            char model[16], version[64];
-            int th;
-            double t;
-            if (sscanf(line, "{\"model\": \"%15[^\"]\", \"torch\": \"%63[^\"]\", \"threads\": %d, "
-                             "\"batch\": %*d, \"time_s\": %lf", model, version, &th, &t) != 4)
-                continue;
-            snprintf(ref->version, sizeof ref->version, "%s", version);
-            ref->threads = th;
-            *(strcmp(model, "mlp") == 0 ? &ref->mlp_s : &ref->cnn_s) = t;
-        }
-        return pclose(p) == 0 && ref->mlp_s > 0 && ref->cnn_s > 0;
+        snprintf(ref->version, sizeof ref->version, "%s", version);
+        ref->threads = th;
+        *(strcmp(model, "mlp") == 0 ? &ref->mlp_s : &ref->cnn_s) = t;
     }
-    return false;
+    return pclose(p) == 0 && ref->mlp_s > 0 && ref->cnn_s > 0;
 }
 
 /* The faster of PyTorch's two runs for one model (mlp true: the MLP): its time and threads. */

@@ -2,6 +2,7 @@
 #ifndef CLT_BENCH_UTIL_H
 #define CLT_BENCH_UTIL_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -25,6 +26,25 @@ static inline clt_sgd_options bench_sgd_lr(double lr, double momentum)
 }
 #define BENCH_ADAM(lr) ((clt_adam_options[1]){bench_adam_lr(lr)})
 #define BENCH_SGD(lr, momentum) ((clt_sgd_options[1]){bench_sgd_lr(lr, momentum)})
+
+/* Starts a PyTorch reference script (`script args`) with the first interpreter that imports torch
+ * ($PYTHON, python3, /usr/bin/python3), reading its output; NULL when none does. Close with
+ * pclose. */
+static inline FILE *bench_torch_popen(const char *script, const char *args)
+{
+    const char *candidates[] = {getenv("PYTHON"), "python3", "/usr/bin/python3"};
+    char cmd[2048];
+    for (size_t i = 0; i < sizeof candidates / sizeof *candidates; i++) {
+        if (!candidates[i] || !*candidates[i])
+            continue;
+        snprintf(cmd, sizeof cmd, "'%s' -c 'import torch' 2>/dev/null", candidates[i]);
+        if (system(cmd) != 0)
+            continue;
+        snprintf(cmd, sizeof cmd, "'%s' '%s' %s", candidates[i], script, args);
+        return popen(cmd, "r");
+    }
+    return NULL;
+}
 
 static inline double now_s(void)
 {
