@@ -649,14 +649,22 @@ START_TEST(test_module_format)
     clt_pool2d_options po = clt_pool2d_options_default(3, 3);
     po.stride[0] = po.stride[1] = 2, po.padding[0] = po.padding[1] = 1;
     clt_pool2d_options avg = clt_pool2d_options_default(2, 3);
-    clt_module *m = CLT_SEQUENTIAL(
-        clt_nn_conv2d(3, 64, 7, 7, &co, false), clt_nn_batch_norm(64, 1e-5, 0.1), clt_nn_relu(),
-        clt_nn_max_pool2d(&po),
-        CLT_SEQUENTIAL(clt_nn_linear(4, 2, true), clt_nn_gelu_tanh(), clt_nn_linear(2, 1, false)),
-        clt_nn_adaptive_avg_pool2d(1, 1), clt_nn_flatten(), clt_nn_dropout(0.5),
-        clt_nn_layer_norm(1, (int64_t[]){768}, 1e-5), clt_nn_embedding(10, 3), clt_nn_softmax(1),
-        clt_nn_conv2d(4, 8, 3, 3, &grouped, true), clt_nn_avg_pool2d(&avg), clt_nn_gelu(),
-        clt_nn_layer_norm(2, (int64_t[]){2, 3}, 1e-6), clt_nn_batch_norm(5, 0.001, 0.01));
+    clt_conv_transpose2d_options ct = clt_conv_transpose2d_options_default();
+    ct.stride[0] = ct.stride[1] = 2, ct.padding[0] = ct.padding[1] = 1;
+    ct.output_padding[0] = ct.output_padding[1] = 1;
+    clt_module *m =
+        CLT_SEQUENTIAL(clt_nn_conv2d(3, 64, 7, 7, &co, false), clt_nn_batch_norm(64, 1e-5, 0.1),
+                       clt_nn_relu(), clt_nn_max_pool2d(&po),
+                       CLT_SEQUENTIAL(clt_nn_linear(4, 2, true), clt_nn_gelu_tanh(),
+                                      clt_nn_linear(2, 1, false)),
+                       clt_nn_adaptive_avg_pool2d(1, 1), clt_nn_flatten(), clt_nn_dropout(0.5),
+                       clt_nn_layer_norm(1, (int64_t[]){768}, 1e-5), clt_nn_embedding(10, 3),
+                       clt_nn_softmax(1), clt_nn_conv2d(4, 8, 3, 3, &grouped, true),
+                       clt_nn_avg_pool2d(&avg), clt_nn_gelu(),
+                       clt_nn_layer_norm(2, (int64_t[]){2, 3}, 1e-6),
+                       clt_nn_batch_norm(5, 0.001, 0.01),
+                       clt_nn_conv_transpose2d(16, 8, 4, 4, &ct, true),
+                       clt_nn_upsample(2, CLT_INTERPOLATE_BILINEAR, true));
     ck_assert_msg(m != NULL, "%s", clt_last_error());
     char *text = clt_module_format(m);
     ck_assert_str_eq(
@@ -683,6 +691,9 @@ START_TEST(test_module_format)
         "  (13): GELU(approximate='none')\n"
         "  (14): LayerNorm((2, 3), eps=1e-06, elementwise_affine=True)\n"
         "  (15): BatchNorm(5, eps=0.001, momentum=0.01, affine=True, track_running_stats=True)\n"
+        "  (16): ConvTranspose2d(16, 8, kernel_size=(4, 4), stride=(2, 2), padding=(1, 1), "
+        "output_padding=(1, 1))\n"
+        "  (17): Upsample(scale_factor=2.0, mode='bilinear')\n"
         ")");
     clt_free(text);
     /* settings over several lines, then children; a leaf's own lines indented under it */

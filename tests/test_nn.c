@@ -765,6 +765,21 @@ START_TEST(test_conv_transpose2d)
         "clt_conv_transpose2d: input (2, 4, 3, 5) and weight (4, 3, 3, 2) (groups 2)");
     o.output_padding[0] = 1, o.groups = 3;
     ck_assert_ptr_null(clt_conv_transpose2d(x, wt, b, &o));
+    /* the modules: ConvTranspose2d(4, 6, (3, 2), groups 2) doubles, Upsample(2) doubles again */
+    o.groups = 2;
+    clt_module *m = CLT_SEQUENTIAL(clt_nn_conv_transpose2d(4, 6, 3, 2, &o, true),
+                                   clt_nn_upsample(2, CLT_INTERPOLATE_NEAREST, false));
+    ck_assert_msg(m != NULL, "%s", clt_last_error());
+    ck_assert_int_eq(clt_module_to(m, dev), CLT_OK);
+    clt_tensor *my = clt_module_forward(m, x);
+    ck_assert_msg(my != NULL, "%s", clt_last_error());
+    ck_assert(clt_tensor_size(my, 1) == 6 && clt_tensor_size(my, 2) == 2 * OH &&
+              clt_tensor_size(my, 3) == 2 * OW);
+    clt_tensor_release(my), clt_module_release(m);
+    ck_assert_ptr_null(clt_nn_conv_transpose2d(4, 5, 3, 2, &o, true));
+    ck_assert_error_has(
+        "clt_nn_conv_transpose2d: in_channels 4, out_channels 5 (both divisible by groups 2)");
+    ck_assert_ptr_null(clt_nn_upsample(0, CLT_INTERPOLATE_NEAREST, false));
     clt_tensor_release(x), clt_tensor_release(wt), clt_tensor_release(b),
         clt_tensor_release(x0), clt_tensor_release(u);
     free(xv), free(wv), free(bv), free(want);

@@ -183,6 +183,18 @@ CLT_API clt_module *clt_nn_sequential_take(clt_module *const *modules, int n);
  * negative option. */
 CLT_API clt_module *clt_nn_conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_h,
                                   int64_t kernel_w, const clt_conv2d_options *options, bool bias);
+/* nn.ConvTranspose2d(in, out, (kh, kw), ...): weight (in, out / groups, kh, kw) and bias (out,)
+ * drawn as PyTorch draws them (both U(+-1/sqrt(out / groups * kh * kw))), options as
+ * clt_conv_transpose2d takes them (NULL: the defaults). */
+CLT_API clt_module *clt_nn_conv_transpose2d(int64_t in_channels, int64_t out_channels,
+                                            int64_t kernel_h, int64_t kernel_w,
+                                            const clt_conv_transpose2d_options *options,
+                                            bool bias);
+/* nn.Upsample(scale_factor=k, mode, align_corners) for a whole scale factor k >= 1: each
+ * spatial size times k, through clt_interpolate2d (for a whole k its coordinates are
+ * PyTorch's). */
+CLT_API clt_module *clt_nn_upsample(int scale_factor, clt_interpolate_mode mode,
+                                    bool align_corners);
 /* MaxPool2d (without indices) and AvgPool2d with a copy of the options (required);
  * CLT_ERR_INVALID_ARGUMENT for NULL options, a kernel that is not positive or a negative option. */
 CLT_API clt_module *clt_nn_max_pool2d(const clt_pool2d_options *options);

@@ -374,6 +374,135 @@ clt_module *clt_nn_conv2d(int64_t in_channels, int64_t out_channels, int64_t ker
     return m;
 }
 
+/* ---- ConvTranspose2d and Upsample ------------------------------------------------------------ */
+
+typedef struct conv_transpose2d {
+    clt_module base;
+    clt_tensor *weight, *bias; /* registered: "weight", "bias" (or NULL) */
+    clt_conv_transpose2d_options options;
+} conv_transpose2d;
+
+static clt_tensor *conv_transpose2d_forward(clt_module *self, clt_tensor *x)
+{
+    conv_transpose2d *c = (conv_transpose2d *)self;
+    return clt_conv_transpose2d(x, c->weight, c->bias, &c->options);
+}
+
+/* PyTorch's ConvTranspose2d.extra_repr: channels, kernel and stride, then what differs. */
+static int conv_transpose2d_repr(const clt_module *self, char *buf, size_t size)
+{
+    const conv_transpose2d *c = (const conv_transpose2d *)self;
+    const clt_conv_transpose2d_options *o = &c->options;
+    int n = 0;
+    char text[512];
+    REPR_ADD(text, n, "%lld, %lld, kernel_size=(%lld, %lld), stride=(%d, %d)",
+             (long long)clt_tensor_size(c->weight, 0),
+             (long long)clt_tensor_size(c->weight, 1) * o->groups,
+             (long long)clt_tensor_size(c->weight, 2), (long long)clt_tensor_size(c->weight, 3),
+             o->stride[0], o->stride[1]);
+    if (o->padding[0] || o->padding[1])
+        REPR_ADD(text, n, ", padding=(%d, %d)", o->padding[0], o->padding[1]);
+    if (o->dilation[0] != 1 || o->dilation[1] != 1)
+        REPR_ADD(text, n, ", dilation=(%d, %d)", o->dilation[0], o->dilation[1]);
+    if (o->output_padding[0] || o->output_padding[1])
+        REPR_ADD(text, n, ", output_padding=(%d, %d)", o->output_padding[0],
+                 o->output_padding[1]);
+    if (o->groups != 1)
+        REPR_ADD(text, n, ", groups=%d", o->groups);
+    if (!c->bias)
+        REPR_ADD(text, n, ", bias=False");
+    return snprintf(buf, size, "%s", text);
+}
+
+static const clt_module_type conv_transpose2d_type = {"ConvTranspose2d",
+                                                      sizeof(conv_transpose2d),
+                                                      conv_transpose2d_forward,
+                                                      NULL,
+                                                      NULL,
+                                                      conv_transpose2d_repr};
+
+clt_module *clt_nn_conv_transpose2d(int64_t in_channels, int64_t out_channels, int64_t kernel_h,
+                                    int64_t kernel_w,
+                                    const clt_conv_transpose2d_options *options, bool bias)
+{
+    static const char *const fn = "clt_nn_conv_transpose2d";
+    static const char *const names[] = {"weight", "bias"};
+    clt_conv_transpose2d_options o = options ? *options : clt_conv_transpose2d_options_default();
+    clt_tensor *ts[2];
+    int64_t g = o.groups;
+    bool ok = clt__conv_transpose2d_options_ok(&o) && in_channels > 0 && out_channels > 0 &&
+              kernel_h > 0 && kernel_w > 0 && in_channels % g == 0 && out_channels % g == 0;
+    if (!ok) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                   "in_channels %lld, out_channels %lld (both divisible by groups %lld) and kernel "
+                   "%lldx%lld must be positive, strides and dilations >= 1, paddings >= 0 and "
+                   "output paddings below the stride or the dilation",
+                   (long long)in_channels, (long long)out_channels, (long long)g,
+                   (long long)kernel_h, (long long)kernel_w);
+        return NULL;
+    }
+    clt_module *m = clt_module_new(&conv_transpose2d_type);
+    if (!m)
+        return NULL;
+    /* PyTorch: both bounds 1/sqrt(fan_in), fan_in = weight.size(1) * kh * kw, the weight
+     * (in_channels, out_channels / groups, kh, kw) */
+    double bound = 1.0 / sqrt((double)(out_channels / g * kernel_h * kernel_w));
+    ts[0] =
+        uniform(fn, 4, (int64_t[]){in_channels, out_channels / g, kernel_h, kernel_w}, bound);
+    ts[1] = ts[0] && bias ? uniform(fn, 1, &out_channels, bound) : NULL;
+    if (!adopt(m, fn, bias ? 2 : 1, 2, names, ts)) {
+        clt_module_release(m);
+        return NULL;
+    }
+    conv_transpose2d *c = (conv_transpose2d *)m;
+    c->weight = ts[0], c->bias = ts[1], c->options = o;
+    return m;
+}
+
+typedef struct upsample {
+    clt_module base;
+    int scale;
+    clt_interpolate_mode mode;
+    bool align_corners;
+} upsample;
+
+static clt_tensor *upsample_forward(clt_module *self, clt_tensor *x)
+{
+    const upsample *u = (const upsample *)self;
+    int nd = clt_tensor_ndim(x);
+    if (nd != 3 && nd != 4)
+        return clt_interpolate2d(x, 1, 1, u->mode, u->align_corners); /* its error */
+    return clt_interpolate2d(x, clt_tensor_size(x, nd - 2) * u->scale,
+                             clt_tensor_size(x, nd - 1) * u->scale, u->mode, u->align_corners);
+}
+
+static int upsample_repr(const clt_module *self, char *buf, size_t size)
+{
+    const upsample *u = (const upsample *)self; /* PyTorch's leaves align_corners out */
+    return snprintf(buf, size, "scale_factor=%d.0, mode='%s'", u->scale,
+                    u->mode == CLT_INTERPOLATE_NEAREST ? "nearest" : "bilinear");
+}
+
+static const clt_module_type upsample_type =
+    {"Upsample", sizeof(upsample), upsample_forward, NULL, NULL, upsample_repr};
+
+clt_module *clt_nn_upsample(int scale_factor, clt_interpolate_mode mode, bool align_corners)
+{
+    if (scale_factor < 1 ||
+        (mode != CLT_INTERPOLATE_NEAREST && mode != CLT_INTERPOLATE_BILINEAR)) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_nn_upsample",
+                   "scale_factor %d must be positive and the mode nearest or bilinear (got %d)",
+                   scale_factor, (int)mode);
+        return NULL;
+    }
+    clt_module *m = clt_module_new(&upsample_type);
+    if (m) {
+        upsample *u = (upsample *)m;
+        u->scale = scale_factor, u->mode = mode, u->align_corners = align_corners;
+    }
+    return m;
+}
+
 /* ---- MaxPool2d and AvgPool2d ------------------------------------------------------------------------------ */
 
 typedef struct pool2d {

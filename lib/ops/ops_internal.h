@@ -39,6 +39,10 @@ clt_status clt__conv2d_geometry(const char *fn, const clt_tensor *x, int kh, int
 int64_t *clt__host_indices(const char *fn, clt_tensor *idx, int64_t k, bool allow,
                            int64_t allowed, const char *what);
 
+/* Whether transposed-convolution options hold: groups, strides and dilations >= 1, paddings
+ * >= 0, output paddings below the stride or the dilation (PyTorch's rule). */
+bool clt__conv_transpose2d_options_ok(const clt_conv_transpose2d_options *o);
+
 /* The adjoints (lib/ops/nn_adjoint.c). Each returns a new tensor of its (floating) input's
  * dtype, or NULL with the error naming fn; inputs need not be contiguous; geometries' buffers,
  * offsets and dtype are ignored. */

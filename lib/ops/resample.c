@@ -188,6 +188,16 @@ clt_conv_transpose2d_options clt_conv_transpose2d_options_default(void)
     return (clt_conv_transpose2d_options){.stride = {1, 1}, .dilation = {1, 1}, .groups = 1};
 }
 
+bool clt__conv_transpose2d_options_ok(const clt_conv_transpose2d_options *o)
+{
+    bool ok = o->groups >= 1;
+    for (int i = 0; ok && i < 2; i++)
+        ok = o->stride[i] >= 1 && o->dilation[i] >= 1 && o->padding[i] >= 0 &&
+             o->output_padding[i] >= 0 &&
+             (o->output_padding[i] < o->stride[i] || o->output_padding[i] < o->dilation[i]);
+    return ok;
+}
+
 /* x with s - 1 zeros between neighbours along dim (s >= 1): size (n - 1) s + 1. */
 static clt_tensor *spread(const char *fn, clt_tensor *x, int dim, int s)
 {
@@ -240,13 +250,10 @@ clt_tensor *clt_conv_transpose2d(clt_tensor *x, clt_tensor *weight, clt_tensor *
         return NULL;
     bool unbatched = x->ndim == 3;
     int g = o.groups;
-    bool ok = g >= 1 && (x->ndim == 3 || x->ndim == 4) && weight->ndim == 4 &&
-              x->shape[x->ndim - 3] == weight->shape[0] && weight->shape[0] % g == 0 &&
+    bool ok = clt__conv_transpose2d_options_ok(&o) && (x->ndim == 3 || x->ndim == 4) &&
+              weight->ndim == 4 && x->shape[x->ndim - 3] == weight->shape[0] &&
+              weight->shape[0] % g == 0 &&
               (!bias || (bias->ndim == 1 && bias->shape[0] == weight->shape[1] * g));
-    for (int i = 0; ok && i < 2; i++)
-        ok = o.stride[i] >= 1 && o.dilation[i] >= 1 && o.padding[i] >= 0 &&
-             o.output_padding[i] >= 0 &&
-             (o.output_padding[i] < o.stride[i] || o.output_padding[i] < o.dilation[i]);
     if (!ok) {
         clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                    "input %s and weight %s (groups %d): expected (N, C, H, W) or (C, H, W), "
