@@ -67,7 +67,10 @@ if ((gpus > 0)); then
 fi
 # a vendors file naming a driver that does not exist: a warning says so, the rest works
 if ((gpus > 0)); then
-  mkdir "$work/vendors" && cp /etc/OpenCL/vendors/*.icd "$work/vendors/" 2>/dev/null
+  # the drivers the environment registers (OCL_ICD_VENDORS may name a folder or one file), plus one
+  mkdir "$work/vendors"
+  registered=${OCL_ICD_VENDORS:-/etc/OpenCL/vendors}
+  if [[ -d $registered ]]; then cp "$registered"/*.icd "$work/vendors/" 2>/dev/null; else cp "$registered" "$work/vendors/"; fi
   echo /nonexistent/libOpenCL-driver.so >"$work/vendors/missing.icd"
   ENVS="OCL_ICD_VENDORS=$work/vendors"
   OCL_ICD_VENDORS=$work/vendors expect 0 '^gpu:0: ' \
