@@ -209,6 +209,19 @@ static clt_tensor *op_conv2d_dilated(clt_tensor **x, clt_device *d)
     (void)d;
     return clt_conv2d(x[0], x[1], NULL, &o);
 }
+static clt_tensor *op_conv2d_depthwise(clt_tensor **x, clt_device *d)
+{
+    clt_conv2d_options o = {.stride = {2, 1}, .padding = {1, 1}, .groups = 3}; /* multiplier 2 */
+    (void)d;
+    return clt_conv2d(x[0], x[1], x[2], &o);
+}
+static clt_tensor *op_conv2d_depthwise_dilated(clt_tensor **x, clt_device *d)
+{
+    /* the last column of the strided windows left over: the input's gradient pads it back */
+    clt_conv2d_options o = {.stride = {1, 2}, .dilation = {2, 1}, .padding = {0, 2}, .groups = 2};
+    (void)d;
+    return clt_conv2d(x[0], x[1], NULL, &o);
+}
 static clt_tensor *op_max_pool(clt_tensor **x, clt_device *d)
 {
     clt_pool2d_options o = {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}};
@@ -408,6 +421,20 @@ static const gcase cases[] = {
     {"embedding", op_embedding, 1, {2}, {{5, 3}}, -2, 2},
     {"conv2d", op_conv2d, 3, {4, 4, 1}, {{1, 4, 5, 4}, {4, 2, 3, 3}, {4}}, -2, 2},
     {"conv2d (dilated)", op_conv2d_dilated, 2, {4, 4}, {{2, 1, 5, 3}, {2, 1, 2, 2}}, -2, 2},
+    {"conv2d (depthwise, multiplier 2)",
+     op_conv2d_depthwise,
+     3,
+     {4, 4, 1},
+     {{1, 3, 5, 4}, {6, 1, 3, 3}, {6}},
+     -2,
+     2},
+    {"conv2d (depthwise, dilated)",
+     op_conv2d_depthwise_dilated,
+     2,
+     {4, 4},
+     {{2, 2, 5, 5}, {2, 1, 2, 2}},
+     -2,
+     2},
     {"max_pool2d", op_max_pool, 1, {4}, {{1, 2, 5, 6}}, -2, 2},
     {"avg_pool2d", op_avg_pool, 1, {4}, {{1, 2, 5, 4}}, -2, 2},
     {"avg_pool2d (padding counted)", op_avg_pool_pad, 1, {4}, {{2, 1, 4, 4}}, -2, 2},

@@ -951,6 +951,36 @@ START_TEST(test_conv2d)
         clt_tensor_release(y), clt_tensor_release(b), clt_tensor_release(w), clt_tensor_release(x);
         free(want), free(bv), free(wv), free(xv);
     }
+    /* depthwise (groups = channels, one direct kernel), multipliers 1 and 2, f32 and f64 */
+    static const clt_conv2d_options depthwise[] = {
+        {{1, 1}, {1, 1}, {1, 1}, 4},
+        {{2, 3}, {0, 2}, {1, 2}, 4},
+        {{1, 2}, {2, 1}, {3, 1}, 4},
+    };
+    for (size_t k = 0; k < 2 * sizeof depthwise / sizeof *depthwise; k++) {
+        const clt_conv2d_options *p = &depthwise[k / 2];
+        int m = 1 + (int)(k % 2), dkh = 3, dkw = 3 - (int)(k % 2);
+        clt_dtype dt = k % 2 && clt_device_get_info(dev)->fp64 ? CLT_F64 : CLT_F32;
+        int oh = (h + 2 * p->padding[0] - p->dilation[0] * (dkh - 1) - 1) / p->stride[0] + 1;
+        int ow = (wd + 2 * p->padding[1] - p->dilation[1] * (dkw - 1) - 1) / p->stride[1] + 1;
+        double *xv = noise(n * c * h * wd, 4), *wv = noise(c * m * dkh * dkw, 5);
+        double *bv = noise(c * m, 6),
+               *want = malloc((size_t)(n * c * m * oh * ow) * sizeof *want);
+        conv_ref(xv, wv, bv, n, c, h, wd, c * m, dkh, dkw, p, want, oh, ow);
+        clt_tensor *x = make(dev, dt, xv, CLT_SHAPE(n, c, h, wd));
+        clt_tensor *w = make(dev, dt, wv, CLT_SHAPE(c * m, 1, dkh, dkw));
+        clt_tensor *b = make(dev, dt, bv, CLT_SHAPE(c * m));
+        clt_tensor *y = clt_conv2d(x, w, b, p);
+        ck_assert_msg(y != NULL, "%s", clt_last_error());
+        ck_assert_int_eq(clt_tensor_size(y, 1), c * m);
+        ck_assert_int_eq(clt_tensor_size(y, 2), oh);
+        ck_assert_int_eq(clt_tensor_size(y, 3), ow);
+        check(clt_tensor_retain(y), want, n * c * m * oh * ow, dt == CLT_F64 ? 1e-12 : 2e-5,
+              "depthwise conv2d");
+        clt_tensor_release(y), clt_tensor_release(b), clt_tensor_release(w),
+            clt_tensor_release(x);
+        free(want), free(bv), free(wv), free(xv);
+    }
     clt_tensor *x = clt_tensor_ones(CLT_SHAPE(1, 3, 4, 4), CLT_F32, dev);
     clt_tensor *w = clt_tensor_ones(CLT_SHAPE(2, 2, 3, 3), CLT_F32, dev);
     ck_assert_ptr_null(clt_conv2d(x, w, NULL, NULL));

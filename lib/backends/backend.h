@@ -203,6 +203,9 @@ typedef struct clt__conv_call {
     bool is_max, count_pad;
     void *in, *out, *arg;
     size_t in_offset, out_offset, arg_offset;
+    size_t mult;  /* depthwise2d: output channels per input channel */
+    void *weight; /* depthwise2d: (C * mult) x kh x kw, contiguous */
+    size_t weight_offset;
 } clt__conv_call;
 
 /* One optimizer update over n contiguous elements of an f32 or f64 parameter (see
@@ -276,6 +279,11 @@ typedef struct clt__optim_call {
     X(col2im, clt_status, (const char *fn, clt_device *dev, const clt__conv_call *call),          \
       OPTIONAL)                                                                                   \
     X(pool2d, clt_status, (const char *fn, clt_device *dev, const clt__conv_call *call),          \
+      OPTIONAL)                                                                                   \
+    /* Depthwise convolution: `out` (N x (C * mult) x OH x OW) channel o is input channel      \
+     * o / mult convolved with `weight` channel o over the window geometry, taps (y, x) in     \
+     * order from 0, 0 outside the image. Floating dtypes (f16 and bf16 add in f32). */  \
+    X(depthwise2d, clt_status, (const char *fn, clt_device *dev, const clt__conv_call *call),     \
       OPTIONAL)                                                                                   \
     /* The gradient of pool2d: `in` the output's gradient (N x C x OH x OW), `arg` for max     \
      * pooling the indices pool2d wrote, `out` the input's gradient (N x C x H x W),          \

@@ -756,14 +756,110 @@ clt_tensor *clt_conv2d(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
     return window_op("clt_conv2d", x, &(window_args){.weight = weight, .bias = bias, .conv = o});
 }
 
+/* The columns of in (contiguous) for geometry c: (C * kh * kw) x (N * OH * OW), recorded. */
+static clt_tensor *unfold(const char *fn, clt_tensor *in, const clt__conv_call *geometry)
+{
+    clt__conv_call c = *geometry;
+    int64_t k = (int64_t)(c.C * (size_t)c.kh * (size_t)c.kw), nl = (int64_t)(c.N * c.OH * c.OW);
+    clt_tensor *cols = clt__tensor_new(fn, in->storage->device, in->dtype, CLT_SHAPE(k, nl));
+    if (cols && cols->numel) {
+        c.in = in->storage->buf, c.in_offset = in->offset, c.out = cols->storage->buf;
+        if (CLT__BACKEND_CALL(im2col, fn, in->storage->device, c.dtype, &c) != CLT_OK) {
+            clt_tensor_release(cols);
+            return NULL;
+        }
+    }
+    if (cols && clt_grad_is_enabled() && clt__requires_grad(in)) {
+        c.in = c.out = NULL;
+        cols = clt__record(fn, &clt__d_im2col, &in, 1, cols, &(clt__node_args){.conv = c});
+    }
+    return cols;
+}
+
+/* Inputs x (contiguous) and the weight ((C * mult) x 1 x kh x kw), saved; a.conv the geometry.
+ * The input's gradient is the transposed depthwise convolution of g; the weight's, per channel,
+ * g's rows times x's columns: both composed from differentiable operations. */
+static clt_status depthwise_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    const clt__conv_call *c = &n->a.conv;
+    clt_tensor *x = clt__node_saved(n, 0), *w = clt__node_saved(n, 1);
+    if (clt__node_wants(n, 0)) {
+        clt_conv_transpose2d_options o =
+            {.stride = {c->sh, c->sw},
+             .padding = {c->ph, c->pw},
+             .dilation = {c->dh, c->dw},
+             .groups = (int)c->C,
+             /* the rows and columns the forward windows left over, back in the output */
+             .output_padding =
+                 {(int)((c->H + 2 * (size_t)c->ph - (size_t)c->dh * (size_t)(c->kh - 1) - 1) %
+                        (size_t)c->sh),
+                  (int)((c->W + 2 * (size_t)c->pw - (size_t)c->dw * (size_t)(c->kw - 1) - 1) %
+                        (size_t)c->sw)}};
+        if (!(gi[0] = clt_conv_transpose2d(g, w, NULL, &o)))
+            return clt_last_status();
+    }
+    if (clt__node_wants(n, 1)) {
+        /* (C, mult, N * L) @ (C, N * L, kh * kw) -> (C, mult, kh * kw) */
+        int64_t C = (int64_t)c->C, m = (int64_t)c->mult, nl = (int64_t)(c->N * c->OH * c->OW);
+        int64_t kk = (int64_t)c->kh * c->kw;
+        clt_tensor *t[6] = {NULL};
+        t[0] = clt_view(g, CLT_SHAPE((int64_t)c->N, C * m, (int64_t)(c->OH * c->OW)));
+        t[1] = t[0] ? clt_transpose(t[0], 0, 1) : NULL;
+        t[2] = t[1] ? clt_reshape(t[1], 3, (int64_t[]){C, m, nl}) : NULL;
+        t[3] = t[2] ? unfold("clt_backward", x, c) : NULL;
+        t[4] = t[3] ? clt_view(t[3], CLT_SHAPE(C, kk, nl)) : NULL;
+        t[5] = t[4] ? clt_transpose(t[4], 1, 2) : NULL;
+        clt_tensor *gw = t[5] ? clt_matmul(t[2], t[5]) : NULL;
+        gi[1] = gw ? clt_reshape(gw, 4, w->shape) : NULL;
+        clt_tensor_release(gw);
+        release_all(t, 6);
+        if (!gi[1])
+            return clt_last_status();
+    }
+    return CLT_OK;
+}
+
+static const clt__derivative depthwise_derivative = {"DepthwiseConv2dBackward", depthwise_bw,
+                                                     1u | 2u};
+
+/* The convolution of in (contiguous) with a weight of one input channel a group, groups the
+ * input's channels: one device operation over the window geometry c. */
+static clt_tensor *depthwise(const char *fn, clt_tensor *in, clt_tensor *weight,
+                             const clt__conv_call *geometry)
+{
+    clt__conv_call c = *geometry;
+    clt_tensor *ins[2] = {in, weight}, *w = NULL, *out = NULL;
+    bool prev, rec = clt__grad_begin(ins, 2, &prev);
+    c.mult = (size_t)weight->shape[0] / c.C;
+    w = clt__contiguous(fn, weight);
+    out = w ? clt__tensor_new(fn, in->storage->device, in->dtype,
+                              CLT_SHAPE((int64_t)c.N, weight->shape[0], (int64_t)c.OH,
+                                        (int64_t)c.OW))
+            : NULL;
+    if (out && out->numel) {
+        c.in = in->storage->buf, c.in_offset = in->offset;
+        c.out = out->storage->buf, c.out_offset = out->offset;
+        c.weight = w->storage->buf, c.weight_offset = w->offset;
+        if (CLT__BACKEND_CALL(depthwise2d, fn, in->storage->device, c.dtype, &c) != CLT_OK) {
+            clt_tensor_release(out);
+            out = NULL;
+        }
+    }
+    clt__grad_end(prev);
+    clt_tensor_release(w);
+    if (!rec || !out)
+        return out;
+    c.in = c.out = c.weight = NULL;
+    return clt__record(fn, &depthwise_derivative, ins, 2, out, &(clt__node_args){.conv = c});
+}
+
 static clt_tensor *conv2d_batched(const char *fn, clt_tensor *x, const window_args *args)
 {
     clt_tensor *weight = args->weight, *bias = args->bias;
     const clt_conv2d_options *o = args->conv;
     static const clt_conv2d_options defaults = {{1, 1}, {0, 0}, {1, 1}, 1};
     clt__conv_call c;
-    clt_tensor *in = NULL, *cols = NULL, *out = NULL, **parts = NULL, *joined = NULL;
-    clt_device *dev;
+    clt_tensor *in = NULL, *cols = NULL, *out = NULL, *joined = NULL, *shaped = NULL;
     int groups;
     char a[256], b[256];
     if (clt__tensor_check(fn, x) != CLT_OK || clt__tensor_check(fn, weight) != CLT_OK ||
@@ -801,53 +897,36 @@ static clt_tensor *conv2d_batched(const char *fn, clt_tensor *x, const window_ar
                    "more than %lld elements a row or column", a, b, (long long)INT64_MAX);
         return NULL;
     }
-    dev = x->storage->device;
     int64_t og = weight->shape[0] / groups, kg = k / groups;
     in = clt__contiguous(fn, x);
-    /* (K, N * L): one product per group convolves every image */
-    cols = in ? clt__tensor_new(fn, dev, x->dtype, 2, (int64_t[]){k, nl}) : NULL;
-    if (cols && cols->numel) {
-        c.in = in->storage->buf, c.in_offset = in->offset, c.out = cols->storage->buf;
-        if (CLT__BACKEND_CALL(im2col, fn, dev, c.dtype, &c) != CLT_OK) {
-            clt_tensor_release(cols);
-            cols = NULL;
+    if (in && groups > 1 && groups == x->shape[1] && clt__is_floating(x->dtype)) {
+        /* depthwise: one pass over the windows, no columns */
+        shaped = depthwise(fn, in, weight, &c);
+    } else {
+        /* (K, N * L): one product convolves every image, each group a batch of it */
+        cols = in ? unfold(fn, in, &c) : NULL;
+        if (cols) { /* (G, og, kg) @ (G, kg, N * L) -> (G, og, N * L) */
+            clt_tensor *w3 = clt_reshape(weight, 3, (int64_t[]){groups, og, kg});
+            clt_tensor *c3 = w3 ? clt_view(cols, CLT_SHAPE(groups, kg, nl)) : NULL;
+            clt_tensor *p3 = c3 ? clt_matmul(w3, c3) : NULL;
+            joined = p3 ? clt_view(p3, CLT_SHAPE(weight->shape[0], n, l)) : NULL;
+            clt_tensor_release(p3), clt_tensor_release(c3), clt_tensor_release(w3);
         }
+        /* (O, N, L) -> (N, O, L) -> (N, O, OH, OW) */
+        clt_tensor *t3 = joined ? clt_transpose(joined, 0, 1) : NULL;
+        shaped = t3 ? clt_reshape(t3, 4, (int64_t[]){n, weight->shape[0], oh, ow}) : NULL;
+        clt_tensor_release(t3);
     }
-    if (cols && clt_grad_is_enabled() && clt__requires_grad(in))
-        cols = clt__record(fn, &clt__d_im2col, &in, 1, cols, &(clt__node_args){.conv = c});
-    parts = cols ? clt__alloc_zeroed(fn, (size_t)groups * sizeof *parts) : NULL;
-    for (int g = 0; parts && g < groups; g++) {
-        /* (og, kg) @ (kg, N * L) -> (og, N * L) */
-        clt_tensor *wg = clt_narrow(weight, 0, g * og, og);
-        clt_tensor *w2 = wg ? clt_reshape(wg, 2, (int64_t[]){og, kg}) : NULL;
-        clt_tensor *cg = clt_narrow(cols, 0, g * kg, kg);
-        parts[g] = w2 && cg ? clt_matmul(w2, cg) : NULL;
-        clt_tensor_release(cg), clt_tensor_release(w2), clt_tensor_release(wg);
-        if (!parts[g])
-            goto done;
+    if (shaped && bias) {
+        clt_tensor *b4 = clt_reshape(bias, 4, (int64_t[]){1, bias->shape[0], 1, 1});
+        out = b4 ? clt_add(shaped, b4) : NULL;
+        clt_tensor_release(b4);
+        clt_tensor_release(shaped);
+    } else {
+        out = shaped;
     }
-    if (parts) { /* (O, N * L) -> (O, N, L) -> (N, O, L) -> (N, O, OH, OW) */
-        joined = groups == 1 ? clt_tensor_retain(parts[0]) : clt_cat(parts, groups, 0);
-        clt_tensor *o3 = joined ? clt_view(joined, CLT_SHAPE(weight->shape[0], n, l)) : NULL;
-        clt_tensor *t3 = o3 ? clt_transpose(o3, 0, 1) : NULL;
-        clt_tensor *shaped =
-            t3 ? clt_reshape(t3, 4, (int64_t[]){n, weight->shape[0], oh, ow}) : NULL;
-        clt_tensor_release(t3), clt_tensor_release(o3);
-        if (shaped && bias) {
-            clt_tensor *b4 = clt_reshape(bias, 4, (int64_t[]){1, bias->shape[0], 1, 1});
-            out = b4 ? clt_add(shaped, b4) : NULL;
-            clt_tensor_release(b4);
-            clt_tensor_release(shaped);
-        } else {
-            out = shaped;
-        }
-    }
-done:
     if (!out)
         clt__rename_error(fn);
-    for (int g = 0; parts && g < groups; g++)
-        clt_tensor_release(parts[g]);
-    clt__free(parts);
     clt_tensor_release(joined);
     clt_tensor_release(cols);
     clt_tensor_release(in);

@@ -203,6 +203,16 @@ START_TEST(test_kernels_reduce_nn)
     b = clt_avg_pool2d(h, &(clt_pool2d_options){.kernel = {2, 2}, .padding = {1, 1}});
     assert_near(a, b, "avg pool");
     clt_tensor_release(a), clt_tensor_release(b);
+    /* depthwise convolution, channel multiplier 2, strided, padded and dilated */
+    clt_tensor *hw = clt_tensor_randn(CLT_SHAPE(6, 1, 3, 2), CLT_F32, cpu),
+               *gw = clt_tensor_to(hw, dev);
+    const clt_conv2d_options co = {.stride = {2, 1},
+                                   .padding = {1, 2},
+                                   .dilation = {1, 2},
+                                   .groups = 3};
+    a = clt_conv2d(g, gw, NULL, &co), b = clt_conv2d(h, hw, NULL, &co);
+    assert_near(a, b, "depthwise conv2d");
+    clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(gw), clt_tensor_release(hw);
     int64_t iv[] = {2, 0, 2};
     clt_tensor *gx = clt_tensor_from_data(CLT_SHAPE(3), iv, CLT_I64, dev);
     clt_tensor *hx = clt_tensor_from_data(CLT_SHAPE(3), iv, CLT_I64, cpu);

@@ -1,6 +1,6 @@
-/* The host backend's neural-network kernels (see kernels/nn.cl): index_select, im2col and 2-D
- * pooling, and their adjoints index_add, col2im and pool2d_backward, as plain loops; the
- * floating ones compute in the same type and order as the OpenCL kernels. */
+/* The host backend's neural-network kernels (see kernels/nn.cl): index_select, im2col, depthwise
+ * convolution and 2-D pooling, and their adjoints index_add, col2im and pool2d_backward, as
+ * plain loops; the floating ones compute in the same type and order as the OpenCL kernels. */
 #include <string.h>
 #include <tgmath.h>
 
@@ -145,6 +145,74 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
             } else {                                                                           \
                 long count = c->count_pad ? padded_taps(c, (long)oy, (long)ox) : inside;       \
                 out[i] = STORE(sum / (CT)count);                                               \
+            }                                                                                  \
+        }                                                                                      \
+    }
+
+/* The output columns x0 + lo .. x0 + hi - 1 (of the block of n from x0) whose tap x lies inside
+ * the image, at input column b + j * sw for column x0 + j. */
+typedef struct tap_span {
+    long lo, hi, b;
+} tap_span;
+
+static void tap_span_make(const clt__conv_call *c, int x, size_t x0, size_t n, tap_span *t)
+{
+    long off = (long)x * c->dw - c->pw, s = c->sw, last = (long)c->W - 1 - off;
+    t->lo = off < 0 ? (-off + s - 1) / s - (long)x0 : -(long)x0;
+    t->hi = last < 0 ? 0 : last / s + 1 - (long)x0;
+    t->lo = t->lo < 0 ? 0 : t->lo;
+    t->hi = t->hi > (long)n ? (long)n : t->hi;
+    t->b = (long)x0 * s + off;
+}
+
+/* Depthwise convolution in blocks of up to DEPTHWISE_BLOCK output columns, each block of a row
+ * accumulated tap after tap (the OpenCL kernel's order for every element) over the columns
+ * whose tap lies inside the image: a unit-stride loop the compiler vectorises. */
+#define DEPTHWISE_BLOCK 256
+#define DEPTHWISE_TAPS 16
+#define HOST_DEPTHWISE                                                                         \
+    static void CLT_CAT(depthwise_, DT)(const clt__conv_call *c)                               \
+    {                                                                                          \
+        const ST *in = (const ST *)c->in + c->in_offset;                                       \
+        const ST *weight = (const ST *)c->weight + c->weight_offset;                           \
+        ST *out = (ST *)c->out + c->out_offset;                                                \
+        size_t O = c->C * c->mult, OW = c->OW, kk = (size_t)c->kh * (size_t)c->kw;             \
+        bool tabled = c->kw <= DEPTHWISE_TAPS;                                                 \
+        tap_span spans[DEPTHWISE_TAPS], t;                                                     \
+        CT acc[DEPTHWISE_BLOCK];                                                               \
+        for (size_t x0 = 0; x0 < OW; x0 += DEPTHWISE_BLOCK) {                                  \
+            size_t n = OW - x0 < DEPTHWISE_BLOCK ? OW - x0 : DEPTHWISE_BLOCK;                  \
+            for (int x = 0; tabled && x < c->kw; x++)                                          \
+                tap_span_make(c, x, x0, n, &spans[x]);                                         \
+            for (size_t no = 0; no < c->N * O; no++) {                                         \
+                const ST *plane = in + ((no / O) * c->C + (no % O) / c->mult) * c->H * c->W;   \
+                const ST *taps = weight + (no % O) * kk;                                       \
+                for (size_t oy = 0; oy < c->OH; oy++) {                                        \
+                    for (size_t j = 0; j < n; j++)                                             \
+                        acc[j] = 0;                                                            \
+                    for (int y = 0; y < c->kh; y++) {                                          \
+                        long iy = (long)oy * c->sh - c->ph + (long)y * c->dh;                  \
+                        if (iy < 0 || iy >= (long)c->H)                                        \
+                            continue;                                                          \
+                        const ST *row = plane + (size_t)iy * c->W;                             \
+                        for (int x = 0; x < c->kw; x++) {                                      \
+                            CT w = LOAD(taps[y * c->kw + x]);                                  \
+                            if (tabled)                                                        \
+                                t = spans[x];                                                  \
+                            else                                                               \
+                                tap_span_make(c, x, x0, n, &t);                                \
+                            if (c->sw == 1)                                                    \
+                                for (long j = t.lo; j < t.hi; j++)                             \
+                                    acc[j] += w * LOAD(row[t.b + j]);                          \
+                            else                                                               \
+                                for (long j = t.lo; j < t.hi; j++)                             \
+                                    acc[j] += w * LOAD(row[t.b + j * c->sw]);                  \
+                        }                                                                      \
+                    }                                                                          \
+                    ST *dst = out + (no * c->OH + oy) * OW + x0;                               \
+                    for (size_t j = 0; j < n; j++)                                             \
+                        dst[j] = STORE(acc[j]);                                                \
+                }                                                                              \
             }                                                                                  \
         }                                                                                      \
     }
@@ -301,6 +369,7 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
 /* The floating kernels of one dtype. */
 typedef struct host_floating {
     void (*pool)(const clt__conv_call *c);
+    void (*depthwise)(const clt__conv_call *c);
     void (*col2im)(const clt__conv_call *c);
     void (*pool_backward)(const clt__conv_call *c);
     void (*index_add)(const clt__index_add_call *c);
@@ -309,13 +378,17 @@ typedef struct host_floating {
 
 #define HOST_FLOATING                                                                          \
     HOST_POOL                                                                                  \
+    HOST_DEPTHWISE                                                                             \
     HOST_COL2IM                                                                                \
     HOST_POOL_BACKWARD                                                                         \
     HOST_INDEX_ADD                                                                             \
     HOST_ATTENTION                                                                             \
-    static const host_floating CLT_CAT(floating_, DT) = {                                      \
-        CLT_CAT(pool_, DT), CLT_CAT(col2im_, DT), CLT_CAT(pool_backward_, DT),                 \
-        CLT_CAT(index_add_, DT), CLT_CAT(attention_, DT)};
+    static const host_floating CLT_CAT(floating_, DT) = {CLT_CAT(pool_, DT),                   \
+                                                         CLT_CAT(depthwise_, DT),              \
+                                                         CLT_CAT(col2im_, DT),                 \
+                                                         CLT_CAT(pool_backward_, DT),          \
+                                                         CLT_CAT(index_add_, DT),              \
+                                                         CLT_CAT(attention_, DT)};
 
 #define KIND flt
 #define CT float
@@ -362,6 +435,7 @@ static const host_floating *floating(clt_dtype dtype)
     }
 
 HOST_ENTRY(pool2d, clt__conv_call, pool)
+HOST_ENTRY(depthwise2d, clt__conv_call, depthwise)
 HOST_ENTRY(col2im, clt__conv_call, col2im)
 HOST_ENTRY(pool2d_backward, clt__conv_call, pool_backward)
 HOST_ENTRY(index_add, clt__index_add_call, index_add)

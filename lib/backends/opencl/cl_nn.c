@@ -1,6 +1,6 @@
-/* The OpenCL backend's neural-network kernels (kernels/nn.cl): index_select, im2col and 2-D
- * pooling, and their adjoints index_add, col2im and pool2d_backward, one work-item an output
- * element; attention (kernels/attention.cl); and the row operations cumsum and sort
+/* The OpenCL backend's neural-network kernels (kernels/nn.cl): index_select, im2col, depthwise
+ * convolution and 2-D pooling, and the adjoints index_add, col2im and pool2d_backward, one
+ * work-item an output element; attention (kernels/attention.cl); and the row operations cumsum and sort
  * (kernels/rows.cl), one work-item a row. */
 #include "cl_internal.h"
 #include "cl_run.h"
@@ -58,6 +58,23 @@ clt_status clt__cl_im2col(const char *fn, clt_device *dev, const clt__conv_call 
 clt_status clt__cl_col2im(const char *fn, clt_device *dev, const clt__conv_call *c)
 {
     return columns(fn, dev, c, "col2im", c->N * c->C * c->H * c->W);
+}
+
+clt_status clt__cl_depthwise2d(const char *fn, clt_device *dev, const clt__conv_call *c)
+{
+    cl_mem out = c->out, in = c->in, weight = c->weight;
+    cl_ulong oo = c->out_offset, io = c->in_offset, wo = c->weight_offset, N = c->N, C = c->C;
+    cl_ulong mult = c->mult, u[4];
+    cl_int w[8], blocked = clt__cl_run_layout(dev);
+    clt__cl_arg args[22] = {
+        {sizeof out, &out}, {sizeof oo, &oo},         {sizeof in, &in},
+        {sizeof io, &io},   {sizeof weight, &weight}, {sizeof wo, &wo},
+        {sizeof N, &N},     {sizeof C, &C},           {sizeof mult, &mult},
+    };
+    int nargs = geometry(c, u, w, args, 9);
+    args[nargs++] = (clt__cl_arg){sizeof blocked, &blocked};
+    return clt__cl_run(fn, dev, "nn", clt__dtype(c->dtype)->options, "depthwise2d", args, nargs,
+                       c->N * c->C * c->mult * c->OH * c->OW);
 }
 
 /* pool2d or pool2d_backward: the same arguments (arg, when NULL, stands in as out, unused),

@@ -109,6 +109,42 @@ __kernel void pool2d(__global ST *out, ulong out_off, __global long *arg, ulong 
                       ph, pw, dh, dw, is_max, count_pad));
 }
 
+/* Depthwise convolution: out[n, o, oy, ox] = the sum over taps (y, x), in order, of
+ * weight[o, y, x] times input channel o / mult at row oy * sh - ph + y * dh, column
+ * ox * sw - pw + x * dw (nothing outside the image). out is N x (C * mult) x OH x OW, weight
+ * (C * mult) x kh x kw. */
+static void depthwise2d_at(ulong i, __global ST *out, __global const ST *in,
+                           __global const ST *weight, ulong C, ulong mult, ulong H, ulong W,
+                           ulong OH, ulong OW, int kh, int kw, int sh, int sw, int ph, int pw,
+                           int dh, int dw)
+{
+    ulong ox = i % OW, oy = (i / OW) % OH, no = i / (OW * OH), o = no % (C * mult);
+    __global const ST *plane = in + ((no / (C * mult)) * C + o / mult) * H * W;
+    __global const ST *taps = weight + o * (ulong)kh * (ulong)kw;
+    CT sum = 0;
+    for (int y = 0; y < kh; y++) {
+        long iy = (long)oy * sh - ph + (long)y * dh;
+        if (iy < 0 || iy >= (long)H)
+            continue;
+        for (int x = 0; x < kw; x++) {
+            long ix = (long)ox * sw - pw + (long)x * dw;
+            if (ix >= 0 && ix < (long)W)
+                sum += LOAD(taps[y * kw + x]) * LOAD(plane[iy * (long)W + ix]);
+        }
+    }
+    out[i] = STORE(sum);
+}
+
+__kernel void depthwise2d(__global ST *out, ulong out_off, __global const ST *in, ulong in_off,
+                          __global const ST *weight, ulong weight_off, ulong N, ulong C,
+                          ulong mult, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw,
+                          int sh, int sw, int ph, int pw, int dh, int dw, int blocked)
+{
+    CLT_RUN(N * C * mult * OH * OW, blocked,
+            depthwise2d_at(i, out + out_off, in + in_off, weight + weight_off, C, mult, H, W, OH,
+                           OW, kh, kw, sh, sw, ph, pw, dh, dw));
+}
+
 /* out[a, k, b] = the sum of src[a, m, b] over the m with idx[m] == k, which are order[starts[k]]
  * .. order[starts[k + 1] - 1], in that order; src is A x M x B, out A x K x B. One work-item an
  * output element. */
