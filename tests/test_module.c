@@ -664,7 +664,7 @@ START_TEST(test_module_format)
                        clt_nn_layer_norm(2, (int64_t[]){2, 3}, 1e-6),
                        clt_nn_batch_norm(5, 0.001, 0.01),
                        clt_nn_conv_transpose2d(16, 8, 4, 4, &ct, true),
-                       clt_nn_upsample(2, CLT_INTERPOLATE_BILINEAR, true));
+                       clt_nn_upsample(2, CLT_INTERPOLATE_BILINEAR, true), clt_nn_relu6());
     ck_assert_msg(m != NULL, "%s", clt_last_error());
     char *text = clt_module_format(m);
     ck_assert_str_eq(
@@ -694,6 +694,7 @@ START_TEST(test_module_format)
         "  (16): ConvTranspose2d(16, 8, kernel_size=(4, 4), stride=(2, 2), padding=(1, 1), "
         "output_padding=(1, 1))\n"
         "  (17): Upsample(scale_factor=2.0, mode='bilinear')\n"
+        "  (18): ReLU6()\n"
         ")");
     clt_free(text);
     /* settings over several lines, then children; a leaf's own lines indented under it */

@@ -144,6 +144,8 @@ CLT_API clt_module *clt_nn_relu(void);
 CLT_API clt_module *clt_nn_sigmoid(void);
 CLT_API clt_module *clt_nn_tanh(void);
 CLT_API clt_module *clt_nn_gelu(void);
+/* nn.ReLU6: min(max(x, 0), 6), MobileNet's activation. */
+CLT_API clt_module *clt_nn_relu6(void);
 /* nn.GELU(approximate="tanh"). */
 CLT_API clt_module *clt_nn_gelu_tanh(void);
 /* softmax along dim (checked when the module runs). */

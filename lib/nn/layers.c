@@ -89,6 +89,11 @@ typedef struct with_arg {
 } with_arg;
 
 static clt_tensor *relu_forward(clt_module *self, clt_tensor *x) { (void)self; return clt_relu(x); }
+static clt_tensor *relu6_forward(clt_module *self, clt_tensor *x)
+{
+    (void)self;
+    return clt_clamp(x, 0, 6);
+}
 static clt_tensor *sigmoid_forward(clt_module *self, clt_tensor *x) { (void)self; return clt_sigmoid(x); }
 static clt_tensor *tanh_forward(clt_module *self, clt_tensor *x) { (void)self; return clt_tanh(x); }
 static clt_tensor *gelu_forward(clt_module *self, clt_tensor *x) { (void)self; return clt_gelu(x); }
@@ -148,6 +153,9 @@ static int dropout_repr(const clt_module *self, char *buf, size_t size)
 
 static const clt_module_type relu_type = {"ReLU", sizeof(clt_module), relu_forward, NULL, NULL,
                                           NULL};
+static const clt_module_type relu6_type = {"ReLU6",       sizeof(clt_module),
+                                           relu6_forward, NULL,
+                                           NULL,          NULL};
 static const clt_module_type sigmoid_type =
     {"Sigmoid", sizeof(clt_module), sigmoid_forward, NULL, NULL, NULL};
 static const clt_module_type tanh_type = {"Tanh", sizeof(clt_module), tanh_forward, NULL, NULL,
@@ -164,6 +172,10 @@ static const clt_module_type dropout_type = {"Dropout", sizeof(with_arg), dropou
                                              NULL,      dropout_repr};
 
 clt_module *clt_nn_relu(void) { return clt_module_new(&relu_type); }
+clt_module *clt_nn_relu6(void)
+{
+    return clt_module_new(&relu6_type);
+}
 clt_module *clt_nn_sigmoid(void) { return clt_module_new(&sigmoid_type); }
 clt_module *clt_nn_tanh(void) { return clt_module_new(&tanh_type); }
 clt_module *clt_nn_gelu(void) { return clt_module_new(&gelu_type); }

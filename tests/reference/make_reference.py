@@ -1,7 +1,8 @@
 """PyTorch's numbers for the models suite, written as small committed files so that CI without
 PyTorch still compares with them. Run with a Python that has torch (Debian's python3-torch:
 /usr/bin/python3); torchvision and transformers are not needed: the models are written out
-here with their parameter names (torchvision's ResNet, Hugging Face's GPT2LMHeadModel).
+here with their parameter names (torchvision's ResNet and MobileNetV2, Hugging Face's
+GPT2LMHeadModel).
 
   /usr/bin/python3 tests/reference/make_reference.py [DIR]
 
@@ -15,7 +16,11 @@ writes into DIR (default: this script's folder):
                             "input_ids" (2, 8), "logits", the next-token "loss" and its gradients
                             ("grad.<name>"), and "greedy" (6 tokens after the first 4 of row 0);
                             the config as metadata "config"
-  resnet18_names.txt, gpt2_names.txt   the full-size models' parameter and buffer names and
+  mobilenet_small.safetensors  the same for a MobileNetV2 of width 0.25 with its first four
+                            stages shortened (MOBILENET_SMALL: depthwise convolutions of 8 to
+                            96 channels), 4 classes, dropout 0
+  resnet18_names.txt, mobilenet_v2_names.txt, gpt2_names.txt
+                            the full-size models' parameter and buffer names and
                             shapes, one "name d0 d1 ..." a line, in state_dict order
 """
 import json
@@ -74,6 +79,61 @@ class ResNet(nn.Module):
         x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
         x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
         return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+# ---- MobileNetV2 as torchvision builds it ---------------------------------------------------
+
+def make_divisible(v, d=8):
+    r = max(d, int(v + d / 2) // d * d)
+    return r + d if r < 0.9 * v else r
+
+
+class ConvBNReLU6(nn.Sequential):
+    def __init__(self, cin, cout, k=3, stride=1, groups=1):
+        super().__init__(nn.Conv2d(cin, cout, k, stride, (k - 1) // 2, groups=groups, bias=False),
+                         nn.BatchNorm2d(cout), nn.ReLU6(inplace=True))
+
+
+class InvertedResidual(nn.Module):
+    def __init__(self, cin, cout, stride, t):
+        super().__init__()
+        hidden = int(round(cin * t))
+        self.use_res_connect = stride == 1 and cin == cout
+        layers = [ConvBNReLU6(cin, hidden, k=1)] if t != 1 else []
+        layers += [ConvBNReLU6(hidden, hidden, stride=stride, groups=hidden),
+                   nn.Conv2d(hidden, cout, 1, 1, 0, bias=False), nn.BatchNorm2d(cout)]
+        self.conv = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return x + self.conv(x) if self.use_res_connect else self.conv(x)
+
+
+MOBILENET_V2 = [[1, 16, 1, 1], [6, 24, 2, 2], [6, 32, 3, 2], [6, 64, 4, 2], [6, 96, 3, 1],
+                [6, 160, 3, 2], [6, 320, 1, 1]]
+
+
+# the first four stages, shorter: every kind of block (expansion 1 and 6, strides 1 and 2, with
+# and without the residual) in a file of 300 KB
+MOBILENET_SMALL = [[1, 16, 1, 1], [6, 24, 2, 2], [6, 32, 1, 2], [6, 64, 1, 2]]
+
+
+class MobileNetV2(nn.Module):
+    def __init__(self, num_classes=1000, width_mult=1.0, setting=MOBILENET_V2, dropout=0.2):
+        super().__init__()  # torchvision's arguments (setting: inverted_residual_setting)
+        cin, last = make_divisible(32 * width_mult), make_divisible(1280 * max(1.0, width_mult))
+        features = [ConvBNReLU6(3, cin, stride=2)]
+        for t, c, n, s in setting:
+            cout = make_divisible(c * width_mult)
+            for i in range(n):
+                features.append(InvertedResidual(cin, cout, s if i == 0 else 1, t))
+                cin = cout
+        features.append(ConvBNReLU6(cin, last, k=1))
+        self.features = nn.Sequential(*features)
+        self.classifier = nn.Sequential(nn.Dropout(p=dropout), nn.Linear(last, num_classes))
+
+    def forward(self, x):
+        x = F.adaptive_avg_pool2d(self.features(x), (1, 1))
+        return self.classifier(torch.flatten(x, 1))
 
 
 # ---- GPT-2 as Hugging Face builds it --------------------------------------------------------
@@ -160,9 +220,8 @@ def names_file(path, model):
             f.write(" ".join([name] + [str(d) for d in t.shape]) + "\n")
 
 
-def resnet_small(path):
-    torch.manual_seed(0)
-    model = ResNet([2, 2, 2, 2], 4, 10)
+def image_small(path, model, target):
+    """model's state, eval logits, and one training step's loss and gradients"""
     with torch.no_grad():  # statistics other than 0 and 1, so that eval mode is checked
         for m in model.modules():
             if isinstance(m, nn.BatchNorm2d):
@@ -171,7 +230,7 @@ def resnet_small(path):
                 m.weight.uniform_(0.5, 1.5)
                 m.bias.uniform_(-0.2, 0.2)
     x = torch.randn(2, 3, 32, 32)
-    target = torch.tensor([3, 7])
+    target = torch.tensor(target)
     out = {k: v.clone() for k, v in model.state_dict().items()}
     model.eval()
     out["input"], out["target"] = x, target
@@ -183,6 +242,16 @@ def resnet_small(path):
     for name, p in model.named_parameters():
         out["grad." + name] = p.grad
     save(path, out)
+
+
+def resnet_small(path):
+    torch.manual_seed(0)
+    image_small(path, ResNet([2, 2, 2, 2], 4, 10), [3, 7])
+
+
+def mobilenet_small(path):
+    torch.manual_seed(0)
+    image_small(path, MobileNetV2(4, 0.25, MOBILENET_SMALL, dropout=0.0), [3, 1])
 
 
 def gpt_small(path):
@@ -223,7 +292,9 @@ def main():
     here = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     resnet_small(os.path.join(here, "resnet_small.safetensors"))
     gpt_small(os.path.join(here, "gpt_small.safetensors"))
+    mobilenet_small(os.path.join(here, "mobilenet_small.safetensors"))
     names_file(os.path.join(here, "resnet18_names.txt"), ResNet([2, 2, 2, 2], 64, 1000))
+    names_file(os.path.join(here, "mobilenet_v2_names.txt"), MobileNetV2())
     names_file(os.path.join(here, "gpt2_names.txt"),
                GPT2LMHeadModel({"vocab_size": 50257, "n_positions": 1024, "n_embd": 768,
                                 "n_layer": 12, "n_head": 12, "layer_norm_epsilon": 1e-5}))
