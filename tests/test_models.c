@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "helpers.h"
+#include "models/bert.h"
 #include "models/gpt.h"
 #include "models/mobilenet.h"
 #include "models/resnet.h"
@@ -38,9 +39,15 @@ static void load_weights(clt_module *m, const clt_safetensors *st)
     int n = 0;
     for (int i = 0; i < st->count; i++) {
         const char *name = st->tensors[i].name;
-        if (strncmp(name, "grad.", 5) && strcmp(name, "input") && strcmp(name, "target") &&
-            strcmp(name, "logits") && strcmp(name, "loss") && strcmp(name, "input_ids") &&
-            strcmp(name, "greedy"))
+        static const char *const not_weights[] =
+            {"input",          "target",         "logits",
+             "loss",           "greedy",         "input_ids",
+             "token_type_ids", "attention_mask", "last_hidden_state",
+             "pooler_output"};
+        bool weight = strncmp(name, "grad.", 5) != 0 && strncmp(name, "probe.", 6) != 0;
+        for (size_t k = 0; weight && k < sizeof not_weights / sizeof *not_weights; k++)
+            weight = strcmp(name, not_weights[k]) != 0;
+        if (weight)
             w[n++] = st->tensors[i];
     }
     ck_assert_msg(clt_module_load_state_dict(m, w, n, true, NULL) == CLT_OK, "%s",
@@ -148,17 +155,24 @@ START_TEST(test_models_mobilenet_reference)
 }
 END_TEST
 
-static gpt_config small_gpt(const clt_safetensors *st)
+/* The reference's "config" metadata as a config.json file; its path. */
+static const char *config_file(const clt_safetensors *st, char *file, size_t size)
 {
     const char *json = clt_safetensors_metadata_get(st, "config");
     ck_assert_ptr_nonnull(json);
     const char *path = test_temp_dir();
-    char file[512];
-    snprintf(file, sizeof file, "%s/config.json", path);
+    snprintf(file, size, "%s/config.json", path);
     test_write_file(path, "config.json", json);
+    return file;
+}
+
+static gpt_config small_gpt(const clt_safetensors *st)
+{
+    char file[512], error[256];
     gpt_config c;
-    char error[256];
-    ck_assert_msg(gpt_config_read(file, &c, error, sizeof error) == CLT_OK, "%s", error);
+    ck_assert_msg(gpt_config_read(config_file(st, file, sizeof file), &c, error,
+                                  sizeof error) == CLT_OK,
+                  "%s", error);
     ck_assert(c.vocab_size == 64 && c.n_positions == 32 && c.n_embd == 16 && c.n_layer == 2 &&
               c.n_head == 2);
     return c;
@@ -229,6 +243,61 @@ START_TEST(test_models_gpt_reference)
     free(want);
     gpt_cache_clear(&cache);
     clt_tensor_release(next), clt_tensor_release(prompt), clt_tensor_release(row);
+    clt_module_release(m);
+    clt_safetensors_clear(&st);
+}
+END_TEST
+
+/* A BERT encoder with a padding mask and token types: the last hidden state and the pooled
+ * output, then every gradient of a loss weighing both. */
+START_TEST(test_models_bert_reference)
+{
+    clt_device *dev = test_device(_i);
+    clt_safetensors st;
+    char file[512], error[256];
+    load_reference(REFERENCE("bert_small.safetensors"), dev, &st);
+    bert_config cfg;
+    ck_assert_msg(bert_config_read(config_file(&st, file, sizeof file), &cfg, error,
+                                   sizeof error) == CLT_OK,
+                  "%s", error);
+    ck_assert(cfg.vocab_size == 50 && cfg.hidden_size == 16 && cfg.num_hidden_layers == 2 &&
+              cfg.num_attention_heads == 2 && cfg.intermediate_size == 32 &&
+              cfg.max_position_embeddings == 16 && cfg.layer_norm_eps == 1e-12 &&
+              cfg.hidden_dropout_prob == 0);
+    clt_manual_seed(1);
+    clt_module *m = bert_new(&cfg);
+    ck_assert_msg(m != NULL, "%s", clt_last_error());
+    ck_assert_int_eq(clt_module_to(m, dev), CLT_OK);
+    load_weights(m, &st);
+    clt_tensor *hidden = NULL, *pooled = NULL;
+    ck_assert_msg(bert_forward(m, ref(&st, "input_ids"), ref(&st, "token_type_ids"),
+                               ref(&st, "attention_mask"), &hidden, &pooled) == CLT_OK,
+                  "%s", clt_last_error());
+    assert_close(hidden, ref(&st, "last_hidden_state"), 2e-5, 1e-4, "last hidden state", dev);
+    assert_close(pooled, ref(&st, "pooler_output"), 2e-5, 1e-4, "pooled output", dev);
+    clt_tensor *a = clt_mul(hidden, ref(&st, "probe.hidden"));
+    clt_tensor *b = clt_mul(pooled, ref(&st, "probe.pooled"));
+    clt_tensor *sa = clt_sum(a, NULL, 0, false), *sb = clt_sum(b, NULL, 0, false);
+    clt_tensor *loss = clt_add(sa, sb);
+    assert_close(loss, ref(&st, "loss"), 1e-5, 1e-4, "loss", dev);
+    ck_assert_int_eq(clt_backward(loss, NULL, false), CLT_OK);
+    grad_check c = {.st = &st, .dev = dev};
+    ck_assert_int_eq(clt_module_foreach_parameter(m, check_grad, &c), 0);
+    ck_assert_int_eq(c.checked, 5 + 2 * 16 + 2);
+    clt_tensor *all[] = {loss, sa, sb, a, b, hidden, pooled};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        clt_tensor_release(all[k]);
+    /* without a mask every token is attended to: not the padded row's numbers */
+    ck_assert_int_eq(bert_forward(m, ref(&st, "input_ids"), NULL, NULL, &hidden, NULL), CLT_OK);
+    double *got = test_values(hidden), *want = test_values(ref(&st, "last_hidden_state"));
+    ck_assert_msg(fabs(got[7 * 16] - want[7 * 16]) > 1e-3, "the mask changed nothing");
+    free(got), free(want);
+    clt_tensor_release(hidden);
+    /* bad input refused, naming the function and the sizes */
+    ck_assert_int_eq(bert_forward(m, ref(&st, "attention_mask"), NULL, ref(&st, "probe.pooled"),
+                                  &hidden, NULL),
+                     CLT_ERR_SHAPE);
+    ck_assert_error_has("bert_forward: ids must be (B, T)");
     clt_module_release(m);
     clt_safetensors_clear(&st);
 }
@@ -316,6 +385,12 @@ START_TEST(test_models_full_size_names)
     check_names(g, REFERENCE("gpt2_names.txt"), 1); /* lm_head.weight is wte's */
     ck_assert_int_eq(clt_module_parameter_count(g), 124439808); /* GPT-2 small */
     clt_module_release(g);
+    bert_config bc = bert_base_config();
+    clt_module *bm = bert_new(&bc);
+    ck_assert_msg(bm != NULL, "%s", clt_last_error());
+    check_names(bm, REFERENCE("bert_base_names.txt"), 0);
+    ck_assert_int_eq(clt_module_parameter_count(bm), 109482240); /* bert-base's BertModel */
+    clt_module_release(bm);
 }
 END_TEST
 
@@ -326,6 +401,7 @@ Suite *suite_models(void)
     ADD_DEVICE_TEST(tc, test_models_resnet_reference);
     ADD_DEVICE_TEST(tc, test_models_mobilenet_reference);
     ADD_DEVICE_TEST(tc, test_models_gpt_reference);
+    ADD_DEVICE_TEST(tc, test_models_bert_reference);
     tcase_add_test(tc, test_models_full_size_names);
     suite_add_tcase(s, tc);
     return s;

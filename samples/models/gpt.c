@@ -1,10 +1,10 @@
 /* GPT-2 as Hugging Face's GPT2LMHeadModel builds it (see gpt.h). */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common.h"
 #include "gpt.h"
 
 gpt_config gpt2_small_config(void)
@@ -13,51 +13,26 @@ gpt_config gpt2_small_config(void)
                         .n_head = 12, .layer_norm_epsilon = 1e-5};
 }
 
-/* The number after "key": in a flat JSON text, if there is one. */
-static bool json_number(const char *text, const char *key, double *value)
-{
-    char quoted[64];
-    snprintf(quoted, sizeof quoted, "\"%s\"", key);
-    const char *at = strstr(text, quoted);
-    if (!at)
-        return false;
-    at += strlen(quoted);
-    while (*at == ' ' || *at == '\t' || *at == '\n' || *at == '\r')
-        at++;
-    if (*at++ != ':')
-        return false;
-    char *end;
-    errno = 0;
-    *value = strtod(at, &end);
-    return end != at && errno == 0;
-}
-
 clt_status gpt_config_read(const char *path, gpt_config *c, char *error, size_t size)
 {
-    FILE *f = fopen(path, "rb");
     char text[1 << 16];
-    size_t n;
     *c = gpt2_small_config();
-    if (!f) {
-        snprintf(error, size, "%s: %s", path, strerror(errno));
-        return CLT_ERR_IO;
-    }
-    n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
+    clt_status st = models_read_text(path, text, sizeof text, error, size);
+    if (st != CLT_OK)
+        return st;
     double v;
     /* the names Hugging Face's GPT2Config uses, and their older aliases */
-    if (json_number(text, "vocab_size", &v))
+    if (models_json_number(text, "vocab_size", &v))
         c->vocab_size = (int64_t)v;
-    if (json_number(text, "n_positions", &v) || json_number(text, "n_ctx", &v))
+    if (models_json_number(text, "n_positions", &v) || models_json_number(text, "n_ctx", &v))
         c->n_positions = (int64_t)v;
-    if (json_number(text, "n_embd", &v))
+    if (models_json_number(text, "n_embd", &v))
         c->n_embd = (int64_t)v;
-    if (json_number(text, "n_layer", &v))
+    if (models_json_number(text, "n_layer", &v))
         c->n_layer = (int)v;
-    if (json_number(text, "n_head", &v))
+    if (models_json_number(text, "n_head", &v))
         c->n_head = (int)v;
-    if (json_number(text, "layer_norm_epsilon", &v))
+    if (models_json_number(text, "layer_norm_epsilon", &v))
         c->layer_norm_epsilon = v;
     if (c->vocab_size < 1 || c->n_positions < 1 || c->n_embd < 1 || c->n_layer < 1 ||
         c->n_head < 1 || c->n_embd % c->n_head != 0 || !(c->layer_norm_epsilon >= 0)) {
@@ -141,32 +116,21 @@ static clt_status gpt_clone(const clt_module *src, clt_module *dst);
 static const clt_module_type gpt_type = {"GPT2LMHeadModel", sizeof(gpt), gpt_module_forward,
                                          gpt_destroy,       gpt_clone,   NULL};
 
-static clt_module *container(const clt_module_type *type, int n, const char *const *names,
-                             clt_module **children)
-{
-    clt_module *m = clt_module_new(type);
-    bool ok = m != NULL;
-    for (int i = 0; i < n; i++) /* each child taken, also after a failure */
-        ok = (ok ? clt_module_register_module_take(m, names[i], children[i])
-                 : (clt_module_release(children[i]), CLT_ERR_INVALID_ARGUMENT)) == CLT_OK && ok;
-    if (!ok) {
-        clt_module_release(m);
-        return NULL;
-    }
-    return m;
-}
-
 static clt_module *block_new(const gpt_config *c)
 {
     int64_t C = c->n_embd;
     int64_t shape[1] = {C};
-    clt_module *attn = container(&attention_type, 2, (const char *[]){"c_attn", "c_proj"},
-                                 (clt_module *[]){conv1d_new(C, 3 * C), conv1d_new(C, C)});
-    clt_module *mlp = container(&mlp_type, 2, (const char *[]){"c_fc", "c_proj"},
-                                (clt_module *[]){conv1d_new(C, 4 * C), conv1d_new(4 * C, C)});
-    return container(&block_type, 4, (const char *[]){"ln_1", "attn", "ln_2", "mlp"},
-                     (clt_module *[]){clt_nn_layer_norm(1, shape, c->layer_norm_epsilon), attn,
-                                      clt_nn_layer_norm(1, shape, c->layer_norm_epsilon), mlp});
+    clt_module *attn =
+        models_container(&attention_type, 2, (const char *[]){"c_attn", "c_proj"},
+                         (clt_module *[]){conv1d_new(C, 3 * C), conv1d_new(C, C)});
+    clt_module *mlp =
+        models_container(&mlp_type, 2, (const char *[]){"c_fc", "c_proj"},
+                         (clt_module *[]){conv1d_new(C, 4 * C), conv1d_new(4 * C, C)});
+    return models_container(&block_type, 4, (const char *[]){"ln_1", "attn", "ln_2", "mlp"},
+                            (clt_module *[]){clt_nn_layer_norm(1, shape, c->layer_norm_epsilon),
+                                             attn,
+                                             clt_nn_layer_norm(1, shape, c->layer_norm_epsilon),
+                                             mlp});
 }
 
 clt_module *gpt_new(const gpt_config *c)
@@ -185,15 +149,14 @@ clt_module *gpt_new(const gpt_config *c)
         snprintf(name, sizeof name, "%d", i);
         ok = clt_module_register_module_take(list, name, block_new(c)) == CLT_OK;
     }
-    clt_module *body = ok ? container(&body_type, 4,
-                                      (const char *[]){"wte", "wpe", "h", "ln_f"},
-                                      (clt_module *[]){
-                                          clt_nn_embedding(c->vocab_size, c->n_embd),
-                                          clt_nn_embedding(c->n_positions, c->n_embd),
-                                          clt_module_retain(list),
-                                          clt_nn_layer_norm(1, (int64_t[]){c->n_embd},
-                                                            c->layer_norm_epsilon)})
-                          : NULL;
+    clt_module *body =
+        ok ? models_container(&body_type, 4, (const char *[]){"wte", "wpe", "h", "ln_f"},
+                              (clt_module *[]){clt_nn_embedding(c->vocab_size, c->n_embd),
+                                               clt_nn_embedding(c->n_positions, c->n_embd),
+                                               clt_module_retain(list),
+                                               clt_nn_layer_norm(1, (int64_t[]){c->n_embd},
+                                                                 c->layer_norm_epsilon)})
+           : NULL;
     ok = body && clt_module_register_module_take(m, "transformer", body) == CLT_OK;
     if (ok) { /* GPT-2's N(0, 0.02) embeddings; lm_head shares wte's weight */
         clt_tensor *w = clt_module_get_parameter(m, "transformer.wte.weight");
@@ -243,60 +206,21 @@ static clt_status gpt_clone(const clt_module *src, clt_module *dst)
 
 /* ---- the forward pass -------------------------------------------------------------------- */
 
-/* Temporaries of one step, released together. */
-typedef struct pool {
-    clt_tensor *t[64];
-    int n;
-    bool failed;
-} pool;
-
-static clt_tensor *keep(pool *p, clt_tensor *t)
-{
-    if (!t || p->n == 64)
-        p->failed = true;
-    if (t && p->n < 64)
-        p->t[p->n++] = t;
-    else
-        clt_tensor_release(t);
-    return p->failed ? NULL : t;
-}
-#define K(expr) (p.failed ? NULL : keep(&p, (expr)))
-
-static void drain(pool *p)
-{
-    for (int i = 0; i < p->n; i++)
-        clt_tensor_release(p->t[i]);
-    p->n = 0;
-}
-
-static clt_tensor *run(clt_module *m, const char *child, clt_tensor *x)
-{
-    return clt_module_forward(clt_module_get_child(m, child), x);
-}
-
-/* (B, T, C) -> (B, n_head, T, C / n_head) */
-static clt_tensor *heads(clt_tensor *x, int n_head)
-{
-    int64_t B = clt_tensor_size(x, 0), T = clt_tensor_size(x, 1), C = clt_tensor_size(x, 2);
-    clt_tensor *v = clt_reshape(x, CLT_SHAPE(B, T, n_head, C / n_head));
-    clt_tensor *out = v ? clt_permute(v, (int[]){0, 2, 1, 3}) : NULL;
-    clt_tensor_release(v);
-    return out;
-}
+#define K(expr) MODELS_KEEP(&p, (expr))
 
 /* One block over h (B, T, C) after `past` cached positions (their keys and values in *k, *v,
  * replaced by the extended ones on success). A new reference to the block's output. */
 static clt_tensor *block_forward(clt_module *block, const gpt_config *c, clt_tensor *h,
                                  int64_t past, clt_tensor **k_cache, clt_tensor **v_cache)
 {
-    pool p = {.n = 0};
+    models_pool p = {.n = 0};
     clt_module *attn = clt_module_get_child(block, "attn"), *mlp = clt_module_get_child(block, "mlp");
-    int64_t B = clt_tensor_size(h, 0), T = clt_tensor_size(h, 1), C = c->n_embd;
-    clt_tensor *a = K(run(block, "ln_1", h));
-    clt_tensor *qkv = a ? K(run(attn, "c_attn", a)) : NULL;
-    clt_tensor *q = qkv ? K(heads(K(clt_narrow(qkv, 2, 0, C)), c->n_head)) : NULL;
-    clt_tensor *k = q ? K(heads(K(clt_narrow(qkv, 2, C, C)), c->n_head)) : NULL;
-    clt_tensor *v = k ? K(heads(K(clt_narrow(qkv, 2, 2 * C, C)), c->n_head)) : NULL;
+    int64_t T = clt_tensor_size(h, 1), C = c->n_embd;
+    clt_tensor *a = K(models_run(block, "ln_1", h));
+    clt_tensor *qkv = a ? K(models_run(attn, "c_attn", a)) : NULL;
+    clt_tensor *q = qkv ? K(models_split_heads(K(clt_narrow(qkv, 2, 0, C)), c->n_head)) : NULL;
+    clt_tensor *k = q ? K(models_split_heads(K(clt_narrow(qkv, 2, C, C)), c->n_head)) : NULL;
+    clt_tensor *v = k ? K(models_split_heads(K(clt_narrow(qkv, 2, 2 * C, C)), c->n_head)) : NULL;
     if (v && k_cache && past > 0) {
         k = K(clt_cat((clt_tensor *[]){*k_cache, k}, 2, 2));
         v = k ? K(clt_cat((clt_tensor *[]){*v_cache, v}, 2, 2)) : NULL;
@@ -314,14 +238,13 @@ static clt_tensor *block_forward(clt_module *block, const gpt_config *c, clt_ten
         o.mask = col ? K(clt_le(j, col)) : NULL;
     }
     clt_tensor *y = v ? K(clt_scaled_dot_product_attention(q, k, v, &o)) : NULL;
-    clt_tensor *yt = y ? K(clt_permute(y, (int[]){0, 2, 1, 3})) : NULL;
-    clt_tensor *merged = yt ? K(clt_reshape(yt, CLT_SHAPE(B, T, C))) : NULL;
-    clt_tensor *proj = merged ? K(run(attn, "c_proj", merged)) : NULL;
+    clt_tensor *merged = y ? K(models_merge_heads(y)) : NULL;
+    clt_tensor *proj = merged ? K(models_run(attn, "c_proj", merged)) : NULL;
     clt_tensor *h2 = proj ? K(clt_add(h, proj)) : NULL;
-    clt_tensor *m = h2 ? K(run(block, "ln_2", h2)) : NULL;
-    clt_tensor *fc = m ? K(run(mlp, "c_fc", m)) : NULL;
+    clt_tensor *m = h2 ? K(models_run(block, "ln_2", h2)) : NULL;
+    clt_tensor *fc = m ? K(models_run(mlp, "c_fc", m)) : NULL;
     clt_tensor *act = fc ? K(clt_gelu_tanh(fc)) : NULL;
-    clt_tensor *down = act ? K(run(mlp, "c_proj", act)) : NULL;
+    clt_tensor *down = act ? K(models_run(mlp, "c_proj", act)) : NULL;
     clt_tensor *out = down ? clt_add(h2, down) : NULL;
     if (out && k_cache) { /* the extended keys and values, contiguous for the next step */
         clt_tensor *kc = clt_contiguous(k), *vc = kc ? clt_contiguous(v) : NULL;
@@ -334,7 +257,7 @@ static clt_tensor *block_forward(clt_module *block, const gpt_config *c, clt_ten
             *k_cache = kc, *v_cache = vc;
         }
     }
-    drain(&p);
+    models_drain(&p);
     return out;
 }
 
@@ -355,7 +278,7 @@ clt_tensor *gpt_forward(clt_module *model, clt_tensor *ids, gpt_cache *cache)
     if (cache) /* the cache as it was, for a failure */
         for (int l = 0; l < c->n_layer; l++)
             saved_k[l] = clt_tensor_retain(cache->k[l]), saved_v[l] = clt_tensor_retain(cache->v[l]);
-    pool p = {.n = 0};
+    models_pool p = {.n = 0};
     clt_tensor *pos = K(clt_tensor_arange((double)past, (double)(past + T), 1, CLT_I64,
                                           clt_tensor_device(ids)));
     clt_tensor *te = pos ? K(clt_module_forward(g->wte, ids)) : NULL;
@@ -372,7 +295,7 @@ clt_tensor *gpt_forward(clt_module *model, clt_tensor *ids, gpt_cache *cache)
     clt_tensor *logits = f ? clt_linear(f, clt_module_get_parameter(model, "transformer.wte.weight"),
                                         NULL)
                            : NULL;
-    drain(&p);
+    models_drain(&p);
     if (cache) {
         for (int l = 0; l < c->n_layer; l++) {
             if (logits) {

@@ -2,7 +2,7 @@
 PyTorch still compares with them. Run with a Python that has torch (Debian's python3-torch:
 /usr/bin/python3); torchvision and transformers are not needed: the models are written out
 here with their parameter names (torchvision's ResNet and MobileNetV2, Hugging Face's
-GPT2LMHeadModel).
+GPT2LMHeadModel and BertModel).
 
   /usr/bin/python3 tests/reference/make_reference.py [DIR]
 
@@ -19,7 +19,12 @@ writes into DIR (default: this script's folder):
   mobilenet_small.safetensors  the same for a MobileNetV2 of width 0.25 with its first four
                             stages shortened (MOBILENET_SMALL: depthwise convolutions of 8 to
                             96 channels), 4 classes, dropout 0
-  resnet18_names.txt, mobilenet_v2_names.txt, gpt2_names.txt
+  bert_small.safetensors    a BERT encoder of 2 layers, 2 heads, width 16, vocabulary 50;
+                            "input_ids", "token_type_ids" and "attention_mask" (2, 7; row 1
+                            padded at its end), "last_hidden_state", "pooler_output", and the
+                            loss sum(hidden * probe.hidden) + sum(pooled * probe.pooled) with
+                            its gradients; the config as metadata "config"
+  resnet18_names.txt, mobilenet_v2_names.txt, gpt2_names.txt, bert_base_names.txt
                             the full-size models' parameter and buffer names and
                             shapes, one "name d0 d1 ..." a line, in state_dict order
 """
@@ -212,6 +217,108 @@ class GPT2LMHeadModel(nn.Module):
         return self.lm_head(t.ln_f(h))
 
 
+# ---- BERT as Hugging Face builds it (BertModel) --------------------------------------------
+
+class BertEmbeddings(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(c["vocab_size"], c["hidden_size"])
+        self.position_embeddings = nn.Embedding(c["max_position_embeddings"], c["hidden_size"])
+        self.token_type_embeddings = nn.Embedding(c["type_vocab_size"], c["hidden_size"])
+        self.LayerNorm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
+        self.dropout = nn.Dropout(c["hidden_dropout_prob"])
+
+    def forward(self, ids, types):
+        pos = torch.arange(ids.shape[1])
+        e = self.word_embeddings(ids) + self.token_type_embeddings(types)
+        return self.dropout(self.LayerNorm(e + self.position_embeddings(pos)))
+
+
+class BertSelfAttention(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.heads = c["num_attention_heads"]
+        self.query = nn.Linear(c["hidden_size"], c["hidden_size"])
+        self.key = nn.Linear(c["hidden_size"], c["hidden_size"])
+        self.value = nn.Linear(c["hidden_size"], c["hidden_size"])
+
+    def forward(self, h, ext_mask):
+        B, T, C = h.shape
+        q, k, v = (f(h).view(B, T, self.heads, C // self.heads).transpose(1, 2)
+                   for f in (self.query, self.key, self.value))
+        s = q @ k.transpose(-1, -2) / math.sqrt(C // self.heads) + ext_mask
+        return (torch.softmax(s, -1) @ v).transpose(1, 2).reshape(B, T, C)
+
+
+class DenseNorm(nn.Module):  # BertSelfOutput, BertOutput
+    def __init__(self, c, cin):
+        super().__init__()
+        self.dense = nn.Linear(cin, c["hidden_size"])
+        self.LayerNorm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
+        self.dropout = nn.Dropout(c["hidden_dropout_prob"])
+
+    def forward(self, x, residual):
+        return self.LayerNorm(self.dropout(self.dense(x)) + residual)
+
+
+class BertAttention(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.self = BertSelfAttention(c)
+        self.output = DenseNorm(c, c["hidden_size"])
+
+
+class BertIntermediate(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.dense = nn.Linear(c["hidden_size"], c["intermediate_size"])
+
+
+class BertLayer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.attention = BertAttention(c)
+        self.intermediate = BertIntermediate(c)
+        self.output = DenseNorm(c, c["intermediate_size"])
+
+    def forward(self, h, ext_mask):
+        a = self.attention.output(self.attention.self(h, ext_mask), h)
+        return self.output(F.gelu(self.intermediate.dense(a)), a)
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.layer = nn.ModuleList([BertLayer(c) for _ in range(c["num_hidden_layers"])])
+
+
+class BertPooler(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.dense = nn.Linear(c["hidden_size"], c["hidden_size"])
+
+
+class BertModel(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.embeddings = BertEmbeddings(c)
+        self.encoder = BertEncoder(c)
+        self.pooler = BertPooler(c)
+
+    def forward(self, ids, types, mask):
+        ext = (1.0 - mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
+        h = self.embeddings(ids, types)
+        for layer in self.encoder.layer:
+            h = layer(h, ext)
+        return h, torch.tanh(self.pooler.dense(h[:, 0]))
+
+
+BERT_BASE = {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12,
+             "num_attention_heads": 12, "intermediate_size": 3072,
+             "max_position_embeddings": 512, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
+             "hidden_dropout_prob": 0.1}
+
+
 # ---- the files ------------------------------------------------------------------------------
 
 def names_file(path, model):
@@ -288,13 +395,43 @@ def gpt_small(path):
     save(path, out, {"config": json.dumps(c)})
 
 
+def bert_small(path):
+    c = {"vocab_size": 50, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
+         "intermediate_size": 32, "max_position_embeddings": 16, "type_vocab_size": 2,
+         "layer_norm_eps": 1e-12, "hidden_dropout_prob": 0.0}
+    torch.manual_seed(0)
+    model = BertModel(c)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.LayerNorm):
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.2, 0.2)
+    ids = torch.randint(0, c["vocab_size"], (2, 7))
+    types = torch.randint(0, 2, (2, 7))
+    mask = torch.tensor([[1] * 7, [1] * 5 + [0] * 2])  # row 1 padded at its last 2 tokens
+    out = {k: v.clone() for k, v in model.state_dict().items()}
+    out["input_ids"], out["token_type_ids"], out["attention_mask"] = ids, types, mask
+    hidden, pooled = model(ids, types, mask)
+    out["last_hidden_state"], out["pooler_output"] = hidden.detach(), pooled.detach()
+    # one backward pass of a loss that weighs every output
+    out["probe.hidden"], out["probe.pooled"] = torch.randn(hidden.shape), torch.randn(pooled.shape)
+    loss = (hidden * out["probe.hidden"]).sum() + (pooled * out["probe.pooled"]).sum()
+    loss.backward()
+    out["loss"] = loss.detach().reshape(())
+    for name, p in model.named_parameters():
+        out["grad." + name] = p.grad
+    save(path, out, {"config": json.dumps(c)})
+
+
 def main():
     here = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     resnet_small(os.path.join(here, "resnet_small.safetensors"))
     gpt_small(os.path.join(here, "gpt_small.safetensors"))
     mobilenet_small(os.path.join(here, "mobilenet_small.safetensors"))
+    bert_small(os.path.join(here, "bert_small.safetensors"))
     names_file(os.path.join(here, "resnet18_names.txt"), ResNet([2, 2, 2, 2], 64, 1000))
     names_file(os.path.join(here, "mobilenet_v2_names.txt"), MobileNetV2())
+    names_file(os.path.join(here, "bert_base_names.txt"), BertModel(BERT_BASE))
     names_file(os.path.join(here, "gpt2_names.txt"),
                GPT2LMHeadModel({"vocab_size": 50257, "n_positions": 1024, "n_embd": 768,
                                 "n_layer": 12, "n_head": 12, "layer_norm_epsilon": 1e-5}))
