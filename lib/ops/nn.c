@@ -160,6 +160,17 @@ static clt_tensor *gather(const char *fn, clt_tensor *x, int dim, clt_tensor *id
     return clt__record(fn, &clt__d_gather, &x, 1, out, &args);
 }
 
+clt_tensor *clt__index_select_host(const char *fn, clt_tensor *x, int dim, const int64_t *host,
+                                   int64_t m)
+{
+    clt_tensor *idx = clt_tensor_from_data(1, &m, host, CLT_I64, x->storage->device);
+    clt_tensor *out = idx ? gather(fn, x, dim, idx, host, m) : NULL;
+    if (!idx)
+        clt__rename_error(fn);
+    clt_tensor_release(idx);
+    return out;
+}
+
 clt_tensor *clt_index_select(clt_tensor *x, int dim, clt_tensor *index)
 {
     static const char *const fn = "clt_index_select";

@@ -39,6 +39,11 @@ clt_status clt__conv2d_geometry(const char *fn, const clt_tensor *x, int kh, int
 int64_t *clt__host_indices(const char *fn, clt_tensor *idx, int64_t k, bool allow,
                            int64_t allowed, const char *what);
 
+/* clt_index_select of x along dim (checked by the caller) by the m host indices `host` (checked
+ * too), which go to x's device in one write: for callers that computed them on the host. */
+clt_tensor *clt__index_select_host(const char *fn, clt_tensor *x, int dim, const int64_t *host,
+                                   int64_t m);
+
 /* Whether transposed-convolution options hold: groups, strides and dilations >= 1, paddings
  * >= 0, output paddings below the stride or the dilation (PyTorch's rule). */
 bool clt__conv_transpose2d_options_ok(const clt_conv_transpose2d_options *o);

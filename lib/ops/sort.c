@@ -88,7 +88,7 @@ clt_tensor *clt_gather(clt_tensor *x, int dim, clt_tensor *index)
 {
     static const char *const fn = "clt_gather";
     int64_t *host = NULL, n;
-    clt_tensor *flat = NULL, *pos = NULL, *picked = NULL, *out = NULL;
+    clt_tensor *flat = NULL, *picked = NULL, *out = NULL;
     if (clt__tensor_check(fn, x) != CLT_OK || clt__tensor_check(fn, index) != CLT_OK ||
         clt__same_device(fn, (clt_tensor *[]){x, index}, 2) != CLT_OK ||
         clt__dim_check(fn, &dim, x->ndim ? x->ndim : 1) != CLT_OK)
@@ -122,13 +122,11 @@ clt_tensor *clt_gather(clt_tensor *x, int dim, clt_tensor *index)
     }
     n = (int64_t)x->numel;
     flat = clt_reshape(x, 1, &n);
-    int64_t m = (int64_t)index->numel;
-    pos = flat ? clt_tensor_from_data(1, &m, host, CLT_I64, x->storage->device) : NULL;
-    picked = pos ? clt_index_select(flat, 0, pos) : NULL;
+    picked = flat ? clt__index_select_host(fn, flat, 0, host, (int64_t)index->numel) : NULL;
     out = picked ? clt_reshape(picked, index->ndim, index->shape) : NULL;
     if (!out)
         clt__rename_error(fn);
-    clt_tensor_release(picked), clt_tensor_release(pos), clt_tensor_release(flat);
+    clt_tensor_release(picked), clt_tensor_release(flat);
     clt__free(host);
     return out;
 }
