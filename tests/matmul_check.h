@@ -50,7 +50,7 @@ static inline void compare(const double *want, const double *bound, const clt_te
     double *g = values(got);
     size_t n = (size_t)clt_tensor_numel(got);
     for (size_t i = 0; i < n; i++)
-        ck_assert_msg(fabs(g[i] - want[i]) <= tol * bound[i],
+        ELEMENT_CHECK(fabs(g[i] - want[i]) <= tol * bound[i],
                       "element %zu on %s: %.17g, expected %.17g (bound %.3g)", i,
                       clt_device_name(clt_tensor_device(got)), g[i], want[i], tol * bound[i]);
     free(g);

@@ -577,7 +577,7 @@ static void expect(clt_tensor *t, const double *want, int64_t n, double tol, con
     ck_assert_int_eq(clt_tensor_numel(t), n);
     double *v = to_host(t);
     for (int64_t i = 0; i < n; i++)
-        ck_assert_msg(fabs(v[i] - want[i]) <= tol * fmax(1.0, fabs(want[i])),
+        ELEMENT_CHECK(fabs(v[i] - want[i]) <= tol * fmax(1.0, fabs(want[i])),
                       "%s: element %lld is %.9g, want %.9g", what, (long long)i, v[i], want[i]);
     free(v);
 }

@@ -67,7 +67,7 @@ static void state_assert_ex(const module_state *s, clt_module *m, clt_device *de
         ck_assert_ptr_eq(now.devices[i], dev ? dev : s->devices[i]);
         int64_t n = clt_tensor_numel(s->handles[i]);
         for (int64_t k = 0; k < n; k++)
-            ck_assert_msg(now.values[i][k] == s->values[i][k], "%s[%lld]: %.17g, was %.17g",
+            ELEMENT_CHECK(now.values[i][k] == s->values[i][k], "%s[%lld]: %.17g, was %.17g",
                           s->names[i], (long long)k, now.values[i][k], s->values[i][k]);
     }
     state_clear(&now);

@@ -63,7 +63,7 @@ static void assert_close(clt_tensor *got, clt_tensor *want, double atol, double 
     ck_assert_int_eq(clt_tensor_numel(got), clt_tensor_numel(want));
     double *g = test_values(got), *w = test_values(want);
     for (int64_t i = 0; i < clt_tensor_numel(want); i++)
-        ck_assert_msg(fabs(g[i] - w[i]) <= atol + rtol * fabs(w[i]),
+        ELEMENT_CHECK(fabs(g[i] - w[i]) <= atol + rtol * fabs(w[i]),
                       "%s on %s: element %lld is %.9g, PyTorch's %.9g", what,
                       clt_device_name(dev), (long long)i, g[i], w[i]);
     free(g), free(w);

@@ -219,7 +219,8 @@ START_TEST(test_module_clone_and_forward)
     ck_assert_ptr_nonnull(got);
     float *a = test_bytes(want), *b = test_bytes(got);
     for (int i = 0; i < 15; i++)
-        ck_assert_msg(fabsf(a[i] - b[i]) <= 1e-5f * fmaxf(1.0f, fabsf(a[i])), "output %d: %g vs %g", i, b[i], a[i]);
+        ELEMENT_CHECK(fabsf(a[i] - b[i]) <= 1e-5f * fmaxf(1.0f, fabsf(a[i])),
+                      "output %d: %g vs %g", i, b[i], a[i]);
     free(a), free(b);
     if (dev != cpu) {
         ck_assert_ptr_null(clt_module_forward(c, x));
@@ -333,8 +334,8 @@ static void assert_close(clt_tensor *a, clt_tensor *b, const char *what)
         ck_assert_int_eq(clt_tensor_size(a, d), clt_tensor_size(b, d));
     double *x = values_f64(a), *y = values_f64(b);
     for (int64_t i = 0; i < clt_tensor_numel(a); i++)
-        ck_assert_msg(fabs(x[i] - y[i]) <= 1e-5 * fmax(1.0, fabs(x[i])), "%s: element %lld: %.9g vs %.9g", what,
-                      (long long)i, y[i], x[i]);
+        ELEMENT_CHECK(fabs(x[i] - y[i]) <= 1e-5 * fmax(1.0, fabs(x[i])),
+                      "%s: element %lld: %.9g vs %.9g", what, (long long)i, y[i], x[i]);
     free(x), free(y);
 }
 

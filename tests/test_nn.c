@@ -50,7 +50,7 @@ static void check(clt_tensor *t, const double *want, int64_t n, double tol, cons
     ck_assert_int_eq(clt_tensor_numel(t), n);
     double *v = values(t);
     for (int64_t i = 0; i < n; i++)
-        ck_assert_msg((isnan(v[i]) && isnan(want[i])) || v[i] == want[i] ||
+        ELEMENT_CHECK((isnan(v[i]) && isnan(want[i])) || v[i] == want[i] ||
                           fabs(v[i] - want[i]) <= tol * fmax(1.0, fabs(want[i])),
                       "%s: element %lld is %.9g, want %.9g", what, (long long)i, v[i], want[i]);
     free(v);
@@ -300,7 +300,7 @@ START_TEST(test_attention)
     ck_assert_msg(got && want, "%s", clt_last_error());
     double *g = test_values(got), *w = test_values(want);
     for (int64_t i = 0; i < clt_tensor_numel(want); i++)
-        ck_assert_msg(fabs(g[i] - w[i]) <= 2e-5, "element %lld: %.9g, composed %.9g on %s",
+        ELEMENT_CHECK(fabs(g[i] - w[i]) <= 2e-5, "element %lld: %.9g, composed %.9g on %s",
                       (long long)i, g[i], w[i], clt_device_name(dev));
     free(g), free(w);
     clt_tensor *tmp[] = {want, p, sm, s, qk, kt, got};
@@ -604,7 +604,7 @@ static void count_draws(clt_tensor *draws, int c, int64_t *counts)
     for (int i = 0; i < c; i++)
         counts[i] = 0;
     for (int64_t i = 0; i < clt_tensor_numel(draws); i++) {
-        ck_assert_msg(v[i] >= 0 && v[i] < c, "draw %lld is %lld", (long long)i, (long long)v[i]);
+        ELEMENT_CHECK(v[i] >= 0 && v[i] < c, "draw %lld is %lld", (long long)i, (long long)v[i]);
         counts[v[i]]++;
     }
     free(v);
@@ -1027,7 +1027,7 @@ START_TEST(test_pooling)
     clt_tensor *c = clt_tensor_to_ex(m, &(clt_to_options){.device = clt_device_cpu(), .dtype = CLT_F64});
     double *got = test_bytes(c);
     for (int i = 0; i < 6 * oh * ow; i++)
-        ck_assert_msg((isnan(got[i]) && isnan(mx[i])) || got[i] == (double)(float)mx[i],
+        ELEMENT_CHECK((isnan(got[i]) && isnan(mx[i])) || got[i] == (double)(float)mx[i],
                       "max pool element %d: %g, want %g", i, got[i], mx[i]);
     free(got);
     check(clt_tensor_retain(idx), ix, 6 * oh * ow, 0, "max pool indices");
@@ -1110,7 +1110,8 @@ START_TEST(test_dropout)
     float *a = test_bytes(y), *b = test_bytes(z);
     int kept = 0;
     for (int i = 0; i < 10000; i++) {
-        ck_assert_msg(a[i] == b[i], "element %d: %g on %s, %g on cpu", i, a[i], clt_device_name(dev), b[i]);
+        ELEMENT_CHECK(a[i] == b[i], "element %d: %g on %s, %g on cpu", i, a[i],
+                      clt_device_name(dev), b[i]);
         ck_assert(a[i] == 0.0f || fabsf(a[i] - 1.0f / 0.7f) < 1e-6f);
         kept += a[i] != 0;
     }

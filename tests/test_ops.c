@@ -293,8 +293,10 @@ static void expect(clt_tensor *t, const double *want, int64_t n, double tol, con
     double *v = test_bytes(c);
     ck_assert_int_eq(clt_tensor_numel(t), n);
     for (int64_t i = 0; i < n; i++)
-        ck_assert_msg((isnan(want[i]) && isnan(v[i])) || v[i] == want[i] || fabs(v[i] - want[i]) <= tol,
-                      "%s: element %lld is %.10g, want %.10g", what, (long long)i, v[i], want[i]);
+        ELEMENT_CHECK((isnan(want[i]) && isnan(v[i])) || v[i] == want[i] ||
+                          fabs(v[i] - want[i]) <= tol,
+                      "%s: element %lld is %.10g, want %.10g", what, (long long)i, v[i],
+                      want[i]);
     free(v);
     clt_tensor_release(c);
     clt_tensor_release(t);
@@ -354,8 +356,8 @@ static void expect_i64(clt_tensor *t, const int64_t *want, int64_t n, const char
     ck_assert_int_eq(clt_tensor_numel(t), n);
     int64_t *v = test_bytes(t);
     for (int64_t i = 0; i < n; i++)
-        ck_assert_msg(v[i] == want[i], "%s: element %lld is %lld, want %lld", what, (long long)i,
-                      (long long)v[i], (long long)want[i]);
+        ELEMENT_CHECK(v[i] == want[i], "%s: element %lld is %lld, want %lld", what,
+                      (long long)i, (long long)v[i], (long long)want[i]);
     free(v);
 }
 

@@ -57,7 +57,7 @@ static void compare(clt_device *dev, clt_dtype dt, ref *r, clt_optimizer *opt, c
         ref_step(r, g, t);
         double *got = test_values(p);
         for (int i = 0; i < N; i++)
-            ck_assert_msg(fabs(got[i] - r->p[i]) <= tol * fmax(1, fabs(r->p[i])),
+            ELEMENT_CHECK(fabs(got[i] - r->p[i]) <= tol * fmax(1, fabs(r->p[i])),
                           "%s on %s, step %d, element %d: %.12g, want %.12g", what,
                           clt_device_name(dev), t, i, got[i], r->p[i]);
         free(got);
@@ -423,7 +423,7 @@ static void expect_grad(clt_tensor *p, const double *want, int n, const char *wh
     clt_tensor *g = clt_tensor_grad(p);
     double *v = test_values(g);
     for (int i = 0; i < n; i++)
-        ck_assert_msg(fabs(v[i] - want[i]) <= 1e-6 * fmax(1, fabs(want[i])),
+        ELEMENT_CHECK(fabs(v[i] - want[i]) <= 1e-6 * fmax(1, fabs(want[i])),
                       "%s: element %d is %.9g, want %.9g", what, i, v[i], want[i]);
     free(v);
     clt_tensor_release(g);
@@ -518,7 +518,7 @@ static void clip_unchanged(void *ctx)
     double now[4];
     clip_grads(c, now);
     for (int i = 0; i < 4; i++)
-        ck_assert_msg(now[i] == c->before[i], "gradient element %d changed by a failed clip", i);
+        ELEMENT_CHECK(now[i] == c->before[i], "gradient element %d changed by a failed clip", i);
 }
 
 static bool clip_run(void *ctx)

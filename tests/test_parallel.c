@@ -38,8 +38,8 @@ static void assert_close(clt_tensor *a, clt_tensor *b, double tol, const char *w
     ck_assert_int_eq(clt_tensor_numel(a), clt_tensor_numel(b));
     double *x = test_values(a), *y = test_values(b);
     for (int64_t i = 0; i < clt_tensor_numel(a); i++)
-        ck_assert_msg(fabs(x[i] - y[i]) <= tol * fmax(1, fabs(y[i])), "%s: element %lld: %.9g, want %.9g",
-                      what, (long long)i, x[i], y[i]);
+        ELEMENT_CHECK(fabs(x[i] - y[i]) <= tol * fmax(1, fabs(y[i])),
+                      "%s: element %lld: %.9g, want %.9g", what, (long long)i, x[i], y[i]);
     free(x), free(y);
 }
 

@@ -336,15 +336,6 @@ static void describe(char *buf, size_t size, const spec *s, clt_dtype dt, const 
 /* Runs the spec on x (any device) and on the same values on cpu: checks shape and dtype, the
  * device against the host (exact where exact, else twice the bound) and both against the
  * double computation. */
-/* An assertion inside a loop over elements: Check records every passing ck_assert (a write
- * to its log), which over millions of elements costs more than the reductions themselves; this
- * fails the same way and records nothing when it holds. */
-#define ELEMENT_CHECK(cond, ...)                                                               \
-    do {                                                                                       \
-        if (!(cond))                                                                           \
-            ck_abort_msg(__VA_ARGS__);                                                         \
-    } while (0)
-
 static void check_spec(const spec *s, clt_tensor *x, clt_device *dev)
 {
     char what[384];

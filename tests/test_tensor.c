@@ -217,7 +217,7 @@ static void check_all_bits(const clt_tensor *t, uint64_t bits, const char *what)
     void *p = test_bytes(t);
     for (int64_t k = 0; k < clt_tensor_numel(t); k++) {
         uint64_t got = elem_bits(p, size, (size_t)k);
-        ck_assert_msg(got == bits, "%s as %s on %s: element %lld is 0x%llx, expected 0x%llx",
+        ELEMENT_CHECK(got == bits, "%s as %s on %s: element %lld is 0x%llx, expected 0x%llx",
                       what, clt_dtype_name(clt_tensor_dtype(t)),
                       clt_device_name(clt_tensor_device(t)), (long long)k,
                       (unsigned long long)got, (unsigned long long)bits);
@@ -542,7 +542,7 @@ START_TEST(test_rand_uniform_range)
         p = test_bytes(t);
         for (int64_t k = 0; k < n; k++) {
             double v = float_value(p, dtype, (size_t)k);
-            ck_assert_msg(v >= 0.0, "%s: element %lld is %g", clt_dtype_name(dtype),
+            ELEMENT_CHECK(v >= 0.0, "%s: element %lld is %g", clt_dtype_name(dtype),
                           (long long)k, v);
             ones += v >= 1.0;
             lo = fmin(lo, v);
@@ -641,7 +641,7 @@ START_TEST(test_randn_statistics)
         p = test_bytes(t);
         for (int64_t k = 0; k < n; k++) {
             double v = float_value(p, dtype, (size_t)k);
-            ck_assert_msg(isfinite(v), "element %lld is %g", (long long)k, v);
+            ELEMENT_CHECK(isfinite(v), "element %lld is %g", (long long)k, v);
             sum += v;
             sq += v * v;
         }

@@ -68,11 +68,11 @@ void test_gemm_check(clt_device *dev, clt_dtype dt, clt__gemm_variant v, const t
             }
     double *got = test_values(out), tol = dt == CLT_F64 ? 1e-12 : 1e-5;
     for (size_t i = 0; i < nc; i++)
-        ck_assert_msg(fabs(got[i] - hc[i]) <= tol * bound[i],
+        ELEMENT_CHECK(fabs(got[i] - hc[i]) <= tol * bound[i],
                       "%s on %s, %zu x %zu x %zu batch %zu%s%s: element %zu is %.9g, expected "
-                      "%.9g", clt__gemm_variant_names[v], clt_device_name(dev), c.m, c.n, c.k,
-                      c.batch, c.trans_a ? " A^T" : "", c.trans_b ? " B^T" : "", i, got[i],
-                      hc[i]);
+                      "%.9g",
+                      clt__gemm_variant_names[v], clt_device_name(dev), c.m, c.n, c.k, c.batch,
+                      c.trans_a ? " A^T" : "", c.trans_b ? " B^T" : "", i, got[i], hc[i]);
     if (panels)
         clt__device_free(dev, panels, capacity);
     free(got), free(bound), free(hc), free(hb), free(ha);

@@ -163,8 +163,8 @@ static void assert_near(clt_tensor *got, clt_tensor *want, const char *what)
     clt_tensor *w = clt_tensor_to_dtype(want, CLT_F64);
     double *a = test_bytes(g), *b = test_bytes(w);
     for (int64_t i = 0; i < clt_tensor_numel(want); i++)
-        ck_assert_msg(fabs(a[i] - b[i]) <= 1e-5 * fmax(1.0, fabs(b[i])), "%s: element %lld: %g, want %g",
-                      what, (long long)i, a[i], b[i]);
+        ELEMENT_CHECK(fabs(a[i] - b[i]) <= 1e-5 * fmax(1.0, fabs(b[i])),
+                      "%s: element %lld: %g, want %g", what, (long long)i, a[i], b[i]);
     free(a), free(b);
     clt_tensor_release(g), clt_tensor_release(w);
 }
@@ -519,7 +519,7 @@ static clt_tensor *permuted_copy(clt_device *dev, clt_dtype dt, int ndim, const 
             int64_t want = off;
             for (int d = 0; d < ndim; d++)
                 want += idx[d] * st[perm[d]];
-            ck_assert_msg(got[i] == want, "element %lld is %d, not %lld", (long long)i, got[i],
+            ELEMENT_CHECK(got[i] == want, "element %lld is %d, not %lld", (long long)i, got[i],
                           (long long)want);
             for (int d = ndim - 1; d >= 0 && ++idx[d] == out_shape[d]; d--)
                 idx[d] = 0;
