@@ -23,28 +23,53 @@ clt_status clt__host_index_select(const char *fn, clt_device *dev, const clt__in
     return CLT_OK;
 }
 
+/* The output columns x0 + lo .. x0 + hi - 1 (of the block of n from x0) whose tap x lies inside
+ * the image, at input column b + j * sw for column x0 + j. */
+typedef struct tap_span {
+    long lo, hi, b;
+} tap_span;
+
+static void tap_span_make(const clt__conv_call *c, int x, size_t x0, size_t n, tap_span *t)
+{
+    long off = (long)x * c->dw - c->pw, s = c->sw, last = (long)c->W - 1 - off;
+    t->lo = off < 0 ? (-off + s - 1) / s - (long)x0 : -(long)x0;
+    t->hi = last < 0 ? 0 : last / s + 1 - (long)x0;
+    t->lo = t->lo < 0 ? 0 : t->lo;
+    t->hi = t->hi > (long)n ? (long)n : t->hi;
+    t->b = (long)x0 * s + off;
+}
+
 /* im2col for elements of one size (T an unsigned integer of that size): the output in order,
- * zero outside the image. */
+ * a row of OW at a time: zero where its tap lies outside the image, the rest copied (one memcpy
+ * at stride 1). */
 #define HOST_IM2COL(T)                                                                         \
     static void im2col_##T(const clt__conv_call *c)                                            \
     {                                                                                          \
-        size_t rows = c->C * ((size_t)c->kh * (size_t)c->kw);                                  \
+        size_t rows = c->C * ((size_t)c->kh * (size_t)c->kw), OW = c->OW;                      \
         const T *in = (const T *)c->in + c->in_offset;                                         \
         T *out = (T *)c->out + c->out_offset;                                                  \
         for (size_t row = 0; row < rows; row++) {                                              \
             size_t ch = row / ((size_t)c->kh * (size_t)c->kw);                                 \
             long y = (long)((row / (size_t)c->kw) % (size_t)c->kh);                            \
-            long x = (long)(row % (size_t)c->kw);                                              \
+            tap_span t;                                                                        \
+            tap_span_make(c, (int)(row % (size_t)c->kw), 0, OW, &t);                           \
             for (size_t n = 0; n < c->N; n++) {                                                \
                 const T *plane = in + (n * c->C + ch) * c->H * c->W;                           \
-                for (size_t oy = 0; oy < c->OH; oy++) {                                        \
+                for (size_t oy = 0; oy < c->OH; oy++, out += OW) {                             \
                     long iy = (long)oy * c->sh - c->ph + y * c->dh;                            \
-                    for (size_t ox = 0; ox < c->OW; ox++) {                                    \
-                        long ix = (long)ox * c->sw - c->pw + x * c->dw;                        \
-                        *out++ = iy >= 0 && iy < (long)c->H && ix >= 0 && ix < (long)c->W      \
-                                     ? plane[(size_t)iy * c->W + (size_t)ix]                   \
-                                     : 0; /* every dtype's zero is all zero bits */            \
+                    if (iy < 0 || iy >= (long)c->H || t.lo >= t.hi) {                          \
+                        memset(out, 0, OW * sizeof *out); /* every dtype's zero: zero bits */  \
+                        continue;                                                              \
                     }                                                                          \
+                    const T *src = plane + (size_t)iy * c->W;                                  \
+                    memset(out, 0, (size_t)t.lo * sizeof *out);                                \
+                    if (c->sw == 1)                                                            \
+                        memcpy(out + t.lo, src + t.b + t.lo,                                   \
+                               (size_t)(t.hi - t.lo) * sizeof *out);                           \
+                    else                                                                       \
+                        for (long j = t.lo; j < t.hi; j++)                                     \
+                            out[j] = src[t.b + j * c->sw];                                     \
+                    memset(out + t.hi, 0, (OW - (size_t)t.hi) * sizeof *out);                  \
                 }                                                                              \
             }                                                                                  \
         }                                                                                      \
@@ -148,22 +173,6 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
             }                                                                                  \
         }                                                                                      \
     }
-
-/* The output columns x0 + lo .. x0 + hi - 1 (of the block of n from x0) whose tap x lies inside
- * the image, at input column b + j * sw for column x0 + j. */
-typedef struct tap_span {
-    long lo, hi, b;
-} tap_span;
-
-static void tap_span_make(const clt__conv_call *c, int x, size_t x0, size_t n, tap_span *t)
-{
-    long off = (long)x * c->dw - c->pw, s = c->sw, last = (long)c->W - 1 - off;
-    t->lo = off < 0 ? (-off + s - 1) / s - (long)x0 : -(long)x0;
-    t->hi = last < 0 ? 0 : last / s + 1 - (long)x0;
-    t->lo = t->lo < 0 ? 0 : t->lo;
-    t->hi = t->hi > (long)n ? (long)n : t->hi;
-    t->b = (long)x0 * s + off;
-}
 
 /* Depthwise convolution in blocks of up to DEPTHWISE_BLOCK output columns, each block of a row
  * accumulated tap after tap (the OpenCL kernel's order for every element) over the columns
