@@ -703,6 +703,86 @@ START_TEST(test_ops_allocation_failures)
 }
 END_TEST
 
+/* Broadcast and strided layouts whose dimensions the front end merges and whose innermost rows
+ * the host walks as loops of their own (a per-channel operand, a broadcast first operand, a
+ * transposed one, size-1 dimensions between): sub and div (which tell their operands apart)
+ * against the definition computed here, in f32 and f64, on every device. */
+START_TEST(test_ops_broadcast_layouts)
+{
+    static const struct {
+        int na, nb;
+        int64_t a[4], b[4];
+        bool transpose_a;
+    } cases[] = {
+        {4, 4, {2, 3, 4, 5}, {1, 3, 1, 1}, false}, /* (2, 3, 20) and a per-channel operand */
+        {4, 4, {1, 3, 1, 1}, {2, 3, 4, 5}, false}, /* the broadcast one first */
+        {4, 1, {2, 3, 4, 5}, {5}, false},          /* (24, 5) against one row */
+        {3, 3, {2, 1, 3}, {2, 1, 1}, false},       /* size 1 between */
+        {2, 2, {6, 4}, {1, 6}, true},              /* a transposed (4, 6) and a row */
+        {2, 2, {3, 5}, {5, 1}, true},              /* a transposed (5, 3) and a column */
+    };
+    clt_device *dev = test_device(_i);
+    for (size_t k = 0; k < 2 * sizeof cases / sizeof *cases; k++) {
+        const int c = (int)(k / 2);
+        clt_dtype dt = k % 2 && clt_device_get_info(dev)->fp64 ? CLT_F64 : CLT_F32;
+        clt_tensor *ha = data(CLT_F64, cases[c].na, cases[c].a, (unsigned)k + 1, true);
+        clt_tensor *hb = data(CLT_F64, cases[c].nb, cases[c].b, (unsigned)k + 50, true);
+        double *av = test_values(ha), *bv = test_values(hb);
+        int64_t as[4], bs[4], shape[4], ashape[4];
+        int nd = cases[c].na > cases[c].nb ? cases[c].na : cases[c].nb;
+        /* a's logical shape (transposed: its two dimensions swapped) and row-major strides
+         * into its values as stored */
+        for (int d = 0; d < cases[c].na; d++)
+            ashape[d] = cases[c].a[d];
+        int64_t st = 1, stored[4];
+        for (int d = cases[c].na - 1; d >= 0; d--)
+            stored[d] = st, st *= cases[c].a[d];
+        if (cases[c].transpose_a) {
+            int64_t t = ashape[0];
+            ashape[0] = ashape[1], ashape[1] = t;
+            t = stored[0], stored[0] = stored[1], stored[1] = t;
+        }
+        for (int d = 0; d < nd; d++) {
+            int da = d - (nd - cases[c].na), db = d - (nd - cases[c].nb);
+            int64_t sa = da >= 0 ? ashape[da] : 1, sb = db >= 0 ? cases[c].b[db] : 1;
+            shape[d] = sa > sb ? sa : sb;
+            as[d] = da >= 0 && sa == shape[d] ? stored[da] : 0;
+            bs[d] = 1;
+            for (int e = db + 1; db >= 0 && e < cases[c].nb; e++)
+                bs[d] *= cases[c].b[e];
+            bs[d] = db >= 0 && sb == shape[d] ? bs[d] : 0;
+        }
+        int64_t n = 1;
+        for (int d = 0; d < nd; d++)
+            n *= shape[d];
+        double *sub = malloc((size_t)n * sizeof *sub), *quo = malloc((size_t)n * sizeof *quo);
+        for (int64_t i = 0; i < n; i++) {
+            int64_t rest = i, ia = 0, ib = 0;
+            for (int d = nd - 1; d >= 0; d--) {
+                int64_t x = rest % shape[d];
+                rest /= shape[d];
+                ia += x * as[d], ib += x * bs[d];
+            }
+            double x = dt == CLT_F32 ? (double)(float)av[ia] : av[ia];
+            double y = dt == CLT_F32 ? (double)(float)bv[ib] : bv[ib];
+            sub[i] = x - y, quo[i] = x / y;
+        }
+        /* a as stored on the device, transposed there: a strided operand */
+        clt_tensor *a0 = clt_tensor_to_ex(ha, &(clt_to_options){.device = dev, .dtype = dt});
+        clt_tensor *a = cases[c].transpose_a ? clt_transpose(a0, 0, 1) : clt_tensor_retain(a0);
+        clt_tensor *b = clt_tensor_to_ex(hb, &(clt_to_options){.device = dev, .dtype = dt});
+        char what[96];
+        snprintf(what, sizeof what, "case %d sub (%s)", c, clt_dtype_name(dt));
+        expect(clt_sub(a, b), sub, n, dt == CLT_F32 ? 1e-5 : 1e-13, what);
+        snprintf(what, sizeof what, "case %d div (%s)", c, clt_dtype_name(dt));
+        expect(clt_div(a, b), quo, n, dt == CLT_F32 ? 1e-5 : 1e-13, what);
+        clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(a0);
+        clt_tensor_release(ha), clt_tensor_release(hb);
+        free(sub), free(quo), free(av), free(bv);
+    }
+}
+END_TEST
+
 Suite *suite_ops(void)
 {
     Suite *s = suite_create("ops");
@@ -712,6 +792,7 @@ Suite *suite_ops(void)
     ADD_DEVICE_TEST(tc, test_ops_scalar_where_large);
     tcase_add_test(tc, test_ops_promotion_table);
     ADD_DEVICE_TEST(tc, test_ops_values);
+    ADD_DEVICE_TEST(tc, test_ops_broadcast_layouts);
     ADD_DEVICE_TEST(tc, test_ops_bad_input);
     ADD_DEVICE_TEST(tc, test_ops_pow_negative_integer_exponent);
     ADD_DEVICE_TEST(tc, test_ops_allocation_failures);

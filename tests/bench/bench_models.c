@@ -1,5 +1,6 @@
 /* Models against PyTorch on the CPU in the same run (models_torch.py, the faster of 1 and 2
- * threads): ResNet-18 inference at 224 x 224, batches of 1 and 16 (eval mode, no recording),
+ * threads): ResNet-18 inference at 224 x 224, batches of 1 and 16, and MobileNetV2's
+ * (depthwise convolutions) for a batch of 1 (eval mode, no recording),
  * and GPT-2 small generating NEW tokens greedily after a PROMPT-token prompt with the KV cache
  * (samples/models), on cpu and each device named (default: cpu gpu:0). Random weights: the
  * work is the same as trained ones'. One JSON line per case:
@@ -14,6 +15,7 @@
 
 #include "bench_util.h"
 #include "models/gpt.h"
+#include "models/mobilenet.h"
 #include "models/resnet.h"
 
 #define PROMPT 32
@@ -26,7 +28,7 @@ typedef struct torch_case {
 typedef struct torch_ref {
     char version[64];
     int threads;
-    torch_case cases[3];
+    torch_case cases[4];
     int n;
 } torch_ref;
 
@@ -40,7 +42,7 @@ static bool run_torch(int threads, int repeats, int new_tokens, torch_ref *ref)
     FILE *p = bench_torch_popen(BENCH_MODELS_TORCH_PY, args);
     if (!p)
         return false;
-    while (fgets(line, sizeof line, p) && ref->n < 3) {
+    while (fgets(line, sizeof line, p) && ref->n < 4) {
         torch_case *c = &ref->cases[ref->n];
         const char *t = strstr(line, "\"time_s\": ");
         if (sscanf(line, "{\"case\": \"%31[^\"]\", \"torch\": \"%63[^\"]\", \"threads\": %d",
@@ -48,7 +50,7 @@ static bool run_torch(int threads, int repeats, int new_tokens, torch_ref *ref)
             t && sscanf(t, "\"time_s\": %lf", &c->time_s) == 1)
             ref->n++;
     }
-    return pclose(p) == 0 && ref->n == 3;
+    return pclose(p) == 0 && ref->n == 4;
 }
 
 static double torch_time(const torch_ref *runs, const char *name, int *threads)
@@ -84,7 +86,7 @@ static void must(bool ok, const char *what)
     }
 }
 
-static double resnet_time(clt_module *net, clt_device *dev, int batch, int repeats)
+static double image_time(clt_module *net, clt_device *dev, int batch, int repeats)
 {
     double t[8];
     clt_manual_seed(1);
@@ -94,7 +96,7 @@ static double resnet_time(clt_module *net, clt_device *dev, int batch, int repea
         double start = now_s();
         CLT_NO_GRAD {
             clt_tensor *y = clt_module_forward(net, x);
-            must(y && clt_device_synchronize(dev) == CLT_OK, "resnet forward");
+            must(y && clt_device_synchronize(dev) == CLT_OK, "image model forward");
             clt_tensor_release(y);
         }
         if (r) /* the first run warms up */
@@ -162,8 +164,13 @@ int main(int argc, char **argv)
         clt_module *net = resnet18_new(1000);
         must(net && clt_module_to(net, dev) == CLT_OK, "resnet18");
         clt_module_train(net, false);
-        report("resnet18_b1", dev, resnet_time(net, dev, 1, repeats), runs, "");
-        report("resnet18_b16", dev, resnet_time(net, dev, 16, quick ? 1 : 3), runs, "");
+        report("resnet18_b1", dev, image_time(net, dev, 1, repeats), runs, "");
+        report("resnet18_b16", dev, image_time(net, dev, 16, quick ? 1 : 3), runs, "");
+        clt_module_release(net);
+        net = mobilenet_v2_default_new(1000);
+        must(net && clt_module_to(net, dev) == CLT_OK, "mobilenet_v2");
+        clt_module_train(net, false);
+        report("mobilenet_v2_b1", dev, image_time(net, dev, 1, repeats), runs, "");
         clt_module_release(net);
         gpt_config c = gpt2_small_config();
         clt_module *gpt = gpt_new(&c);

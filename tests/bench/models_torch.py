@@ -1,5 +1,6 @@
 """PyTorch reference for bench_models, on the CPU with a given number of threads: ResNet-18
-inference (eval, no_grad) at 224 x 224 for batches of 1 and 16, and GPT-2 small generating
+inference (eval, no_grad) at 224 x 224 for batches of 1 and 16, MobileNetV2's for a batch of
+1, and GPT-2 small generating
 `new` tokens greedily after a `prompt`-token prompt with a KV cache, the models of
 tests/reference/make_reference.py (torchvision's and Hugging Face's architectures). Prints one
 JSON line per case:
@@ -19,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
-from make_reference import GPT2LMHeadModel, ResNet  # noqa: E402
+from make_reference import GPT2LMHeadModel, MobileNetV2, ResNet  # noqa: E402
 
 
 def cached_step(model, ids, past):
@@ -67,6 +68,16 @@ def main():
                 times.append(time.perf_counter() - t0)
             print(json.dumps({"case": "resnet18_b%d" % batch, "torch": torch.__version__,
                               "threads": a.threads, "time_s": statistics.median(times)}))
+        mobile = MobileNetV2().eval()
+        x = torch.randn(1, 3, 224, 224)
+        mobile(x)
+        times = []
+        for _ in range(a.repeats):
+            t0 = time.perf_counter()
+            mobile(x)
+            times.append(time.perf_counter() - t0)
+        print(json.dumps({"case": "mobilenet_v2_b1", "torch": torch.__version__,
+                          "threads": a.threads, "time_s": statistics.median(times)}))
         gpt = GPT2LMHeadModel({"vocab_size": 50257, "n_positions": 1024, "n_embd": 768,
                                "n_layer": 12, "n_head": 12, "layer_norm_epsilon": 1e-5}).eval()
         prompt = torch.randint(0, 50257, (1, a.prompt))

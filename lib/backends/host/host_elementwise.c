@@ -23,15 +23,62 @@
 
 typedef void (*ew_loop)(const clt__ew_call *c);
 
+/* The rows of the innermost dimension, each from offsets o0, a0, b0, k0 at the constant steps
+ * SO, SA, SB, SK (so that the compiler vectorises it), with an odometer over the outer
+ * dimensions. */
+#define EW_ROWS(c, BODY, SO, SA, SB, SK)                                                       \
+    do {                                                                                       \
+        int last = (c)->ndim - 1;                                                              \
+        int64_t idx[CLT_MAX_DIMS] = {0}, len = (c)->shape[last];                               \
+        int64_t o0 = 0, a0 = 0, b0 = 0, k0 = 0;                                                \
+        for (size_t i = 0; i < (c)->n; i += (size_t)len) {                                     \
+            for (int64_t j = 0; j < len; j++) {                                                \
+                int64_t o = o0 + j * (SO), a = a0 + j * (SA), b = b0 + j * (SB);               \
+                int64_t k = k0 + j * (SK);                                                     \
+                BODY;                                                                          \
+            }                                                                                  \
+            for (int d = last - 1; d >= 0; d--) {                                              \
+                o0 += (c)->out.strides[d];                                                     \
+                a0 += (c)->in[0].strides[d];                                                   \
+                b0 += (c)->in[1].strides[d];                                                   \
+                k0 += (c)->in[2].strides[d];                                                   \
+                if (++idx[d] < (c)->shape[d])                                                  \
+                    break;                                                                     \
+                o0 -= (c)->out.strides[d] * (c)->shape[d];                                     \
+                a0 -= (c)->in[0].strides[d] * (c)->shape[d];                                   \
+                b0 -= (c)->in[1].strides[d] * (c)->shape[d];                                   \
+                k0 -= (c)->in[2].strides[d] * (c)->shape[d];                                   \
+                idx[d] = 0;                                                                    \
+            }                                                                                  \
+        }                                                                                      \
+    } while (0)
+
+/* Whether the innermost steps of the call are so, sa, sb (the inputs after the first unused by
+ * an operation of fewer inputs). */
+#define EW_STEPS(c, inputs, so, sa, sb)                                                        \
+    ((c)->out.strides[(c)->ndim - 1] == (so) && (c)->in[0].strides[(c)->ndim - 1] == (sa) &&   \
+     ((inputs) < 2 || (c)->in[1].strides[(c)->ndim - 1] == (sb)) && (inputs) < 3)
+
 /* Walks the output's elements in order, keeping each operand's offset: contiguous operands
- * directly, others with an odometer over the shape. BODY uses o, a, b, k. */
-#define EW_WALK(c, BODY)                                                                       \
+ * directly; a binary operation whose innermost dimension runs in order but for one broadcast
+ * operand (a bias, a per-channel scale) a row at a time (EW_ROWS, for f32 and f64, where
+ * EW_BROADCAST_ROWS is 1: the other dtypes' loops would double the file's compile time for
+ * rarer work); others with an odometer over the shape. BODY uses o, a, b, k; inputs (a constant) is how many of them it reads. */
+#define EW_WALK(c, inputs, BODY)                                                               \
     do {                                                                                       \
         if ((c)->ndim == 0) {                                                                  \
             for (size_t i = 0; i < (c)->n; i++) {                                              \
                 size_t o = i, a = i, b = i, k = i;                                             \
                 BODY;                                                                          \
             }                                                                                  \
+            break;                                                                             \
+        }                                                                                      \
+        if (EW_BROADCAST_ROWS && (inputs) == 2 && EW_STEPS(c, inputs, 1, 1, 0)) {              \
+            EW_ROWS(c, BODY, 1, 1, 0, 0);                                                      \
+            break;                                                                             \
+        }                                                                                      \
+        if (EW_BROADCAST_ROWS && (inputs) == 2 && EW_STEPS(c, inputs, 1, 0, 1)) {              \
+            EW_ROWS(c, BODY, 1, 0, 1, 0);                                                      \
             break;                                                                             \
         }                                                                                      \
         int64_t idx[CLT_MAX_DIMS] = {0};                                                       \
@@ -69,7 +116,7 @@ typedef void (*ew_loop)(const clt__ew_call *c);
         (void)s0;                                                                              \
         (void)s1;                                                                              \
         (void)zp;                                                                              \
-        EW_WALK(c, {                                                                           \
+        EW_WALK(c, inputs, {                                                                   \
             CT x = LOAD(xp[a]);                                                                \
             CT y = inputs > 1 ? (CT)LOAD(yp[b]) : (CT)0;                                       \
             (void)y;                                                                           \
@@ -84,7 +131,7 @@ typedef void (*ew_loop)(const clt__ew_call *c);
         OPERANDS(ST, ST);                                                                      \
         (void)yp;                                                                              \
         (void)zp;                                                                              \
-        EW_WALK(c, {                                                                           \
+        EW_WALK(c, 1, {                                                                        \
             (void)b;                                                                           \
             (void)k;                                                                           \
             out[o] = xp[a];                                                                    \
@@ -93,7 +140,7 @@ typedef void (*ew_loop)(const clt__ew_call *c);
     static void CLT_CAT(ew_, CLT_CAT(DT, _where))(const clt__ew_call *c)                       \
     {                                                                                          \
         OPERANDS(ST, clt_u8);                                                                  \
-        EW_WALK(c, { out[o] = xp[a] ? yp[b] : zp[k]; });                                       \
+        EW_WALK(c, 3, { out[o] = xp[a] ? yp[b] : zp[k]; });                                    \
     }
 
 #define TABLE_ENTRY(name, ...) [CLT_EW_##name] = CLT_CAT(CLT_CAT(ew_, DT), _##name),
@@ -103,6 +150,7 @@ typedef void (*ew_loop)(const clt__ew_call *c);
 
 /* One dtype at a time: DT, its storage type, compute type and kind. */
 #define EXPR(fe, ie) (fe)
+#define EW_BROADCAST_ROWS 1
 #define KIND flt
 #define CT float
 #define CT_TOKEN f32
@@ -113,6 +161,8 @@ HOST_EW_SPECIAL
 static const ew_loop loops_f32[CLT_EW_COUNT] = TABLE_ROW;
 #undef DT
 #undef ST
+#undef EW_BROADCAST_ROWS
+#define EW_BROADCAST_ROWS 0
 #define DT f16
 #define ST clt_u16
 CLT_EW_OPS(HOST_EW)
@@ -128,6 +178,8 @@ static const ew_loop loops_bf16[CLT_EW_COUNT] = TABLE_ROW;
 #undef KIND
 #undef CT
 #undef CT_TOKEN
+#undef EW_BROADCAST_ROWS
+#define EW_BROADCAST_ROWS 1
 #define KIND dbl
 #define CT double
 #define CT_TOKEN f64
@@ -136,6 +188,8 @@ static const ew_loop loops_bf16[CLT_EW_COUNT] = TABLE_ROW;
 CLT_EW_OPS(HOST_EW)
 HOST_EW_SPECIAL
 static const ew_loop loops_f64[CLT_EW_COUNT] = TABLE_ROW;
+#undef EW_BROADCAST_ROWS
+#define EW_BROADCAST_ROWS 0
 #undef DT
 #undef ST
 #undef KIND
