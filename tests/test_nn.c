@@ -1345,7 +1345,7 @@ START_TEST(test_index_add)
 END_TEST
 
 typedef struct nn_case {
-    clt_tensor *x, *w, *t, *img, *xt;
+    clt_tensor *x, *w, *t, *img, *xt, *img2, *dw;
     int which;
 } nn_case;
 
@@ -1357,7 +1357,11 @@ static bool run_nn_case(void *ctx)
     case 0: r = clt_softmax(c->x, 1); break;
     case 1: r = clt_cross_entropy(c->x, c->t, NULL); break;
     case 2: r = clt__index_add("clt__index_add", c->xt, 0, (const int64_t[]){1, 0, 3, 1}, 5); break;
-    default: r = clt_conv2d(c->img, c->w, NULL, NULL); break;
+    case 3: r = clt_conv2d(c->img, c->w, NULL, NULL); break;
+    default: /* depthwise, two channels */
+        r = clt_conv2d(c->img2, c->dw, NULL,
+                       &(clt_conv2d_options){.padding = {1, 1}, .groups = 2});
+        break;
     }
     clt_tensor_release(r);
     return r != NULL;
@@ -1365,18 +1369,26 @@ static bool run_nn_case(void *ctx)
 
 START_TEST(test_nn_allocation_failures)
 {
-    static const char *const fns[] = {"clt_softmax", "clt_cross_entropy", "clt__index_add", "clt_conv2d"};
+    static const char *const fns[] = {"clt_softmax", "clt_cross_entropy", "clt__index_add",
+                                      "clt_conv2d", "clt_conv2d"};
     clt_device *dev = test_device(_i);
     int64_t tv[] = {1, 0, 3, 2};
     nn_case c = {clt_tensor_rand(CLT_SHAPE(4, 4), CLT_F32, dev),
                  clt_tensor_ones(CLT_SHAPE(2, 1, 2, 2), CLT_F32, dev),
-                 clt_tensor_from_data(CLT_SHAPE(4), tv, CLT_I64, dev), NULL, NULL, 0};
+                 clt_tensor_from_data(CLT_SHAPE(4), tv, CLT_I64, dev),
+                 NULL,
+                 NULL,
+                 NULL,
+                 clt_tensor_ones(CLT_SHAPE(2, 1, 3, 3), CLT_F32, dev),
+                 0};
     c.img = clt_reshape(c.x, CLT_SHAPE(1, 1, 4, 4));
+    c.img2 = clt_reshape(c.x, CLT_SHAPE(1, 2, 2, 4));
     c.xt = clt_transpose(c.x, 0, 1); /* index_add copies it contiguous first */
-    for (c.which = 0; c.which < 4; c.which++) {
+    for (c.which = 0; c.which < 5; c.which++) {
         test_fault_sweep(run_nn_case, &c, fns[c.which], CLT__HOST);
         test_fault_sweep(run_nn_case, &c, fns[c.which], CLT__DEVICE);
     }
+    clt_tensor_release(c.img2), clt_tensor_release(c.dw);
     clt_tensor_release(c.xt), clt_tensor_release(c.img), clt_tensor_release(c.t), clt_tensor_release(c.w), clt_tensor_release(c.x);
 }
 END_TEST
