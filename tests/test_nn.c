@@ -981,6 +981,18 @@ START_TEST(test_conv2d)
             clt_tensor_release(x);
         free(want), free(bv), free(wv), free(xv);
     }
+    { /* a 1x1 kernel at stride 1 without padding: the input is its own columns */
+        const clt_conv2d_options p = {{1, 1}, {0, 0}, {1, 1}, 1};
+        double *xv = noise(n * c * h * wd, 7), *wv = noise(o * c, 8), *bv = noise(o, 9);
+        double *want = malloc((size_t)(n * o * h * wd) * sizeof *want);
+        conv_ref(xv, wv, bv, n, c, h, wd, o, 1, 1, &p, want, h, wd);
+        clt_tensor *x = make(dev, CLT_F32, xv, CLT_SHAPE(n, c, h, wd));
+        clt_tensor *w = make(dev, CLT_F32, wv, CLT_SHAPE(o, c, 1, 1));
+        clt_tensor *b = make(dev, CLT_F32, bv, CLT_SHAPE(o));
+        check(clt_conv2d(x, w, b, &p), want, n * o * h * wd, 2e-5, "pointwise conv2d");
+        clt_tensor_release(b), clt_tensor_release(w), clt_tensor_release(x);
+        free(want), free(bv), free(wv), free(xv);
+    }
     clt_tensor *x = clt_tensor_ones(CLT_SHAPE(1, 3, 4, 4), CLT_F32, dev);
     clt_tensor *w = clt_tensor_ones(CLT_SHAPE(2, 2, 3, 3), CLT_F32, dev);
     ck_assert_ptr_null(clt_conv2d(x, w, NULL, NULL));
