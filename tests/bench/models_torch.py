@@ -57,27 +57,21 @@ def main():
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     with torch.no_grad():
-        net = ResNet([2, 2, 2, 2], 64, 1000).eval()
-        for batch in (1, 16):
+        def image_case(name, net, batch):
             x = torch.randn(batch, 3, 224, 224)
-            net(x)
+            net(x)  # warm-up
             times = []
             for _ in range(a.repeats):
                 t0 = time.perf_counter()
                 net(x)
                 times.append(time.perf_counter() - t0)
-            print(json.dumps({"case": "resnet18_b%d" % batch, "torch": torch.__version__,
-                              "threads": a.threads, "time_s": statistics.median(times)}))
-        mobile = MobileNetV2().eval()
-        x = torch.randn(1, 3, 224, 224)
-        mobile(x)
-        times = []
-        for _ in range(a.repeats):
-            t0 = time.perf_counter()
-            mobile(x)
-            times.append(time.perf_counter() - t0)
-        print(json.dumps({"case": "mobilenet_v2_b1", "torch": torch.__version__,
-                          "threads": a.threads, "time_s": statistics.median(times)}))
+            print(json.dumps({"case": name, "torch": torch.__version__, "threads": a.threads,
+                              "time_s": statistics.median(times)}))
+
+        net = ResNet([2, 2, 2, 2], 64, 1000).eval()
+        for batch in (1, 16):
+            image_case("resnet18_b%d" % batch, net, batch)
+        image_case("mobilenet_v2_b1", MobileNetV2().eval(), 1)
         gpt = GPT2LMHeadModel({"vocab_size": 50257, "n_positions": 1024, "n_embd": 768,
                                "n_layer": 12, "n_head": 12, "layer_norm_epsilon": 1e-5}).eval()
         prompt = torch.randint(0, 50257, (1, a.prompt))
