@@ -4,14 +4,17 @@
  * when run alone; threads sharing one device's tensors and module read-only (products,
  * reductions, elementwise operations, a forward without recording, copies to the host) all get
  * the results computed before they started; a module moved between devices and dtypes while
- * another thread retains and releases its parameter keeps every reference. CI runs this suite, the loader's and DataParallel's
- * under ThreadSanitizer too (CLT_SANITIZE_THREAD). */
+ * another thread retains and releases its parameter keeps every reference. The cpu device's pool
+ * of threads covers every item of a loop exactly once, at every thread count, nested and from
+ * several callers at once; cpu's kernels give the same bytes on 1 thread and on 4. CI runs this
+ * suite, the loader's and DataParallel's under ThreadSanitizer too (CLT_SANITIZE_THREAD). */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "backends/host/host_parallel.h"
 #include "helpers.h"
 #include "tensor/tensor_internal.h"
 
@@ -299,6 +302,201 @@ START_TEST(test_threads_move_while_retained)
 }
 END_TEST
 
+/* ---- the cpu device's pool of threads --------------------------------------------------------- */
+
+typedef struct cover {
+    unsigned char *seen; /* how often each item ran */
+    pthread_t caller;
+    atomic_bool elsewhere; /* a part ran on another thread */
+    atomic_int parts;
+    bool nested; /* each part runs an inner loop over 10 items of `inner` */
+    unsigned char *inner;
+} cover;
+
+static void cover_part(const void *call, size_t lo, size_t hi)
+{
+    cover *c = (cover *)call;
+    atomic_fetch_add(&c->parts, 1);
+    if (!pthread_equal(pthread_self(), c->caller))
+        atomic_store(&c->elsewhere, true);
+    for (size_t i = lo; i < hi; i++) {
+        c->seen[i]++;
+        if (c->nested) { /* runs here alone, in this part's thread */
+            cover in = {.seen = c->inner + i * 10, .caller = pthread_self()};
+            atomic_init(&in.elsewhere, false);
+            atomic_init(&in.parts, 0);
+            clt__host_parallel(10, 1 << 20, cover_part, &in);
+            if (atomic_load(&in.parts) != 1 || atomic_load(&in.elsewhere))
+                c->seen[i] = 100; /* reported by the caller's check */
+        }
+    }
+}
+
+/* Runs a loop over n items of `cost` each; asserts each ran once and returns whether a part ran
+ * on another thread than the caller. */
+static bool cover_run(size_t n, size_t cost, bool nested)
+{
+    cover c = {.seen = calloc(n ? n : 1, 1),
+               .caller = pthread_self(),
+               .nested = nested,
+               .inner = nested ? calloc(n * 10, 1) : NULL};
+    atomic_init(&c.elsewhere, false);
+    atomic_init(&c.parts, 0);
+    ck_assert_ptr_nonnull(c.seen);
+    clt__host_parallel(n, cost, cover_part, &c);
+    for (size_t i = 0; i < n; i++)
+        ELEMENT_CHECK(c.seen[i] == 1, "item %zu of %zu ran %d times", i, n, c.seen[i]);
+    for (size_t i = 0; nested && i < n * 10; i++)
+        ELEMENT_CHECK(c.inner[i] == 1, "inner item %zu ran %d times", i, c.inner[i]);
+    free(c.seen);
+    free(c.inner);
+    return atomic_load(&c.elsewhere);
+}
+
+START_TEST(test_threads_pool_covers_once)
+{
+    const size_t sizes[] = {0, 1, 2, 3, 7, 1000, 100003};
+    const int counts[] = {1, 2, 3, 5, 4};
+    for (size_t t = 0; t < sizeof counts / sizeof *counts; t++) {
+        ck_assert_int_eq(clt_set_num_threads(counts[t]), CLT_OK);
+        ck_assert_int_eq(clt_get_num_threads(), counts[t]);
+        for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+            bool elsewhere = cover_run(sizes[k], 1 << 20, false);
+            /* a large loop uses the workers when there are any; one item never does */
+            ck_assert_msg(elsewhere == (counts[t] > 1 && sizes[k] >= 2),
+                          "%d threads, %zu items", counts[t], sizes[k]);
+            /* too little work to split: at most 1000 items of 8 operations */
+            ck_assert(!cover_run(sizes[k] < 1000 ? sizes[k] : 1000, 8, false));
+        }
+        ck_assert(cover_run(64, 1 << 20, true) == (counts[t] > 1));
+    }
+}
+END_TEST
+
+typedef struct caller_job {
+    bool ok;
+} caller_job;
+
+static void *caller_thread(void *arg)
+{
+    caller_job *j = arg;
+    for (int r = 0; r < 200; r++) {
+        unsigned char *seen = calloc(5000, 1);
+        cover c = {.seen = seen, .caller = pthread_self()};
+        atomic_init(&c.elsewhere, false);
+        atomic_init(&c.parts, 0);
+        clt__host_parallel(5000, 1 << 12, cover_part, &c);
+        for (int i = 0; i < 5000; i++)
+            j->ok = j->ok && seen[i] == 1;
+        free(seen);
+    }
+    return NULL;
+}
+
+/* Loops started from several threads at once: one holds the pool, the others run alone. */
+START_TEST(test_threads_pool_several_callers)
+{
+    caller_job jobs[4];
+    pthread_t threads[4];
+    ck_assert_int_eq(clt_set_num_threads(3), CLT_OK);
+    for (int i = 0; i < 4; i++) {
+        jobs[i].ok = true;
+        ck_assert_int_eq(pthread_create(&threads[i], NULL, caller_thread, &jobs[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(pthread_join(threads[i], NULL), 0);
+        ck_assert_msg(jobs[i].ok, "caller %d missed or repeated an item", i);
+    }
+}
+END_TEST
+
+START_TEST(test_threads_count_refused)
+{
+    ck_assert_int_eq(clt_set_num_threads(2), CLT_OK);
+    const int bad[] = {0, -1, 65};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char value[16];
+        ck_assert_int_eq(clt_set_num_threads(bad[i]), CLT_ERR_INVALID_ARGUMENT);
+        ck_assert_error_has("clt_set_num_threads");
+        snprintf(value, sizeof value, "%d", bad[i]);
+        ck_assert_error_has(value);
+        ck_assert_int_eq(clt_get_num_threads(), 2);
+    }
+}
+END_TEST
+
+/* Every cpu kernel that splits its loop, on inputs large enough to split: f32 and f64. */
+static void split_kernels(clt_dtype dt, clt_tensor **out, int *n)
+{
+    clt_device *cpu = clt_device_cpu();
+    clt_manual_seed(7);
+    clt_tensor *a = clt_tensor_randn(CLT_SHAPE(64, 1, 300), dt, cpu);
+    clt_tensor *b = clt_tensor_randn(CLT_SHAPE(1, 50, 300), dt, cpu);
+    clt_tensor *img = clt_tensor_randn(CLT_SHAPE(2, 8, 64, 64), dt, cpu);
+    clt_tensor *w = clt_tensor_randn(CLT_SHAPE(16, 8, 3, 3), dt, cpu);
+    clt_tensor *dw = clt_tensor_randn(CLT_SHAPE(16, 1, 3, 3), dt, cpu);
+    clt_tensor *q = clt_tensor_randn(CLT_SHAPE(2, 4, 64, 32), dt, cpu);
+    clt_tensor *table = clt_tensor_randn(CLT_SHAPE(100, 512), dt, cpu);
+    int64_t ids[64 * 30];
+    for (int i = 0; i < 64 * 30; i++)
+        ids[i] = (i * 37) % 100;
+    clt_tensor *idx = clt_tensor_from_data(CLT_SHAPE(64, 30), ids, CLT_I64, cpu);
+    clt_tensor *wide = clt_tensor_randn(CLT_SHAPE(300, 500), dt, cpu),
+               *t = clt_transpose(wide, 0, 1);
+    ck_assert_int_eq(clt_tensor_set_requires_grad(img, true), CLT_OK);
+    clt_pool2d_options mp = clt_pool2d_options_default(3, 3),
+                       ap = clt_pool2d_options_default(3, 3);
+    mp.stride[0] = mp.stride[1] = 2, mp.padding[0] = mp.padding[1] = 1;
+    ap.stride[0] = ap.stride[1] = 2, ap.ceil_mode = true;
+    clt_conv2d_options co = clt_conv2d_options_default(), cd = clt_conv2d_options_default();
+    co.padding[0] = co.padding[1] = 1;
+    cd.padding[0] = cd.padding[1] = 1, cd.groups = 8, cd.stride[0] = cd.stride[1] = 2;
+    clt_tensor *indices = NULL;
+    *n = 0;
+    out[(*n)++] = clt_add(a, b);       /* broadcast rows */
+    out[(*n)++] = clt_mul(wide, wide); /* contiguous */
+    out[(*n)++] = clt_contiguous(t);   /* tiled transpose */
+    out[(*n)++] = clt_tensor_to_dtype(wide, dt == CLT_F32 ? CLT_F64 : CLT_F32); /* cast */
+    out[(*n)++] = clt_max_pool2d(img, &mp, &indices);
+    out[(*n)++] = indices;
+    out[(*n)++] = clt_avg_pool2d(img, &ap);
+    clt_tensor *conv = clt_conv2d(img, w, NULL, &co), *depth = clt_conv2d(img, dw, NULL, &cd);
+    out[(*n)++] = conv; /* im2col */
+    out[(*n)++] = depth;
+    out[(*n)++] = clt_scaled_dot_product_attention(q, q, q, NULL);
+    out[(*n)++] = clt_embedding(idx, table); /* index_select */
+    clt_tensor *loss = clt_add(clt_sum(conv, NULL, 0, false), clt_sum(depth, NULL, 0, false));
+    clt_tensor *pooled = clt_sum(out[4], NULL, 0, false), *total = clt_add(loss, pooled);
+    ck_assert_msg(total && clt_backward(total, NULL, false) == CLT_OK, "%s", clt_last_error());
+    out[(*n)++] = clt_tensor_retain(clt_tensor_grad(img)); /* col2im, pool backward */
+    for (int i = 0; i < *n; i++)
+        ck_assert_msg(out[i] != NULL, "result %d: %s", i, clt_last_error());
+    clt_tensor_release(total), clt_tensor_release(pooled), clt_tensor_release(loss);
+    clt_tensor *inputs[] = {a, b, img, w, dw, q, table, idx, wide, t};
+    for (size_t i = 0; i < sizeof inputs / sizeof *inputs; i++)
+        clt_tensor_release(inputs[i]);
+}
+
+START_TEST(test_threads_kernels_same_on_any_count)
+{
+    const clt_dtype dts[] = {CLT_F32, CLT_F64};
+    for (size_t d = 0; d < 2; d++) {
+        clt_tensor *one[16], *four[16];
+        int n1, n4;
+        ck_assert_int_eq(clt_set_num_threads(1), CLT_OK);
+        split_kernels(dts[d], one, &n1);
+        ck_assert_int_eq(clt_set_num_threads(4), CLT_OK);
+        split_kernels(dts[d], four, &n4);
+        ck_assert_int_eq(n1, n4);
+        for (int i = 0; i < n1; i++) {
+            test_assert_same_bytes(one[i], four[i]);
+            clt_tensor_release(one[i]);
+            clt_tensor_release(four[i]);
+        }
+    }
+}
+END_TEST
+
 Suite *suite_threads(void)
 {
     Suite *s = suite_create("threads");
@@ -306,6 +504,10 @@ Suite *suite_threads(void)
     tcase_add_test(tc, test_threads_train_per_device);
     ADD_DEVICE_TEST(tc, test_threads_shared_read_only);
     ADD_DEVICE_TEST(tc, test_threads_move_while_retained);
+    tcase_add_test(tc, test_threads_pool_covers_once);
+    tcase_add_test(tc, test_threads_pool_several_callers);
+    tcase_add_test(tc, test_threads_count_refused);
+    tcase_add_test(tc, test_threads_kernels_same_on_any_count);
     suite_add_tcase(s, tc);
     return s;
 }

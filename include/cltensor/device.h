@@ -61,6 +61,18 @@ CLT_API clt_device *clt_device_get(const char *name);
  * (last error set). */
 CLT_API clt_device *clt_device_cpu(void);
 
+/* torch.set_num_threads: the threads cpu's operations run on, the calling one included, and
+ * OpenBLAS's count for its products. The default is the processors this process may run on,
+ * or the environment variable CLT_NUM_THREADS when set (1 to 64). Large operations split their
+ * output between the threads; each element is computed as on one thread, so results do not
+ * change with the count. An operation called while another thread's operation uses the
+ * threads, or from a DataParallel replica's thread, runs on its own thread alone.
+ * CLT_ERR_INVALID_ARGUMENT outside 1 .. 64, the count unchanged. */
+CLT_API clt_status clt_set_num_threads(int n);
+
+/* torch.get_num_threads: the count clt_set_num_threads set, or the default. */
+CLT_API int clt_get_num_threads(void);
+
 /* torch.device("cuda" if torch.cuda.is_available() else "cpu"): the first GPU- or
  * accelerator-type gpu:N, else cpu. An OpenCL implementation running on the host CPU (PoCL,
  * Rusticl's llvmpipe) is no GPU: the native cpu runs the same work faster. The environment

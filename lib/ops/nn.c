@@ -609,8 +609,10 @@ static clt_tensor *pool(const char *fn, clt_tensor *x, const clt_pool2d_options 
     rec = clt__grad_begin(&x, 1, &prev);
     in = clt__contiguous(fn, x);
     out = in ? clt__tensor_new(fn, dev, x->dtype, 4, shape) : NULL;
-    arg = out && is_max ? clt__tensor_new(fn, dev, CLT_I64, 4, shape) : NULL;
-    if (out && (!is_max || arg) && out->numel) {
+    /* the indices only where the backward pass or the caller needs them */
+    bool want_arg = is_max && (rec || indices);
+    arg = out && want_arg ? clt__tensor_new(fn, dev, CLT_I64, 4, shape) : NULL;
+    if (out && (!want_arg || arg) && out->numel) {
         c.in = in->storage->buf, c.in_offset = in->offset;
         c.out = out->storage->buf;
         c.arg = arg ? arg->storage->buf : NULL;
@@ -618,7 +620,7 @@ static clt_tensor *pool(const char *fn, clt_tensor *x, const clt_pool2d_options 
             clt_tensor_release(out);
             out = NULL;
         }
-    } else if (out && is_max && !arg) {
+    } else if (out && want_arg && !arg) {
         clt_tensor_release(out);
         out = NULL;
     }

@@ -9,6 +9,7 @@
 #endif
 
 #include "host.h"
+#include "host_parallel.h"
 #include "host_simd.h"
 #include "backends/shared/scalar_host.h"
 
@@ -383,15 +384,44 @@ static void tiled_copy(const clt__ew_call *c, const clt__tile_plan *t)
 #endif
 }
 
-clt_status clt__host_elementwise(const char *fn, clt_device *dev, const clt__ew_call *call)
+static void ew_run(const clt__ew_call *call)
 {
     clt__tile_plan plan;
-    (void)fn;
-    (void)dev;
     if (clt__tile_plan_of(call, &plan))
         tiled_copy(call, &plan);
     else
         loops[call->dtype][call->op](call);
+}
+
+/* Items [lo, hi) of an elementwise call's outermost dimension (of its n elements when every
+ * operand is contiguous), run as a call of their own. */
+static void ew_part(const void *whole, size_t lo, size_t hi)
+{
+    const clt__ew_call *c = whole;
+    clt__ew_call p = *c;
+    clt__operand *ops[] = {&p.out, &p.in[0], &p.in[1], &p.in[2]};
+    if (lo == 0 && hi == (c->ndim ? (size_t)c->shape[0] : c->n)) {
+        ew_run(c);
+        return;
+    }
+    p.n = c->ndim ? c->n / (size_t)c->shape[0] * (hi - lo) : hi - lo;
+    if (c->ndim)
+        p.shape[0] = (int64_t)(hi - lo);
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+        if (ops[i]->buf)
+            ops[i]->offset += c->ndim ? (size_t)((int64_t)lo * ops[i]->strides[0]) : lo;
+    ew_run(&p);
+}
+
+clt_status clt__host_elementwise(const char *fn, clt_device *dev, const clt__ew_call *call)
+{
+    size_t outer = call->ndim ? (size_t)call->shape[0] : call->n;
+    size_t inputs = 1 + (call->in[1].buf != NULL) + (call->in[2].buf != NULL);
+    (void)fn;
+    (void)dev;
+    if (call->n == 0)
+        return CLT_OK;
+    clt__host_parallel(outer, call->n / outer * (inputs + 1), ew_part, call);
     return CLT_OK;
 }
 
@@ -421,14 +451,30 @@ CLT_DTYPE_PAIRS(CLT__HOST_CAST)
 static const cast_loop cast_table[CLT_DTYPE_COUNT][CLT_DTYPE_COUNT] = {
     CLT_DTYPE_PAIRS(CLT__CAST_ENTRY)};
 
+typedef struct cast_part_call {
+    cast_loop loop;
+    const char *src;
+    char *dst;
+    size_t src_size, dst_size;
+} cast_part_call;
+
+static void cast_part(const void *call, size_t lo, size_t hi)
+{
+    const cast_part_call *c = call;
+    c->loop(c->src + lo * c->src_size, c->dst + lo * c->dst_size, hi - lo);
+}
+
 /* dst[dst_off + i] = convert(src[src_off + i]) for i < n (the backend's cast). */
 clt_status clt__host_cast(const char *fn, clt_device *dev, void *src, size_t src_off,
                           clt_dtype src_dtype, void *dst, size_t dst_off, clt_dtype dst_dtype,
                           size_t n)
 {
+    cast_part_call c = {cast_table[src_dtype][dst_dtype],
+                        (const char *)src + src_off * clt_dtype_size(src_dtype),
+                        (char *)dst + dst_off * clt_dtype_size(dst_dtype),
+                        clt_dtype_size(src_dtype), clt_dtype_size(dst_dtype)};
     (void)fn;
     (void)dev;
-    cast_table[src_dtype][dst_dtype]((const char *)src + src_off * clt_dtype_size(src_dtype),
-                                     (char *)dst + dst_off * clt_dtype_size(dst_dtype), n);
+    clt__host_parallel(n, 2, cast_part, &c);
     return CLT_OK;
 }

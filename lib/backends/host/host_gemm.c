@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "host.h"
+#include "host_parallel.h"
 #include "core/core.h"
 
 /* Whether a size fits CBLAS's integer type (int, or 64 bits in OpenBLAS's ILP64 builds). */
@@ -44,4 +45,13 @@ clt_status clt__host_gemm(const char *fn, clt_device *dev, const clt__gemm_call 
                         out + i * c->c_stride, (blasint)c->ldc);
     }
     return CLT_OK;
+}
+
+void clt__blas_threads(int n)
+{
+#if defined(CLT_HAVE_OPENBLAS_THREADS)
+    openblas_set_num_threads(n);
+#else
+    (void)n; /* a CBLAS without a thread count of its own */
+#endif
 }

@@ -5,21 +5,28 @@
 #include <tgmath.h>
 
 #include "host.h"
+#include "host_parallel.h"
 #include "backends/shared/scalar_host.h"
 #include "backends/shared/window.cl"
 
-clt_status clt__host_index_select(const char *fn, clt_device *dev, const clt__index_call *c)
+/* Rows [lo, hi) of the A x M rows of B elements index_select writes. */
+static void index_select_part(const void *call, size_t lo, size_t hi)
 {
+    const clt__index_call *c = call;
     size_t size = clt_dtype_size(c->dtype);
     const char *src = (const char *)c->src + c->src_offset * size;
     const int64_t *idx = (const int64_t *)c->idx + c->idx_offset;
     char *out = (char *)c->out + c->out_offset * size;
+    for (size_t r = lo; r < hi; r++)
+        memcpy(out + r * c->B * size,
+               src + (r / c->M * c->K + (size_t)idx[r % c->M]) * c->B * size, c->B * size);
+}
+
+clt_status clt__host_index_select(const char *fn, clt_device *dev, const clt__index_call *c)
+{
     (void)fn;
     (void)dev;
-    for (size_t a = 0; a < c->A; a++)
-        for (size_t m = 0; m < c->M; m++)
-            memcpy(out + (a * c->M + m) * c->B * size,
-                   src + (a * c->K + (size_t)idx[m]) * c->B * size, c->B * size);
+    clt__host_parallel(c->A * c->M, 2 * c->B, index_select_part, c);
     return CLT_OK;
 }
 
@@ -39,16 +46,17 @@ static void tap_span_make(const clt__conv_call *c, int x, size_t x0, size_t n, t
     t->b = (long)x0 * s + off;
 }
 
-/* im2col for elements of one size (T an unsigned integer of that size): the output in order,
- * a row of OW at a time: zero where its tap lies outside the image, the rest copied (one memcpy
- * at stride 1). */
+/* im2col for elements of one size (T an unsigned integer of that size), its rows [lo, hi) of
+ * C * kh * kw: the output in order, a row of OW at a time: zero where its tap lies outside the
+ * image, the rest copied (one memcpy at stride 1). */
 #define HOST_IM2COL(T)                                                                         \
-    static void im2col_##T(const clt__conv_call *c)                                            \
+    static void im2col_##T(const void *call, size_t lo, size_t hi)                             \
     {                                                                                          \
-        size_t rows = c->C * ((size_t)c->kh * (size_t)c->kw), OW = c->OW;                      \
+        const clt__conv_call *c = call;                                                        \
+        size_t OW = c->OW;                                                                     \
         const T *in = (const T *)c->in + c->in_offset;                                         \
-        T *out = (T *)c->out + c->out_offset;                                                  \
-        for (size_t row = 0; row < rows; row++) {                                              \
+        T *out = (T *)c->out + c->out_offset + lo * c->N * c->OH * OW;                         \
+        for (size_t row = lo; row < hi; row++) {                                               \
             size_t ch = row / ((size_t)c->kh * (size_t)c->kw);                                 \
             long y = (long)((row / (size_t)c->kw) % (size_t)c->kh);                            \
             tap_span t;                                                                        \
@@ -81,14 +89,14 @@ HOST_IM2COL(uint64_t)
 
 clt_status clt__host_im2col(const char *fn, clt_device *dev, const clt__conv_call *c)
 {
+    static const clt__host_part parts[] = {im2col_uint8_t, im2col_uint16_t,
+                                           NULL,           im2col_uint32_t,
+                                           NULL,           NULL,
+                                           NULL,           im2col_uint64_t};
     (void)fn;
     (void)dev;
-    switch (clt_dtype_size(c->dtype)) {
-    case 1: im2col_uint8_t(c); break;
-    case 2: im2col_uint16_t(c); break;
-    case 4: im2col_uint32_t(c); break;
-    default: im2col_uint64_t(c); break;
-    }
+    clt__host_parallel(c->C * (size_t)c->kh * (size_t)c->kw, c->N * c->OH * c->OW * 2,
+                       parts[clt_dtype_size(c->dtype) - 1], c);
     return CLT_OK;
 }
 
@@ -138,50 +146,61 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
 #define LOAD(v) CLT_CAT(clt_load_, DT)(v)
 #define STORE(v) CLT_CAT(CLT_CAT(CLT_CAT(clt_, KIND), _to_), DT)(v)
 
+/* Pooling over image planes [lo, hi) of N * C, each output element as the OpenCL kernel
+ * computes it (the taps in the same order). Max pooling writes the indices where arg is set. */
 #define HOST_POOL                                                                              \
-    static void CLT_CAT(pool_, DT)(const clt__conv_call *c)                                    \
+    static void CLT_CAT(pool_, DT)(const void *call, size_t lo, size_t hi)                     \
     {                                                                                          \
-        const ST *in = (const ST *)c->in + c->in_offset;                                       \
-        ST *out = (ST *)c->out + c->out_offset;                                                \
-        int64_t *arg = c->arg ? (int64_t *)c->arg + c->arg_offset : NULL;                      \
-        for (size_t i = 0; i < c->N * c->C * c->OH * c->OW; i++) {                             \
-            size_t ox = i % c->OW, oy = (i / c->OW) % c->OH, nc = i / (c->OW * c->OH);         \
-            const ST *plane = in + nc * c->H * c->W;                                           \
-            CT best = 0, sum = 0;                                                              \
-            long best_at = -1, inside = 0;                                                     \
-            for (int y = 0; y < c->kh; y++) {                                                  \
-                long iy = (long)oy * c->sh - c->ph + (long)y * c->dh;                          \
-                for (int x = 0; x < c->kw; x++) {                                              \
-                    long ix = (long)ox * c->sw - c->pw + (long)x * c->dw;                      \
-                    if (iy < 0 || iy >= (long)c->H || ix < 0 || ix >= (long)c->W)              \
-                        continue;                                                              \
-                    CT v = LOAD(plane[iy * (long)c->W + ix]);                                  \
-                    inside++;                                                                  \
-                    sum += v;                                                                  \
-                    if (best_at < 0 || v > best || (v != v && best == best)) {                 \
-                        best = v;                                                              \
-                        best_at = iy * (long)c->W + ix;                                        \
+        const clt__conv_call *c = call;                                                        \
+        size_t per = c->OH * c->OW;                                                            \
+        for (size_t nc = lo; nc < hi; nc++) {                                                  \
+            const ST *plane = (const ST *)c->in + c->in_offset + nc * c->H * c->W;             \
+            ST *out = (ST *)c->out + c->out_offset + nc * per;                                 \
+            int64_t *arg = c->arg ? (int64_t *)c->arg + c->arg_offset + nc * per : NULL;       \
+            for (size_t oy = 0; oy < c->OH; oy++)                                              \
+                for (size_t ox = 0; ox < c->OW; ox++, out++) {                                 \
+                    CT best = 0, sum = 0;                                                      \
+                    long best_at = -1, inside = 0;                                             \
+                    for (int y = 0; y < c->kh; y++) {                                          \
+                        long iy = (long)oy * c->sh - c->ph + (long)y * c->dh;                  \
+                        if (iy < 0 || iy >= (long)c->H)                                        \
+                            continue;                                                          \
+                        for (int x = 0; x < c->kw; x++) {                                      \
+                            long ix = (long)ox * c->sw - c->pw + (long)x * c->dw;              \
+                            if (ix < 0 || ix >= (long)c->W)                                    \
+                                continue;                                                      \
+                            CT v = LOAD(plane[iy * (long)c->W + ix]);                          \
+                            inside++;                                                          \
+                            sum += v;                                                          \
+                            if (best_at < 0 || v > best || (v != v && best == best)) {         \
+                                best = v;                                                      \
+                                best_at = iy * (long)c->W + ix;                                \
+                            }                                                                  \
+                        }                                                                      \
+                    }                                                                          \
+                    if (c->is_max) {                                                           \
+                        *out = STORE(best_at < 0 ? -INFINITY : best);                          \
+                        if (arg)                                                               \
+                            *arg++ = best_at;                                                  \
+                    } else {                                                                   \
+                        long count =                                                           \
+                            c->count_pad ? padded_taps(c, (long)oy, (long)ox) : inside;        \
+                        *out = STORE(sum / (CT)count);                                         \
                     }                                                                          \
                 }                                                                              \
-            }                                                                                  \
-            if (c->is_max) {                                                                   \
-                out[i] = STORE(best_at < 0 ? -INFINITY : best);                                \
-                arg[i] = best_at;                                                              \
-            } else {                                                                           \
-                long count = c->count_pad ? padded_taps(c, (long)oy, (long)ox) : inside;       \
-                out[i] = STORE(sum / (CT)count);                                               \
-            }                                                                                  \
         }                                                                                      \
     }
 
-/* Depthwise convolution in blocks of up to DEPTHWISE_BLOCK output columns, each block of a row
- * accumulated tap after tap (the OpenCL kernel's order for every element) over the columns
- * whose tap lies inside the image: a unit-stride loop the compiler vectorises. */
+/* Depthwise convolution over output planes [lo, hi) of N * C * mult, in blocks of up to
+ * DEPTHWISE_BLOCK output columns, each block of a row accumulated tap after tap (the OpenCL
+ * kernel's order for every element) over the columns whose tap lies inside the image: a
+ * unit-stride loop the compiler vectorises. */
 #define DEPTHWISE_BLOCK 256
 #define DEPTHWISE_TAPS 16
 #define HOST_DEPTHWISE                                                                         \
-    static void CLT_CAT(depthwise_, DT)(const clt__conv_call *c)                               \
+    static void CLT_CAT(depthwise_, DT)(const void *call, size_t lo, size_t hi)                \
     {                                                                                          \
+        const clt__conv_call *c = call;                                                        \
         const ST *in = (const ST *)c->in + c->in_offset;                                       \
         const ST *weight = (const ST *)c->weight + c->weight_offset;                           \
         ST *out = (ST *)c->out + c->out_offset;                                                \
@@ -193,7 +212,7 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
             size_t n = OW - x0 < DEPTHWISE_BLOCK ? OW - x0 : DEPTHWISE_BLOCK;                  \
             for (int x = 0; tabled && x < c->kw; x++)                                          \
                 tap_span_make(c, x, x0, n, &spans[x]);                                         \
-            for (size_t no = 0; no < c->N * O; no++) {                                         \
+            for (size_t no = lo; no < hi; no++) {                                              \
                 const ST *plane = in + ((no / O) * c->C + (no % O) / c->mult) * c->H * c->W;   \
                 const ST *taps = weight + (no % O) * kk;                                       \
                 for (size_t oy = 0; oy < c->OH; oy++) {                                        \
@@ -230,13 +249,14 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
  * Loops run over (image and channel, h, w) with the output position each tap reads from taken
  * from a table (window_table) when it fits. */
 #define HOST_COL2IM                                                                            \
-    static void CLT_CAT(col2im_, DT)(const clt__conv_call *c)                                  \
+    static void CLT_CAT(col2im_, DT)(const void *call, size_t lo, size_t hi)                   \
     {                                                                                          \
+        const clt__conv_call *c = call;                                                        \
         size_t cols = c->OH * c->OW, tap = c->N * cols;                                        \
-        ST *out = (ST *)c->out + c->out_offset;                                                \
+        ST *out = (ST *)c->out + c->out_offset + lo * c->H * c->W;                             \
         window_tables t;                                                                       \
         window_tables_make(&t, c);                                                             \
-        for (size_t nc = 0; nc < c->N * c->C; nc++) {                                          \
+        for (size_t nc = lo; nc < hi; nc++) {                                                  \
             size_t n = nc / c->C, ch = nc % c->C;                                              \
             const ST *rows = (const ST *)c->in + c->in_offset +                                \
                              (ch * ((size_t)c->kh * (size_t)c->kw) * c->N + n) * cols;         \
@@ -258,14 +278,15 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
     }
 
 #define HOST_POOL_BACKWARD                                                                     \
-    static void CLT_CAT(pool_backward_, DT)(const clt__conv_call *c)                           \
+    static void CLT_CAT(pool_backward_, DT)(const void *call, size_t lo, size_t hi)            \
     {                                                                                          \
+        const clt__conv_call *c = call;                                                        \
         const ST *in = (const ST *)c->in + c->in_offset;                                       \
         const int64_t *arg = c->arg ? (const int64_t *)c->arg + c->arg_offset : NULL;          \
-        ST *out = (ST *)c->out + c->out_offset;                                                \
+        ST *out = (ST *)c->out + c->out_offset + lo * c->H * c->W;                             \
         window_tables t;                                                                       \
         window_tables_make(&t, c);                                                             \
-        for (size_t nc = 0; nc < c->N * c->C; nc++) {                                          \
+        for (size_t nc = lo; nc < hi; nc++) {                                                  \
             size_t plane = nc * c->OH * c->OW;                                                 \
             for (long h = 0; h < (long)c->H; h++)                                              \
                 for (long w = 0; w < (long)c->W; w++) {                                        \
@@ -303,12 +324,13 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
     }
 
 #define HOST_INDEX_ADD                                                                         \
-    static void CLT_CAT(index_add_, DT)(const clt__index_add_call *c)                          \
+    static void CLT_CAT(index_add_, DT)(const void *call, size_t lo, size_t hi)                \
     {                                                                                          \
+        const clt__index_add_call *c = call;                                                   \
         const int64_t *starts = (const int64_t *)c->starts + c->starts_offset;                 \
         const int64_t *order = (const int64_t *)c->order + c->order_offset;                    \
         ST *out = (ST *)c->out + c->out_offset;                                                \
-        for (size_t i = 0; i < c->A * c->K * c->B; i++) {                                      \
+        for (size_t i = lo; i < hi; i++) {                                                     \
             size_t b = i % c->B, k = (i / c->B) % c->K, a = i / (c->B * c->K);                 \
             const ST *col = (const ST *)c->src + c->src_offset + a * c->M * c->B + b;          \
             CT sum = 0;                                                                        \
@@ -332,10 +354,11 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
             s += LOAD(mr[j]);                                                                  \
         return s;                                                                              \
     }                                                                                          \
-    static void CLT_CAT(attention_, DT)(const clt__attention_call *c)                          \
+    static void CLT_CAT(attention_, DT)(const void *call, size_t lo, size_t hi)                \
     {                                                                                          \
+        const clt__attention_call *c = call;                                                   \
         const CT scale = (CT)c->scale;                                                         \
-        for (size_t r = 0; r < c->B * c->L; r++) {                                             \
+        for (size_t r = lo; r < hi; r++) {                                                     \
             size_t b = r / c->L, i = r % c->L;                                                 \
             size_t end = c->causal ? (i + 1 < c->S ? i + 1 : c->S) : c->S;                     \
             const ST *qr = (const ST *)c->q + c->q_offset + r * c->E;                          \
@@ -377,12 +400,7 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
 
 /* The floating kernels of one dtype. */
 typedef struct host_floating {
-    void (*pool)(const clt__conv_call *c);
-    void (*depthwise)(const clt__conv_call *c);
-    void (*col2im)(const clt__conv_call *c);
-    void (*pool_backward)(const clt__conv_call *c);
-    void (*index_add)(const clt__index_add_call *c);
-    void (*attention)(const clt__attention_call *c);
+    clt__host_part pool, depthwise, col2im, pool_backward, index_add, attention;
 } host_floating;
 
 #define HOST_FLOATING                                                                          \
@@ -433,19 +451,24 @@ static const host_floating *floating(clt_dtype dtype)
     }
 }
 
-/* The backend entry clt__host_<name>: the floating kernel `member` of the call's dtype. */
-#define HOST_ENTRY(name, call_type, member)                                                    \
+/* The backend entry clt__host_<name>: the floating kernel `member` of the call's dtype over its
+ * `items` outer items of about `cost` element operations each, split over the threads. */
+#define HOST_ENTRY(name, call_type, member, items, cost)                                       \
     clt_status clt__host_##name(const char *fn, clt_device *dev, const call_type *c)           \
     {                                                                                          \
         (void)fn;                                                                              \
         (void)dev;                                                                             \
-        floating(c->dtype)->member(c);                                                         \
+        clt__host_parallel(items, cost, floating(c->dtype)->member, c);                        \
         return CLT_OK;                                                                         \
     }
 
-HOST_ENTRY(pool2d, clt__conv_call, pool)
-HOST_ENTRY(depthwise2d, clt__conv_call, depthwise)
-HOST_ENTRY(col2im, clt__conv_call, col2im)
-HOST_ENTRY(pool2d_backward, clt__conv_call, pool_backward)
-HOST_ENTRY(index_add, clt__index_add_call, index_add)
-HOST_ENTRY(attention, clt__attention_call, attention)
+#define TAPS(c) ((size_t)(c)->kh * (size_t)(c)->kw)
+HOST_ENTRY(pool2d, clt__conv_call, pool, c->N * c->C, c->OH * c->OW * (TAPS(c) + 2))
+HOST_ENTRY(depthwise2d, clt__conv_call, depthwise, c->N * c->C * c->mult,
+           c->OH * c->OW * (TAPS(c) + 1))
+HOST_ENTRY(col2im, clt__conv_call, col2im, c->N * c->C, c->H * c->W * (TAPS(c) + 1))
+HOST_ENTRY(pool2d_backward, clt__conv_call, pool_backward, c->N * c->C,
+           c->H * c->W * (TAPS(c) + 1))
+HOST_ENTRY(index_add, clt__index_add_call, index_add, c->A * c->K * c->B,
+           c->M / (c->K ? c->K : 1) + 2)
+HOST_ENTRY(attention, clt__attention_call, attention, c->B * c->L, c->S *(2 * c->E + c->D))

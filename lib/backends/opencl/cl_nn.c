@@ -77,15 +77,16 @@ clt_status clt__cl_depthwise2d(const char *fn, clt_device *dev, const clt__conv_
                        c->N * c->C * c->mult * c->OH * c->OW);
 }
 
-/* pool2d or pool2d_backward: the same arguments (arg, when NULL, stands in as out, unused),
- * n elements over the work-items (CLT_RUN). */
+/* pool2d or pool2d_backward: the same arguments (arg, when NULL, stands in as out, unused:
+ * is_max 1, where 2 writes the indices), n elements over the work-items (CLT_RUN). */
 static clt_status pooling(const char *fn, clt_device *dev, const clt__conv_call *c,
                           const char *kernel, size_t n)
 {
     cl_mem out = c->out, in = c->in, arg = c->arg ? (cl_mem)c->arg : (cl_mem)c->out;
     cl_ulong oo = c->out_offset, ao = c->arg ? c->arg_offset : 0, io = c->in_offset;
     cl_ulong NC = c->N * c->C, u[4];
-    cl_int w[8], is_max = c->is_max, count_pad = c->count_pad, blocked = clt__cl_run_layout(dev);
+    cl_int w[8], is_max = c->is_max ? (c->arg ? 2 : 1) : 0, count_pad = c->count_pad,
+                 blocked = clt__cl_run_layout(dev);
     clt__cl_arg args[22] = {
         {sizeof out, &out}, {sizeof oo, &oo}, {sizeof arg, &arg}, {sizeof ao, &ao},
         {sizeof in, &in},   {sizeof io, &io}, {sizeof NC, &NC},

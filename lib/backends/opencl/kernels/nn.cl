@@ -59,8 +59,8 @@ __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulo
 }
 
 /* 2-D pooling: out[n, c, oy, ox] over the window at (oy * sh - ph, ox * sw - pw), dilation
- * (dh, dw). Max: the largest element (NaN wins), its flat index within the image plane written
- * to `arg` (i64, for the backward pass). Average: the sum over the window divided by its size,
+ * (dh, dw). Max: the largest element (NaN wins); with is_max 2 its flat index within the image
+ * plane written to `arg` too (i64, for the backward pass). Average: the sum over the window divided by its size,
  * counting the padding when count_pad (the window clipped to the padded image, which differs
  * from kh * kw only where ceil mode lets the last window overhang), else only the elements inside
  * the image. */
@@ -89,7 +89,8 @@ static void pool2d_at(ulong i, __global ST *out, __global long *arg, __global co
     }
     if (is_max) {
         out[i] = STORE(best_at < 0 ? -INFINITY : best); /* a window wholly in padding */
-        arg[i] = best_at;
+        if (is_max > 1)
+            arg[i] = best_at;
     } else {
         /* the window clipped to the padded image: kh * kw but where ceil mode overhangs */
         long count = count_pad ? clt_window_taps_inside(oy, kh, sh, 0, dh, H + 2 * (ulong)ph) *

@@ -1,0 +1,258 @@
+/* The host backend's pool of worker threads (host_parallel.h).
+ *
+ * A loop is split into `parts` contiguous ranges, part 0 run by the caller and part k by worker
+ * k. The caller publishes a job as one atomic word (generation << 8 | parts) after writing its
+ * fields; each worker that has a part acknowledges the generation when its part is done, and the
+ * caller returns only once every part is acknowledged, so a job's fields never change while a
+ * worker reads them. Workers spin for a short while after a job (the next one usually follows
+ * within microseconds), yielding the processor between checks, then sleep on a condition
+ * variable. One loop at a time holds the pool; a loop started while it is held, or from inside
+ * a part, runs in its caller alone. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cltensor/device.h>
+
+#include "host_parallel.h"
+#include "core/core.h"
+
+#define MAX_THREADS 64
+/* A part's least work in elementary operations: about 10-20 microseconds of memory-bound work,
+ * against the microsecond a spinning worker takes to start (tens when it slept). */
+#define MIN_PART_COST 32768
+/* How long an idle worker watches for the next job before it sleeps. */
+#define SPIN_NS 100000
+
+typedef struct worker {
+    pthread_t thread;
+    atomic_ullong done;      /* the generation of the last part this worker finished */
+    unsigned long long seen; /* the job word when it started */
+    int index;
+    char pad[64]; /* each worker's acknowledgement on its own cache line */
+} worker;
+
+static struct {
+    pthread_mutex_t run;  /* held by the loop that uses the pool */
+    pthread_mutex_t lock; /* guards the count, the start of workers and sleeping */
+    pthread_cond_t wake;
+    atomic_ullong job; /* generation << 8 | parts; parts 0 tells workers to check the count */
+    atomic_int sleepers;
+    atomic_int threads; /* wanted, the caller included; 0 until first chosen */
+    int started;        /* workers running: indices 1 .. started */
+    clt__host_part body;
+    const void *call;
+    size_t n;
+    worker w[MAX_THREADS];
+} pool = {.run = PTHREAD_MUTEX_INITIALIZER,
+          .lock = PTHREAD_MUTEX_INITIALIZER,
+          .wake = PTHREAD_COND_INITIALIZER};
+
+static _Thread_local bool in_part;
+
+static inline void relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Items [lo, hi) of part k of `parts` over n: sizes differing by at most one. */
+static void part_range(size_t n, unsigned parts, unsigned k, size_t *lo, size_t *hi)
+{
+    size_t q = n / parts, r = n % parts;
+    *lo = k * q + (k < r ? k : r);
+    *hi = *lo + q + (k < r);
+}
+
+/* The job word after `seen` changes: spins for SPIN_NS, then sleeps. */
+static unsigned long long next_job(unsigned long long seen)
+{
+    uint64_t start = now_ns();
+    for (unsigned i = 1;; i++) {
+        unsigned long long v = atomic_load_explicit(&pool.job, memory_order_acquire);
+        if (v != seen)
+            return v;
+        relax();
+        if (i % 64 == 0) {
+            if (now_ns() - start > SPIN_NS)
+                break;
+            sched_yield(); /* a busy processor goes to whoever needs it */
+        }
+    }
+    pthread_mutex_lock(&pool.lock);
+    atomic_fetch_add(&pool.sleepers, 1);
+    unsigned long long v;
+    while ((v = atomic_load(&pool.job)) == seen)
+        pthread_cond_wait(&pool.wake, &pool.lock);
+    atomic_fetch_sub(&pool.sleepers, 1);
+    pthread_mutex_unlock(&pool.lock);
+    return v;
+}
+
+static void *work(void *arg)
+{
+    worker *me = arg;
+    unsigned long long seen = me->seen;
+    in_part = true; /* a loop inside a part runs in that part's thread */
+    for (;;) {
+        seen = next_job(seen);
+        unsigned parts = (unsigned)(seen & 0xff);
+        if (parts == 0 && me->index >= atomic_load(&pool.threads))
+            return NULL; /* the count went down */
+        if ((unsigned)me->index < parts) {
+            size_t lo, hi;
+            part_range(pool.n, parts, (unsigned)me->index, &lo, &hi);
+            pool.body(pool.call, lo, hi);
+            atomic_store_explicit(&me->done, seen >> 8, memory_order_release);
+        }
+    }
+}
+
+/* Publishes job word v and wakes sleeping workers. */
+static void publish(unsigned long long v)
+{
+    atomic_store(&pool.job, v);
+    if (atomic_load(&pool.sleepers) > 0) {
+        pthread_mutex_lock(&pool.lock);
+        pthread_cond_broadcast(&pool.wake);
+        pthread_mutex_unlock(&pool.lock);
+    }
+}
+
+static int available_processors(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* In a child after fork() the workers do not exist: the pool starts again when first used. */
+static void after_fork_in_child(void)
+{
+    pthread_mutex_init(&pool.run, NULL);
+    pthread_mutex_init(&pool.lock, NULL);
+    pthread_cond_init(&pool.wake, NULL);
+    atomic_store(&pool.sleepers, 0);
+    pool.started = 0;
+}
+
+static void choose_count(void)
+{
+    if (atomic_load(&pool.threads) != 0)
+        return;
+    int n = 0;
+    const char *env = getenv("CLT_NUM_THREADS");
+    if (env && *env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        n = *end == '\0' && v > 0 ? (int)(v < MAX_THREADS ? v : MAX_THREADS) : 0;
+    }
+    if (n == 0)
+        n = available_processors();
+    atomic_store(&pool.threads, n < MAX_THREADS ? n : MAX_THREADS);
+    if (env && *env)
+        clt__blas_threads(n);
+    pthread_atfork(NULL, NULL, after_fork_in_child);
+}
+
+/* Starts the workers the count asks for (as many as the system gives); called holding `run`. */
+static int workers_ready(void)
+{
+    pthread_mutex_lock(&pool.lock);
+    choose_count();
+    int want = atomic_load(&pool.threads) - 1;
+    while (pool.started < want) {
+        worker *w = &pool.w[pool.started + 1];
+        w->index = pool.started + 1;
+        atomic_store(&w->done, 0);
+        w->seen = atomic_load(&pool.job); /* no job is published while the caller holds run */
+        if (pthread_create(&w->thread, NULL, work, w) != 0)
+            break;
+        pool.started++;
+    }
+    int ready = pool.started < want ? pool.started : want;
+    pthread_mutex_unlock(&pool.lock);
+    return ready;
+}
+
+void clt__host_parallel(size_t n, size_t cost, clt__host_part body, const void *call)
+{
+    size_t total = cost && n > SIZE_MAX / cost ? SIZE_MAX : n * (cost ? cost : 1);
+    if (n < 2 || in_part || total < 2 * MIN_PART_COST || pthread_mutex_trylock(&pool.run) != 0) {
+        body(call, 0, n);
+        return;
+    }
+    size_t parts = (size_t)workers_ready() + 1;
+    parts = parts < total / MIN_PART_COST ? parts : total / MIN_PART_COST;
+    parts = parts < n ? parts : n;
+    if (parts < 2) {
+        pthread_mutex_unlock(&pool.run);
+        body(call, 0, n);
+        return;
+    }
+    pool.body = body;
+    pool.call = call;
+    pool.n = n;
+    unsigned long long gen = (atomic_load(&pool.job) >> 8) + 1;
+    publish(gen << 8 | parts);
+    size_t lo, hi;
+    part_range(n, (unsigned)parts, 0, &lo, &hi);
+    in_part = true;
+    body(call, lo, hi);
+    in_part = false;
+    for (size_t k = 1; k < parts; k++)
+        for (unsigned i = 1; atomic_load_explicit(&pool.w[k].done, memory_order_acquire) != gen;
+             i++) {
+            relax();
+            if (i % 64 == 0)
+                sched_yield();
+        }
+    pthread_mutex_unlock(&pool.run);
+}
+
+clt_status clt_set_num_threads(int n)
+{
+    if (n < 1 || n > MAX_THREADS)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_set_num_threads",
+                          "the thread count %d is outside 1 .. %d", n, MAX_THREADS);
+    pthread_mutex_lock(&pool.run);
+    pthread_mutex_lock(&pool.lock);
+    choose_count();
+    atomic_store(&pool.threads, n);
+    int keep = pool.started < n - 1 ? pool.started : n - 1, had = pool.started;
+    pool.started = keep;
+    pthread_mutex_unlock(&pool.lock);
+    if (had > keep) { /* workers keep..had see a job of no parts and leave */
+        publish(((atomic_load(&pool.job) >> 8) + 1) << 8);
+        for (int k = keep + 1; k <= had; k++)
+            pthread_join(pool.w[k].thread, NULL);
+    }
+    clt__blas_threads(n);
+    pthread_mutex_unlock(&pool.run);
+    return CLT_OK;
+}
+
+int clt_get_num_threads(void)
+{
+    pthread_mutex_lock(&pool.lock);
+    choose_count();
+    int n = atomic_load(&pool.threads);
+    pthread_mutex_unlock(&pool.lock);
+    return n;
+}
