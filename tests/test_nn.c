@@ -1042,6 +1042,11 @@ START_TEST(test_pooling)
         ELEMENT_CHECK((isnan(got[i]) && isnan(mx[i])) || got[i] == (double)(float)mx[i],
                       "max pool element %d: %g, want %g", i, got[i], mx[i]);
     free(got);
+    /* without indices (another path on cpu, another kernel argument on OpenCL): the same values */
+    clt_tensor *m2 = clt_max_pool2d(x, &po, NULL);
+    ck_assert_msg(m2 != NULL, "%s", clt_last_error());
+    test_assert_same_bytes(m2, m);
+    clt_tensor_release(m2);
     check(clt_tensor_retain(idx), ix, 6 * oh * ow, 0, "max pool indices");
     check(clt_avg_pool2d(x, &po), av, 6 * oh * ow, 1e-6, "avg pool counting padding");
     clt_pool2d_options ex_po = po;

@@ -147,47 +147,104 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
 #define STORE(v) CLT_CAT(CLT_CAT(CLT_CAT(clt_, KIND), _to_), DT)(v)
 
 /* Pooling over image planes [lo, hi) of N * C, each output element as the OpenCL kernel
- * computes it (the taps in the same order). Max pooling writes the indices where arg is set. */
+ * computes it (the taps in the same order). Max pooling writes the indices where arg is set.
+ * Without indices, the output columns whose taps all lie inside the image's columns go in blocks
+ * of POOL_BLOCK, tap after tap over the block (loops the compiler vectorises); the others, and
+ * every column when indices are written, one at a time. */
+#define POOL_BLOCK 256
 #define HOST_POOL                                                                              \
+    static void CLT_CAT(pool_at_, DT)(const clt__conv_call *c, const ST *plane, size_t oy,     \
+                                      size_t ox, ST *out, int64_t *arg)                        \
+    {                                                                                          \
+        CT best = 0, sum = 0;                                                                  \
+        long best_at = -1, inside = 0;                                                         \
+        for (int y = 0; y < c->kh; y++) {                                                      \
+            long iy = (long)oy * c->sh - c->ph + (long)y * c->dh;                              \
+            if (iy < 0 || iy >= (long)c->H)                                                    \
+                continue;                                                                      \
+            for (int x = 0; x < c->kw; x++) {                                                  \
+                long ix = (long)ox * c->sw - c->pw + (long)x * c->dw;                          \
+                if (ix < 0 || ix >= (long)c->W)                                                \
+                    continue;                                                                  \
+                CT v = LOAD(plane[iy * (long)c->W + ix]);                                      \
+                inside++;                                                                      \
+                sum += v;                                                                      \
+                if (best_at < 0 || v > best || (v != v && best == best)) {                     \
+                    best = v;                                                                  \
+                    best_at = iy * (long)c->W + ix;                                            \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+        if (c->is_max) {                                                                       \
+            *out = STORE(best_at < 0 ? -INFINITY : best);                                      \
+            if (arg)                                                                           \
+                *arg = best_at;                                                                \
+        } else {                                                                               \
+            long count = c->count_pad ? padded_taps(c, (long)oy, (long)ox) : inside;           \
+            *out = STORE(sum / (CT)count);                                                     \
+        }                                                                                      \
+    }                                                                                          \
+    /* Columns [x0, x0 + n) of output row oy, every tap of which lies inside the columns. */   \
+    static void CLT_CAT(pool_block_, DT)(const clt__conv_call *c, const ST *plane, size_t oy,  \
+                                         size_t x0, size_t n, ST *out)                         \
+    {                                                                                          \
+        CT acc[POOL_BLOCK];                                                                    \
+        long rows = 0;                                                                         \
+        for (size_t j = 0; j < n && !c->is_max; j++)                                           \
+            acc[j] = 0;                                                                        \
+        for (int y = 0; y < c->kh; y++) {                                                      \
+            long iy = (long)oy * c->sh - c->ph + (long)y * c->dh;                              \
+            if (iy < 0 || iy >= (long)c->H)                                                    \
+                continue;                                                                      \
+            for (int x = 0; x < c->kw; x++) {                                                  \
+                const ST *src = plane + iy * (long)c->W + (long)x0 * c->sw - c->pw + (long)x * c->dw; \
+                long sw = c->sw;                                                               \
+                if (c->is_max && rows == 0 && x == 0) /* the first tap: the maximum so far */  \
+                    for (size_t j = 0; j < n; j++)                                             \
+                        acc[j] = LOAD(src[(long)j * sw]);                                      \
+                else if (c->is_max)                                                            \
+                    for (size_t j = 0; j < n; j++) {                                           \
+                        CT v = LOAD(src[(long)j * sw]);                                        \
+                        acc[j] = v > acc[j] || (v != v && acc[j] == acc[j]) ? v : acc[j];      \
+                    }                                                                          \
+                else                                                                           \
+                    for (size_t j = 0; j < n; j++)                                             \
+                        acc[j] += LOAD(src[(long)j * sw]);                                     \
+            }                                                                                  \
+            rows++;                                                                            \
+        }                                                                                      \
+        for (size_t j = 0; j < n; j++) {                                                       \
+            long count = c->count_pad ? padded_taps(c, (long)oy, (long)(x0 + j)) : rows * c->kw; \
+            out[j] = STORE(!c->is_max ? acc[j] / (CT)count : rows ? acc[j] : (CT)-INFINITY);   \
+        }                                                                                      \
+    }                                                                                          \
     static void CLT_CAT(pool_, DT)(const void *call, size_t lo, size_t hi)                     \
     {                                                                                          \
         const clt__conv_call *c = call;                                                        \
         size_t per = c->OH * c->OW;                                                            \
+        /* the output columns whose taps all lie inside: [in_lo, in_hi) */                     \
+        long reach = (long)c->W - 1 + c->pw - (long)(c->kw - 1) * c->dw;                       \
+        size_t in_lo = (size_t)((c->pw + c->sw - 1) / c->sw);                                  \
+        size_t in_hi = reach < 0 ? 0 : (size_t)(reach / c->sw + 1);                            \
+        in_hi = in_hi < c->OW ? in_hi : c->OW;                                                 \
+        if (c->arg || in_hi <= in_lo)                                                          \
+            in_lo = in_hi = c->OW;                                                             \
         for (size_t nc = lo; nc < hi; nc++) {                                                  \
             const ST *plane = (const ST *)c->in + c->in_offset + nc * c->H * c->W;             \
             ST *out = (ST *)c->out + c->out_offset + nc * per;                                 \
             int64_t *arg = c->arg ? (int64_t *)c->arg + c->arg_offset + nc * per : NULL;       \
-            for (size_t oy = 0; oy < c->OH; oy++)                                              \
-                for (size_t ox = 0; ox < c->OW; ox++, out++) {                                 \
-                    CT best = 0, sum = 0;                                                      \
-                    long best_at = -1, inside = 0;                                             \
-                    for (int y = 0; y < c->kh; y++) {                                          \
-                        long iy = (long)oy * c->sh - c->ph + (long)y * c->dh;                  \
-                        if (iy < 0 || iy >= (long)c->H)                                        \
-                            continue;                                                          \
-                        for (int x = 0; x < c->kw; x++) {                                      \
-                            long ix = (long)ox * c->sw - c->pw + (long)x * c->dw;              \
-                            if (ix < 0 || ix >= (long)c->W)                                    \
-                                continue;                                                      \
-                            CT v = LOAD(plane[iy * (long)c->W + ix]);                          \
-                            inside++;                                                          \
-                            sum += v;                                                          \
-                            if (best_at < 0 || v > best || (v != v && best == best)) {         \
-                                best = v;                                                      \
-                                best_at = iy * (long)c->W + ix;                                \
-                            }                                                                  \
-                        }                                                                      \
-                    }                                                                          \
-                    if (c->is_max) {                                                           \
-                        *out = STORE(best_at < 0 ? -INFINITY : best);                          \
-                        if (arg)                                                               \
-                            *arg++ = best_at;                                                  \
-                    } else {                                                                   \
-                        long count =                                                           \
-                            c->count_pad ? padded_taps(c, (long)oy, (long)ox) : inside;        \
-                        *out = STORE(sum / (CT)count);                                         \
-                    }                                                                          \
+            for (size_t oy = 0; oy < c->OH; oy++, out += c->OW) {                              \
+                for (size_t ox = 0; ox < in_lo; ox++)                                          \
+                    CLT_CAT(pool_at_, DT)(c, plane, oy, ox, out + ox,                          \
+                                          arg ? arg + oy * c->OW + ox : NULL);                 \
+                for (size_t x0 = in_lo; x0 < in_hi; x0 += POOL_BLOCK) {                        \
+                    size_t n = in_hi - x0 < POOL_BLOCK ? in_hi - x0 : POOL_BLOCK;              \
+                    CLT_CAT(pool_block_, DT)(c, plane, oy, x0, n, out + x0);                   \
                 }                                                                              \
+                for (size_t ox = in_hi; ox < c->OW; ox++)                                      \
+                    CLT_CAT(pool_at_, DT)(c, plane, oy, ox, out + ox,                          \
+                                          arg ? arg + oy * c->OW + ox : NULL);                 \
+            }                                                                                  \
         }                                                                                      \
     }
 
