@@ -981,6 +981,31 @@ START_TEST(test_conv2d)
             clt_tensor_release(x);
         free(want), free(bv), free(wv), free(xv);
     }
+    /* depthwise on rows wide enough for cpu's blocks of columns in registers (16 or more inner
+     * columns, an odd number of blocks, the last overlapping): padding, dilation, a row stride,
+     * multiplier 2 and no padding at all, f32 and f64 */
+    static const clt_conv2d_options wide[] = {
+        {{1, 1}, {1, 1}, {1, 1}, 3},
+        {{2, 1}, {2, 2}, {1, 2}, 3},
+        {{1, 1}, {0, 0}, {1, 1}, 3},
+    };
+    for (size_t k = 0; k < 2 * sizeof wide / sizeof *wide; k++) {
+        const clt_conv2d_options *p = &wide[k / 2];
+        const int ww = 45, wh = 5, wc = 3;
+        int m = 1 + (int)(k % 2);
+        clt_dtype dt = k % 2 && clt_device_get_info(dev)->fp64 ? CLT_F64 : CLT_F32;
+        int oh = (wh + 2 * p->padding[0] - p->dilation[0] * 2 - 1) / p->stride[0] + 1;
+        int ow = (ww + 2 * p->padding[1] - p->dilation[1] * 2 - 1) / p->stride[1] + 1;
+        double *xv = noise(n * wc * wh * ww, 7), *wv = noise(wc * m * 9, 8);
+        double *want = malloc((size_t)(n * wc * m * oh * ow) * sizeof *want);
+        conv_ref(xv, wv, NULL, n, wc, wh, ww, wc * m, 3, 3, p, want, oh, ow);
+        clt_tensor *x = make(dev, dt, xv, CLT_SHAPE(n, wc, wh, ww));
+        clt_tensor *w = make(dev, dt, wv, CLT_SHAPE(wc * m, 1, 3, 3));
+        check(clt_conv2d(x, w, NULL, p), want, n * wc * m * oh * ow,
+              dt == CLT_F64 ? 1e-12 : 2e-5, "wide depthwise conv2d");
+        clt_tensor_release(w), clt_tensor_release(x);
+        free(want), free(wv), free(xv);
+    }
     { /* a 1x1 kernel at stride 1 without padding: the input is its own columns */
         const clt_conv2d_options p = {{1, 1}, {0, 0}, {1, 1}, 1};
         double *xv = noise(n * c * h * wd, 7), *wv = noise(o * c, 8), *bv = noise(o, 9);

@@ -6,6 +6,7 @@
 
 #include "host.h"
 #include "host_parallel.h"
+#include "host_simd.h"
 #include "backends/shared/scalar_host.h"
 #include "backends/shared/window.cl"
 
@@ -185,8 +186,8 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
         }                                                                                      \
     }                                                                                          \
     /* Columns [x0, x0 + n) of output row oy, every tap of which lies inside the columns. */   \
-    static void CLT_CAT(pool_block_, DT)(const clt__conv_call *c, const ST *plane, size_t oy,  \
-                                         size_t x0, size_t n, ST *out)                         \
+    CLT__SIMD static void CLT_CAT(pool_block_, DT)(const clt__conv_call *c, const ST *plane,   \
+                                                   size_t oy, size_t x0, size_t n, ST *out)    \
     {                                                                                          \
         CT acc[POOL_BLOCK];                                                                    \
         long rows = 0;                                                                         \
@@ -197,7 +198,8 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
             if (iy < 0 || iy >= (long)c->H)                                                    \
                 continue;                                                                      \
             for (int x = 0; x < c->kw; x++) {                                                  \
-                const ST *src = plane + iy * (long)c->W + (long)x0 * c->sw - c->pw + (long)x * c->dw; \
+                const ST *src =                                                                \
+                    plane + iy * (long)c->W + (long)x0 * c->sw - c->pw + (long)x * c->dw;      \
                 long sw = c->sw;                                                               \
                 if (c->is_max && rows == 0 && x == 0) /* the first tap: the maximum so far */  \
                     for (size_t j = 0; j < n; j++)                                             \
@@ -214,7 +216,8 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
             rows++;                                                                            \
         }                                                                                      \
         for (size_t j = 0; j < n; j++) {                                                       \
-            long count = c->count_pad ? padded_taps(c, (long)oy, (long)(x0 + j)) : rows * c->kw; \
+            long count =                                                                       \
+                c->count_pad ? padded_taps(c, (long)oy, (long)(x0 + j)) : rows * c->kw;        \
             out[j] = STORE(!c->is_max ? acc[j] / (CT)count : rows ? acc[j] : (CT)-INFINITY);   \
         }                                                                                      \
     }                                                                                          \
@@ -235,15 +238,15 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
             int64_t *arg = c->arg ? (int64_t *)c->arg + c->arg_offset + nc * per : NULL;       \
             for (size_t oy = 0; oy < c->OH; oy++, out += c->OW) {                              \
                 for (size_t ox = 0; ox < in_lo; ox++)                                          \
-                    CLT_CAT(pool_at_, DT)(c, plane, oy, ox, out + ox,                          \
-                                          arg ? arg + oy * c->OW + ox : NULL);                 \
+                    CLT_CAT(pool_at_, DT)                                                      \
+                    (c, plane, oy, ox, out + ox, arg ? arg + oy * c->OW + ox : NULL);          \
                 for (size_t x0 = in_lo; x0 < in_hi; x0 += POOL_BLOCK) {                        \
                     size_t n = in_hi - x0 < POOL_BLOCK ? in_hi - x0 : POOL_BLOCK;              \
                     CLT_CAT(pool_block_, DT)(c, plane, oy, x0, n, out + x0);                   \
                 }                                                                              \
                 for (size_t ox = in_hi; ox < c->OW; ox++)                                      \
-                    CLT_CAT(pool_at_, DT)(c, plane, oy, ox, out + ox,                          \
-                                          arg ? arg + oy * c->OW + ox : NULL);                 \
+                    CLT_CAT(pool_at_, DT)                                                      \
+                    (c, plane, oy, ox, out + ox, arg ? arg + oy * c->OW + ox : NULL);          \
             }                                                                                  \
         }                                                                                      \
     }
@@ -251,55 +254,120 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
 /* Depthwise convolution over output planes [lo, hi) of N * C * mult, in blocks of up to
  * DEPTHWISE_BLOCK output columns, each block of a row accumulated tap after tap (the OpenCL
  * kernel's order for every element) over the columns whose tap lies inside the image: a
- * unit-stride loop the compiler vectorises. */
+ * unit-stride loop the compiler vectorises. At stride 1 in f32 and f64, the columns whose every
+ * tap lies inside (when there are DEPTHWISE_LANES of them) go DEPTHWISE_LANES at a time with
+ * their sums in registers over all the taps (the same sums in the same order; the last block
+ * overlaps the one before it), the columns left one at a time. */
 #define DEPTHWISE_BLOCK 256
 #define DEPTHWISE_TAPS 16
-#define HOST_DEPTHWISE                                                                         \
-    static void CLT_CAT(depthwise_, DT)(const void *call, size_t lo, size_t hi)                \
-    {                                                                                          \
-        const clt__conv_call *c = call;                                                        \
-        const ST *in = (const ST *)c->in + c->in_offset;                                       \
-        const ST *weight = (const ST *)c->weight + c->weight_offset;                           \
-        ST *out = (ST *)c->out + c->out_offset;                                                \
-        size_t O = c->C * c->mult, OW = c->OW, kk = (size_t)c->kh * (size_t)c->kw;             \
-        bool tabled = c->kw <= DEPTHWISE_TAPS;                                                 \
-        tap_span spans[DEPTHWISE_TAPS], t;                                                     \
-        CT acc[DEPTHWISE_BLOCK];                                                               \
-        for (size_t x0 = 0; x0 < OW; x0 += DEPTHWISE_BLOCK) {                                  \
-            size_t n = OW - x0 < DEPTHWISE_BLOCK ? OW - x0 : DEPTHWISE_BLOCK;                  \
-            for (int x = 0; tabled && x < c->kw; x++)                                          \
-                tap_span_make(c, x, x0, n, &spans[x]);                                         \
-            for (size_t no = lo; no < hi; no++) {                                              \
-                const ST *plane = in + ((no / O) * c->C + (no % O) / c->mult) * c->H * c->W;   \
-                const ST *taps = weight + (no % O) * kk;                                       \
-                for (size_t oy = 0; oy < c->OH; oy++) {                                        \
-                    for (size_t j = 0; j < n; j++)                                             \
-                        acc[j] = 0;                                                            \
-                    for (int y = 0; y < c->kh; y++) {                                          \
-                        long iy = (long)oy * c->sh - c->ph + (long)y * c->dh;                  \
-                        if (iy < 0 || iy >= (long)c->H)                                        \
-                            continue;                                                          \
-                        const ST *row = plane + (size_t)iy * c->W;                             \
-                        for (int x = 0; x < c->kw; x++) {                                      \
-                            CT w = LOAD(taps[y * c->kw + x]);                                  \
-                            if (tabled)                                                        \
-                                t = spans[x];                                                  \
-                            else                                                               \
-                                tap_span_make(c, x, x0, n, &t);                                \
-                            if (c->sw == 1)                                                    \
-                                for (long j = t.lo; j < t.hi; j++)                             \
-                                    acc[j] += w * LOAD(row[t.b + j]);                          \
-                            else                                                               \
-                                for (long j = t.lo; j < t.hi; j++)                             \
-                                    acc[j] += w * LOAD(row[t.b + j * c->sw]);                  \
-                        }                                                                      \
-                    }                                                                          \
-                    ST *dst = out + (no * c->OH + oy) * OW + x0;                               \
-                    for (size_t j = 0; j < n; j++)                                             \
-                        dst[j] = STORE(acc[j]);                                                \
+#define DEPTHWISE_LANES 16
+#if CLT__VEC_EXT
+/* Columns [from, to) of output row oy into dst (to - from at least DEPTHWISE_LANES): blocks of
+ * DEPTHWISE_LANES sums in a vector each, two blocks at a time (two chains of additions in
+ * flight); the last block ends at `to`, overlapping the one before it, and with an odd count
+ * the last pair takes that block twice. */
+#define DEPTHWISE_REGISTERS(from, to)                                                          \
+    do {                                                                                       \
+        typedef CT lanes_t __attribute__((vector_size(DEPTHWISE_LANES * sizeof(CT))));         \
+        long blocks_ = ((to) - (from) + DEPTHWISE_LANES - 1) / DEPTHWISE_LANES;                \
+        for (long b_ = 0; b_ < blocks_; b_ += 2) {                                             \
+            long j0 = (from) + b_ * DEPTHWISE_LANES, j1 = j0 + DEPTHWISE_LANES;                \
+            j0 = j0 < (to)-DEPTHWISE_LANES ? j0 : (to)-DEPTHWISE_LANES;                        \
+            j1 = j1 < (to)-DEPTHWISE_LANES ? j1 : (to)-DEPTHWISE_LANES;                        \
+            lanes_t a0 = {0}, a1 = {0};                                                        \
+            for (int y = 0; y < c->kh; y++) {                                                  \
+                long iy = (long)oy * c->sh - c->ph + (long)y * c->dh;                          \
+                if (iy < 0 || iy >= (long)c->H)                                                \
+                    continue;                                                                  \
+                const ST *row = plane + (size_t)iy * c->W;                                     \
+                for (int x = 0; x < c->kw; x++) {                                              \
+                    lanes_t v0, v1;                                                            \
+                    CT w = (CT)taps[y * c->kw + x];                                            \
+                    memcpy(&v0, row + spans[x].b + j0, sizeof v0);                             \
+                    memcpy(&v1, row + spans[x].b + j1, sizeof v1);                             \
+                    a0 += w * v0;                                                              \
+                    a1 += w * v1;                                                              \
                 }                                                                              \
             }                                                                                  \
+            memcpy(dst + j0, &a0, sizeof a0); /* ST is CT here */                              \
+            memcpy(dst + j1, &a1, sizeof a1);                                                  \
         }                                                                                      \
+    } while (0)
+#else
+#define DEPTHWISE_REGISTERS(from, to) (void)0
+#endif
+#define HOST_DEPTHWISE                                                                          \
+    CLT__SIMD static void CLT_CAT(depthwise_, DT)(const void *call, size_t lo, size_t hi)       \
+    {                                                                                           \
+        const clt__conv_call *c = call;                                                         \
+        const ST *in = (const ST *)c->in + c->in_offset;                                        \
+        const ST *weight = (const ST *)c->weight + c->weight_offset;                            \
+        ST *out = (ST *)c->out + c->out_offset;                                                 \
+        size_t O = c->C * c->mult, OW = c->OW, kk = (size_t)c->kh * (size_t)c->kw;              \
+        bool tabled = c->kw <= DEPTHWISE_TAPS;                                                  \
+        bool lanes = CLT__VEC_EXT && tabled && c->sw == 1 && sizeof(ST) == sizeof(CT);          \
+        tap_span spans[DEPTHWISE_TAPS], t;                                                      \
+        CT acc[DEPTHWISE_BLOCK];                                                                \
+        for (size_t x0 = 0; x0 < OW; x0 += DEPTHWISE_BLOCK) {                                   \
+            size_t n = OW - x0 < DEPTHWISE_BLOCK ? OW - x0 : DEPTHWISE_BLOCK;                   \
+            long in_lo = 0, in_hi = (long)n; /* the columns every tap of which lies inside */   \
+            for (int x = 0; tabled && x < c->kw; x++) {                                         \
+                tap_span_make(c, x, x0, n, &spans[x]);                                          \
+                in_lo = spans[x].lo > in_lo ? spans[x].lo : in_lo;                              \
+                in_hi = spans[x].hi < in_hi ? spans[x].hi : in_hi;                              \
+            }                                                                                   \
+            /* columns [in_lo, vec_hi) go in registers */                                       \
+            long vec_hi = lanes && in_hi - in_lo >= DEPTHWISE_LANES ? in_hi : in_lo;            \
+            for (size_t no = lo; no < hi; no++) {                                               \
+                const ST *plane = in + ((no / O) * c->C + (no % O) / c->mult) * c->H * c->W;    \
+                const ST *taps = weight + (no % O) * kk;                                        \
+                for (size_t oy = 0; oy < c->OH; oy++) {                                         \
+                    ST *dst = out + (no * c->OH + oy) * OW + x0;                                \
+                    if (vec_hi > in_lo) { /* inner columns in registers, the rest one by one */ \
+                        DEPTHWISE_REGISTERS(in_lo, vec_hi);                                     \
+                        for (long j = in_lo ? 0 : vec_hi; j < (long)n;                          \
+                             j = j + 1 == in_lo ? vec_hi : j + 1) {                             \
+                            CT sum = 0;                                                         \
+                            for (int y = 0; y < c->kh; y++) {                                   \
+                                long iy = (long)oy * c->sh - c->ph + (long)y * c->dh;           \
+                                if (iy < 0 || iy >= (long)c->H)                                 \
+                                    continue;                                                   \
+                                const ST *row = plane + (size_t)iy * c->W;                      \
+                                for (int x = 0; x < c->kw; x++)                                 \
+                                    if (j >= spans[x].lo && j < spans[x].hi)                    \
+                                        sum += LOAD(taps[y * c->kw + x]) *                      \
+                                               LOAD(row[spans[x].b + j]);                       \
+                            }                                                                   \
+                            dst[j] = STORE(sum);                                                \
+                        }                                                                       \
+                        continue;                                                               \
+                    }                                                                           \
+                    for (size_t j = 0; j < n; j++)                                              \
+                        acc[j] = 0;                                                             \
+                    for (int y = 0; y < c->kh; y++) {                                           \
+                        long iy = (long)oy * c->sh - c->ph + (long)y * c->dh;                   \
+                        if (iy < 0 || iy >= (long)c->H)                                         \
+                            continue;                                                           \
+                        const ST *row = plane + (size_t)iy * c->W;                              \
+                        for (int x = 0; x < c->kw; x++) {                                       \
+                            CT w = LOAD(taps[y * c->kw + x]);                                   \
+                            if (tabled)                                                         \
+                                t = spans[x];                                                   \
+                            else                                                                \
+                                tap_span_make(c, x, x0, n, &t);                                 \
+                            if (c->sw == 1)                                                     \
+                                for (long j = t.lo; j < t.hi; j++)                              \
+                                    acc[j] += w * LOAD(row[t.b + j]);                           \
+                            else                                                                \
+                                for (long j = t.lo; j < t.hi; j++)                              \
+                                    acc[j] += w * LOAD(row[t.b + j * c->sw]);                   \
+                        }                                                                       \
+                    }                                                                           \
+                    for (size_t j = 0; j < n; j++)                                              \
+                        dst[j] = STORE(acc[j]);                                                 \
+                }                                                                               \
+            }                                                                                   \
+        }                                                                                       \
     }
 
 /* The adjoints, as gathers in the order of the OpenCL kernels (so both give the same sums).
