@@ -310,6 +310,7 @@ typedef struct cover {
     atomic_bool elsewhere; /* a part ran on another thread */
     atomic_int parts;
     bool nested; /* each part runs an inner loop over 10 items of `inner` */
+    bool await;  /* the caller's parts wait for a worker to run one */
     unsigned char *inner;
 } cover;
 
@@ -319,6 +320,9 @@ static void cover_part(const void *call, size_t lo, size_t hi)
     atomic_fetch_add(&c->parts, 1);
     if (!pthread_equal(pthread_self(), c->caller))
         atomic_store(&c->elsewhere, true);
+    else if (c->await) /* the caller's part waits (for seconds at most) for a worker to join */
+        for (long i = 0; i < 20000000 && !atomic_load(&c->elsewhere); i++)
+            sched_yield();
     for (size_t i = lo; i < hi; i++) {
         c->seen[i]++;
         if (c->nested) { /* runs here alone, in this part's thread */
@@ -333,12 +337,13 @@ static void cover_part(const void *call, size_t lo, size_t hi)
 }
 
 /* Runs a loop over n items of `cost` each; asserts each ran once and returns whether a part ran
- * on another thread than the caller. */
-static bool cover_run(size_t n, size_t cost, bool nested)
+ * on another thread than the caller (with `await`, the caller's parts waiting for one to). */
+static bool cover_run(size_t n, size_t cost, bool nested, bool await)
 {
     cover c = {.seen = calloc(n ? n : 1, 1),
                .caller = pthread_self(),
                .nested = nested,
+               .await = await,
                .inner = nested ? calloc(n * 10, 1) : NULL};
     atomic_init(&c.elsewhere, false);
     atomic_init(&c.parts, 0);
@@ -361,14 +366,16 @@ START_TEST(test_threads_pool_covers_once)
         ck_assert_int_eq(clt_set_num_threads(counts[t]), CLT_OK);
         ck_assert_int_eq(clt_get_num_threads(), counts[t]);
         for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
-            bool elsewhere = cover_run(sizes[k], 1 << 20, false);
-            /* a large loop uses the workers when there are any; one item never does */
-            ck_assert_msg(elsewhere == (counts[t] > 1 && sizes[k] >= 2),
+            /* a large loop is split when there are workers (the caller's part waits for one to
+             * take another part); one item never is */
+            bool split = counts[t] > 1 && sizes[k] >= 2;
+            ck_assert_msg(cover_run(sizes[k], 1 << 20, false, split) == split,
                           "%d threads, %zu items", counts[t], sizes[k]);
+            cover_run(sizes[k], 1 << 20, false, false); /* without waiting: any thread may */
             /* too little work to split: at most 1000 items of 8 operations */
-            ck_assert(!cover_run(sizes[k] < 1000 ? sizes[k] : 1000, 8, false));
+            ck_assert(!cover_run(sizes[k] < 1000 ? sizes[k] : 1000, 8, false, false));
         }
-        ck_assert(cover_run(64, 1 << 20, true) == (counts[t] > 1));
+        ck_assert(cover_run(64, 1 << 20, true, counts[t] > 1) == (counts[t] > 1));
     }
 }
 END_TEST

@@ -1,13 +1,15 @@
 /* The host backend's pool of worker threads (host_parallel.h).
  *
- * A loop is split into `parts` contiguous ranges, part 0 run by the caller and part k by worker
- * k. The caller publishes a job as one atomic word (generation << 8 | parts) after writing its
- * fields; each worker that has a part acknowledges the generation when its part is done, and the
- * caller returns only once every part is acknowledged, so a job's fields never change while a
- * worker reads them. Workers spin for a short while after a job (the next one usually follows
- * within microseconds), yielding the processor between checks, then sleep on a condition
- * variable. One loop at a time holds the pool; a loop started while it is held, or from inside
- * a part, runs in its caller alone. */
+ * A loop is split into `parts` contiguous ranges, taken in turn by whichever thread comes first,
+ * the caller included: a worker slow to start (its processor busy, or asleep) leaves its part to
+ * the others instead of holding them up. The caller publishes a job as one atomic word
+ * (generation << 8 | parts) after writing its fields; parts are claimed from a second word
+ * (generation << 32 | the next part), so that a worker still holding an older job's word claims
+ * nothing of a newer one. The caller returns once every part is done, so a job's fields never
+ * change while a thread that claimed a part reads them. Workers spin for a short while after a
+ * job (the next one usually follows within microseconds), yielding the processor between
+ * checks, then sleep on a condition variable. One loop at a time holds the pool; a loop started
+ * while it is held, or from inside a part, runs in its caller alone. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -32,10 +34,8 @@
 
 typedef struct worker {
     pthread_t thread;
-    atomic_ullong done;      /* the generation of the last part this worker finished */
     unsigned long long seen; /* the job word when it started */
     int index;
-    char pad[64]; /* each worker's acknowledgement on its own cache line */
 } worker;
 
 static struct {
@@ -43,6 +43,8 @@ static struct {
     pthread_mutex_t lock; /* guards the count, the start of workers and sleeping */
     pthread_cond_t wake;
     atomic_ullong job; /* generation << 8 | parts; parts 0 tells workers to check the count */
+    _Alignas(64) atomic_ullong next; /* generation (its low 32 bits) << 32 | next part to claim */
+    _Alignas(64) atomic_size_t done; /* parts of the current job finished */
     atomic_int sleepers;
     atomic_int threads; /* wanted, the caller included; 0 until first chosen */
     int started;        /* workers running: indices 1 .. started */
@@ -76,6 +78,24 @@ static void part_range(size_t n, unsigned parts, unsigned k, size_t *lo, size_t 
     size_t q = n / parts, r = n % parts;
     *lo = k * q + (k < r ? k : r);
     *hi = *lo + q + (k < r);
+}
+
+/* Runs parts of job word v until none is left to claim. */
+static void run_parts(unsigned long long v)
+{
+    unsigned long long gen = (v >> 8) & 0xffffffffu;
+    unsigned parts = (unsigned)(v & 0xff);
+    unsigned long long at = atomic_load_explicit(&pool.next, memory_order_acquire);
+    while (at >> 32 == gen && (at & 0xffffffffu) < parts) {
+        if (!atomic_compare_exchange_weak_explicit(&pool.next, &at, at + 1,
+                                                   memory_order_acq_rel, memory_order_acquire))
+            continue; /* at now holds the word another thread left */
+        size_t lo, hi;
+        part_range(pool.n, parts, (unsigned)(at & 0xffffffffu), &lo, &hi);
+        pool.body(pool.call, lo, hi);
+        atomic_fetch_add_explicit(&pool.done, 1, memory_order_release);
+        at = atomic_load_explicit(&pool.next, memory_order_acquire);
+    }
 }
 
 /* The job word after `seen` changes: spins for SPIN_NS, then sleeps. */
@@ -113,12 +133,8 @@ static void *work(void *arg)
         unsigned parts = (unsigned)(seen & 0xff);
         if (parts == 0 && me->index >= atomic_load(&pool.threads))
             return NULL; /* the count went down */
-        if ((unsigned)me->index < parts) {
-            size_t lo, hi;
-            part_range(pool.n, parts, (unsigned)me->index, &lo, &hi);
-            pool.body(pool.call, lo, hi);
-            atomic_store_explicit(&me->done, seen >> 8, memory_order_release);
-        }
+        if (parts)
+            run_parts(seen);
     }
 }
 
@@ -180,7 +196,6 @@ static int workers_ready(void)
     while (pool.started < want) {
         worker *w = &pool.w[pool.started + 1];
         w->index = pool.started + 1;
-        atomic_store(&w->done, 0);
         w->seen = atomic_load(&pool.job); /* no job is published while the caller holds run */
         if (pthread_create(&w->thread, NULL, work, w) != 0)
             break;
@@ -209,20 +224,18 @@ void clt__host_parallel(size_t n, size_t cost, clt__host_part body, const void *
     pool.body = body;
     pool.call = call;
     pool.n = n;
-    unsigned long long gen = (atomic_load(&pool.job) >> 8) + 1;
-    publish(gen << 8 | parts);
-    size_t lo, hi;
-    part_range(n, (unsigned)parts, 0, &lo, &hi);
+    unsigned long long job = ((atomic_load(&pool.job) >> 8) + 1) << 8 | parts;
+    atomic_store(&pool.done, 0);
+    atomic_store(&pool.next, ((job >> 8) & 0xffffffffu) << 32);
+    publish(job);
     in_part = true;
-    body(call, lo, hi);
+    run_parts(job);
     in_part = false;
-    for (size_t k = 1; k < parts; k++)
-        for (unsigned i = 1; atomic_load_explicit(&pool.w[k].done, memory_order_acquire) != gen;
-             i++) {
-            relax();
-            if (i % 64 == 0)
-                sched_yield();
-        }
+    for (unsigned i = 1; atomic_load_explicit(&pool.done, memory_order_acquire) < parts; i++) {
+        relax(); /* the parts other threads claimed */
+        if (i % 64 == 0)
+            sched_yield();
+    }
     pthread_mutex_unlock(&pool.run);
 }
 
