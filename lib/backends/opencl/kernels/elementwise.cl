@@ -64,12 +64,14 @@ CLT_FN void ew_place(const ew_layout *l, int ndim, ulong i, long *k, ulong *off)
 
 /* Runs BODY for every output element with o, a, b, c its offsets in out, x, y, z, spread over
  * the work-items as CLT_RUN does. Blocked (CPU-type devices): a work-item's run of consecutive
- * elements places its first one and steps the index (and the four offsets) from there, so that
- * only one element a run pays for the divisions; otherwise each element is placed. */
+ * elements places its first one, then goes a piece of the innermost dimension at a time, the
+ * four offsets stepping by that dimension's constant strides (a loop the compiler vectorises),
+ * the index carried into the outer dimensions between pieces; so only one element a run pays
+ * for the divisions. Otherwise each element is placed. */
 #define EW_LOOP(BODY)                                                                          \
     ew_layout l_ = layout;                                                                     \
     long k_[8];                                                                                \
-    ulong g_ = get_global_id(0), gs_ = get_global_size(0), first_ = g_, end_ = n, step_ = gs_; \
+    ulong g_ = get_global_id(0), gs_ = get_global_size(0);                                     \
     int nd_ = ndim;                                                                            \
     if (nd_ == 0) { /* contiguous: one dimension of n */                                       \
         nd_ = 1;                                                                               \
@@ -78,27 +80,37 @@ CLT_FN void ew_place(const ew_layout *l, int ndim, ulong i, long *k, ulong *off)
     }                                                                                          \
     if (blocked) {                                                                             \
         ulong per_ = ((n + gs_ - 1) / gs_ + 15) & ~(ulong)15;                                  \
-        first_ = min(g_ * per_, n);                                                            \
-        end_ = min(first_ + per_, n);                                                          \
-        step_ = 1;                                                                             \
-    }                                                                                          \
-    for (ulong i_ = first_; i_ < end_; i_ += step_) {                                          \
+        ulong i_ = min(g_ * per_, n), end_ = min(i_ + per_, n);                                \
         ulong off_[4] = {out_off, x_off, y_off, z_off};                                        \
-        ew_place(&l_, nd_, i_, k_, off_);                                                      \
-        for (;;) {                                                                             \
+        int last_ = nd_ - 1;                                                                   \
+        long so_ = l_.st[last_], sa_ = l_.st[8 + last_], sb_ = l_.st[16 + last_];              \
+        long sc_ = l_.st[24 + last_];                                                          \
+        if (i_ < end_)                                                                         \
+            ew_place(&l_, nd_, i_, k_, off_);                                                  \
+        while (i_ < end_) {                                                                    \
+            ulong piece_ = min(end_ - i_, (ulong)(l_.sh[last_] - k_[last_]));                  \
+            for (ulong j_ = 0; j_ < piece_; j_++) {                                            \
+                ulong o = off_[0] + j_ * (ulong)so_, a = off_[1] + j_ * (ulong)sa_;            \
+                ulong b = off_[2] + j_ * (ulong)sb_, c = off_[3] + j_ * (ulong)sc_;            \
+                BODY;                                                                          \
+            }                                                                                  \
+            i_ += piece_;                                                                      \
+            for (int q_ = 0; q_ < 4; q_++)                                                     \
+                off_[q_] += (ulong)((long)piece_ * l_.st[8 * q_ + last_]);                     \
+            k_[last_] += (long)piece_;                                                         \
+            for (int d_ = last_; d_ > 0 && k_[d_] == l_.sh[d_]; d_--) { /* carry */            \
+                for (int q_ = 0; q_ < 4; q_++)                                                 \
+                    off_[q_] += (ulong)(l_.st[8 * q_ + d_ - 1] - l_.st[8 * q_ + d_] * l_.sh[d_]); \
+                k_[d_] = 0;                                                                    \
+                k_[d_ - 1]++;                                                                  \
+            }                                                                                  \
+        }                                                                                      \
+    } else {                                                                                   \
+        for (ulong i_ = g_; i_ < n; i_ += gs_) {                                               \
+            ulong off_[4] = {out_off, x_off, y_off, z_off};                                    \
+            ew_place(&l_, nd_, i_, k_, off_);                                                  \
             ulong o = off_[0], a = off_[1], b = off_[2], c = off_[3];                          \
             BODY;                                                                              \
-            if (!blocked || ++i_ >= end_)                                                      \
-                break;                                                                         \
-            for (int d_ = nd_ - 1; d_ >= 0; d_--) { /* the next element's index */             \
-                for (int q_ = 0; q_ < 4; q_++)                                                 \
-                    off_[q_] += (ulong)l_.st[8 * q_ + d_];                                     \
-                if (++k_[d_] < l_.sh[d_])                                                      \
-                    break;                                                                     \
-                for (int q_ = 0; q_ < 4; q_++)                                                 \
-                    off_[q_] -= (ulong)(l_.st[8 * q_ + d_] * l_.sh[d_]);                       \
-                k_[d_] = 0;                                                                    \
-            }                                                                                  \
         }                                                                                      \
     }
 

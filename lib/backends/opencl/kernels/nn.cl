@@ -33,29 +33,78 @@ __kernel void index_select(__global ST *out, ulong out_off, __global const ST *s
 /* The columns for convolution: out[(c * kh + y) * kw + x, n, oy * OW + ox] = the input of image
  * n at channel c, row oy * sh - ph + y * dh, column ox * sw - pw + x * dw, or 0 outside it.
  * Images are N x C x H x W; out is (C * kh * kw) x N x (OH * OW), so that one matrix product of
- * the weights with its (C * kh * kw) x (N * OH * OW) rows convolves every image at once. */
-static void im2col_at(ulong i, __global ST *out, __global const ST *in, ulong N, ulong C,
-                      ulong H, ulong W, ulong OW, ulong cols, int kh, int kw, int sh, int sw,
-                      int ph, int pw, int dh, int dw)
+ * the weights with its (C * kh * kw) x (N * OH * OW) rows convolves every image at once.
+ * Elements [b, e) in order: the position of b found by division once (in 32 bits when the
+ * columns' count fits), then a piece of an output row at a time, counting on. */
+static void im2col_range(ulong b, ulong e, __global ST *out, __global const ST *in, ulong N,
+                         ulong C, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw, int sh,
+                         int sw, int ph, int pw, int dh, int dw)
 {
-    ulong col = i % cols, n = (i / cols) % N, row = i / (cols * N);
-    ulong c = row / ((ulong)kh * (ulong)kw);
-    long y = (long)((row / (ulong)kw) % (ulong)kh), x = (long)(row % (ulong)kw);
-    long iy = (long)(col / OW) * sh - ph + y * dh, ix = (long)(col % OW) * sw - pw + x * dw;
+    ulong ox, oy, n, c;
+    int x, y;
+    if (b >= e)
+        return;
+    if (N * C * (ulong)kh * (ulong)kw * OH * OW <= 0xffffffffu) {
+        uint i = (uint)b, t = i / (uint)OW;
+        ox = i % (uint)OW, oy = t % (uint)OH, t /= (uint)OH;
+        n = t % (uint)N, t /= (uint)N;
+        x = (int)(t % (uint)kw), t /= (uint)kw;
+        y = (int)(t % (uint)kh), c = t / (uint)kh;
+    } else {
+        ulong t = b / OW;
+        ox = b % OW, oy = t % OH, t /= OH;
+        n = t % N, t /= N;
+        x = (int)(t % (ulong)kw), t /= (ulong)kw;
+        y = (int)(t % (ulong)kh), c = t / (ulong)kh;
+    }
     ST zero = STORE((CT)0);
-    out[i] = iy >= 0 && iy < (long)H && ix >= 0 && ix < (long)W
-                 ? in[((n * C + c) * H + (ulong)iy) * W + (ulong)ix]
-                 : zero;
+    while (b < e) { /* a piece of an output row at a time */
+        ulong piece = min(e - b, OW - ox);
+        long iy = (long)oy * sh - ph + (long)y * dh, ix = (long)ox * sw - pw + (long)x * dw;
+        __global ST *dst = out + b;
+        if (iy < 0 || iy >= (long)H) {
+            for (ulong k = 0; k < piece; k++)
+                dst[k] = zero;
+        } else {
+            __global const ST *row = in + ((n * C + c) * H + (ulong)iy) * W;
+            for (ulong k = 0; k < piece; k++, ix += sw)
+                dst[k] = ix >= 0 && ix < (long)W ? row[ix] : zero;
+        }
+        b += piece;
+        ox = 0; /* the next piece's position */
+        if (++oy < OH)
+            continue;
+        oy = 0;
+        if (++n < N)
+            continue;
+        n = 0;
+        if (++x < kw)
+            continue;
+        x = 0;
+        if (++y < kh)
+            continue;
+        y = 0;
+        c++;
+    }
 }
 
+/* CLT_RUN's two layouts, each work-item's elements counted on from its first. */
 __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulong in_off,
                      ulong N, ulong C, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw,
                      int sh, int sw, int ph, int pw, int dh, int dw, int blocked)
 {
-    ulong cols = OH * OW, rows = C * ((ulong)kh * (ulong)kw);
-    CLT_RUN(N * rows * cols, blocked,
-            im2col_at(i, out + out_off, in + in_off, N, C, H, W, OW, cols, kh, kw, sh, sw, ph,
-                      pw, dh, dw));
+    ulong n_ = N * C * (ulong)kh * (ulong)kw * OH * OW, g_ = get_global_id(0);
+    ulong gs_ = get_global_size(0);
+    if (blocked) {
+        ulong per_ = ((n_ + gs_ - 1) / gs_ + 15) & ~(ulong)15;
+        ulong b_ = min(g_ * per_, n_);
+        im2col_range(b_, min(b_ + per_, n_), out + out_off, in + in_off, N, C, H, W, OH, OW, kh,
+                     kw, sh, sw, ph, pw, dh, dw);
+    } else {
+        for (ulong i = g_; i < n_; i += gs_)
+            im2col_range(i, i + 1, out + out_off, in + in_off, N, C, H, W, OH, OW, kh, kw, sh,
+                         sw, ph, pw, dh, dw);
+    }
 }
 
 /* 2-D pooling: out[n, c, oy, ox] over the window at (oy * sh - ph, ox * sw - pw), dilation
