@@ -107,17 +107,42 @@ __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulo
     }
 }
 
+/* CLT_RUN over the planes x OH x OW outputs of a window kernel, BODY given output i at column ox,
+ * row oy of plane p: blocked, a work-item's run places its first output by division and counts
+ * on from there; otherwise each output is placed. */
+#define WINDOW_RUN(planes, OH, OW, blocked, BODY)                                              \
+    do {                                                                                       \
+        ulong n_ = (planes) * (OH) * (OW), g_ = get_global_id(0), gs_ = get_global_size(0);    \
+        if (blocked) {                                                                         \
+            ulong per_ = ((n_ + gs_ - 1) / gs_ + 15) & ~(ulong)15;                             \
+            ulong b_ = min(g_ * per_, n_), e_ = min(b_ + per_, n_);                            \
+            ulong ox = b_ % (OW), oy = (b_ / (OW)) % (OH), p = b_ / ((OW) * (OH));             \
+            for (ulong i = b_; i < e_; i++) {                                                  \
+                BODY;                                                                          \
+                if (++ox == (OW)) {                                                            \
+                    ox = 0;                                                                    \
+                    if (++oy == (OH))                                                          \
+                        oy = 0, p++;                                                           \
+                }                                                                              \
+            }                                                                                  \
+        } else {                                                                               \
+            for (ulong i = g_; i < n_; i += gs_) {                                             \
+                ulong ox = i % (OW), oy = (i / (OW)) % (OH), p = i / ((OW) * (OH));            \
+                BODY;                                                                          \
+            }                                                                                  \
+        }                                                                                      \
+    } while (0)
+
 /* 2-D pooling: out[n, c, oy, ox] over the window at (oy * sh - ph, ox * sw - pw), dilation
  * (dh, dw). Max: the largest element (NaN wins); with is_max 2 its flat index within the image
  * plane written to `arg` too (i64, for the backward pass). Average: the sum over the window divided by its size,
  * counting the padding when count_pad (the window clipped to the padded image, which differs
  * from kh * kw only where ceil mode lets the last window overhang), else only the elements inside
  * the image. */
-static void pool2d_at(ulong i, __global ST *out, __global long *arg, __global const ST *in,
-                      ulong H, ulong W, ulong OH, ulong OW, int kh, int kw, int sh, int sw,
+static void pool2d_at(ulong i, ulong ox, ulong oy, ulong nc, __global ST *out, __global long *arg,
+                      __global const ST *in, ulong H, ulong W, int kh, int kw, int sh, int sw,
                       int ph, int pw, int dh, int dw, int is_max, int count_pad)
 {
-    ulong ox = i % OW, oy = (i / OW) % OH, nc = i / (OW * OH);
     __global const ST *plane = in + nc * H * W;
     CT best = 0, sum = 0;
     long best_at = -1, inside = 0;
@@ -154,21 +179,21 @@ __kernel void pool2d(__global ST *out, ulong out_off, __global long *arg, ulong 
                      ulong OW, int kh, int kw, int sh, int sw, int ph, int pw, int dh, int dw,
                      int is_max, int count_pad, int blocked)
 {
-    CLT_RUN(NC * OH * OW, blocked,
-            pool2d_at(i, out + out_off, arg + arg_off, in + in_off, H, W, OH, OW, kh, kw, sh, sw,
-                      ph, pw, dh, dw, is_max, count_pad));
+    WINDOW_RUN(NC, OH, OW, blocked,
+               pool2d_at(i, ox, oy, p, out + out_off, arg + arg_off, in + in_off, H, W, kh, kw,
+                         sh, sw, ph, pw, dh, dw, is_max, count_pad));
 }
 
 /* Depthwise convolution: out[n, o, oy, ox] = the sum over taps (y, x), in order, of
  * weight[o, y, x] times input channel o / mult at row oy * sh - ph + y * dh, column
  * ox * sw - pw + x * dw (nothing outside the image). out is N x (C * mult) x OH x OW, weight
  * (C * mult) x kh x kw. */
-static void depthwise2d_at(ulong i, __global ST *out, __global const ST *in,
-                           __global const ST *weight, ulong C, ulong mult, ulong H, ulong W,
-                           ulong OH, ulong OW, int kh, int kw, int sh, int sw, int ph, int pw,
+static void depthwise2d_at(ulong i, ulong ox, ulong oy, ulong no, __global ST *out,
+                           __global const ST *in, __global const ST *weight, ulong C, ulong mult,
+                           ulong H, ulong W, int kh, int kw, int sh, int sw, int ph, int pw,
                            int dh, int dw)
 {
-    ulong ox = i % OW, oy = (i / OW) % OH, no = i / (OW * OH), o = no % (C * mult);
+    ulong o = no % (C * mult);
     __global const ST *plane = in + ((no / (C * mult)) * C + o / mult) * H * W;
     __global const ST *taps = weight + o * (ulong)kh * (ulong)kw;
     CT sum = 0;
@@ -190,9 +215,9 @@ __kernel void depthwise2d(__global ST *out, ulong out_off, __global const ST *in
                           ulong mult, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw,
                           int sh, int sw, int ph, int pw, int dh, int dw, int blocked)
 {
-    CLT_RUN(N * C * mult * OH * OW, blocked,
-            depthwise2d_at(i, out + out_off, in + in_off, weight + weight_off, C, mult, H, W, OH,
-                           OW, kh, kw, sh, sw, ph, pw, dh, dw));
+    WINDOW_RUN(N * C * mult, OH, OW, blocked,
+               depthwise2d_at(i, ox, oy, p, out + out_off, in + in_off, weight + weight_off, C,
+                              mult, H, W, kh, kw, sh, sw, ph, pw, dh, dw));
 }
 
 /* out[a, k, b] = the sum of src[a, m, b] over the m with idx[m] == k, which are order[starts[k]]
