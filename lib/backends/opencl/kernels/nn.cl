@@ -108,26 +108,32 @@ __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulo
 }
 
 /* CLT_RUN over the planes x OH x OW outputs of a window kernel, BODY given output i at column ox,
- * row oy of plane p: blocked, a work-item's run places its first output by division and counts
- * on from there; otherwise each output is placed. */
-#define WINDOW_RUN(planes, OH, OW, blocked, BODY)                                              \
+ * row oy of plane p, after PLANE for each plane: blocked, a work-item's run places its first
+ * output by division and counts on from there (PLANE once a plane); otherwise each output is
+ * placed (PLANE for each). */
+#define WINDOW_RUN(planes, OH, OW, blocked, PLANE, BODY)                                       \
     do {                                                                                       \
         ulong n_ = (planes) * (OH) * (OW), g_ = get_global_id(0), gs_ = get_global_size(0);    \
         if (blocked) {                                                                         \
             ulong per_ = ((n_ + gs_ - 1) / gs_ + 15) & ~(ulong)15;                             \
             ulong b_ = min(g_ * per_, n_), e_ = min(b_ + per_, n_);                            \
             ulong ox = b_ % (OW), oy = (b_ / (OW)) % (OH), p = b_ / ((OW) * (OH));             \
+            if (b_ < e_)                                                                       \
+                PLANE;                                                                         \
             for (ulong i = b_; i < e_; i++) {                                                  \
                 BODY;                                                                          \
                 if (++ox == (OW)) {                                                            \
                     ox = 0;                                                                    \
-                    if (++oy == (OH))                                                          \
+                    if (++oy == (OH) && i + 1 < e_) {                                          \
                         oy = 0, p++;                                                           \
+                        PLANE;                                                                 \
+                    }                                                                          \
                 }                                                                              \
             }                                                                                  \
         } else {                                                                               \
             for (ulong i = g_; i < n_; i += gs_) {                                             \
                 ulong ox = i % (OW), oy = (i / (OW)) % (OH), p = i / ((OW) * (OH));            \
+                PLANE;                                                                         \
                 BODY;                                                                          \
             }                                                                                  \
         }                                                                                      \
@@ -179,7 +185,7 @@ __kernel void pool2d(__global ST *out, ulong out_off, __global long *arg, ulong 
                      ulong OW, int kh, int kw, int sh, int sw, int ph, int pw, int dh, int dw,
                      int is_max, int count_pad, int blocked)
 {
-    WINDOW_RUN(NC, OH, OW, blocked,
+    WINDOW_RUN(NC, OH, OW, blocked, (void)0,
                pool2d_at(i, ox, oy, p, out + out_off, arg + arg_off, in + in_off, H, W, kh, kw,
                          sh, sw, ph, pw, dh, dw, is_max, count_pad));
 }
@@ -188,14 +194,10 @@ __kernel void pool2d(__global ST *out, ulong out_off, __global long *arg, ulong 
  * weight[o, y, x] times input channel o / mult at row oy * sh - ph + y * dh, column
  * ox * sw - pw + x * dw (nothing outside the image). out is N x (C * mult) x OH x OW, weight
  * (C * mult) x kh x kw. */
-static void depthwise2d_at(ulong i, ulong ox, ulong oy, ulong no, __global ST *out,
-                           __global const ST *in, __global const ST *weight, ulong C, ulong mult,
-                           ulong H, ulong W, int kh, int kw, int sh, int sw, int ph, int pw,
-                           int dh, int dw)
+static void depthwise2d_at(ulong i, ulong ox, ulong oy, __global ST *out,
+                           __global const ST *plane, __global const ST *taps, ulong H, ulong W,
+                           int kh, int kw, int sh, int sw, int ph, int pw, int dh, int dw)
 {
-    ulong o = no % (C * mult);
-    __global const ST *plane = in + ((no / (C * mult)) * C + o / mult) * H * W;
-    __global const ST *taps = weight + o * (ulong)kh * (ulong)kw;
     CT sum = 0;
     for (int y = 0; y < kh; y++) {
         long iy = (long)oy * sh - ph + (long)y * dh;
@@ -215,9 +217,15 @@ __kernel void depthwise2d(__global ST *out, ulong out_off, __global const ST *in
                           ulong mult, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw,
                           int sh, int sw, int ph, int pw, int dh, int dw, int blocked)
 {
+    __global const ST *plane, *taps;
     WINDOW_RUN(N * C * mult, OH, OW, blocked,
-               depthwise2d_at(i, ox, oy, p, out + out_off, in + in_off, weight + weight_off, C,
-                              mult, H, W, kh, kw, sh, sw, ph, pw, dh, dw));
+               {
+                   ulong o = p % (C * mult); /* output plane p's input plane and taps */
+                   plane = in + in_off + ((p / (C * mult)) * C + o / mult) * H * W;
+                   taps = weight + weight_off + o * (ulong)kh * (ulong)kw;
+               },
+               depthwise2d_at(i, ox, oy, out + out_off, plane, taps, H, W, kh, kw, sh, sw, ph,
+                              pw, dh, dw));
 }
 
 /* out[a, k, b] = the sum of src[a, m, b] over the m with idx[m] == k, which are order[starts[k]]
