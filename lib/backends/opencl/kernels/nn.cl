@@ -199,6 +199,16 @@ static void depthwise2d_at(ulong i, ulong ox, ulong oy, __global ST *out,
                            int kh, int kw, int sh, int sw, int ph, int pw, int dh, int dw)
 {
     CT sum = 0;
+    long y0 = (long)oy * sh - ph, x0 = (long)ox * sw - pw;
+    if (y0 >= 0 && y0 + (long)(kh - 1) * dh < (long)H && x0 >= 0 &&
+        x0 + (long)(kw - 1) * dw < (long)W) { /* the window inside the image: no checks */
+        __global const ST *at = plane + y0 * (long)W + x0;
+        for (int y = 0; y < kh; y++)
+            for (int x = 0; x < kw; x++)
+                sum += LOAD(taps[y * kw + x]) * LOAD(at[(long)y * dh * (long)W + (long)x * dw]);
+        out[i] = STORE(sum);
+        return;
+    }
     for (int y = 0; y < kh; y++) {
         long iy = (long)oy * sh - ph + (long)y * dh;
         if (iy < 0 || iy >= (long)H)
