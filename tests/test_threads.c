@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backends/host/host_parallel.h"
 #include "helpers.h"
@@ -432,6 +433,33 @@ START_TEST(test_threads_count_refused)
 }
 END_TEST
 
+static void count_warning(clt_log_level level, const char *message, void *user)
+{
+    if (level == CLT_LOG_WARN && strstr(message, "CLT_NUM_THREADS=\"two\""))
+        ++*(int *)user;
+}
+
+/* A CLT_NUM_THREADS that is no count is ignored with a warning; one that is sets the count. Each
+ * test runs in a process of its own, where the count is first chosen. */
+START_TEST(test_threads_count_from_environment)
+{
+    int warnings = 0;
+    clt_set_log_callback(count_warning, &warnings, CLT_LOG_WARN);
+    setenv("CLT_NUM_THREADS", _i ? "3" : "two", 1);
+    int n = clt_get_num_threads();
+    clt_set_log_callback(NULL, NULL, CLT_LOG_WARN);
+    unsetenv("CLT_NUM_THREADS");
+    if (_i) {
+        ck_assert_int_eq(n, 3);
+        ck_assert_int_eq(warnings, 0);
+    } else {
+        ck_assert_int_ge(n, 1);
+        ck_assert_int_le(n, 64);
+        ck_assert_int_eq(warnings, 1);
+    }
+}
+END_TEST
+
 /* Every cpu kernel that splits its loop, on inputs large enough to split: f32 and f64. */
 static void split_kernels(clt_dtype dt, clt_tensor **out, int *n)
 {
@@ -514,6 +542,7 @@ Suite *suite_threads(void)
     tcase_add_test(tc, test_threads_pool_covers_once);
     tcase_add_test(tc, test_threads_pool_several_callers);
     tcase_add_test(tc, test_threads_count_refused);
+    tcase_add_loop_test(tc, test_threads_count_from_environment, 0, 2);
     tcase_add_test(tc, test_threads_kernels_same_on_any_count);
     suite_add_tcase(s, tc);
     return s;

@@ -178,6 +178,9 @@ static void choose_count(void)
         char *end;
         long v = strtol(env, &end, 10);
         n = *end == '\0' && v > 0 ? (int)(v < MAX_THREADS ? v : MAX_THREADS) : 0;
+        if (n == 0)
+            clt__log(CLT_LOG_WARN, "CLT_NUM_THREADS=\"%s\" is not a count of at least 1: ignored",
+                     env);
     }
     if (n == 0)
         n = available_processors();
