@@ -500,13 +500,15 @@ static void split_kernels(clt_dtype dt, clt_tensor **out, int *n)
     out[(*n)++] = depth;
     out[(*n)++] = clt_scaled_dot_product_attention(q, q, q, NULL);
     out[(*n)++] = clt_embedding(idx, table); /* index_select */
-    clt_tensor *loss = clt_add(clt_sum(conv, NULL, 0, false), clt_sum(depth, NULL, 0, false));
+    clt_tensor *sc = clt_sum(conv, NULL, 0, false), *sd = clt_sum(depth, NULL, 0, false);
+    clt_tensor *loss = clt_add(sc, sd);
     clt_tensor *pooled = clt_sum(out[4], NULL, 0, false), *total = clt_add(loss, pooled);
     ck_assert_msg(total && clt_backward(total, NULL, false) == CLT_OK, "%s", clt_last_error());
     out[(*n)++] = clt_tensor_retain(clt_tensor_grad(img)); /* col2im, pool backward */
     for (int i = 0; i < *n; i++)
         ck_assert_msg(out[i] != NULL, "result %d: %s", i, clt_last_error());
     clt_tensor_release(total), clt_tensor_release(pooled), clt_tensor_release(loss);
+    clt_tensor_release(sd), clt_tensor_release(sc);
     clt_tensor *inputs[] = {a, b, img, w, dw, q, table, idx, wide, t};
     for (size_t i = 0; i < sizeof inputs / sizeof *inputs; i++)
         clt_tensor_release(inputs[i]);
