@@ -504,7 +504,7 @@ static void split_kernels(clt_dtype dt, clt_tensor **out, int *n)
     clt_tensor *loss = clt_add(sc, sd);
     clt_tensor *pooled = clt_sum(out[4], NULL, 0, false), *total = clt_add(loss, pooled);
     ck_assert_msg(total && clt_backward(total, NULL, false) == CLT_OK, "%s", clt_last_error());
-    out[(*n)++] = clt_tensor_retain(clt_tensor_grad(img)); /* col2im, pool backward */
+    out[(*n)++] = clt_tensor_grad(img); /* col2im, pool backward */
     for (int i = 0; i < *n; i++)
         ck_assert_msg(out[i] != NULL, "result %d: %s", i, clt_last_error());
     clt_tensor_release(total), clt_tensor_release(pooled), clt_tensor_release(loss);
