@@ -47,6 +47,13 @@ static void tap_span_make(const clt__conv_call *c, int x, size_t x0, size_t n, t
     t->b = (long)x0 * s + off;
 }
 
+/* The input row that tap row y of output row oy reads, or -1 where it lies outside the image. */
+static inline long window_row(const clt__conv_call *c, size_t oy, int y)
+{
+    long iy = (long)oy * c->sh - c->ph + (long)y * c->dh;
+    return iy >= 0 && iy < (long)c->H ? iy : -1;
+}
+
 /* im2col for elements of one size (T an unsigned integer of that size), its rows [lo, hi) of
  * C * kh * kw: the output in order, a row of OW at a time: zero where its tap lies outside the
  * image, the rest copied (one memcpy at stride 1). */
@@ -160,8 +167,8 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
         CT best = 0, sum = 0;                                                                  \
         long best_at = -1, inside = 0;                                                         \
         for (int y = 0; y < c->kh; y++) {                                                      \
-            long iy = (long)oy * c->sh - c->ph + (long)y * c->dh;                              \
-            if (iy < 0 || iy >= (long)c->H)                                                    \
+            long iy = window_row(c, oy, y);                                                    \
+            if (iy < 0)                                                                        \
                 continue;                                                                      \
             for (int x = 0; x < c->kw; x++) {                                                  \
                 long ix = (long)ox * c->sw - c->pw + (long)x * c->dw;                          \
@@ -194,8 +201,8 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
         for (size_t j = 0; j < n && !c->is_max; j++)                                           \
             acc[j] = 0;                                                                        \
         for (int y = 0; y < c->kh; y++) {                                                      \
-            long iy = (long)oy * c->sh - c->ph + (long)y * c->dh;                              \
-            if (iy < 0 || iy >= (long)c->H)                                                    \
+            long iy = window_row(c, oy, y);                                                    \
+            if (iy < 0)                                                                        \
                 continue;                                                                      \
             for (int x = 0; x < c->kw; x++) {                                                  \
                 const ST *src =                                                                \
@@ -276,8 +283,8 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
             j1 = j1 < (to)-DEPTHWISE_LANES ? j1 : (to)-DEPTHWISE_LANES;                        \
             lanes_t a0 = {0}, a1 = {0};                                                        \
             for (int y = 0; y < c->kh; y++) {                                                  \
-                long iy = (long)oy * c->sh - c->ph + (long)y * c->dh;                          \
-                if (iy < 0 || iy >= (long)c->H)                                                \
+                long iy = window_row(c, oy, y);                                                \
+                if (iy < 0)                                                                    \
                     continue;                                                                  \
                 const ST *row = plane + (size_t)iy * c->W;                                     \
                 for (int x = 0; x < c->kw; x++) {                                              \
@@ -329,9 +336,9 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
                              j = j + 1 == in_lo ? vec_hi : j + 1) {                             \
                             CT sum = 0;                                                         \
                             for (int y = 0; y < c->kh; y++) {                                   \
-                                long iy = (long)oy * c->sh - c->ph + (long)y * c->dh;           \
-                                if (iy < 0 || iy >= (long)c->H)                                 \
-                                    continue;                                                   \
+                                long iy = window_row(c, oy, y);                                \
+                                if (iy < 0)                                                    \
+                                    continue;                                                  \
                                 const ST *row = plane + (size_t)iy * c->W;                      \
                                 for (int x = 0; x < c->kw; x++)                                 \
                                     if (j >= spans[x].lo && j < spans[x].hi)                    \
@@ -345,9 +352,9 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
                     for (size_t j = 0; j < n; j++)                                              \
                         acc[j] = 0;                                                             \
                     for (int y = 0; y < c->kh; y++) {                                           \
-                        long iy = (long)oy * c->sh - c->ph + (long)y * c->dh;                   \
-                        if (iy < 0 || iy >= (long)c->H)                                         \
-                            continue;                                                           \
+                        long iy = window_row(c, oy, y);                                        \
+                        if (iy < 0)                                                            \
+                            continue;                                                          \
                         const ST *row = plane + (size_t)iy * c->W;                              \
                         for (int x = 0; x < c->kw; x++) {                                       \
                             CT w = LOAD(taps[y * c->kw + x]);                                   \
