@@ -203,16 +203,6 @@ START_TEST(test_kernels_reduce_nn)
     b = clt_avg_pool2d(h, &(clt_pool2d_options){.kernel = {2, 2}, .padding = {1, 1}});
     assert_near(a, b, "avg pool");
     clt_tensor_release(a), clt_tensor_release(b);
-    /* depthwise convolution, channel multiplier 2, strided, padded and dilated */
-    clt_tensor *hw = clt_tensor_randn(CLT_SHAPE(6, 1, 3, 2), CLT_F32, cpu),
-               *gw = clt_tensor_to(hw, dev);
-    const clt_conv2d_options co = {.stride = {2, 1},
-                                   .padding = {1, 2},
-                                   .dilation = {1, 2},
-                                   .groups = 3};
-    a = clt_conv2d(g, gw, NULL, &co), b = clt_conv2d(h, hw, NULL, &co);
-    assert_near(a, b, "depthwise conv2d");
-    clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(gw), clt_tensor_release(hw);
     int64_t iv[] = {2, 0, 2};
     clt_tensor *gx = clt_tensor_from_data(CLT_SHAPE(3), iv, CLT_I64, dev);
     clt_tensor *hx = clt_tensor_from_data(CLT_SHAPE(3), iv, CLT_I64, cpu);
@@ -239,6 +229,57 @@ START_TEST(test_kernels_reduce_nn)
     for (size_t k = 0; k < sizeof att / sizeof *att; k++)
         clt_tensor_release(att[k]);
     clt_tensor_release(gt), clt_tensor_release(ht), clt_tensor_release(g), clt_tensor_release(h);
+}
+END_TEST
+
+/* The window kernels (depthwise convolution, pooling) in both layouts on rows of 37, so that
+ * work-items' runs start and end inside rows: 3 x 3 windows plain, strided and dilated (the
+ * blocked layout's loop over a row's inside columns and its edges), and a 3 x 2 window with a
+ * channel multiplier of 2, strided, padded and dilated. */
+START_TEST(test_kernels_windows)
+{
+    static const struct {
+        int64_t kh, kw, mult;
+        clt_conv2d_options o;
+    } convs[] = {
+        {3, 3, 1, {.stride = {1, 1}, .padding = {1, 1}, .dilation = {1, 1}, .groups = 4}},
+        {3, 3, 1, {.stride = {2, 2}, .padding = {1, 1}, .dilation = {1, 1}, .groups = 4}},
+        {3, 3, 1, {.stride = {1, 1}, .padding = {2, 2}, .dilation = {2, 2}, .groups = 4}},
+        {3, 3, 1, {.stride = {1, 1}, .padding = {0, 0}, .dilation = {1, 1}, .groups = 4}},
+        {3, 2, 2, {.stride = {2, 1}, .padding = {1, 2}, .dilation = {1, 2}, .groups = 4}},
+    };
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    clt_manual_seed(4);
+    clt_tensor *h = clt_tensor_randn(CLT_SHAPE(2, 4, 6, 37), CLT_F32, cpu),
+               *g = clt_tensor_to(h, dev);
+    for (int blocked = 0; blocked < 2; blocked++) {
+        clt__cl_run_blocked = blocked;
+        for (size_t k = 0; k < sizeof convs / sizeof *convs; k++) {
+            char what[64];
+            snprintf(what, sizeof what, "depthwise conv2d %zu, blocked %d", k, blocked);
+            clt_tensor *hw =
+                clt_tensor_randn(CLT_SHAPE(4 * convs[k].mult, 1, convs[k].kh, convs[k].kw),
+                                 CLT_F32, cpu);
+            clt_tensor *gw = clt_tensor_to(hw, dev);
+            clt_tensor *a = clt_conv2d(g, gw, NULL, &convs[k].o),
+                       *b = clt_conv2d(h, hw, NULL, &convs[k].o);
+            assert_near(a, b, what);
+            clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(gw),
+                clt_tensor_release(hw);
+        }
+        const clt_pool2d_options po = {.kernel = {3, 2},
+                                       .stride = {2, 1},
+                                       .padding = {1, 1},
+                                       .dilation = {1, 2}};
+        clt_tensor *gi = NULL, *hi = NULL;
+        clt_tensor *a = clt_max_pool2d(g, &po, &gi), *b = clt_max_pool2d(h, &po, &hi);
+        assert_same(a, b, "max pool");
+        assert_same(gi, hi, "max pool indices");
+        clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(gi),
+            clt_tensor_release(hi);
+    }
+    clt__cl_run_blocked = -1;
+    clt_tensor_release(g), clt_tensor_release(h);
 }
 END_TEST
 
@@ -623,6 +664,7 @@ Suite *suite_kernels(void)
     tcase_add_test(tc, test_kernels_exact);
     tcase_add_test(tc, test_kernels_elementwise);
     tcase_add_test(tc, test_kernels_reduce_nn);
+    tcase_add_test(tc, test_kernels_windows);
     tcase_add_test(tc, test_kernels_rows);
     tcase_add_test(tc, test_kernels_reduce_layouts);
     tcase_add_test(tc, test_kernels_adjoints);

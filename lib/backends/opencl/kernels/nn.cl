@@ -107,38 +107,6 @@ __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulo
     }
 }
 
-/* CLT_RUN over the planes x OH x OW outputs of a window kernel, BODY given output i at column ox,
- * row oy of plane p, after PLANE for each plane: blocked, a work-item's run places its first
- * output by division and counts on from there (PLANE once a plane); otherwise each output is
- * placed (PLANE for each). */
-#define WINDOW_RUN(planes, OH, OW, blocked, PLANE, BODY)                                       \
-    do {                                                                                       \
-        ulong n_ = (planes) * (OH) * (OW), g_ = get_global_id(0), gs_ = get_global_size(0);    \
-        if (blocked) {                                                                         \
-            ulong per_ = ((n_ + gs_ - 1) / gs_ + 15) & ~(ulong)15;                             \
-            ulong b_ = min(g_ * per_, n_), e_ = min(b_ + per_, n_);                            \
-            ulong ox = b_ % (OW), oy = (b_ / (OW)) % (OH), p = b_ / ((OW) * (OH));             \
-            if (b_ < e_)                                                                       \
-                PLANE;                                                                         \
-            for (ulong i = b_; i < e_; i++) {                                                  \
-                BODY;                                                                          \
-                if (++ox == (OW)) {                                                            \
-                    ox = 0;                                                                    \
-                    if (++oy == (OH) && i + 1 < e_) {                                          \
-                        oy = 0, p++;                                                           \
-                        PLANE;                                                                 \
-                    }                                                                          \
-                }                                                                              \
-            }                                                                                  \
-        } else {                                                                               \
-            for (ulong i = g_; i < n_; i += gs_) {                                             \
-                ulong ox = i % (OW), oy = (i / (OW)) % (OH), p = i / ((OW) * (OH));            \
-                PLANE;                                                                         \
-                BODY;                                                                          \
-            }                                                                                  \
-        }                                                                                      \
-    } while (0)
-
 /* 2-D pooling: out[n, c, oy, ox] over the window at (oy * sh - ph, ox * sw - pw), dilation
  * (dh, dw). Max: the largest element (NaN wins); with is_max 2 its flat index within the image
  * plane written to `arg` too (i64, for the backward pass). Average: the sum over the window divided by its size,
@@ -185,9 +153,25 @@ __kernel void pool2d(__global ST *out, ulong out_off, __global long *arg, ulong 
                      ulong OW, int kh, int kw, int sh, int sw, int ph, int pw, int dh, int dw,
                      int is_max, int count_pad, int blocked)
 {
-    WINDOW_RUN(NC, OH, OW, blocked, (void)0,
-               pool2d_at(i, ox, oy, p, out + out_off, arg + arg_off, in + in_off, H, W, kh, kw,
-                         sh, sw, ph, pw, dh, dw, is_max, count_pad));
+    ulong n = NC * OH * OW, gs = get_global_size(0);
+    if (blocked) { /* a work-item's run: its first output placed by division, then counted on */
+        ulong per = ((n + gs - 1) / gs + 15) & ~(ulong)15;
+        ulong i = min(get_global_id(0) * per, n), e = min(i + per, n);
+        ulong ox = i % OW, oy = (i / OW) % OH, p = i / (OW * OH);
+        for (; i < e; i++) {
+            pool2d_at(i, ox, oy, p, out + out_off, arg + arg_off, in + in_off, H, W, kh, kw, sh,
+                      sw, ph, pw, dh, dw, is_max, count_pad);
+            if (++ox == OW) {
+                ox = 0;
+                if (++oy == OH)
+                    oy = 0, p++;
+            }
+        }
+        return;
+    }
+    for (ulong i = get_global_id(0); i < n; i += gs)
+        pool2d_at(i, i % OW, (i / OW) % OH, i / (OW * OH), out + out_off, arg + arg_off,
+                  in + in_off, H, W, kh, kw, sh, sw, ph, pw, dh, dw, is_max, count_pad);
 }
 
 /* Depthwise convolution: out[n, o, oy, ox] = the sum over taps (y, x), in order, of
@@ -222,20 +206,86 @@ static void depthwise2d_at(ulong i, ulong ox, ulong oy, __global ST *out,
     out[i] = STORE(sum);
 }
 
+/* Outputs j < len of output row oy of one plane, from column ox0 (blocked depthwise2d): the
+ * columns whose 3 x 3 window lies inside the image in one loop over the row with the taps in
+ * registers, which compilers vectorise; other columns and other windows by depthwise2d_at. The
+ * sums are the same, in the same order. */
+static void depthwise2d_row(__global ST *out, __global const ST *plane, __global const ST *taps,
+                            ulong oy, ulong ox0, ulong len, ulong H, ulong W, int kh, int kw,
+                            int sh, int sw, int ph, int pw, int dh, int dw)
+{
+    long y0 = (long)oy * sh - ph;
+    ulong lo = len, hi = len; /* the inside columns: ox0 + [lo, hi) */
+    if (kh == 3 && kw == 3 && y0 >= 0 && y0 + 2L * dh < (long)H && 2L * dw < (long)W) {
+        ulong first = ((ulong)pw + (ulong)sw - 1) / (ulong)sw; /* x0 >= 0 */
+        ulong last = ((ulong)W - 1 - 2 * (ulong)dw + (ulong)pw) / (ulong)sw; /* x0 + 2 dw < W */
+        lo = clamp(first, ox0, ox0 + len) - ox0;
+        hi = max(lo, clamp(last + 1, ox0, ox0 + len) - ox0);
+    }
+    for (ulong j = 0; j < lo; j++)
+        depthwise2d_at(j, ox0 + j, oy, out, plane, taps, H, W, kh, kw, sh, sw, ph, pw, dh, dw);
+    if (lo < hi) {
+        CT t0 = LOAD(taps[0]), t1 = LOAD(taps[1]), t2 = LOAD(taps[2]), t3 = LOAD(taps[3]);
+        CT t4 = LOAD(taps[4]), t5 = LOAD(taps[5]), t6 = LOAD(taps[6]), t7 = LOAD(taps[7]);
+        CT t8 = LOAD(taps[8]);
+        long x0 = (long)(ox0 + lo) * sw - pw;
+        __global const ST *r0 = plane + y0 * (long)W + x0, *r1 = r0 + (long)dh * (long)W;
+        __global const ST *r2 = r1 + (long)dh * (long)W;
+        __global ST *o = out + lo;
+        ulong n = hi - lo;
+        if (sw == 1 && dw == 1) {
+            for (ulong j = 0; j < n; j++) {
+                CT sum = 0;
+                sum += t0 * LOAD(r0[j]), sum += t1 * LOAD(r0[j + 1]), sum += t2 * LOAD(r0[j + 2]);
+                sum += t3 * LOAD(r1[j]), sum += t4 * LOAD(r1[j + 1]), sum += t5 * LOAD(r1[j + 2]);
+                sum += t6 * LOAD(r2[j]), sum += t7 * LOAD(r2[j + 1]), sum += t8 * LOAD(r2[j + 2]);
+                o[j] = STORE(sum);
+            }
+        } else {
+            for (ulong j = 0; j < n; j++) {
+                ulong x = j * (ulong)sw;
+                CT sum = 0;
+                sum += t0 * LOAD(r0[x]), sum += t1 * LOAD(r0[x + dw]);
+                sum += t2 * LOAD(r0[x + 2 * dw]), sum += t3 * LOAD(r1[x]);
+                sum += t4 * LOAD(r1[x + dw]), sum += t5 * LOAD(r1[x + 2 * dw]);
+                sum += t6 * LOAD(r2[x]), sum += t7 * LOAD(r2[x + dw]);
+                sum += t8 * LOAD(r2[x + 2 * dw]);
+                o[j] = STORE(sum);
+            }
+        }
+    }
+    for (ulong j = hi; j < len; j++)
+        depthwise2d_at(j, ox0 + j, oy, out, plane, taps, H, W, kh, kw, sh, sw, ph, pw, dh, dw);
+}
+
 __kernel void depthwise2d(__global ST *out, ulong out_off, __global const ST *in, ulong in_off,
                           __global const ST *weight, ulong weight_off, ulong N, ulong C,
                           ulong mult, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw,
                           int sh, int sw, int ph, int pw, int dh, int dw, int blocked)
 {
-    __global const ST *plane, *taps;
-    WINDOW_RUN(N * C * mult, OH, OW, blocked,
-               {
-                   ulong o = p % (C * mult); /* output plane p's input plane and taps */
-                   plane = in + in_off + ((p / (C * mult)) * C + o / mult) * H * W;
-                   taps = weight + weight_off + o * (ulong)kh * (ulong)kw;
-               },
-               depthwise2d_at(i, ox, oy, out + out_off, plane, taps, H, W, kh, kw, sh, sw, ph,
-                              pw, dh, dw));
+    ulong CM = C * mult, taps_n = (ulong)kh * (ulong)kw;
+    if (blocked) { /* a work-item's run a piece of an output row at a time */
+        ulong n = N * CM * OH * OW, gs = get_global_size(0);
+        ulong per = ((n + gs - 1) / gs + 15) & ~(ulong)15;
+        ulong i = min(get_global_id(0) * per, n), e = min(i + per, n);
+        ulong ox = i % OW, oy = (i / OW) % OH, p = i / (OW * OH);
+        while (i < e) {
+            ulong o = p % CM, len = min(e - i, OW - ox);
+            depthwise2d_row(out + out_off + i,
+                            in + in_off + ((p / CM) * C + o / mult) * H * W,
+                            weight + weight_off + o * taps_n, oy, ox, len, H, W, kh, kw, sh, sw,
+                            ph, pw, dh, dw);
+            i += len, ox = 0;
+            if (++oy == OH)
+                oy = 0, p++;
+        }
+        return;
+    }
+    for (ulong i = get_global_id(0); i < N * CM * OH * OW; i += get_global_size(0)) {
+        ulong ox = i % OW, oy = (i / OW) % OH, p = i / (OW * OH), o = p % CM;
+        depthwise2d_at(i, ox, oy, out + out_off, in + in_off + ((p / CM) * C + o / mult) * H * W,
+                       weight + weight_off + o * taps_n, H, W, kh, kw, sh, sw, ph, pw, dh, dw);
+    }
 }
 
 /* out[a, k, b] = the sum of src[a, m, b] over the m with idx[m] == k, which are order[starts[k]]
