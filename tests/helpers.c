@@ -1,5 +1,6 @@
 /* Test helpers: see helpers.h. */
 #include <dirent.h>
+#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,11 +183,43 @@ long test_fault_sweep_checked(test_op op, test_check snapshot, test_check check,
     return made;
 }
 
+/* The folders test_temp_dir made, removed with everything in them when the process that made
+ * them exits (not a forked child that inherited the list). */
+static struct {
+    char paths[64][32];
+    int n;
+    pid_t pid;
+} temp_dirs;
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st, (void)type, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void remove_temp_dirs(void)
+{
+    if (getpid() != temp_dirs.pid)
+        return;
+    for (int i = 0; i < temp_dirs.n; i++)
+        nftw(temp_dirs.paths[i], remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    temp_dirs.n = 0;
+}
+
 const char *test_temp_dir(void)
 {
-    static char path[64];
+    static char path[32];
     snprintf(path, sizeof path, "/tmp/clt_test_XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(path));
+    if (temp_dirs.pid != getpid()) { /* the first in this process: the list is its own */
+        temp_dirs.n = 0;
+        if (temp_dirs.pid == 0)
+            atexit(remove_temp_dirs);
+        temp_dirs.pid = getpid();
+    }
+    ck_assert_msg(temp_dirs.n < 64, "test_temp_dir: more than 64 folders in one process");
+    memcpy(temp_dirs.paths[temp_dirs.n++], path, sizeof path);
     return path;
 }
 

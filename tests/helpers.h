@@ -78,7 +78,8 @@ long test_fault_sweep_checked(test_op op, test_check snapshot, test_check check,
 bool test_use_vendors(bool pocl, bool oclgrind);
 bool test_host_only(void);
 
-/* A fresh temporary folder (created); the string lives until the process ends. */
+/* A fresh temporary folder (created), removed with what it holds when the process that made it
+ * exits; the string lives until the next call. */
 const char *test_temp_dir(void);
 
 /* Copies cl/<name> of the source tree into dir; test_copy_kernels copies every .cl file. */
