@@ -117,6 +117,11 @@ static clt_tensor *op_where(clt_tensor **x, clt_device *d)
     clt_tensor *z = clt_tensor_zeros(0, NULL, clt_tensor_dtype(x[1]), d), *c = clt_gt(x[1], z);
     return rel(clt_where(c, x[0], x[1]), z, c);
 }
+static clt_tensor *op_addcmul(clt_tensor **x, clt_device *d)
+{
+    (void)d;
+    return clt_addcmul(x[0], x[1], x[2], -1.5);
+}
 static clt_tensor *op_sum(clt_tensor **x, clt_device *d) { (void)d; return clt_sum(x[0], (int[]){1}, 1, false); }
 static clt_tensor *op_sum_all(clt_tensor **x, clt_device *d) { (void)d; return clt_sum(x[0], NULL, 0, false); }
 static clt_tensor *op_mean(clt_tensor **x, clt_device *d) { (void)d; return clt_mean(x[0], (int[]){0, -1}, 2, true); }
@@ -377,6 +382,7 @@ static const gcase cases[] = {
     {"silu", op_silu, S1(8), -3, 3},
     {"clamp", op_clamp, S1(8), -2, 2},
     {"where", op_where, 2, {2, 2}, {{2, 4}, {2, 4}}, -2, 2},
+    {"addcmul (broadcast)", op_addcmul, 3, {3, 2, 3}, {{1, 3, 1}, {3, 2}, {2, 1, 1}}, -2, 2},
     {"sum", op_sum, 1, {3}, {{2, 3, 2}}, -2, 2},
     {"sum of all", op_sum_all, 1, {2}, {{2, 3}}, -2, 2},
     {"mean", op_mean, 1, {3}, {{2, 3, 2}}, -2, 2},

@@ -222,6 +222,16 @@ START_TEST(test_ops_scalar_where_large)
         hw = clt_where(hc, h, hb), dw = clt_where(dc, x, db);
         assert_close(dw, hw, "where");
         clt_tensor_release(hw), clt_tensor_release(dw);
+        /* addcmul: a row broadcast over x's rows, a column over its columns */
+        clt_tensor *hr = data(dtypes[d], CLT_SHAPE(7), 6, false), *dr = clt_tensor_to(hr, dev);
+        hw = clt_addcmul(hb, h, hr, 2), dw = clt_addcmul(db, x, dr, 2);
+        assert_close(dw, hw, "addcmul");
+        clt_tensor *hm = clt_mul(h, hr), *hm2 = clt_mul_scalar(hm, 2), *hs = clt_add(hb, hm2);
+        if (dtypes[d] != CLT_F16 && dtypes[d] != CLT_BF16) /* there h * hr rounds on its own */
+            assert_close(hw, hs, "addcmul against add and mul");
+        clt_tensor *t[] = {hs, hm2, hm, hr, dr, hw, dw};
+        for (size_t k = 0; k < sizeof t / sizeof *t; k++)
+            clt_tensor_release(t[k]);
         clt_tensor_release(db), clt_tensor_release(hb), clt_tensor_release(dc), clt_tensor_release(hc);
         clt_tensor_release(x), clt_tensor_release(h);
     }
@@ -545,6 +555,19 @@ START_TEST(test_ops_bad_input)
     ck_assert_error_has("clt_sub: dtype bool is not supported (on ");
     ck_assert_ptr_null(clt_where(a, a, a));
     ck_assert_error_has("clt_where: the condition must be bool, not f32");
+    ck_assert_ptr_null(clt_addcmul(a, a, b, 1));
+    ck_assert_error_has("clt_addcmul: shapes (2, 3) and (4,) cannot be broadcast together");
+    ck_assert_ptr_null(clt_addcmul(flag, flag, flag, 1));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_DTYPE);
+    ck_assert_error_has("clt_addcmul: dtype bool is not supported (on ");
+    clt_tensor *ints = clt_tensor_ones(CLT_SHAPE(3), CLT_I32, dev);
+    ck_assert_ptr_null(clt_addcmul(ints, ints, flag, 0.5));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has(
+        "clt_addcmul: value 0.5 is not an integer, and the tensors are of dtype i32");
+    ck_assert_ptr_null(clt_addcmul(a, NULL, a, 1));
+    ck_assert_error_has("clt_addcmul: tensor is NULL");
+    clt_tensor_release(ints);
     ck_assert_ptr_null(clt_add(NULL, a));
     ck_assert_error_has("clt_add: tensor is NULL");
     if (test_device_total > 1) {

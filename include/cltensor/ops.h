@@ -124,6 +124,11 @@ CLT_API clt_tensor *clt_ge(clt_tensor *a, clt_tensor *b);
  * bool (CLT_ERR_DTYPE). */
 CLT_API clt_tensor *clt_where(clt_tensor *cond, clt_tensor *a, clt_tensor *b);
 
+/* torch.addcmul: input + value * t1 * t2 elementwise in one pass, broadcast over all three and
+ * promoted as above. CLT_ERR_DTYPE for bool; CLT_ERR_INVALID_ARGUMENT for a value that is not
+ * an integer when the dtype is. */
+CLT_API clt_tensor *clt_addcmul(clt_tensor *input, clt_tensor *t1, clt_tensor *t2, double value);
+
 /* --- reductions ------------------------------------------------------------------------------- */
 
 /* Reductions over `dims` (ndims of them, negative counting from the end; ndims 0 reduces every

@@ -91,6 +91,19 @@ static clt_status mul_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
     return CLT_OK;
 }
 
+/* addcmul's inputs are t1, t2, input: value * g * t2, value * g * t1 and g. */
+static clt_status addcmul_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    temps s = {0};
+    clt_tensor *gv = n->a.s0 == 1 ? g : T(clt_mul_scalar(g, n->a.s0));
+    for (int i = 0; i < 2; i++)
+        if (clt__node_wants(n, i))
+            give(&s, &gi[i], T(clt_mul(gv, clt__node_saved(n, 1 - i))));
+    if (clt__node_wants(n, 2))
+        give(&s, &gi[2], g);
+    return done(&s);
+}
+
 static clt_status div_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
 {
     temps s = {0};
@@ -202,6 +215,7 @@ static const clt__derivative ew_derivatives[CLT_EW_COUNT] = {
     [CLT_EW_pow] = {"PowBackward", pow_bw, IN0 | IN1 | OUT},
     [CLT_EW_maximum] = {"MaximumBackward", maximum_bw, IN0 | IN1},
     [CLT_EW_minimum] = {"MinimumBackward", minimum_bw, IN0 | IN1},
+    [CLT_EW_addcmul] = {"AddcmulBackward", addcmul_bw, IN0 | IN1},
     [CLT_EW_add_scalar] = {"AddBackward", add_bw, 0},
     [CLT_EW_mul_scalar] = {"MulBackward", mul_scalar_bw, 0},
     [CLT_EW_rsub_scalar] = {"RsubBackward", rsub_scalar_bw, 0},

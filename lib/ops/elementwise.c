@@ -1,6 +1,7 @@
 /* Elementwise front ends: device and dtype checks, PyTorch's type promotion and broadcasting,
  * conversion of the inputs to the computing dtype, and dispatch to the device's backend. Also
  * the in-place forms, fill_, copy_, cat and stack, which are copies into views. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -333,6 +334,24 @@ clt_tensor *clt_where(clt_tensor *cond, clt_tensor *a, clt_tensor *b)
         return NULL;
     }
     return run(fn, CLT_EW_where, in, 3, promote(a->dtype, b->dtype), 0, 0);
+}
+
+clt_tensor *clt_addcmul(clt_tensor *input, clt_tensor *t1, clt_tensor *t2, double value)
+{
+    static const char *const fn = "clt_addcmul";
+    clt_tensor *in[3] = {t1, t2, input};
+    if (clt__same_device(fn, in, 3) != CLT_OK)
+        return NULL;
+    clt_dtype dt = promote(promote(t1->dtype, t2->dtype), input->dtype);
+    if (dt == CLT_BOOL)
+        return unsupported(fn, dt, input);
+    if (kind(dt) == 1 && value != floor(value)) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                   "value %g is not an integer, and the tensors are of dtype %s", value,
+                   clt_dtype_name(dt));
+        return NULL;
+    }
+    return run(fn, CLT_EW_addcmul, in, 3, dt, value, 0);
 }
 
 /* ---- in place ------------------------------------------------------------------------------------ */

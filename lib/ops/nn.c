@@ -994,8 +994,8 @@ static clt_tensor *per_channel(clt_tensor *v, int ndim)
 }
 
 /* normalise with fixed statistics, folded as PyTorch's inference does: x * scale + shift with
- * scale = weight / sqrt(var + eps) and shift = bias - mean * scale per channel, two passes over
- * x instead of four. */
+ * scale = weight / sqrt(var + eps) and shift = bias - mean * scale per channel, one pass over x
+ * (addcmul) instead of four. */
 static clt_tensor *normalise_folded(clt_tensor *x, clt_tensor *mean, clt_tensor *var, double eps,
                                     clt_tensor *weight, clt_tensor *bias)
 {
@@ -1005,9 +1005,7 @@ static clt_tensor *normalise_folded(clt_tensor *x, clt_tensor *mean, clt_tensor 
     t[2] = t[1] && weight ? clt_mul(t[1], weight) : t[1] ? clt_tensor_retain(t[1]) : NULL;
     t[3] = t[2] ? clt_mul(mean, t[2]) : NULL;
     t[4] = t[3] && bias ? clt_sub(bias, t[3]) : t[3] ? clt_neg(t[3]) : NULL;
-    clt_tensor *scaled = t[4] ? clt_mul(x, t[2]) : NULL;
-    out = scaled ? clt_add(scaled, t[4]) : NULL;
-    clt_tensor_release(scaled);
+    out = t[4] ? clt_addcmul(t[4], x, t[2], 1) : NULL;
     release_all(t, 5);
     return out;
 }

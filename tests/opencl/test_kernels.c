@@ -72,9 +72,8 @@ END_TEST
 typedef clt_tensor *(*binary_fn)(clt_tensor *, clt_tensor *);
 typedef clt_tensor *(*unary_fn)(clt_tensor *);
 
-/* Every elementwise kernel of every dtype once, with broadcast and strided operands. The
+/* Every elementwise kernel on contiguous, strided and broadcast operands of every dtype. The
  * values are small integers, on which every backend agrees exactly. */
-/* Every elementwise kernel on contiguous, strided and broadcast operands of every dtype. */
 static void elementwise_cases(void)
 {
     static const binary_fn binaries[] = {clt_add, clt_mul, clt_maximum, clt_minimum, clt_eq,
@@ -112,6 +111,11 @@ static void elementwise_cases(void)
             clt_tensor *x = floats[k](gt);
             ck_assert_msg(x != NULL, "%s", clt_last_error());
             clt_tensor_release(x);
+        }
+        if (dtypes[s] != CLT_BOOL) {
+            clt_tensor *x = clt_addcmul(gb, ga, ga, 3), *y = clt_addcmul(hb, ha, ha, 3);
+            assert_same(x, y, "addcmul");
+            clt_tensor_release(x), clt_tensor_release(y);
         }
         clt_tensor *cond = clt_gt(ga, gb), *w = clt_where(cond, ga, gb);
         clt_tensor *c = clt_clamp(gt, 2, 4), *sc = clt_add_scalar(ga, 1), *p = clt_pow_scalar(ga, 2);
@@ -491,6 +495,7 @@ START_TEST(test_kernels_contiguous)
                 {clt_tensor_to_dtype(g, CLT_BF16), clt_tensor_to_dtype(h, CLT_BF16)},
                 {NULL, NULL},
                 {NULL, NULL},
+                {clt_addcmul(g, gb, g, -0.75), clt_addcmul(h, hb, h, -0.75)},
             };
             clt_tensor *h16 = pairs[3][1], *g16 = clt_tensor_to(h16, dev);
             pairs[5][0] = clt_tensor_to_dtype(g16, CLT_F32);

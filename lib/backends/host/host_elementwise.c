@@ -54,15 +54,17 @@ typedef void (*ew_loop)(const clt__ew_call *c);
         }                                                                                      \
     } while (0)
 
-/* Whether the innermost steps of the call are so, sa, sb (the inputs after the first unused by
- * an operation of fewer inputs). */
-#define EW_STEPS(c, inputs, so, sa, sb)                                                        \
+/* Whether the innermost steps of the call are so, sa, sb, sk (the inputs after the first unused
+ * by an operation of fewer inputs). */
+#define EW_STEPS(c, inputs, so, sa, sb, sk)                                                    \
     ((c)->out.strides[(c)->ndim - 1] == (so) && (c)->in[0].strides[(c)->ndim - 1] == (sa) &&   \
-     ((inputs) < 2 || (c)->in[1].strides[(c)->ndim - 1] == (sb)) && (inputs) < 3)
+     ((inputs) < 2 || (c)->in[1].strides[(c)->ndim - 1] == (sb)) &&                            \
+     ((inputs) < 3 || (c)->in[2].strides[(c)->ndim - 1] == (sk)))
 
 /* Walks the output's elements in order, keeping each operand's offset: contiguous operands
  * directly; a binary operation whose innermost dimension runs in order but for one broadcast
- * operand (a bias, a per-channel scale) a row at a time (EW_ROWS, for f32 and f64, where
+ * operand (a bias, a per-channel scale), or a three-input one but for its last two (addcmul of a
+ * per-channel scale and shift), a row at a time (EW_ROWS, for f32 and f64, where
  * EW_BROADCAST_ROWS is 1: the other dtypes' loops would double the file's compile time for
  * rarer work); others with an odometer over the shape. BODY uses o, a, b, k; inputs (a constant) is how many of them it reads. */
 #define EW_WALK(c, inputs, BODY)                                                               \
@@ -74,11 +76,11 @@ typedef void (*ew_loop)(const clt__ew_call *c);
             }                                                                                  \
             break;                                                                             \
         }                                                                                      \
-        if (EW_BROADCAST_ROWS && (inputs) == 2 && EW_STEPS(c, inputs, 1, 1, 0)) {              \
+        if (EW_BROADCAST_ROWS && (inputs) > 1 && EW_STEPS(c, inputs, 1, 1, 0, 0)) {            \
             EW_ROWS(c, BODY, 1, 1, 0, 0);                                                      \
             break;                                                                             \
         }                                                                                      \
-        if (EW_BROADCAST_ROWS && (inputs) == 2 && EW_STEPS(c, inputs, 1, 0, 1)) {              \
+        if (EW_BROADCAST_ROWS && (inputs) == 2 && EW_STEPS(c, inputs, 1, 0, 1, 0)) {           \
             EW_ROWS(c, BODY, 1, 0, 1, 0);                                                      \
             break;                                                                             \
         }                                                                                      \
@@ -116,12 +118,12 @@ typedef void (*ew_loop)(const clt__ew_call *c);
         CT s1 = (CT)CLT_CAT(clt_dbl_to_, CT_TOKEN)(c->s1);                                     \
         (void)s0;                                                                              \
         (void)s1;                                                                              \
-        (void)zp;                                                                              \
         EW_WALK(c, inputs, {                                                                   \
             CT x = LOAD(xp[a]);                                                                \
             CT y = inputs > 1 ? (CT)LOAD(yp[b]) : (CT)0;                                       \
+            CT z = inputs > 2 ? (CT)LOAD(zp[k]) : (CT)0;                                       \
             (void)y;                                                                           \
-            (void)k;                                                                           \
+            (void)z;                                                                           \
             out[o] = STORE_##res(EXPR(fe, ie));                                                \
         });                                                                                    \
     }

@@ -31,10 +31,10 @@
      (x) * (1 - (t) * (t)) * (CT)0.39894228040143267794 * (1 + (CT)0.134145 * (x) * (x)))
 
 /* The operations, in groups (the OpenCL kernels of one group are built together,
- * kernels/elementwise.cl): binary, scalar, sign (defined on integers too), math (floating dtypes
- * only), compare and backward (floating only). The operations' derivatives (name_backward) take
- * the output's gradient as x and the saved input (gelu, silu, abs, clamp) or output (relu,
- * sigmoid, tanh) as y. */
+ * kernels/elementwise.cl): binary (with addcmul, z + s0 x y, of three inputs), scalar, sign
+ * (defined on integers too), math (floating dtypes only), compare and backward (floating only).
+ * The operations' derivatives (name_backward) take the output's gradient as x and the saved
+ * input (gelu, silu, abs, clamp) or output (relu, sigmoid, tanh) as y. */
 #define CLT_EW_OPS(X)                                                                          \
     CLT_EW_BINARY(X) CLT_EW_SCALAR(X) CLT_EW_SIGN(X) CLT_EW_MATH(X) CLT_EW_COMPARE(X)          \
     CLT_EW_BACKWARD(X)
@@ -46,7 +46,9 @@
     X(div, 2, x / y, x, T)                                                                     \
     X(pow, 2, pow(x, y), clt_ipow(x, y), T)                                                    \
     X(maximum, 2, (x != x) ? x : (y != y) ? y : (x > y ? x : y), x > y ? x : y, T)             \
-    X(minimum, 2, (x != x) ? x : (y != y) ? y : (x < y ? x : y), x < y ? x : y, T)
+    X(minimum, 2, (x != x) ? x : (y != y) ? y : (x < y ? x : y), x < y ? x : y, T)             \
+    X(addcmul, 3, z + s0 * x * y,                                                              \
+      CLT_WRAP((clt_u64)z + (clt_u64)s0 * (clt_u64)x * (clt_u64)y), T)
 
 #define CLT_EW_SCALAR(X)                                                                       \
     X(add_scalar, 1, x + s0, CLT_WRAP((clt_u64)x + (clt_u64)s0), T)                            \

@@ -127,8 +127,9 @@ CLT_FN void ew_place(const ew_layout *l, int ndim, ulong i, long *k, ulong *off)
         EW_LOOP({                                                                              \
             CT x = LOAD(xp[a]);                                                                \
             CT y = inputs > 1 ? (CT)LOAD(yp[b]) : (CT)0;                                       \
+            CT z = inputs > 2 ? (CT)LOAD(zp[c]) : (CT)0;                                       \
             (void)y;                                                                           \
-            (void)c;                                                                           \
+            (void)z;                                                                           \
             out[o] = STORE_##res(EXPR(fe, ie));                                                \
         })                                                                                     \
     }
@@ -172,14 +173,14 @@ __kernel void ew_where(EW_PARAMS(ST, clt_u8))
 #define EWC_KERNEL(name, inputs, fe, ie, res)                                                  \
     __kernel void ewc_##name(EWC_PARAMS(OUT_##res, ST))                                        \
     {                                                                                          \
-        (void)zp;                                                                              \
-        (void)z_off;                                                                           \
         (void)s0;                                                                              \
         (void)s1;                                                                              \
         CLT_RUN(n, blocked, {                                                                  \
             CT x = LOAD(xp[x_off + i]);                                                        \
             CT y = inputs > 1 ? (CT)LOAD(yp[y_off + i]) : (CT)0;                               \
+            CT z = inputs > 2 ? (CT)LOAD(zp[z_off + i]) : (CT)0;                               \
             (void)y;                                                                           \
+            (void)z;                                                                           \
             out[out_off + i] = STORE_##res(EXPR(fe, ie));                                      \
         });                                                                                    \
     }
