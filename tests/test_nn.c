@@ -981,26 +981,31 @@ START_TEST(test_conv2d)
             clt_tensor_release(x);
         free(want), free(bv), free(wv), free(xv);
     }
-    /* depthwise on rows wide enough for cpu's blocks of columns in registers (16 or more inner
-     * columns, an odd number of blocks, the last overlapping): padding, dilation, a row stride,
-     * multiplier 2 and no padding at all, f32 and f64 */
-    static const clt_conv2d_options wide[] = {
-        {{1, 1}, {1, 1}, {1, 1}, 3},
-        {{2, 1}, {2, 2}, {1, 2}, 3},
-        {{1, 1}, {0, 0}, {1, 1}, 3},
+    /* depthwise on rows wide enough for cpu's loops over the inner columns (3 x 3: one loop at
+     * column strides 1, 2 and others; other sizes: 16 or more inner columns in registers, an odd
+     * number of blocks, the last overlapping): padding, dilation, a row stride, multiplier 2 and
+     * no padding at all, f32 and f64 */
+    static const struct {
+        clt_conv2d_options o;
+        int k;
+    } wide[] = {
+        {{{1, 1}, {1, 1}, {1, 1}, 3}, 3}, {{{2, 1}, {2, 2}, {1, 2}, 3}, 3},
+        {{{1, 1}, {0, 0}, {1, 1}, 3}, 3}, {{{2, 2}, {1, 1}, {1, 1}, 3}, 3},
+        {{{1, 3}, {1, 2}, {1, 1}, 3}, 3}, {{{1, 1}, {2, 2}, {1, 1}, 3}, 5},
+        {{{1, 1}, {1, 3}, {2, 2}, 3}, 5},
     };
     for (size_t k = 0; k < 2 * sizeof wide / sizeof *wide; k++) {
-        const clt_conv2d_options *p = &wide[k / 2];
-        const int ww = 45, wh = 5, wc = 3;
+        const clt_conv2d_options *p = &wide[k / 2].o;
+        const int ww = 45, wh = 7, wc = 3, ks = wide[k / 2].k;
         int m = 1 + (int)(k % 2);
         clt_dtype dt = k % 2 && clt_device_get_info(dev)->fp64 ? CLT_F64 : CLT_F32;
-        int oh = (wh + 2 * p->padding[0] - p->dilation[0] * 2 - 1) / p->stride[0] + 1;
-        int ow = (ww + 2 * p->padding[1] - p->dilation[1] * 2 - 1) / p->stride[1] + 1;
-        double *xv = noise(n * wc * wh * ww, 7), *wv = noise(wc * m * 9, 8);
+        int oh = (wh + 2 * p->padding[0] - p->dilation[0] * (ks - 1) - 1) / p->stride[0] + 1;
+        int ow = (ww + 2 * p->padding[1] - p->dilation[1] * (ks - 1) - 1) / p->stride[1] + 1;
+        double *xv = noise(n * wc * wh * ww, 7), *wv = noise(wc * m * ks * ks, 8);
         double *want = malloc((size_t)(n * wc * m * oh * ow) * sizeof *want);
-        conv_ref(xv, wv, NULL, n, wc, wh, ww, wc * m, 3, 3, p, want, oh, ow);
+        conv_ref(xv, wv, NULL, n, wc, wh, ww, wc * m, ks, ks, p, want, oh, ow);
         clt_tensor *x = make(dev, dt, xv, CLT_SHAPE(n, wc, wh, ww));
-        clt_tensor *w = make(dev, dt, wv, CLT_SHAPE(wc * m, 1, 3, 3));
+        clt_tensor *w = make(dev, dt, wv, CLT_SHAPE(wc * m, 1, ks, ks));
         check(clt_conv2d(x, w, NULL, p), want, n * wc * m * oh * ow,
               dt == CLT_F64 ? 1e-12 : 2e-5, "wide depthwise conv2d");
         clt_tensor_release(w), clt_tensor_release(x);

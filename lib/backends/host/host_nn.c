@@ -54,6 +54,26 @@ static inline long window_row(const clt__conv_call *c, size_t oy, int y)
     return iy >= 0 && iy < (long)c->H ? iy : -1;
 }
 
+/* The input column that tap column x of output column ox reads, or -1 outside the image. */
+static inline long window_col(const clt__conv_call *c, size_t ox, int x)
+{
+    long ix = (long)ox * c->sw - c->pw + (long)x * c->dw;
+    return ix >= 0 && ix < (long)c->W ? ix : -1;
+}
+
+/* The taps (y, x) of output (oy, ox)'s window that lie inside the image, in order, each with the
+ * input row iy and column ix it reads. */
+#define FOR_WINDOW_TAPS(c, oy, ox, ...)                                                        \
+    for (int y = 0; y < (c)->kh; y++) {                                                        \
+        long iy = window_row(c, oy, y);                                                        \
+        for (int x = 0; iy >= 0 && x < (c)->kw; x++) {                                         \
+            long ix = window_col(c, ox, x);                                                    \
+            if (ix >= 0) {                                                                     \
+                __VA_ARGS__;                                                                   \
+            }                                                                                  \
+        }                                                                                      \
+    }
+
 /* im2col for elements of one size (T an unsigned integer of that size), its rows [lo, hi) of
  * C * kh * kw: the output in order, a row of OW at a time: zero where its tap lies outside the
  * image, the rest copied (one memcpy at stride 1). */
@@ -166,23 +186,15 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
     {                                                                                          \
         CT best = 0, sum = 0;                                                                  \
         long best_at = -1, inside = 0;                                                         \
-        for (int y = 0; y < c->kh; y++) {                                                      \
-            long iy = window_row(c, oy, y);                                                    \
-            if (iy < 0)                                                                        \
-                continue;                                                                      \
-            for (int x = 0; x < c->kw; x++) {                                                  \
-                long ix = (long)ox * c->sw - c->pw + (long)x * c->dw;                          \
-                if (ix < 0 || ix >= (long)c->W)                                                \
-                    continue;                                                                  \
-                CT v = LOAD(plane[iy * (long)c->W + ix]);                                      \
-                inside++;                                                                      \
-                sum += v;                                                                      \
-                if (best_at < 0 || v > best || (v != v && best == best)) {                     \
-                    best = v;                                                                  \
-                    best_at = iy * (long)c->W + ix;                                            \
-                }                                                                              \
+        FOR_WINDOW_TAPS(c, oy, ox, {                                                           \
+            CT v = LOAD(plane[iy * (long)c->W + ix]);                                          \
+            inside++;                                                                          \
+            sum += v;                                                                          \
+            if (best_at < 0 || v > best || (v != v && best == best)) {                         \
+                best = v;                                                                      \
+                best_at = iy * (long)c->W + ix;                                                \
             }                                                                                  \
-        }                                                                                      \
+        });                                                                                    \
         if (c->is_max) {                                                                       \
             *out = STORE(best_at < 0 ? -INFINITY : best);                                      \
             if (arg)                                                                           \
@@ -258,10 +270,100 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
         }                                                                                      \
     }
 
-/* Depthwise convolution over output planes [lo, hi) of N * C * mult, in blocks of up to
- * DEPTHWISE_BLOCK output columns, each block of a row accumulated tap after tap (the OpenCL
- * kernel's order for every element) over the columns whose tap lies inside the image: a
- * unit-stride loop the compiler vectorises. At stride 1 in f32 and f64, the columns whose every
+/* HOST_DEPTHWISE3: depthwise_at_<DT>, one output of a depthwise convolution (its taps in order,
+ * those outside the image skipped), and depthwise3x3_<DT>, 3 x 3 depthwise convolution over
+ * output planes [lo, hi) at any stride and dilation: in the output rows whose three tap rows lie
+ * inside the image, the columns whose three taps do too go in one loop with the nine taps in
+ * registers (at strides 1 and 2 with constant steps, which compilers vectorise), every other
+ * output by depthwise_at; the same sums in the same order as the general path below. */
+#define HOST_DEPTHWISE3                                                                        \
+    static inline CT CLT_CAT(depthwise_at_, DT)(const clt__conv_call *c, const ST *plane,      \
+                                                const ST *taps, size_t oy, size_t ox)          \
+    {                                                                                          \
+        CT sum = 0;                                                                            \
+        FOR_WINDOW_TAPS(c, oy, ox,                                                             \
+                        sum += LOAD(taps[y * c->kw + x]) *                                     \
+                               LOAD(plane[(size_t)iy * c->W + (size_t)ix]));                   \
+        return sum;                                                                            \
+    }                                                                                          \
+    CLT__SIMD static void CLT_CAT(depthwise3x3_, DT)(const clt__conv_call *c, size_t lo,       \
+                                                     size_t hi)                                \
+    {                                                                                          \
+        const ST *in = (const ST *)c->in + c->in_offset;                                       \
+        const ST *weight = (const ST *)c->weight + c->weight_offset;                           \
+        ST *out = (ST *)c->out + c->out_offset;                                                \
+        size_t O = c->C * c->mult, OW = c->OW, W = c->W;                                       \
+        long sw = c->sw, dw = c->dw, reach = (long)W - 1 - 2 * dw + c->pw;                     \
+        size_t in_lo = (size_t)((c->pw + sw - 1) / sw),                                        \
+               in_hi = reach < 0 ? 0 : (size_t)(reach / sw + 1);                               \
+        in_lo = in_lo < OW ? in_lo : OW;                                                       \
+        in_hi = in_hi < OW ? in_hi : OW;                                                       \
+        in_hi = in_hi > in_lo ? in_hi : in_lo;                                                 \
+        for (size_t no = lo; no < hi; no++) {                                                  \
+            const ST *plane = in + ((no / O) * c->C + (no % O) / c->mult) * c->H * W;          \
+            const ST *taps = weight + (no % O) * 9;                                            \
+            CT t0 = LOAD(taps[0]), t1 = LOAD(taps[1]), t2 = LOAD(taps[2]),                     \
+               t3 = LOAD(taps[3]);                                                             \
+            CT t4 = LOAD(taps[4]), t5 = LOAD(taps[5]), t6 = LOAD(taps[6]),                     \
+               t7 = LOAD(taps[7]);                                                             \
+            CT t8 = LOAD(taps[8]);                                                             \
+            for (size_t oy = 0; oy < c->OH; oy++) {                                            \
+                ST *dst = out + (no * c->OH + oy) * OW;                                        \
+                long y0 = (long)oy * c->sh - c->ph;                                            \
+                bool rows = y0 >= 0 && y0 + 2L * c->dh < (long)c->H;                           \
+                size_t a = rows ? in_lo : OW, b = rows ? in_hi : OW;                           \
+                for (size_t ox = 0; ox < a; ox++)                                              \
+                    dst[ox] = STORE(CLT_CAT(depthwise_at_, DT)(c, plane, taps, oy, ox));       \
+                if (a < b) {                                                                   \
+                    const ST *r0 = plane + (size_t)y0 * W + (size_t)((long)a * sw - c->pw);    \
+                    const ST *r1 = r0 + (size_t)c->dh * W, *r2 = r1 + (size_t)c->dh * W;       \
+                    ST *o = dst + a;                                                           \
+                    size_t n = b - a;                                                          \
+                    if (sw == 1 && dw == 1)                                                    \
+                        for (size_t j = 0; j < n; j++) {                                       \
+                            CT sum = 0;                                                        \
+                            sum += t0 * LOAD(r0[j]), sum += t1 * LOAD(r0[j + 1]),              \
+                                sum += t2 * LOAD(r0[j + 2]);                                   \
+                            sum += t3 * LOAD(r1[j]), sum += t4 * LOAD(r1[j + 1]),              \
+                                sum += t5 * LOAD(r1[j + 2]);                                   \
+                            sum += t6 * LOAD(r2[j]), sum += t7 * LOAD(r2[j + 1]),              \
+                                sum += t8 * LOAD(r2[j + 2]);                                   \
+                            o[j] = STORE(sum);                                                 \
+                        }                                                                      \
+                    else if (sw == 2 && dw == 1)                                               \
+                        for (size_t j = 0; j < n; j++) {                                       \
+                            CT sum = 0;                                                        \
+                            sum += t0 * LOAD(r0[2 * j]), sum += t1 * LOAD(r0[2 * j + 1]),      \
+                                sum += t2 * LOAD(r0[2 * j + 2]);                               \
+                            sum += t3 * LOAD(r1[2 * j]), sum += t4 * LOAD(r1[2 * j + 1]),      \
+                                sum += t5 * LOAD(r1[2 * j + 2]);                               \
+                            sum += t6 * LOAD(r2[2 * j]), sum += t7 * LOAD(r2[2 * j + 1]),      \
+                                sum += t8 * LOAD(r2[2 * j + 2]);                               \
+                            o[j] = STORE(sum);                                                 \
+                        }                                                                      \
+                    else                                                                       \
+                        for (size_t j = 0; j < n; j++) {                                       \
+                            size_t x = j * (size_t)sw, d = (size_t)dw;                         \
+                            CT sum = 0;                                                        \
+                            sum += t0 * LOAD(r0[x]), sum += t1 * LOAD(r0[x + d]),              \
+                                sum += t2 * LOAD(r0[x + 2 * d]);                               \
+                            sum += t3 * LOAD(r1[x]), sum += t4 * LOAD(r1[x + d]),              \
+                                sum += t5 * LOAD(r1[x + 2 * d]);                               \
+                            sum += t6 * LOAD(r2[x]), sum += t7 * LOAD(r2[x + d]),              \
+                                sum += t8 * LOAD(r2[x + 2 * d]);                               \
+                            o[j] = STORE(sum);                                                 \
+                        }                                                                      \
+                }                                                                              \
+                for (size_t ox = b; ox < OW; ox++)                                             \
+                    dst[ox] = STORE(CLT_CAT(depthwise_at_, DT)(c, plane, taps, oy, ox));       \
+            }                                                                                  \
+        }                                                                                      \
+    }
+
+/* Depthwise convolution (3 x 3 windows by depthwise3x3) over output planes [lo, hi) of
+ * N * C * mult, in blocks of up to DEPTHWISE_BLOCK output columns, each block of a row
+ * accumulated tap after tap (the OpenCL kernel's order for every element) over the columns whose
+ * tap lies inside the image: a unit-stride loop the compiler vectorises. At stride 1 in f32 and f64, the columns whose every
  * tap lies inside (when there are DEPTHWISE_LANES of them) go DEPTHWISE_LANES at a time with
  * their sums in registers over all the taps (the same sums in the same order; the last block
  * overlaps the one before it), the columns left one at a time. */
@@ -304,9 +406,14 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
 #define DEPTHWISE_REGISTERS(from, to) (void)0
 #endif
 #define HOST_DEPTHWISE                                                                          \
+    HOST_DEPTHWISE3                                                                             \
     CLT__SIMD static void CLT_CAT(depthwise_, DT)(const void *call, size_t lo, size_t hi)       \
     {                                                                                           \
         const clt__conv_call *c = call;                                                         \
+        if (c->kh == 3 && c->kw == 3) {                                                         \
+            CLT_CAT(depthwise3x3_, DT)(c, lo, hi);                                              \
+            return;                                                                             \
+        }                                                                                       \
         const ST *in = (const ST *)c->in + c->in_offset;                                        \
         const ST *weight = (const ST *)c->weight + c->weight_offset;                            \
         ST *out = (ST *)c->out + c->out_offset;                                                 \
