@@ -21,11 +21,12 @@ dtypes=(
   "-DDT=i64 -DST=clt_i64 -DCT=clt_i64 -DKIND=int -DCLT_KIND_INT=1"
   "-DDT=b8 -DST=clt_u8 -DCT=clt_i64 -DKIND=int -DCLT_KIND_INT=1"
 )
-# cpu: float, double and long native widths
-targets=("haswell 8 4 4" "skylake-avx512 16 8 8" "x86-64-v2 4 2 2")
+# cpu: float, double and long native widths, and the GEMM tile's vectors a row for float and
+# double (clt__cl_gemm_nv: 4 for 64-byte vectors, else 3)
+targets=("haswell 8 4 4 3 3" "skylake-avx512 16 8 8 4 4" "x86-64-v2 4 2 2 3 3")
 failed=0 builds=0
 for t in "${targets[@]}"; do
-  read -r cpu vf vd vl <<<"$t"
+  read -r cpu vf vd vl nvf nvd <<<"$t"
   for f in elementwise reduce nn optim cast random gemm; do
     parts=(common scalar)
     case $f in
@@ -46,7 +47,8 @@ for t in "${targets[@]}"; do
       # shellcheck disable=SC2086 # the options are words
       if ! "$clang" -x cl -cl-std=CL1.2 -Xclang -finclude-default-header -target x86_64-pc-linux-gnu \
         -march="$cpu" -O1 -S -emit-llvm -o /dev/null -DCLT_HAS_FP64=1 -DCLT_VW_FLOAT="$vf" \
-        -DCLT_VW_DOUBLE="$vd" -DCLT_VW_LONG="$vl" $o "$tmp/src.cl" >"$tmp/log" 2>&1 ||
+        -DCLT_VW_DOUBLE="$vd" -DCLT_VW_LONG="$vl" -DCLT_GEMM_NV_FLOAT="$nvf" \
+        -DCLT_GEMM_NV_DOUBLE="$nvd" $o "$tmp/src.cl" >"$tmp/log" 2>&1 ||
         grep -q "warning:" "$tmp/log"; then
         echo "kernel_warnings: $f.cl for $cpu with [$o]:"
         grep -E "warning:|error:" "$tmp/log" | sort | uniq -c | sort -rn | head -5

@@ -135,6 +135,8 @@ static clt_device *describe(cl_platform_id platform, cl_device_id id, clt_device
     cd->vw_float = kernel_width(cd->native_float_width);
     cd->vw_double = kernel_width(native_width(id, CL_DEVICE_NATIVE_VECTOR_WIDTH_DOUBLE));
     cd->vw_long = kernel_width(native_width(id, CL_DEVICE_NATIVE_VECTOR_WIDTH_LONG));
+    cd->gemm_nv[0] = clt__cl_gemm_nv(cd->vw_float * 4);
+    cd->gemm_nv[1] = clt__cl_gemm_nv(cd->vw_double * 8);
     dev->index = -1;
     dev->backend = &clt__cl_backend;
     dev->impl = cd;

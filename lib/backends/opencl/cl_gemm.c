@@ -113,10 +113,20 @@ static clt_status run_clblast(const char *fn, clt_device *dev, const clt__gemm_c
 const char *const clt__gemm_variant_names[CLT__GEMM_VARIANTS] = {"clblast", "packed", "direct",
                                                                  "tiled"};
 
-/* The width of a packed panel of B: NV (4) vectors of VW elements (kernels/gemm.cl). */
+unsigned clt__cl_gemm_nv(unsigned vector_bytes)
+{
+    /* 64-byte vectors (AVX-512) come with 32 registers: 4 x 4 accumulators, 4 of B, 1 of A;
+     * narrower ones (AVX2, SSE) with 16 on x86-64: 4 x 3 + 3 + 1. 4 x 4 there spills, and runs
+     * at 0.55 times 4 x 3's rate on an AVX2 EPYC. */
+    return vector_bytes >= 64 ? 4 : 3;
+}
+
+/* The width of a packed panel of B: NV vectors of VW elements (kernels/gemm.cl). */
 static size_t panel_width(clt_device *dev, clt_dtype dtype)
 {
-    return 4 * (size_t)(dtype == CLT_F64 ? clt__cl(dev)->vw_double : clt__cl(dev)->vw_float);
+    clt__cl_device *cd = clt__cl(dev);
+    return dtype == CLT_F64 ? cd->gemm_nv[1] * (size_t)cd->vw_double
+                            : cd->gemm_nv[0] * (size_t)cd->vw_float;
 }
 
 size_t clt__cl_gemm_panel_bytes(clt_device *dev, const clt__gemm_call *c)

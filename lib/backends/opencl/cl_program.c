@@ -264,8 +264,9 @@ static void program_options(clt_device *dev, const char *name, const char *extra
     clt__cl_device *cd = clt__cl(dev);
     snprintf(options, size,
              "-cl-std=CL1.2 -DCLT_HAS_FP64=%d -DCLT_VW_FLOAT=%u -DCLT_VW_DOUBLE=%u "
-             "-DCLT_VW_LONG=%u%s%s%s", dev->info.fp64 ? 1 : 0, cd->vw_float, cd->vw_double,
-             cd->vw_long, pick, *extra ? " " : "", extra);
+             "-DCLT_VW_LONG=%u -DCLT_GEMM_NV_FLOAT=%u -DCLT_GEMM_NV_DOUBLE=%u%s%s%s",
+             dev->info.fp64 ? 1 : 0, cd->vw_float, cd->vw_double, cd->vw_long, cd->gemm_nv[0],
+             cd->gemm_nv[1], pick, *extra ? " " : "", extra);
 }
 
 /* The device's built program `name` with `extra` options, or NULL. Lock held. A program is

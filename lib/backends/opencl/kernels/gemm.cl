@@ -8,8 +8,10 @@
  * down M so that a panel of B stays in cache: on CPU-type devices this keeps the PW-wide rows of
  * C in vector registers (MR x NV accumulators of VW lanes) instead of relying on implicit
  * vectorisation across work-items. Built with -DT=float or -DT=double, VW the device's native
- * vector width for T (CLT_VW_FLOAT, CLT_VW_DOUBLE: 2 to 16, from the build options), as one
- * program per part (CLT_WANTED, common.cl): packed (gemm_pack and gemm_packed), direct, tiled.
+ * vector width for T (CLT_VW_FLOAT, CLT_VW_DOUBLE: 2 to 16, from the build options) and NV
+ * (CLT_GEMM_NV_FLOAT, CLT_GEMM_NV_DOUBLE: 3 or 4, as many as the registers that the native
+ * vector's size suggests hold; clt__cl_gemm_nv), as one program per part (CLT_WANTED,
+ * common.cl): packed (gemm_pack and gemm_packed), direct, tiled.
  *
  * A is m x k with element (i, l) at a[a_off + b * a_bs + i * a_rs + l * a_cs] in batch b, B is
  * k x n likewise, C is m x n with rows ldc apart. Every product is fma(), so results depend
@@ -17,14 +19,15 @@
 
 #if GEMM_F64
 #define VW CLT_VW_DOUBLE
+#define NV CLT_GEMM_NV_DOUBLE
 #else
 #define VW CLT_VW_FLOAT
+#define NV CLT_GEMM_NV_FLOAT
 #endif
 #define VT CLT_PASTE(T, VW)
 #define vloadw CLT_PASTE(vload, VW)
 #define vstorew CLT_PASTE(vstore, VW)
-#define MR 4
-#define NV 4
+#define MR 4 /* the register tile: MR rows of NV vectors of VW lanes */
 #define PW (VW * NV) /* the panel's width */
 
 /* One work-item a row l of a panel p of batch b: global (k, panels, batch). */
@@ -48,65 +51,44 @@ __kernel void gemm_pack(int n, int k, __global const T *bsrc, ulong b_off, ulong
 }
 #endif
 
-#define ACC_ROW(r) VT c##r##0 = 0, c##r##1 = 0, c##r##2 = 0, c##r##3 = 0
-#define ACC_TILE() ACC_ROW(0); ACC_ROW(1); ACC_ROW(2); ACC_ROW(3)
-#define FMA_ROW(r, x)                                                                             \
-    c##r##0 = fma((VT)(x), b0, c##r##0);                                                          \
-    c##r##1 = fma((VT)(x), b1, c##r##1);                                                          \
-    c##r##2 = fma((VT)(x), b2, c##r##2);                                                          \
-    c##r##3 = fma((VT)(x), b3, c##r##3)
-/* One step l of the tile: a column of four elements of A times a row of PW elements of B. */
-#define TILE_STEP()                                                                               \
-    do {                                                                                          \
-        T x0 = a0[0], x1 = a1[0], x2 = a2[0], x3 = a3[0];                                         \
-        a0 += a_cs, a1 += a_cs, a2 += a_cs, a3 += a_cs;                                           \
-        FMA_ROW(0, x0);                                                                           \
-        FMA_ROW(1, x1);                                                                           \
-        FMA_ROW(2, x2);                                                                           \
-        FMA_ROW(3, x3);                                                                           \
-    } while (0)
+/* The tile's accumulators, acc[r][q] lanes q * VW ... of row r, and the rows of A it reads. */
+#define ACC_TILE()                                                                                \
+    VT acc[MR][NV];                                                                               \
+    _Pragma("unroll") for (int r = 0; r < MR; r++)                                                \
+        _Pragma("unroll") for (int q = 0; q < NV; q++) acc[r][q] = 0
+/* One step l of the tile: a column of MR elements of A times a row of PW elements of B (bv). */
+#define TILE_STEP(bv)                                                                             \
+    _Pragma("unroll") for (int r = 0; r < MR; r++) {                                              \
+        VT x = (VT)ar[r][0];                                                                      \
+        ar[r] += a_cs;                                                                            \
+        _Pragma("unroll") for (int q = 0; q < NV; q++) acc[r][q] = fma(x, bv[q], acc[r][q]);       \
+    }
+/* C's rows i0 + r below m from their accumulators: alpha * acc + beta * C. */
+#define STORE_TILE()                                                                              \
+    _Pragma("unroll") for (int r = 0; r < MR; r++) if (i0 + r < m)                                \
+        store_row(cb + (ulong)(i0 + r) * ldc, j0, n, alpha, beta, acc[r])
 
-/* C's row i0 + r (when below m) from its four accumulators: alpha * acc + beta * C. */
-#define STORE_ROW(r)                                                                              \
-    if (i0 + r < m)                                                                               \
-        store_row(cb + (ulong)(i0 + r) * ldc, j0, n, alpha, beta, c##r##0, c##r##1, c##r##2,      \
-                  c##r##3)
-#define STORE_TILE() STORE_ROW(0); STORE_ROW(1); STORE_ROW(2); STORE_ROW(3)
-
-CLT_FN void store_row(__global T *crow, int j0, int n, T alpha, T beta, VT v0, VT v1, VT v2,
-                      VT v3)
+CLT_FN void store_row(__global T *crow, int j0, int n, T alpha, T beta, VT *v)
 {
     if (j0 + PW <= n) {
-        if (beta != 0) {
-            v0 = fma((VT)alpha, v0, (VT)beta * vloadw(0, crow + j0));
-            v1 = fma((VT)alpha, v1, (VT)beta * vloadw(0, crow + j0 + VW));
-            v2 = fma((VT)alpha, v2, (VT)beta * vloadw(0, crow + j0 + 2 * VW));
-            v3 = fma((VT)alpha, v3, (VT)beta * vloadw(0, crow + j0 + 3 * VW));
-        } else {
-            v0 *= alpha, v1 *= alpha, v2 *= alpha, v3 *= alpha;
+        for (int q = 0; q < NV; q++) {
+            VT o = beta != 0 ? fma((VT)alpha, v[q], (VT)beta * vloadw(q, crow + j0))
+                             : v[q] * alpha;
+            vstorew(o, q, crow + j0);
         }
-        vstorew(v0, 0, crow + j0);
-        vstorew(v1, 0, crow + j0 + VW);
-        vstorew(v2, 0, crow + j0 + 2 * VW);
-        vstorew(v3, 0, crow + j0 + 3 * VW);
         return;
     }
     T row[PW];
-    vstorew(v0, 0, row);
-    vstorew(v1, 1, row);
-    vstorew(v2, 2, row);
-    vstorew(v3, 3, row);
+    for (int q = 0; q < NV; q++)
+        vstorew(v[q], q, row);
     for (int j = 0; j < PW && j0 + j < n; j++)
         crow[j0 + j] = beta != 0 ? fma(alpha, row[j], beta * crow[j0 + j]) : alpha * row[j];
 }
 
-/* The start of rows i0 .. i0 + 3 of A (the last row stands in for rows beyond m). */
+/* The start of rows i0 ... i0 + MR - 1 of A (the last row stands in for rows beyond m). */
 #define A_ROWS()                                                                                  \
-    __global const T *ab = a + a_off + b * a_bs;                                                  \
-    __global const T *a0 = ab + (ulong)min(i0, m - 1) * a_rs;                                     \
-    __global const T *a1 = ab + (ulong)min(i0 + 1, m - 1) * a_rs;                                 \
-    __global const T *a2 = ab + (ulong)min(i0 + 2, m - 1) * a_rs;                                 \
-    __global const T *a3 = ab + (ulong)min(i0 + 3, m - 1) * a_rs
+    __global const T *ab = a + a_off + b * a_bs, *ar[MR];                                         \
+    _Pragma("unroll") for (int r = 0; r < MR; r++) ar[r] = ab + (ulong)min(i0 + r, m - 1) * a_rs
 
 /* Global (ceil(m / MR), ceil(n / PW), batch), work-groups of one work-item. */
 #if CLT_WANTED(packed)
@@ -121,8 +103,9 @@ __kernel void gemm_packed(int m, int n, int k, T alpha, T beta, __global const T
     A_ROWS();
     ACC_TILE();
     for (int l = 0; l < k; l++, bp += PW) {
-        VT b0 = vloadw(0, bp), b1 = vloadw(1, bp), b2 = vloadw(2, bp), b3 = vloadw(3, bp);
-        TILE_STEP();
+        VT bv[NV];
+        _Pragma("unroll") for (int q = 0; q < NV; q++) bv[q] = vloadw(q, bp);
+        TILE_STEP(bv);
     }
     STORE_TILE();
 }
@@ -144,16 +127,18 @@ __kernel void gemm_direct(int m, int n, int k, T alpha, T beta, __global const T
     ACC_TILE();
     if (j0 + PW <= n) {
         for (int l = 0; l < k; l++, bp += ldb) {
-            VT b0 = vloadw(0, bp), b1 = vloadw(1, bp), b2 = vloadw(2, bp), b3 = vloadw(3, bp);
-            TILE_STEP();
+            VT bv[NV];
+            _Pragma("unroll") for (int q = 0; q < NV; q++) bv[q] = vloadw(q, bp);
+            TILE_STEP(bv);
         }
     } else {
         T row[PW];
         for (int l = 0; l < k; l++, bp += ldb) {
             for (int j = 0; j < PW; j++)
                 row[j] = j0 + j < n ? bp[j] : (T)0;
-            VT b0 = vloadw(0, row), b1 = vloadw(1, row), b2 = vloadw(2, row), b3 = vloadw(3, row);
-            TILE_STEP();
+            VT bv[NV];
+            _Pragma("unroll") for (int q = 0; q < NV; q++) bv[q] = vloadw(q, row);
+            TILE_STEP(bv);
         }
     }
     STORE_TILE();
