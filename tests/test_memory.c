@@ -110,13 +110,14 @@ START_TEST(test_memory_limit_refused)
         size_t limit; /* 0: refused */
     } cases[] = {{"inf", 0}, {"1e30", 0}, {"0.5", 0}, {"-1", 0}, {"nan", 0}, {"1x", 0}, {"K", 0},
                  {"1", 1}, {"1.5K", 1536}, {"2G", (size_t)2 << 30}};
+    const char *no_vendors = test_temp_dir(); /* made here: the children end with _exit */
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         pid_t pid = fork();
         ck_assert_int_ge(pid, 0);
         if (pid == 0) {
             clt_memory_stats st;
             char want[128];
-            setenv("OCL_ICD_VENDORS", test_temp_dir(), 1); /* cpu alone */
+            setenv("OCL_ICD_VENDORS", no_vendors, 1); /* cpu alone */
             setenv("CLT_DEVICE_MEMORY_LIMIT", cases[k].value, 1);
             clt_set_log_callback(keep_warning, NULL, CLT_LOG_WARN);
             bool ok = clt_device_memory_stats(clt_device_cpu(), &st) == CLT_OK &&
