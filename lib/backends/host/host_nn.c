@@ -270,6 +270,24 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
         }                                                                                      \
     }
 
+/* Outputs o[0 .. n) of a 3 x 3 depthwise convolution from input rows r0, r1, r2 (at output
+ * column 0's first tap) at column step S and tap spacing D, the nine taps in t0 ... t8: constant
+ * S and D let the compiler vectorise the loop. */
+#define DEPTHWISE3_RUN(S, D)                                                                   \
+    do {                                                                                       \
+        for (size_t j = 0; j < n; j++) {                                                       \
+            size_t x = j * (S);                                                                \
+            CT sum = 0;                                                                        \
+            sum += t0 * LOAD(r0[x]), sum += t1 * LOAD(r0[x + (D)]);                            \
+            sum += t2 * LOAD(r0[x + 2 * (D)]);                                                 \
+            sum += t3 * LOAD(r1[x]), sum += t4 * LOAD(r1[x + (D)]);                            \
+            sum += t5 * LOAD(r1[x + 2 * (D)]);                                                 \
+            sum += t6 * LOAD(r2[x]), sum += t7 * LOAD(r2[x + (D)]);                            \
+            sum += t8 * LOAD(r2[x + 2 * (D)]);                                                 \
+            o[j] = STORE(sum);                                                                 \
+        }                                                                                      \
+    } while (0)
+
 /* HOST_DEPTHWISE3: depthwise_at_<DT>, one output of a depthwise convolution (its taps in order,
  * those outside the image skipped), and depthwise3x3_<DT>, 3 x 3 depthwise convolution over
  * output planes [lo, hi) at any stride and dilation: in the output rows whose three tap rows lie
@@ -320,39 +338,11 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
                     ST *o = dst + a;                                                           \
                     size_t n = b - a;                                                          \
                     if (sw == 1 && dw == 1)                                                    \
-                        for (size_t j = 0; j < n; j++) {                                       \
-                            CT sum = 0;                                                        \
-                            sum += t0 * LOAD(r0[j]), sum += t1 * LOAD(r0[j + 1]),              \
-                                sum += t2 * LOAD(r0[j + 2]);                                   \
-                            sum += t3 * LOAD(r1[j]), sum += t4 * LOAD(r1[j + 1]),              \
-                                sum += t5 * LOAD(r1[j + 2]);                                   \
-                            sum += t6 * LOAD(r2[j]), sum += t7 * LOAD(r2[j + 1]),              \
-                                sum += t8 * LOAD(r2[j + 2]);                                   \
-                            o[j] = STORE(sum);                                                 \
-                        }                                                                      \
+                        DEPTHWISE3_RUN(1, 1);                                                  \
                     else if (sw == 2 && dw == 1)                                               \
-                        for (size_t j = 0; j < n; j++) {                                       \
-                            CT sum = 0;                                                        \
-                            sum += t0 * LOAD(r0[2 * j]), sum += t1 * LOAD(r0[2 * j + 1]),      \
-                                sum += t2 * LOAD(r0[2 * j + 2]);                               \
-                            sum += t3 * LOAD(r1[2 * j]), sum += t4 * LOAD(r1[2 * j + 1]),      \
-                                sum += t5 * LOAD(r1[2 * j + 2]);                               \
-                            sum += t6 * LOAD(r2[2 * j]), sum += t7 * LOAD(r2[2 * j + 1]),      \
-                                sum += t8 * LOAD(r2[2 * j + 2]);                               \
-                            o[j] = STORE(sum);                                                 \
-                        }                                                                      \
+                        DEPTHWISE3_RUN(2, 1);                                                  \
                     else                                                                       \
-                        for (size_t j = 0; j < n; j++) {                                       \
-                            size_t x = j * (size_t)sw, d = (size_t)dw;                         \
-                            CT sum = 0;                                                        \
-                            sum += t0 * LOAD(r0[x]), sum += t1 * LOAD(r0[x + d]),              \
-                                sum += t2 * LOAD(r0[x + 2 * d]);                               \
-                            sum += t3 * LOAD(r1[x]), sum += t4 * LOAD(r1[x + d]),              \
-                                sum += t5 * LOAD(r1[x + 2 * d]);                               \
-                            sum += t6 * LOAD(r2[x]), sum += t7 * LOAD(r2[x + d]),              \
-                                sum += t8 * LOAD(r2[x + 2 * d]);                               \
-                            o[j] = STORE(sum);                                                 \
-                        }                                                                      \
+                        DEPTHWISE3_RUN((size_t)sw, (size_t)dw);                                \
                 }                                                                              \
                 for (size_t ox = b; ox < OW; ox++)                                             \
                     dst[ox] = STORE(CLT_CAT(depthwise_at_, DT)(c, plane, taps, oy, ox));       \
@@ -363,8 +353,9 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
 /* Depthwise convolution (3 x 3 windows by depthwise3x3) over output planes [lo, hi) of
  * N * C * mult, in blocks of up to DEPTHWISE_BLOCK output columns, each block of a row
  * accumulated tap after tap (the OpenCL kernel's order for every element) over the columns whose
- * tap lies inside the image: a unit-stride loop the compiler vectorises. At stride 1 in f32 and f64, the columns whose every
- * tap lies inside (when there are DEPTHWISE_LANES of them) go DEPTHWISE_LANES at a time with
+ * tap lies inside the image: a unit-stride loop the compiler vectorises. At stride 1 in f32 and
+ * f64, the columns whose every tap lies inside (when there are DEPTHWISE_LANES of them) go
+ * DEPTHWISE_LANES at a time with
  * their sums in registers over all the taps (the same sums in the same order; the last block
  * overlaps the one before it), the columns left one at a time. */
 #define DEPTHWISE_BLOCK 256

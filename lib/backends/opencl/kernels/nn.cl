@@ -206,6 +206,23 @@ static void depthwise2d_at(ulong i, ulong ox, ulong oy, __global ST *out,
     out[i] = STORE(sum);
 }
 
+/* Outputs o[0 .. n) of a 3 x 3 window from input rows r0, r1, r2 (at output column 0's first
+ * tap) at column step S and tap spacing D, the taps in t0 ... t8 (constant S and D at stride 1
+ * let compilers vectorise the loop). */
+#define DEPTHWISE3_RUN(S, D)                                                                   \
+    do {                                                                                       \
+        for (ulong j = 0; j < n; j++) {                                                        \
+            ulong x = j * (S);                                                                 \
+            CT sum = 0;                                                                        \
+            sum += t0 * LOAD(r0[x]), sum += t1 * LOAD(r0[x + (D)]);                            \
+            sum += t2 * LOAD(r0[x + 2 * (D)]), sum += t3 * LOAD(r1[x]);                        \
+            sum += t4 * LOAD(r1[x + (D)]), sum += t5 * LOAD(r1[x + 2 * (D)]);                  \
+            sum += t6 * LOAD(r2[x]), sum += t7 * LOAD(r2[x + (D)]);                            \
+            sum += t8 * LOAD(r2[x + 2 * (D)]);                                                 \
+            o[j] = STORE(sum);                                                                 \
+        }                                                                                      \
+    } while (0)
+
 /* Outputs j < len of output row oy of one plane, from column ox0 (blocked depthwise2d): the
  * columns whose 3 x 3 window lies inside the image in one loop over the row with the taps in
  * registers, which compilers vectorise; other columns and other windows by depthwise2d_at. The
@@ -233,26 +250,10 @@ static void depthwise2d_row(__global ST *out, __global const ST *plane, __global
         __global const ST *r2 = r1 + (long)dh * (long)W;
         __global ST *o = out + lo;
         ulong n = hi - lo;
-        if (sw == 1 && dw == 1) {
-            for (ulong j = 0; j < n; j++) {
-                CT sum = 0;
-                sum += t0 * LOAD(r0[j]), sum += t1 * LOAD(r0[j + 1]), sum += t2 * LOAD(r0[j + 2]);
-                sum += t3 * LOAD(r1[j]), sum += t4 * LOAD(r1[j + 1]), sum += t5 * LOAD(r1[j + 2]);
-                sum += t6 * LOAD(r2[j]), sum += t7 * LOAD(r2[j + 1]), sum += t8 * LOAD(r2[j + 2]);
-                o[j] = STORE(sum);
-            }
-        } else {
-            for (ulong j = 0; j < n; j++) {
-                ulong x = j * (ulong)sw;
-                CT sum = 0;
-                sum += t0 * LOAD(r0[x]), sum += t1 * LOAD(r0[x + dw]);
-                sum += t2 * LOAD(r0[x + 2 * dw]), sum += t3 * LOAD(r1[x]);
-                sum += t4 * LOAD(r1[x + dw]), sum += t5 * LOAD(r1[x + 2 * dw]);
-                sum += t6 * LOAD(r2[x]), sum += t7 * LOAD(r2[x + dw]);
-                sum += t8 * LOAD(r2[x + 2 * dw]);
-                o[j] = STORE(sum);
-            }
-        }
+        if (sw == 1 && dw == 1)
+            DEPTHWISE3_RUN(1, 1);
+        else
+            DEPTHWISE3_RUN((ulong)sw, (ulong)dw);
     }
     for (ulong j = hi; j < len; j++)
         depthwise2d_at(j, ox0 + j, oy, out, plane, taps, H, W, kh, kw, sh, sw, ph, pw, dh, dw);
@@ -283,8 +284,9 @@ __kernel void depthwise2d(__global ST *out, ulong out_off, __global const ST *in
     }
     for (ulong i = get_global_id(0); i < N * CM * OH * OW; i += get_global_size(0)) {
         ulong ox = i % OW, oy = (i / OW) % OH, p = i / (OW * OH), o = p % CM;
-        depthwise2d_at(i, ox, oy, out + out_off, in + in_off + ((p / CM) * C + o / mult) * H * W,
-                       weight + weight_off + o * taps_n, H, W, kh, kw, sh, sw, ph, pw, dh, dw);
+        __global const ST *plane = in + in_off + ((p / CM) * C + o / mult) * H * W;
+        depthwise2d_at(i, ox, oy, out + out_off, plane, weight + weight_off + o * taps_n, H, W, kh,
+                       kw, sh, sw, ph, pw, dh, dw);
     }
 }
 
