@@ -252,6 +252,67 @@ START_TEST(test_linear)
 }
 END_TEST
 
+/* a @ b for views a and b (taken), checked, then released. */
+static void view_product(clt_tensor *a, clt_tensor *b, double tol)
+{
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    clt_tensor *c = clt_matmul(a, b);
+    ck_assert_msg(c != NULL, "%s", clt_last_error());
+    check_matmul(a, b, c, tol);
+    clt_tensor_release(c), clt_tensor_release(b), clt_tensor_release(a);
+}
+
+/* view, a view of t, with t released. */
+static clt_tensor *viewed(clt_tensor *t, clt_tensor *view)
+{
+    clt_tensor_release(t);
+    return view;
+}
+
+/* Products of one row or one column (the host runs them as matrix-vector products, OpenCL
+ * devices by dot products where B is transposed) with transposed, strided and batched
+ * operands, f32 and f64, and nn.Linear of one row and of one output with a bias. */
+START_TEST(test_matmul_vectors)
+{
+    clt_device *dev = test_device(_i);
+    test_live base = test_live_now();
+    clt_manual_seed(7);
+    for (int d = 0; d < 2; d++) {
+        clt_dtype dt = d ? CLT_F64 : CLT_F32;
+        double tol = d ? TOL_F64 : TOL_F32;
+        if (d && !clt_device_get_info(dev)->fp64)
+            continue;
+        clt_tensor *t;
+        /* (1, 37) with columns 2 apart, by B^T (37, 5) */
+        t = rnd(dev, dt, CLT_SHAPE(37, 2));
+        t = viewed(t, clt_transpose(t, 0, 1));
+        clt_tensor *row = viewed(t, clt_narrow(t, 0, 1, 1));
+        t = rnd(dev, dt, CLT_SHAPE(5, 37));
+        view_product(row, viewed(t, clt_transpose(t, 0, 1)), tol);
+        /* (1, 37) by (37, 5) with rows 9 apart */
+        t = rnd(dev, dt, CLT_SHAPE(37, 9));
+        view_product(rnd(dev, dt, CLT_SHAPE(1, 37)), viewed(t, clt_narrow(t, 1, 2, 5)), tol);
+        /* A^T (7, 37) by a column (37, 1) with rows 3 apart */
+        t = rnd(dev, dt, CLT_SHAPE(37, 7));
+        clt_tensor *at = viewed(t, clt_transpose(t, 0, 1));
+        t = rnd(dev, dt, CLT_SHAPE(37, 3));
+        view_product(at, viewed(t, clt_narrow(t, 1, 1, 1)), tol);
+        /* (7, 37) by (1, 37)^T */
+        t = rnd(dev, dt, CLT_SHAPE(1, 37));
+        view_product(rnd(dev, dt, CLT_SHAPE(7, 37)), viewed(t, clt_transpose(t, 0, 1)), tol);
+        /* batches: (3, 1, 37) by B^T (3, 37, 5), (3, 7, 37) by (3, 37, 1) */
+        t = rnd(dev, dt, CLT_SHAPE(3, 5, 37));
+        view_product(rnd(dev, dt, CLT_SHAPE(3, 1, 37)), viewed(t, clt_transpose(t, 1, 2)), tol);
+        view_product(rnd(dev, dt, CLT_SHAPE(3, 7, 37)), rnd(dev, dt, CLT_SHAPE(3, 37, 1)), tol);
+        linear_case(dev, dt, CLT_SHAPE(1, 37), 5, true, tol);
+        linear_case(dev, dt, CLT_SHAPE(4, 37), 1, true, tol);
+    }
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), base);
+}
+END_TEST
+
 /* f64 where the device has it. */
 START_TEST(test_matmul_f64)
 {
@@ -430,6 +491,7 @@ Suite *suite_linalg(void)
     ADD_DEVICE_TEST(tc, test_matmul_views);
     ADD_DEVICE_TEST(tc, test_matmul_zero_sizes);
     ADD_DEVICE_TEST(tc, test_linear);
+    ADD_DEVICE_TEST(tc, test_matmul_vectors);
     ADD_DEVICE_TEST(tc, test_matmul_f64);
     ADD_DEVICE_TEST(tc, test_matmul_bad_input);
     ADD_DEVICE_TEST(tc, test_matmul_allocation_failures);

@@ -235,8 +235,8 @@ END_TEST
 
 /* An untuned device runs the default variant for its kind at once, small products and large:
  * the register tiles where the driver keeps each work-item's vectors (native float width above
- * 1), CLBlast where it vectorises across work-items; nothing is tuned, and the products are
- * right. */
+ * 1), and dot products for few rows by a transposed B, CLBlast where it vectorises across
+ * work-items; nothing is tuned, and the products are right. */
 START_TEST(test_gemm_defaults)
 {
     static char log[8192];
@@ -254,6 +254,14 @@ START_TEST(test_gemm_defaults)
     ck_assert_int_eq(v, tiles ? CLT__GEMM_DIRECT : CLT__GEMM_CLBLAST);
     ck_assert_int_eq(clt__cl_gemm_choose("test", dev, &large, &v), CLT_OK);
     ck_assert_int_eq(v, tiles ? CLT__GEMM_PACKED : CLT__GEMM_CLBLAST);
+    for (size_t m = 1; m <= 200; m += 63) { /* B transposed: dot products up to 64 rows */
+        clt__gemm_call few =
+            {.dtype = CLT_F32, .m = m, .n = 3072, .k = 768, .batch = 1, .trans_b = true};
+        ck_assert_int_eq(clt__cl_gemm_choose("test", dev, &few, &v), CLT_OK);
+        ck_assert_int_eq(v, !tiles    ? CLT__GEMM_CLBLAST
+                            : m <= 64 ? CLT__GEMM_DOT
+                                      : CLT__GEMM_PACKED);
+    }
     clt_manual_seed(6);
     for (int64_t n = 1; n <= 200; n *= 14) {
         clt_tensor *a = rnd(dev, CLT_F32, CLT_SHAPE(n, 10));
@@ -279,7 +287,7 @@ START_TEST(test_gemm_forced)
     ck_assert_ptr_null(clt_matmul(a, a));
     ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
     ck_assert_error_has("clt_matmul: CLT_GEMM=fastest names no GEMM variant: expected auto, "
-                        "clblast, packed, direct or tiled");
+                        "clblast, packed, direct, tiled or dot");
     clt_tensor_release(a);
 }
 END_TEST

@@ -111,7 +111,7 @@ static clt_status run_clblast(const char *fn, clt_device *dev, const clt__gemm_c
 }
 
 const char *const clt__gemm_variant_names[CLT__GEMM_VARIANTS] = {"clblast", "packed", "direct",
-                                                                 "tiled"};
+                                                                 "tiled", "dot"};
 
 unsigned clt__cl_gemm_nv(unsigned vector_bytes)
 {
@@ -151,6 +151,7 @@ bool clt__cl_gemm_fits(clt_device *dev, clt__gemm_variant v, const clt__gemm_cal
         return clt__cl_gemm_panel_bytes(dev, c) <= dev->info.max_alloc_bytes;
     case CLT__GEMM_DIRECT:
         return !c->trans_b;
+    case CLT__GEMM_DOT: return c->trans_b;
     case CLT__GEMM_TILED:
         return dev->info.max_work_group_size >= 256;
     default:
@@ -194,6 +195,15 @@ static clt_status run_ours(const char *fn, clt_device *dev, clt__gemm_variant v,
                                  NULL);
     }
     size_t global[3] = {(c->m + 3) / 4, np, c->batch}, one[3] = {1, 1, 1};
+    if (v == CLT__GEMM_DOT) {
+        size_t dot_global[3] = {(c->m + 3) / 4, (c->n + 1) / 2, c->batch};
+        clt__cl_arg rest[] = {{sizeof b, &b},     {8, &b_off}, {8, &b_cs}, {8, &b_bs},
+                              {sizeof out, &out}, {8, &c_off}, {8, &ldc},  {8, &c_bs}};
+        memcpy(args + nargs, rest, sizeof rest);
+        return clt__cl_launch_nd(fn, dev, "gemm:dot", options, "gemm_dot", args,
+                                 nargs + (int)(sizeof rest / sizeof *rest), 3, dot_global, one,
+                                 NULL);
+    }
     if (v == CLT__GEMM_DIRECT) {
         clt__cl_arg rest[] = {{sizeof b, &b},     {8, &b_off}, {8, &b_rs}, {8, &b_bs},
                               {sizeof out, &out}, {8, &c_off}, {8, &ldc},  {8, &c_bs}};

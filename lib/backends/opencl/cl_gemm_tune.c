@@ -25,13 +25,24 @@
                               * keep the default (a slow device, a simulator) */
 #define TUNE_WALL_S 3.0      /* seconds of tuning (compiles and checks included) past which no
                               * larger class is timed */
-#define TUNE_FORMAT "cltensor gemm tuning 3\n"
+#define TUNE_FORMAT "cltensor gemm tuning 4\n"
 
 static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static const size_t few_rows[CLT__GEMM_FEW_CLASSES] = CLT__GEMM_FEW_ROWS;
+
+/* The index of c's choice among a device's few-row ones, or -1 when it has none. */
+static int few_class(const clt__gemm_call *c)
+{
+    for (int f = 0; c->trans_b && f < CLT__GEMM_FEW_CLASSES; f++)
+        if (c->m <= few_rows[f])
+            return CLT__GEMM_FEW + f;
+    return -1;
 }
 
 int clt__gemm_class(const clt__gemm_call *c)
@@ -241,12 +252,21 @@ static bool verify(const char *fn, clt_device *dev, clt__gemm_variant v, clt_dty
     return checked > 0;
 }
 
-/* Seconds one n x n x n product of v takes (finished); negative on an error. */
+/* Seconds one product of v takes (finished), m x n x n with B transposed or not; negative on
+ * an error. */
 static double time_one(const char *fn, clt_device *dev, clt__gemm_variant v, clt_dtype dtype,
-                       size_t n, const scratch *s)
+                       size_t m, size_t n, bool trans_b, const scratch *s)
 {
-    clt__gemm_call c = {.dtype = dtype, .m = n, .n = n, .k = n, .batch = 1, .alpha = 1,
-                        .lda = n, .ldb = n, .ldc = n};
+    clt__gemm_call c = {.dtype = dtype,
+                        .m = m,
+                        .n = n,
+                        .k = n,
+                        .batch = 1,
+                        .alpha = 1,
+                        .lda = n,
+                        .ldb = n,
+                        .ldc = n,
+                        .trans_b = trans_b};
     double t0 = now_s();
     if (run(fn, dev, v, c, s) != CLT_OK || clFinish(clt__cl(dev)->queue) != CL_SUCCESS)
         return -1;
@@ -257,16 +277,18 @@ static double time_one(const char *fn, clt_device *dev, clt__gemm_variant v, clt
  * its own on first use) and is not counted; a variant whose second run is over three times the
  * best so far is not run again (it cannot win). *spent adds the counted runs' seconds. */
 static double measure(const char *fn, clt_device *dev, clt__gemm_variant v, clt_dtype dtype,
-                      size_t n, const scratch *s, double best, double *spent)
+                      size_t m, size_t n, bool trans_b, const scratch *s, double best,
+                      double *spent)
 {
     double t[3], second;
-    if (time_one(fn, dev, v, dtype, n, s) < 0 || (second = time_one(fn, dev, v, dtype, n, s)) < 0)
+    if (time_one(fn, dev, v, dtype, m, n, trans_b, s) < 0 ||
+        (second = time_one(fn, dev, v, dtype, m, n, trans_b, s)) < 0)
         return -1;
     *spent += second;
     if (best > 0 && second > 3 * best)
         return second;
     for (int r = 0; r < 3; r++) {
-        if ((t[r] = time_one(fn, dev, v, dtype, n, s)) < 0)
+        if ((t[r] = time_one(fn, dev, v, dtype, m, n, trans_b, s)) < 0)
             return -1;
         *spent += t[r];
     }
@@ -303,7 +325,10 @@ static void defaults(clt_device *dev, unsigned char *choice)
     bool tiles = tile_shaped(dev);
     for (int cls = 0; cls < CLT__GEMM_CLASSES; cls++)
         choice[cls] = !tiles ? CLT__GEMM_CLBLAST : cls < 3 ? CLT__GEMM_DIRECT : CLT__GEMM_PACKED;
-    choice[CLT__GEMM_CLASSES] = tiles ? CLT__GEMM_PACKED : CLT__GEMM_CLBLAST;
+    choice[CLT__GEMM_FALLBACK] = tiles ? CLT__GEMM_PACKED : CLT__GEMM_CLBLAST;
+    for (int f = 0; f < CLT__GEMM_FEW_CLASSES; f++) /* dot won to 64 rows on an AVX2 EPYC */
+        choice[CLT__GEMM_FEW + f] =
+            tiles && few_rows[f] <= 64 ? CLT__GEMM_DOT : choice[CLT__GEMM_FALLBACK];
 }
 
 /* Whether tuning considers variant v on dev: the library's kernels shaped for it, and CLBlast
@@ -311,7 +336,7 @@ static void defaults(clt_device *dev, unsigned char *choice)
  * kernels ran 13-18 times slower than the tiles, and compiling them took PoCL about 20 s). */
 static bool candidate(clt_device *dev, clt__gemm_variant v)
 {
-    if (v == CLT__GEMM_PACKED || v == CLT__GEMM_DIRECT)
+    if (v == CLT__GEMM_PACKED || v == CLT__GEMM_DIRECT || v == CLT__GEMM_DOT)
         return tile_shaped(dev);
     return v == CLT__GEMM_TILED || !tile_shaped(dev);
 }
@@ -324,7 +349,7 @@ static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigne
     double start = now_s(), spent = 0, last = 0, *host; /* last: the last class's timed runs */
     scratch s;
     clt_status st;
-    char line[256];
+    char line[512];
     int len;
     clt__gemm_call big = {.dtype = dtype, .m = n, .n = n, .k = n, .batch = 1};
     unsigned char fallback[CLT__GEMM_CHOICES]; /* what a class not timed takes, if verified */
@@ -358,8 +383,10 @@ static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigne
         double before = spent;
         double t[CLT__GEMM_VARIANTS];
         for (int v = 0; v < CLT__GEMM_VARIANTS; v++) {
-            t[v] = ok[v] ? measure(fn, dev, (clt__gemm_variant)v, dtype, size, &s, best, &spent)
-                         : -1;
+            t[v] = ok[v] && v != CLT__GEMM_DOT /* not shaped for square products */
+                       ? measure(fn, dev, (clt__gemm_variant)v, dtype, size, size, false, &s,
+                                 best, &spent)
+                       : -1;
             if (t[v] >= 0 && (best < 0 || t[v] < best))
                 best = t[v], choice[cls] = (unsigned char)v;
         }
@@ -367,7 +394,7 @@ static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigne
         /* a variant four times slower than the best is not timed at larger sizes (the library's
          * one-work-item kernels on a GPU), CLBlast's default always is */
         for (int v = CLT__GEMM_CLBLAST + 1; v < CLT__GEMM_VARIANTS; v++)
-            if (t[v] < 0 || t[v] > 4 * best)
+            if (v != CLT__GEMM_DOT && (t[v] < 0 || t[v] > 4 * best))
                 ok[v] = false;
         if (len > 0 && (size_t)len < sizeof line)
             len += snprintf(line + len, sizeof line - (size_t)len, " %zu %s (%.1f GFLOP/s)", size,
@@ -375,7 +402,27 @@ static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigne
                             best > 0 ? 2e-9 * (double)size * (double)size * (double)size / best
                                      : 0.0);
     }
-    choice[CLT__GEMM_CLASSES] = ok_packed ? CLT__GEMM_PACKED : CLT__GEMM_CLBLAST;
+    choice[CLT__GEMM_FALLBACK] = ok_packed ? CLT__GEMM_PACKED : CLT__GEMM_CLBLAST;
+    /* few rows, B transposed: dot against the fallback on m x 512 x 512 */
+    for (int f = 0; f < CLT__GEMM_FEW_CLASSES; f++) {
+        unsigned char other = choice[CLT__GEMM_FALLBACK], *to = &choice[CLT__GEMM_FEW + f];
+        double t_dot = -1, t_other = -1;
+        if (!ok[CLT__GEMM_DOT]) {
+            *to = other;
+        } else if (now_s() - start > TUNE_WALL_S) { /* out of time: the default */
+            *to = fallback[CLT__GEMM_FEW + f] == CLT__GEMM_DOT ? CLT__GEMM_DOT : other;
+        } else {
+            t_other = measure(fn, dev, (clt__gemm_variant)other, dtype, few_rows[f], 512, true,
+                              &s, -1, &spent);
+            if (t_other >= 0)
+                t_dot = measure(fn, dev, CLT__GEMM_DOT, dtype, few_rows[f], 512, true, &s,
+                                t_other, &spent);
+            *to = t_dot >= 0 && t_dot < t_other ? CLT__GEMM_DOT : other;
+        }
+        if (len > 0 && (size_t)len < sizeof line)
+            len += snprintf(line + len, sizeof line - (size_t)len, "; %zu rows, B^T %s",
+                            few_rows[f], clt__gemm_variant_names[*to]);
+    }
     scratch_free(&s);
     clt_clear_error();
     clt__log(CLT_LOG_INFO, "%s; tuned in %.2f s", line, now_s() - start);
@@ -494,16 +541,19 @@ clt_status clt__cl_gemm_choose(const char *fn, clt_device *dev, const clt__gemm_
     if (forced == -2)
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                           "CLT_GEMM=%s names no GEMM variant: expected auto, clblast, packed, "
-                          "direct or tiled", getenv("CLT_GEMM"));
+                          "direct, tiled or dot",
+                          getenv("CLT_GEMM"));
     if (forced >= 0) {
         choice[0] = (clt__gemm_variant)forced;
-        choice[CLT__GEMM_CLASSES] = CLT__GEMM_PACKED;
+        choice[CLT__GEMM_FALLBACK] = CLT__GEMM_PACKED;
     } else if ((st = choices(fn, dev, c->dtype, false, choice)) != CLT_OK) {
         return st;
     }
     *v = choice[forced >= 0 ? 0 : clt__gemm_class(c)];
+    if (forced < 0 && few_class(c) >= 0)
+        *v = choice[few_class(c)];
     if (!clt__cl_gemm_fits(dev, *v, c))
-        *v = choice[CLT__GEMM_CLASSES];
+        *v = choice[CLT__GEMM_FALLBACK];
     if (!clt__cl_gemm_fits(dev, *v, c))
         *v = CLT__GEMM_CLBLAST;
     return CLT_OK;

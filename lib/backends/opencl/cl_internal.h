@@ -20,6 +20,7 @@ typedef enum clt__gemm_variant {
     CLT__GEMM_PACKED, /* B packed into panels, one work-item a 4 x 64 tile (CPU-type devices) */
     CLT__GEMM_DIRECT, /* the same tile with B read in place (B not transposed) */
     CLT__GEMM_TILED,  /* 16 x 16 work-items over 64 x 64 tiles in local memory (GPUs) */
+    CLT__GEMM_DOT,    /* dot products of rows, B transposed, not packed (few rows of A) */
     CLT__GEMM_VARIANTS
 } clt__gemm_variant;
 extern const char *const clt__gemm_variant_names[CLT__GEMM_VARIANTS];
@@ -27,9 +28,19 @@ extern const char *const clt__gemm_variant_names[CLT__GEMM_VARIANTS];
 /* GEMMs are tuned per size class: the cube root of m n k about 64, 128, 256, 512, 1024 and
  * more (clt__gemm_class). A device's choices are one variant a class, then the variant for a
  * product its class's variant cannot run (direct with B transposed): packed when it passed
- * verification, else CLBlast. */
+ * verification, else CLBlast; then, for products with B transposed and few rows (a
+ * transformer's decoding step, nn.Linear on a small batch), where packing B can cost more than
+ * the product, one variant for each bound of m in CLT__GEMM_FEW_ROWS (dot or the one before,
+ * tuned on m x 512 x 512). */
 #define CLT__GEMM_CLASSES 5
-#define CLT__GEMM_CHOICES (CLT__GEMM_CLASSES + 1)
+#define CLT__GEMM_FALLBACK CLT__GEMM_CLASSES  /* the index of the second kind of choice */
+#define CLT__GEMM_FEW (CLT__GEMM_CLASSES + 1) /* and of the third */
+#define CLT__GEMM_FEW_CLASSES 4
+#define CLT__GEMM_FEW_ROWS                                                                     \
+    {                                                                                          \
+        8, 32, 64, 128                                                                         \
+    }
+#define CLT__GEMM_CHOICES (CLT__GEMM_FEW + CLT__GEMM_FEW_CLASSES)
 
 /* A built program and the kernels taken from it so far. A program's name is a file of cl/
  * ("nn"), or "file:part" for the kernels of one part of it ("elementwise:contiguous"), built

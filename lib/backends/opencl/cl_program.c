@@ -510,6 +510,7 @@ static const struct {
     {"gemm:direct", D(CLT_F32) | D(CLT_F64), GEMM_OPTIONS},
     {"gemm:packed", D(CLT_F32) | D(CLT_F64), GEMM_OPTIONS},
     {"gemm:tiled", D(CLT_F32) | D(CLT_F64), GEMM_OPTIONS},
+    {"gemm:dot", D(CLT_F32) | D(CLT_F64), GEMM_OPTIONS},
     {"random", D(CLT_F32), NO_OPTIONS},
     {"cast:from_f32", D(CLT_F32), NO_OPTIONS},
     {"cast:from_f64", D(CLT_F64), NO_OPTIONS},

@@ -3,7 +3,8 @@
  *   gemm_pack    op(B) copied into panels of PW columns, zero beyond n: [batch][panel][k][PW];
  *   gemm_packed  one work-item a MR x PW tile of C from rows of A and a packed panel of B;
  *   gemm_direct  the same tile with op(B) read in place (B not transposed);
- *   gemm_tiled   16 x 16 work-items sharing 64 x 64 tiles through local memory (GPUs).
+ *   gemm_tiled   16 x 16 work-items sharing 64 x 64 tiles through local memory (GPUs);
+ *   gemm_dot     one work-item a MR x 2 tile of C as dot products, B transposed (few rows).
  * The packed and direct kernels run in work-groups of one work-item, consecutive ones walking
  * down M so that a panel of B stays in cache: on CPU-type devices this keeps the PW-wide rows of
  * C in vector registers (MR x NV accumulators of VW lanes) instead of relying on implicit
@@ -11,11 +12,12 @@
  * vector width for T (CLT_VW_FLOAT, CLT_VW_DOUBLE: 2 to 16, from the build options) and NV
  * (CLT_GEMM_NV_FLOAT, CLT_GEMM_NV_DOUBLE: 3 or 4, as many as the registers that the native
  * vector's size suggests hold; clt__cl_gemm_nv), as one program per part (CLT_WANTED,
- * common.cl): packed (gemm_pack and gemm_packed), direct, tiled.
+ * common.cl): packed (gemm_pack and gemm_packed), direct, tiled, dot.
  *
  * A is m x k with element (i, l) at a[a_off + b * a_bs + i * a_rs + l * a_cs] in batch b, B is
  * k x n likewise, C is m x n with rows ldc apart. Every product is fma(), so results depend
- * only on the order of summation, which is l = 0, 1, ... k - 1 for every element. */
+ * only on the order of summation, which is l = 0, 1, ... k - 1 for every element (gemm_dot: VW
+ * interleaved partial sums, then the rest). */
 
 #if GEMM_F64
 #define VW CLT_VW_DOUBLE
@@ -142,6 +144,69 @@ __kernel void gemm_direct(int m, int n, int k, T alpha, T beta, __global const T
         }
     }
     STORE_TILE();
+}
+#endif
+
+/* Products of few rows with B transposed (B^T's element (j, l) at
+ * bsrc[b_off + b * b_bs + j * ldb + l]), without packing B: one work-item a MR x DJ tile of C as
+ * dot products of rows of A and rows of B^T, each VW lanes of partial sums (l = q, q + VW, ...
+ * in lane q) added up in lane order at the end, then the last k % VW steps. A's rows are read as vectors where its columns are adjacent
+ * (a_cs 1), gathered element by element otherwise. Global (ceil(m / MR), ceil(n / DJ), batch),
+ * work-groups of one work-item. */
+#define DJ 2
+#if CLT_WANTED(dot)
+CLT_FN T lanes_sum(VT v)
+{
+    T x[VW];
+    vstorew(v, 0, x);
+    T s = x[0];
+    for (int q = 1; q < VW; q++)
+        s += x[q];
+    return s;
+}
+
+__kernel void gemm_dot(int m, int n, int k, T alpha, T beta, __global const T *a, ulong a_off,
+                       ulong a_rs, ulong a_cs, ulong a_bs, __global const T *bsrc, ulong b_off,
+                       ulong ldb, ulong b_bs, __global T *c, ulong c_off, ulong ldc, ulong c_bs)
+{
+    int i0 = get_global_id(0) * MR, j0 = get_global_id(1) * DJ, b = get_global_id(2);
+    __global const T *bb = bsrc + b_off + b * b_bs, *bt[DJ];
+    __global T *cb = c + c_off + b * c_bs;
+    A_ROWS();
+    _Pragma("unroll") for (int q = 0; q < DJ; q++) bt[q] = bb + (ulong)min(j0 + q, n - 1) * ldb;
+    VT acc[MR][DJ];
+    _Pragma("unroll") for (int r = 0; r < MR; r++)
+        _Pragma("unroll") for (int q = 0; q < DJ; q++) acc[r][q] = 0;
+    int l = 0;
+    for (; l + VW <= k; l += VW) {
+        VT bv[DJ];
+        _Pragma("unroll") for (int q = 0; q < DJ; q++) bv[q] = vloadw(0, bt[q] + l);
+        _Pragma("unroll") for (int r = 0; r < MR; r++) {
+            VT x;
+            if (a_cs == 1) {
+                x = vloadw(0, ar[r] + l);
+            } else {
+                T e[VW];
+                for (int u = 0; u < VW; u++)
+                    e[u] = ar[r][(ulong)(l + u) * a_cs];
+                x = vloadw(0, e);
+            }
+            _Pragma("unroll") for (int q = 0; q < DJ; q++) acc[r][q] = fma(x, bv[q], acc[r][q]);
+        }
+    }
+    T s[MR][DJ];
+    _Pragma("unroll") for (int r = 0; r < MR; r++)
+        _Pragma("unroll") for (int q = 0; q < DJ; q++) s[r][q] = lanes_sum(acc[r][q]);
+    for (; l < k; l++)
+        _Pragma("unroll") for (int r = 0; r < MR; r++) {
+            T x = ar[r][(ulong)l * a_cs];
+            _Pragma("unroll") for (int q = 0; q < DJ; q++) s[r][q] = fma(x, bt[q][l], s[r][q]);
+        }
+    for (int r = 0; r < MR && i0 + r < m; r++)
+        for (int q = 0; q < DJ && j0 + q < n; q++) {
+            __global T *o = cb + (ulong)(i0 + r) * ldc + j0 + q;
+            *o = beta != 0 ? fma(alpha, s[r][q], beta * *o) : alpha * s[r][q];
+        }
 }
 #endif
 
