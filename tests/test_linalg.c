@@ -313,6 +313,38 @@ START_TEST(test_matmul_vectors)
 }
 END_TEST
 
+/* Products large enough for cpu to split over its threads (four here, whatever the machine
+ * has): ranges of C's columns (more columns than rows, one row included) and of its rows, of
+ * transposed and strided operands, a batch of fewer matrices than threads, f32 and f64. */
+START_TEST(test_matmul_split)
+{
+    clt_device *dev = test_device(_i);
+    int threads = clt_get_num_threads();
+    test_live base = test_live_now();
+    ck_assert_int_eq(clt_set_num_threads(4), CLT_OK);
+    clt_manual_seed(8);
+    for (int d = 0; d < 2; d++) {
+        clt_dtype dt = d ? CLT_F64 : CLT_F32;
+        double tol = d ? TOL_F64 : TOL_F32;
+        if (d && !clt_device_get_info(dev)->fp64)
+            continue;
+        clt_tensor *t = rnd(dev, dt, CLT_SHAPE(2001, 600));
+        view_product(rnd(dev, dt, CLT_SHAPE(1, 600)), viewed(t, clt_transpose(t, 0, 1)), tol);
+        t = rnd(dev, dt, CLT_SHAPE(400, 301));
+        clt_tensor *at = viewed(t, clt_transpose(t, 0, 1)); /* (301, 400) */
+        view_product(at, rnd(dev, dt, CLT_SHAPE(400, 50)), tol);
+        t = rnd(dev, dt, CLT_SHAPE(300, 710));
+        view_product(rnd(dev, dt, CLT_SHAPE(41, 300)), viewed(t, clt_narrow(t, 1, 3, 701)), tol);
+        view_product(rnd(dev, dt, CLT_SHAPE(3, 37, 200)), rnd(dev, dt, CLT_SHAPE(3, 200, 90)),
+                     tol);
+        linear_case(dev, dt, CLT_SHAPE(4, 300), 999, true, tol);
+    }
+    ck_assert_int_eq(clt_set_num_threads(threads), CLT_OK);
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), base);
+}
+END_TEST
+
 /* f64 where the device has it. */
 START_TEST(test_matmul_f64)
 {
@@ -492,6 +524,7 @@ Suite *suite_linalg(void)
     ADD_DEVICE_TEST(tc, test_matmul_zero_sizes);
     ADD_DEVICE_TEST(tc, test_linear);
     ADD_DEVICE_TEST(tc, test_matmul_vectors);
+    ADD_DEVICE_TEST(tc, test_matmul_split);
     ADD_DEVICE_TEST(tc, test_matmul_f64);
     ADD_DEVICE_TEST(tc, test_matmul_bad_input);
     ADD_DEVICE_TEST(tc, test_matmul_allocation_failures);

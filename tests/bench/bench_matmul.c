@@ -1,6 +1,7 @@
 /* Matrix product benchmark: clt_matmul of two n x n f32 matrices on cpu and on every gpu:N,
  * against a BLAS called directly on the same memory: cblas_sgemm on the host buffers for cpu
- * (OpenBLAS with the OPENBLAS_CORETYPE this process has, named in the line), CLBlastSgemm with
+ * (OpenBLAS with the OPENBLAS_CORETYPE this process has, named in the line, on as many of its
+ * own threads as cpu has), CLBlastSgemm with
  * its default parameters on the same cl_mem buffers and queue for OpenCL devices. Each time
  * waits for the device. Prints one JSON line per case: medians of repeated runs after a warm-up,
  * GFLOP/s (2 n^3 per product), the time ratio to the direct call, the GEMM variant the device's
@@ -90,7 +91,9 @@ static int bench(clt_device *dev, int64_t n)
         fprintf(stderr, "%s\n", clt_last_error());
         return -1;
     }
-    for (int r = -1; r < repeats; r++) { /* one warm-up round */
+    /* the library's runs, then the direct calls', each after one warm-up: interleaved, the
+     * threads one leaves spinning for a while (OpenBLAS's) would slow the other's */
+    for (int r = -1; r < repeats; r++) {
         double t0 = now_s();
         clt_tensor *p = clt_matmul(a, b);
         clt_status st = clt_device_synchronize(dev);
@@ -99,18 +102,26 @@ static int bench(clt_device *dev, int64_t n)
             fprintf(stderr, "%s\n", clt_last_error());
             return -1;
         }
-        double t2 = now_s();
+        if (r < 0 && direct_sgemm(dev, a, b, c, (size_t)n) == 0)
+            diff = difference(p, c, n);
+        else if (r < 0)
+            return -1;
+        clt_tensor_release(p);
+        if (r >= 0)
+            t_clt[r] = t1 - t0;
+    }
+    bool host = clt_device_get_info(dev)->type == CLT_DEVICE_HOST;
+    if (host) /* on OpenBLAS's own threads, as many as cpu's (the library leaves OpenBLAS one) */
+        openblas_set_num_threads(clt_get_num_threads());
+    for (int r = -1; r < repeats; r++) {
+        double t0 = now_s();
         if (direct_sgemm(dev, a, b, c, (size_t)n) != 0)
             return -1;
-        double t3 = now_s();
-        if (r < 0)
-            diff = difference(p, c, n);
-        clt_tensor_release(p);
-        if (r < 0)
-            continue;
-        t_clt[r] = t1 - t0;
-        t_ref[r] = t3 - t2;
+        if (r >= 0)
+            t_ref[r] = now_s() - t0;
     }
+    if (host)
+        openblas_set_num_threads(1);
     double t = median(t_clt, repeats), ref = median(t_ref, repeats);
     double flop = 2.0 * (double)n * (double)n * (double)n;
     const char *coretype = getenv("OPENBLAS_CORETYPE");

@@ -2,8 +2,7 @@
  * SGD step, waiting for the device) of a 784-256-10 MLP and of the CNN of
  * samples/train_digits.c (on 8x8 single-channel images), batch 128 of random data, on cpu and
  * on every gpu:N. The references, measured in the same run: PyTorch on the CPU, its faster of
- * one thread and as many threads as the cpu device's OpenBLAS has (OPENBLAS_NUM_THREADS, else
- * one a core; the host loops run on one), both reported, by tests/bench/train_torch.py when an
+ * one thread and as many threads as the cpu device has (CLT_NUM_THREADS, else one a core), both reported, by tests/bench/train_torch.py when an
  * interpreter with torch is found
  * ($PYTHON, python3, /usr/bin/python3); and for the MLP the same step written by hand with
  * cblas_sgemm (two products forward, three backward) and plain loops, the reference when
@@ -172,12 +171,14 @@ static double blas_step_time(void)
     for (int i = 0; i < BATCH; i++)
         m->y[i] = (i * 7) % 10;
     double t[REPEATS];
+    openblas_set_num_threads(clt_get_num_threads()); /* the library leaves OpenBLAS one */
     for (int r = -WARMUP; r < REPEATS; r++) {
         double t0 = now_s();
         blas_step(m);
         if (r >= 0)
             t[r] = now_s() - t0;
     }
+    openblas_set_num_threads(1);
     free(m);
     return median(t, REPEATS);
 }
@@ -260,7 +261,7 @@ int main(void)
 {
     clt_device *cpu = clt_device_cpu();
     CHECK(cpu);
-    int threads = openblas_get_num_threads();
+    int threads = clt_get_num_threads();
     torch_ref torch[2]; /* one thread, and OpenBLAS's threads (or one again) */
     if (!run_torch(1, &torch[0]))
         torch[0].version[0] = '\0';

@@ -185,8 +185,7 @@ static void choose_count(void)
     if (n == 0)
         n = available_processors();
     atomic_store(&pool.threads, n < MAX_THREADS ? n : MAX_THREADS);
-    if (env && *env)
-        clt__blas_threads(n);
+    clt__blas_threads(1); /* the products run on this pool's threads (host_gemm.c) */
     pthread_atfork(NULL, NULL, after_fork_in_child);
 }
 
@@ -259,7 +258,6 @@ clt_status clt_set_num_threads(int n)
         for (int k = keep + 1; k <= had; k++)
             pthread_join(pool.w[k].thread, NULL);
     }
-    clt__blas_threads(n);
     pthread_mutex_unlock(&pool.run);
     return CLT_OK;
 }
