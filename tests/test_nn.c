@@ -921,6 +921,47 @@ static void conv_ref(const double *x, const double *w, const double *bias, int n
                 }
 }
 
+/* Images large enough for cpu to convolve in bands of output rows (each band's columns made
+ * and multiplied in a core's cache): several bands an image, the last one short, at strides 1
+ * and 2 with padding and dilation, f32 and f64, against the direct convolution; and a
+ * convolution with no input channels, all zeros. Nothing requires grad, so every device runs
+ * its fused convolution. */
+START_TEST(test_conv2d_bands)
+{
+    static const clt_conv2d_options cases[] = {
+        {{1, 1}, {1, 1}, {1, 1}, 1},
+        {{2, 1}, {2, 1}, {2, 1}, 1},
+    };
+    clt_device *dev = test_device(_i);
+    const int n = 2, c = 32, h = 48, wd = 45, o = 8, kh = 3, kw = 3;
+    double *xv = noise(n * c * h * wd, 4), *wv = noise(o * c * kh * kw, 5), *bv = noise(o, 6);
+    for (int k = 0; k < 4; k++) {
+        const clt_conv2d_options *p = &cases[k / 2];
+        clt_dtype dt = k % 2 ? CLT_F64 : CLT_F32;
+        if (dt == CLT_F64 && !clt_device_get_info(dev)->fp64)
+            continue;
+        int oh = (h + 2 * p->padding[0] - p->dilation[0] * (kh - 1) - 1) / p->stride[0] + 1;
+        int ow = (wd + 2 * p->padding[1] - p->dilation[1] * (kw - 1) - 1) / p->stride[1] + 1;
+        double *want = malloc((size_t)(n * o * oh * ow) * sizeof *want);
+        conv_ref(xv, wv, bv, n, c, h, wd, o, kh, kw, p, want, oh, ow);
+        clt_tensor *x = make(dev, dt, xv, CLT_SHAPE(n, c, h, wd));
+        clt_tensor *w = make(dev, dt, wv, CLT_SHAPE(o, c, kh, kw));
+        clt_tensor *b = make(dev, dt, bv, CLT_SHAPE(o));
+        /* f32: sums of 288 products of up to 4 */
+        check(clt_conv2d(x, w, b, p), want, n * o * oh * ow, dt == CLT_F64 ? 1e-12 : 1e-4,
+              "banded conv2d");
+        clt_tensor_release(b), clt_tensor_release(w), clt_tensor_release(x);
+        free(want);
+    }
+    free(bv), free(wv), free(xv);
+    clt_tensor *x = clt_tensor_zeros(CLT_SHAPE(1, 0, 5, 5), CLT_F32, dev);
+    clt_tensor *w = clt_tensor_zeros(CLT_SHAPE(3, 0, 3, 3), CLT_F32, dev);
+    double zeros[27] = {0};
+    check(clt_conv2d(x, w, NULL, NULL), zeros, 27, 0, "conv2d of no channels");
+    clt_tensor_release(w), clt_tensor_release(x);
+}
+END_TEST
+
 START_TEST(test_conv2d)
 {
     static const clt_conv2d_options cases[] = {
@@ -1453,6 +1494,7 @@ Suite *suite_nn(void)
     ADD_DEVICE_TEST(tc, test_nn_edges);
     ADD_DEVICE_TEST(tc, test_nn_window_limits);
     ADD_DEVICE_TEST(tc, test_conv2d);
+    ADD_DEVICE_TEST(tc, test_conv2d_bands);
     ADD_DEVICE_TEST(tc, test_pooling);
     ADD_DEVICE_TEST(tc, test_pool_ceil_mode);
     ADD_DEVICE_TEST(tc, test_cumsum_sort);

@@ -203,7 +203,7 @@ typedef struct clt__conv_call {
     bool is_max, count_pad;
     void *in, *out, *arg;
     size_t in_offset, out_offset, arg_offset;
-    size_t mult;  /* depthwise2d: output channels per input channel */
+    size_t mult;  /* depthwise2d: output channels per input channel; conv2d: output channels */
     void *weight; /* depthwise2d: (C * mult) x kh x kw, contiguous */
     size_t weight_offset;
 } clt__conv_call;
@@ -285,6 +285,12 @@ typedef struct clt__optim_call {
      * order from 0, 0 outside the image. Floating dtypes (f16 and bf16 add in f32). */  \
     X(depthwise2d, clt_status, (const char *fn, clt_device *dev, const clt__conv_call *call),     \
       OPTIONAL)                                                                                   \
+    /* Convolution of one group, as im2col and a product fused: `out` (N x mult x OH x OW),     \
+     * overwritten, is `weight` (mult x C * kh * kw, contiguous) times the columns im2col would \
+     * make of each image. f32 and f64. Where a backend has none, the caller composes im2col   \
+     * and gemm. */ \
+    X(conv2d, clt_status, (const char *fn, clt_device *dev, const clt__conv_call *call),          \
+      OPTIONAL)                                                                                   \
     /* The gradient of pool2d: `in` the output's gradient (N x C x OH x OW), `arg` for max     \
      * pooling the indices pool2d wrote, `out` the input's gradient (N x C x H x W),          \
      * overwritten. Max: each element gathers the windows whose index names it; average: each \
@@ -353,6 +359,12 @@ struct clt__backend {
                         : clt__backend_unsupported(fn, dev, #op, dtype))
 clt_status clt__backend_unsupported(const char *fn, const clt_device *dev, const char *op,
                                     clt_dtype dtype);
+/* The conv2d entry composed of dev's own im2col, gemm and elementwise copy: the columns of
+ * every image into a buffer of the caching allocator, then one strided-batched product, an
+ * image a matrix, written in the output's layout; or with one_product, one product over every
+ * image's columns and a transposing copy into the output's layout. */
+clt_status clt__conv2d_composed(const char *fn, clt_device *dev, const clt__conv_call *c,
+                                bool one_product);
 /* CLT_OK when every REQUIRED entry of b is set; else CLT_ERR_INTERNAL naming the first missing. */
 clt_status clt__backend_check(const char *fn, const clt__backend *b);
 

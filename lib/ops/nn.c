@@ -866,6 +866,36 @@ static clt_tensor *depthwise(const char *fn, clt_tensor *in, clt_tensor *weight,
     return clt__record(fn, &depthwise_derivative, ins, 2, out, &(clt__node_args){.conv = c});
 }
 
+/* The convolution of in (contiguous) with weight, one group, not recorded: the backend's conv2d
+ * entry (im2col and the product fused, or composed by the backend: clt__conv2d_composed). */
+static clt_tensor *fused_conv(const char *fn, clt_tensor *in, clt_tensor *weight,
+                              const clt__conv_call *geometry)
+{
+    clt__conv_call c = *geometry;
+    clt_tensor *w = clt__contiguous(fn, weight), *out = NULL;
+    c.mult = (size_t)weight->shape[0];
+    out = w ? clt__tensor_new(fn, in->storage->device, in->dtype,
+                              CLT_SHAPE((int64_t)c.N, weight->shape[0], (int64_t)c.OH,
+                                        (int64_t)c.OW))
+            : NULL;
+    if (out && out->numel && c.C * (size_t)c.kh * (size_t)c.kw > 0) {
+        c.in = in->storage->buf, c.in_offset = in->offset;
+        c.out = out->storage->buf, c.out_offset = out->offset;
+        c.weight = w->storage->buf, c.weight_offset = w->offset;
+        if (CLT__BACKEND_CALL(conv2d, fn, in->storage->device, c.dtype, &c) != CLT_OK) {
+            clt_tensor_release(out);
+            out = NULL;
+        }
+    } else if (out && out->numel) { /* no input channels: zeros, as a product over nothing */
+        if (clt_fill_(out, 0) != CLT_OK) {
+            clt_tensor_release(out);
+            out = NULL;
+        }
+    }
+    clt_tensor_release(w);
+    return out;
+}
+
 static clt_tensor *conv2d_batched(const char *fn, clt_tensor *x, const window_args *args)
 {
     clt_tensor *weight = args->weight, *bias = args->bias;
@@ -924,6 +954,11 @@ static clt_tensor *conv2d_batched(const char *fn, clt_tensor *x, const window_ar
         clt_tensor *p3 = w2 ? clt_matmul(w2, b3) : NULL;
         shaped = p3 ? clt_reshape(p3, 4, (int64_t[]){n, weight->shape[0], oh, ow}) : NULL;
         clt_tensor_release(p3), clt_tensor_release(w2), clt_tensor_release(b3);
+    } else if (in && groups == 1 && (x->dtype == CLT_F32 || x->dtype == CLT_F64) &&
+               !(clt_grad_is_enabled() &&
+                 (clt__requires_grad(in) || clt__requires_grad(weight)))) {
+        /* nothing to record: the backend's fused convolution, written in the output's layout */
+        shaped = fused_conv(fn, in, weight, &c);
     } else {
         /* (K, N * L): one product convolves every image, each group a batch of it (one product
          * over N * L columns rather than one an image: measured faster on OpenBLAS at batch 16,

@@ -3,10 +3,12 @@
  * plain loops; the floating ones compute in the same type and order as the OpenCL kernels. */
 #include <string.h>
 #include <tgmath.h>
+#include <unistd.h>
 
 #include "host.h"
 #include "host_parallel.h"
 #include "host_simd.h"
+#include "device/allocator.h"
 #include "backends/shared/scalar_host.h"
 #include "backends/shared/window.cl"
 
@@ -74,24 +76,24 @@ static inline long window_col(const clt__conv_call *c, size_t ox, int x)
         }                                                                                      \
     }
 
-/* im2col for elements of one size (T an unsigned integer of that size), its rows [lo, hi) of
- * C * kh * kw: the output in order, a row of OW at a time: zero where its tap lies outside the
- * image, the rest copied (one memcpy at stride 1). */
+/* im2col for elements of one size (T an unsigned integer of that size): its rows [lo, hi) of
+ * C * kh * kw for images [n0, n1) and output rows [oy0, oy1), in order from out, a row of OW at
+ * a time: zero where its tap lies outside the image, the rest copied (one memcpy at stride 1);
+ * and the backend's part, every image and output row. */
 #define HOST_IM2COL(T)                                                                         \
-    static void im2col_##T(const void *call, size_t lo, size_t hi)                             \
+    static void im2col_span_##T(const clt__conv_call *c, size_t lo, size_t hi, size_t n0,      \
+                                size_t n1, size_t oy0, size_t oy1, T *out)                     \
     {                                                                                          \
-        const clt__conv_call *c = call;                                                        \
         size_t OW = c->OW;                                                                     \
         const T *in = (const T *)c->in + c->in_offset;                                         \
-        T *out = (T *)c->out + c->out_offset + lo * c->N * c->OH * OW;                         \
         for (size_t row = lo; row < hi; row++) {                                               \
             size_t ch = row / ((size_t)c->kh * (size_t)c->kw);                                 \
             long y = (long)((row / (size_t)c->kw) % (size_t)c->kh);                            \
             tap_span t;                                                                        \
             tap_span_make(c, (int)(row % (size_t)c->kw), 0, OW, &t);                           \
-            for (size_t n = 0; n < c->N; n++) {                                                \
+            for (size_t n = n0; n < n1; n++) {                                                 \
                 const T *plane = in + (n * c->C + ch) * c->H * c->W;                           \
-                for (size_t oy = 0; oy < c->OH; oy++, out += OW) {                             \
+                for (size_t oy = oy0; oy < oy1; oy++, out += OW) {                             \
                     long iy = (long)oy * c->sh - c->ph + y * c->dh;                            \
                     if (iy < 0 || iy >= (long)c->H || t.lo >= t.hi) {                          \
                         memset(out, 0, OW * sizeof *out); /* every dtype's zero: zero bits */  \
@@ -109,6 +111,12 @@ static inline long window_col(const clt__conv_call *c, size_t ox, int x)
                 }                                                                              \
             }                                                                                  \
         }                                                                                      \
+    }                                                                                          \
+    static void im2col_##T(const void *call, size_t lo, size_t hi)                             \
+    {                                                                                          \
+        const clt__conv_call *c = call;                                                        \
+        im2col_span_##T(c, lo, hi, 0, c->N, 0, c->OH,                                          \
+                        (T *)c->out + c->out_offset + lo * c->N * c->OH * c->OW);              \
     }
 HOST_IM2COL(uint8_t)
 HOST_IM2COL(uint16_t)
@@ -126,6 +134,95 @@ clt_status clt__host_im2col(const char *fn, clt_device *dev, const clt__conv_cal
     clt__host_parallel(c->C * (size_t)c->kh * (size_t)c->kw, c->N * c->OH * c->OW * 2,
                        parts[clt_dtype_size(c->dtype) - 1], c);
     return CLT_OK;
+}
+
+/* The fused convolution (conv2d) in bands of output rows of one image: each band's columns
+ * are made into a buffer of the thread's own and multiplied at once, while they are still in
+ * the core's cache, instead of all the columns being written to memory and read back (ResNet-18's
+ * first layers' columns are 7 MB an image). A band is at least BAND_COLUMNS columns wide, so
+ * that packing the weight for its product costs little beside the product; the convolution
+ * takes the path of one product over all the columns instead when such a band's columns would
+ * not fit in half the core's second-level cache (the deeper layers: many channels, small
+ * images). */
+#define BAND_COLUMNS 128
+
+typedef struct conv_bands {
+    const char *fn;
+    clt_device *dev;
+    const clt__conv_call *c;
+    size_t k, rows, bands, slots; /* k = C * kh * kw; bands an image, of `rows` output rows */
+    char *scratch;                /* slots x k x rows * OW elements */
+} conv_bands;
+
+/* Slots [lo, hi): slot s takes bands s, s + slots, ... of all the images, in its own buffer. */
+static void conv_band_part(const void *call, size_t lo, size_t hi)
+{
+    const conv_bands *b = call;
+    const clt__conv_call *c = b->c;
+    size_t es = clt_dtype_size(c->dtype), L = c->OH * c->OW;
+    for (size_t s = lo; s < hi; s++) {
+        void *cols = b->scratch + s * b->k * b->rows * c->OW * es;
+        for (size_t i = s; i < c->N * b->bands; i += b->slots) {
+            size_t n = i / b->bands, oy0 = i % b->bands * b->rows;
+            size_t oy1 = oy0 + b->rows < c->OH ? oy0 + b->rows : c->OH,
+                   width = (oy1 - oy0) * c->OW;
+            if (es == 4)
+                im2col_span_uint32_t(c, 0, b->k, n, n + 1, oy0, oy1, cols);
+            else
+                im2col_span_uint64_t(c, 0, b->k, n, n + 1, oy0, oy1, cols);
+            clt__gemm_call g = {.dtype = c->dtype,
+                                .m = c->mult,
+                                .n = width,
+                                .k = b->k,
+                                .batch = 1,
+                                .alpha = 1,
+                                .a = c->weight,
+                                .a_offset = c->weight_offset,
+                                .lda = b->k,
+                                .b = cols,
+                                .ldb = width,
+                                .c = c->out,
+                                .c_offset = c->out_offset + n * c->mult * L + oy0 * c->OW,
+                                .ldc = L};
+            clt__host_gemm(b->fn, b->dev, &g); /* fits: the sizes are the caller's own */
+        }
+    }
+}
+
+/* Half the second-level cache of a core, or 256 KiB where the system does not say. */
+static size_t band_budget(void)
+{
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (l2 >= 65536)
+        return (size_t)l2 / 2;
+#endif
+    return 256 * 1024;
+}
+
+clt_status clt__host_conv2d(const char *fn, clt_device *dev, const clt__conv_call *c)
+{
+    size_t es = clt_dtype_size(c->dtype), k = c->C * (size_t)c->kh * (size_t)c->kw;
+    size_t L = c->OH * c->OW, threads = (size_t)clt_get_num_threads();
+    size_t rows = (BAND_COLUMNS + c->OW - 1) / c->OW;
+    clt_status st;
+    if (k * rows * c->OW * es <= band_budget() && rows < c->OH) {
+        conv_bands b = {.fn = fn, .dev = dev, .c = c, .k = k};
+        b.rows = band_budget() / (k * c->OW * es); /* as wide as the budget allows */
+        b.rows = b.rows < c->OH ? b.rows : c->OH;
+        b.bands = (c->OH + b.rows - 1) / b.rows;
+        b.slots = threads < c->N * b.bands ? threads : c->N * b.bands;
+        void *scratch = NULL;
+        size_t capacity = 0, bytes = b.slots * k * b.rows * c->OW * es;
+        if ((st = clt__device_alloc(fn, dev, bytes, false, &scratch, &capacity)) != CLT_OK)
+            return st;
+        b.scratch = scratch;
+        clt__host_parallel(b.slots, c->N * L * k * c->mult / b.slots / 8 + 1, conv_band_part,
+                           &b);
+        clt__device_free(dev, scratch, capacity);
+        return CLT_OK;
+    }
+    return clt__conv2d_composed(fn, dev, c, false); /* a product an image, in parallel */
 }
 
 /* For the adjoints' gathers: the output row (column) that tap y (x) of a window reads input
