@@ -2,9 +2,10 @@
  * as CBLAS calls (OpenBLAS) on host memory, a GEMV where the product has one row or one column,
  * else a GEMM. The calls run on the host's pool of threads (host_parallel.h), OpenBLAS on one
  * thread: the matrices of a batch in parallel, and a product with fewer matrices than threads in
- * ranges of C's columns (or rows, where it has more of them). One pool for every host kernel: with
- * OpenBLAS's own threads beside it, three threads shared two cores, and ResNet-18's inference
- * ran in 32 ms or 55 ms by how the scheduler placed them. */
+ * ranges of C's columns (or rows, where it has more of them). One pool for every host kernel:
+ * with OpenBLAS's own threads beside it (which spin for a while after each call), three threads
+ * shared two cores; ResNet-18's inference at batch 1 took 32-58 ms a run, and 28-46 ms on the
+ * one pool (2-core AVX-512 EPYC). */
 #include <cblas.h>
 #include <limits.h>
 #include <stdint.h>
