@@ -91,13 +91,16 @@ static int bench(clt_device *dev, int64_t n)
         fprintf(stderr, "%s\n", clt_last_error());
         return -1;
     }
-    /* the library's runs, then the direct calls', each after one warm-up: interleaved, the
+    /* the library's runs, then the direct calls', each after a warm-up: interleaved, the
      * threads one leaves spinning for a while (OpenBLAS's) would slow the other's. On cpu the
-     * library's start 0.3 s after anything else: OpenBLAS's idle worker spins for about 0.1 s
-     * (2^28 cycles) after a threaded call, and after the OpenCL drivers load, holding a core
-     * (products of 256 ran at one core's speed then) */
-    if (clt_device_get_info(dev)->type == CLT_DEVICE_HOST)
-        nanosleep(&(struct timespec){.tv_nsec = 300000000}, NULL);
+     * warm-up lasts 0.3 s: OpenBLAS's idle worker spins for about 0.1 s after a threaded call,
+     * and in a process with the OpenCL drivers loaded after its first use, holding a core
+     * (the library's products of 256 ran at one core's speed then) */
+    double warm_until = now_s() + (clt_device_get_info(dev)->type == CLT_DEVICE_HOST ? 0.3 : 0);
+    while (now_s() < warm_until) {
+        clt_tensor *p = clt_matmul(a, b);
+        clt_tensor_release(p);
+    }
     for (int r = -1; r < repeats; r++) {
         double t0 = now_s();
         clt_tensor *p = clt_matmul(a, b);
