@@ -140,12 +140,3 @@ clt_status clt__host_gemm(const char *fn, clt_device *dev, const clt__gemm_call 
     clt__host_parallel(c->batch * s.blocks, fma / s.blocks / 8 + 1, run_pieces, &s);
     return CLT_OK;
 }
-
-void clt__blas_threads(int n)
-{
-#if defined(CLT_HAVE_OPENBLAS_THREADS)
-    openblas_set_num_threads(n);
-#else
-    (void)n; /* a CBLAS without a thread count of its own */
-#endif
-}

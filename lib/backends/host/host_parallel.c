@@ -11,6 +11,7 @@
  * checks, then sleep on a condition variable. One loop at a time holds the pool; a loop started
  * while it is held, or from inside a part, runs in its caller alone. */
 #define _GNU_SOURCE
+#include <cblas.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -149,6 +150,15 @@ static void publish(unsigned long long v)
     }
 }
 
+/* Leaves the BLAS library's own pool (OpenBLAS's, where it has one) one thread: the products
+ * are split over this pool instead (host_gemm.c). */
+static void blas_single_thread(void)
+{
+#if defined(CLT_HAVE_OPENBLAS_THREADS)
+    openblas_set_num_threads(1);
+#endif
+}
+
 static int available_processors(void)
 {
     cpu_set_t set;
@@ -185,7 +195,7 @@ static void choose_count(void)
     if (n == 0)
         n = available_processors();
     atomic_store(&pool.threads, n < MAX_THREADS ? n : MAX_THREADS);
-    clt__blas_threads(1); /* the products run on this pool's threads (host_gemm.c) */
+    blas_single_thread();
     pthread_atfork(NULL, NULL, after_fork_in_child);
 }
 

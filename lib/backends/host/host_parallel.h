@@ -17,8 +17,5 @@ typedef void (*clt__host_part)(const void *call, size_t lo, size_t hi);
  * done. */
 void clt__host_parallel(size_t n, size_t cost, clt__host_part body, const void *call);
 
-/* Sets the thread count of the BLAS library's own pool, where it has one (OpenBLAS): 1 when the
- * pool's count is first chosen, the products being split over this pool instead. */
-void clt__blas_threads(int n);
 
 #endif
