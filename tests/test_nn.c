@@ -1433,7 +1433,7 @@ START_TEST(test_index_add)
 END_TEST
 
 typedef struct nn_case {
-    clt_tensor *x, *w, *t, *img, *xt, *img2, *dw;
+    clt_tensor *x, *w, *t, *img, *xt, *img2, *dw, *big, *w3;
     int which;
 } nn_case;
 
@@ -1446,6 +1446,9 @@ static bool run_nn_case(void *ctx)
     case 1: r = clt_cross_entropy(c->x, c->t, NULL); break;
     case 2: r = clt__index_add("clt__index_add", c->xt, 0, (const int64_t[]){1, 0, 3, 1}, 5); break;
     case 3: r = clt_conv2d(c->img, c->w, NULL, NULL); break;
+    case 4: /* an image cpu convolves in bands */
+        r = clt_conv2d(c->big, c->w3, NULL, &(clt_conv2d_options){.padding = {1, 1}});
+        break;
     default: /* depthwise, two channels */
         r = clt_conv2d(c->img2, c->dw, NULL,
                        &(clt_conv2d_options){.padding = {1, 1}, .groups = 2});
@@ -1458,7 +1461,7 @@ static bool run_nn_case(void *ctx)
 START_TEST(test_nn_allocation_failures)
 {
     static const char *const fns[] = {"clt_softmax", "clt_cross_entropy", "clt__index_add",
-                                      "clt_conv2d", "clt_conv2d"};
+                                      "clt_conv2d",  "clt_conv2d",        "clt_conv2d"};
     clt_device *dev = test_device(_i);
     int64_t tv[] = {1, 0, 3, 2};
     nn_case c = {clt_tensor_rand(CLT_SHAPE(4, 4), CLT_F32, dev),
@@ -1468,15 +1471,18 @@ START_TEST(test_nn_allocation_failures)
                  NULL,
                  NULL,
                  clt_tensor_ones(CLT_SHAPE(2, 1, 3, 3), CLT_F32, dev),
+                 clt_tensor_rand(CLT_SHAPE(1, 4, 40, 40), CLT_F32, dev),
+                 clt_tensor_ones(CLT_SHAPE(2, 4, 3, 3), CLT_F32, dev),
                  0};
     c.img = clt_reshape(c.x, CLT_SHAPE(1, 1, 4, 4));
     c.img2 = clt_reshape(c.x, CLT_SHAPE(1, 2, 2, 4));
     c.xt = clt_transpose(c.x, 0, 1); /* index_add copies it contiguous first */
-    for (c.which = 0; c.which < 5; c.which++) {
+    for (c.which = 0; c.which < 6; c.which++) {
         test_fault_sweep(run_nn_case, &c, fns[c.which], CLT__HOST);
         test_fault_sweep(run_nn_case, &c, fns[c.which], CLT__DEVICE);
     }
     clt_tensor_release(c.img2), clt_tensor_release(c.dw);
+    clt_tensor_release(c.big), clt_tensor_release(c.w3);
     clt_tensor_release(c.xt), clt_tensor_release(c.img), clt_tensor_release(c.t), clt_tensor_release(c.w), clt_tensor_release(c.x);
 }
 END_TEST

@@ -287,8 +287,8 @@ typedef struct clt__optim_call {
       OPTIONAL)                                                                                   \
     /* Convolution of one group, as im2col and a product fused: `out` (N x mult x OH x OW),     \
      * overwritten, is `weight` (mult x C * kh * kw, contiguous) times the columns im2col would \
-     * make of each image. f32 and f64. Where a backend has none, the caller composes im2col   \
-     * and gemm. */ \
+     * make of each image, C * kh * kw > 0. f32 and f64. Where a backend has none, the caller \
+     * composes im2col and gemm. */ \
     X(conv2d, clt_status, (const char *fn, clt_device *dev, const clt__conv_call *call),          \
       OPTIONAL)                                                                                   \
     /* The gradient of pool2d: `in` the output's gradient (N x C x OH x OW), `arg` for max     \

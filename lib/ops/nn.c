@@ -835,65 +835,48 @@ static clt_status depthwise_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
 static const clt__derivative depthwise_derivative = {"DepthwiseConv2dBackward", depthwise_bw,
                                                      1u | 2u};
 
-/* The convolution of in (contiguous) with a weight of one input channel a group, groups the
- * input's channels: one device operation over the window geometry c. */
-static clt_tensor *depthwise(const char *fn, clt_tensor *in, clt_tensor *weight,
-                             const clt__conv_call *geometry)
+/* The (N, O, OH, OW) output of in (contiguous) and weight (O x ...) over the window geometry c
+ * (its mult set): the backend's depthwise2d entry, or its conv2d, on the weight made contiguous;
+ * NULL on an error. c receives the buffers. */
+static clt_tensor *weighted_windows(const char *fn, clt_tensor *in, clt_tensor *weight,
+                                    clt__conv_call *c, bool depthwise)
 {
-    clt__conv_call c = *geometry;
-    clt_tensor *ins[2] = {in, weight}, *w = NULL, *out = NULL;
-    bool prev, rec = clt__grad_begin(ins, 2, &prev);
-    c.mult = (size_t)weight->shape[0] / c.C;
-    w = clt__contiguous(fn, weight);
-    out = w ? clt__tensor_new(fn, in->storage->device, in->dtype,
-                              CLT_SHAPE((int64_t)c.N, weight->shape[0], (int64_t)c.OH,
-                                        (int64_t)c.OW))
+    clt_device *dev = in->storage->device;
+    clt_tensor *w = clt__contiguous(fn, weight), *out = NULL;
+    out = w ? clt__tensor_new(fn, dev, in->dtype,
+                              CLT_SHAPE((int64_t)c->N, weight->shape[0], (int64_t)c->OH,
+                                        (int64_t)c->OW))
             : NULL;
     if (out && out->numel) {
-        c.in = in->storage->buf, c.in_offset = in->offset;
-        c.out = out->storage->buf, c.out_offset = out->offset;
-        c.weight = w->storage->buf, c.weight_offset = w->offset;
-        if (CLT__BACKEND_CALL(depthwise2d, fn, in->storage->device, c.dtype, &c) != CLT_OK) {
-            clt_tensor_release(out);
-            out = NULL;
-        }
-    }
-    clt__grad_end(prev);
-    clt_tensor_release(w);
-    if (!rec || !out)
-        return out;
-    c.in = c.out = c.weight = NULL;
-    return clt__record(fn, &depthwise_derivative, ins, 2, out, &(clt__node_args){.conv = c});
-}
-
-/* The convolution of in (contiguous) with weight, one group, not recorded: the backend's conv2d
- * entry (im2col and the product fused, or composed by the backend: clt__conv2d_composed). */
-static clt_tensor *fused_conv(const char *fn, clt_tensor *in, clt_tensor *weight,
-                              const clt__conv_call *geometry)
-{
-    clt__conv_call c = *geometry;
-    clt_tensor *w = clt__contiguous(fn, weight), *out = NULL;
-    c.mult = (size_t)weight->shape[0];
-    out = w ? clt__tensor_new(fn, in->storage->device, in->dtype,
-                              CLT_SHAPE((int64_t)c.N, weight->shape[0], (int64_t)c.OH,
-                                        (int64_t)c.OW))
-            : NULL;
-    if (out && out->numel && c.C * (size_t)c.kh * (size_t)c.kw > 0) {
-        c.in = in->storage->buf, c.in_offset = in->offset;
-        c.out = out->storage->buf, c.out_offset = out->offset;
-        c.weight = w->storage->buf, c.weight_offset = w->offset;
-        if (CLT__BACKEND_CALL(conv2d, fn, in->storage->device, c.dtype, &c) != CLT_OK) {
-            clt_tensor_release(out);
-            out = NULL;
-        }
-    } else if (out && out->numel) { /* no input channels: zeros, as a product over nothing */
-        if (clt_fill_(out, 0) != CLT_OK) {
+        c->in = in->storage->buf, c->in_offset = in->offset;
+        c->out = out->storage->buf, c->out_offset = out->offset;
+        c->weight = w->storage->buf, c->weight_offset = w->offset;
+        clt_status st = depthwise ? CLT__BACKEND_CALL(depthwise2d, fn, dev, c->dtype, c)
+                                  : CLT__BACKEND_CALL(conv2d, fn, dev, c->dtype, c);
+        if (st != CLT_OK) {
             clt_tensor_release(out);
             out = NULL;
         }
     }
     clt_tensor_release(w);
     return out;
+}
+
+/* The convolution of in (contiguous) with a weight of one input channel a group, groups the
+ * input's channels: one device operation over the window geometry c. */
+static clt_tensor *depthwise(const char *fn, clt_tensor *in, clt_tensor *weight,
+                             const clt__conv_call *geometry)
+{
+    clt__conv_call c = *geometry;
+    clt_tensor *ins[2] = {in, weight};
+    bool prev, rec = clt__grad_begin(ins, 2, &prev);
+    c.mult = (size_t)weight->shape[0] / c.C;
+    clt_tensor *out = weighted_windows(fn, in, weight, &c, true);
+    clt__grad_end(prev);
+    if (!rec || !out)
+        return out;
+    c.in = c.out = c.weight = NULL;
+    return clt__record(fn, &depthwise_derivative, ins, 2, out, &(clt__node_args){.conv = c});
 }
 
 static clt_tensor *conv2d_batched(const char *fn, clt_tensor *x, const window_args *args)
@@ -954,11 +937,13 @@ static clt_tensor *conv2d_batched(const char *fn, clt_tensor *x, const window_ar
         clt_tensor *p3 = w2 ? clt_matmul(w2, b3) : NULL;
         shaped = p3 ? clt_reshape(p3, 4, (int64_t[]){n, weight->shape[0], oh, ow}) : NULL;
         clt_tensor_release(p3), clt_tensor_release(w2), clt_tensor_release(b3);
-    } else if (in && groups == 1 && (x->dtype == CLT_F32 || x->dtype == CLT_F64) &&
+    } else if (in && groups == 1 && k > 0 && (x->dtype == CLT_F32 || x->dtype == CLT_F64) &&
                !(clt_grad_is_enabled() &&
                  (clt__requires_grad(in) || clt__requires_grad(weight)))) {
-        /* nothing to record: the backend's fused convolution, written in the output's layout */
-        shaped = fused_conv(fn, in, weight, &c);
+        /* nothing to record: the backend's conv2d entry (im2col and the product fused, or
+         * composed: clt__conv2d_composed), written in the output's layout */
+        c.mult = (size_t)weight->shape[0];
+        shaped = weighted_windows(fn, in, weight, &c, false);
     } else {
         /* (K, N * L): one product convolves every image, each group a batch of it (one product
          * over N * L columns rather than one an image: measured faster on OpenBLAS at batch 16,

@@ -204,11 +204,11 @@ clt_status clt__host_conv2d(const char *fn, clt_device *dev, const clt__conv_cal
 {
     size_t es = clt_dtype_size(c->dtype), k = c->C * (size_t)c->kh * (size_t)c->kw;
     size_t L = c->OH * c->OW, threads = (size_t)clt_get_num_threads();
-    size_t rows = (BAND_COLUMNS + c->OW - 1) / c->OW;
+    size_t rows = (BAND_COLUMNS + c->OW - 1) / c->OW, budget = band_budget();
     clt_status st;
-    if (k * rows * c->OW * es <= band_budget() && rows < c->OH) {
+    if (k * rows * c->OW * es <= budget && rows < c->OH) {
         conv_bands b = {.fn = fn, .dev = dev, .c = c, .k = k};
-        b.rows = band_budget() / (k * c->OW * es); /* as wide as the budget allows */
+        b.rows = budget / (k * c->OW * es); /* as wide as the budget allows */
         b.rows = b.rows < c->OH ? b.rows : c->OH;
         b.bands = (c->OH + b.rows - 1) / b.rows;
         b.slots = threads < c->N * b.bands ? threads : c->N * b.bands;
