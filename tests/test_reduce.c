@@ -1056,6 +1056,84 @@ START_TEST(test_reduce_arg_placement)
 }
 END_TEST
 
+/* Rows long enough for cpu to reduce in pieces on its threads (pieces of 16896 elements in
+ * rows of 50001, groups of 16 rows of 33000 in two pieces): every reduction against the double
+ * computation and the host; argmax and argmin where the best value ends one piece and starts
+ * the next, and where a NaN starts a later piece or lies in two; the same bits at 1 and 4
+ * threads. */
+START_TEST(test_reduce_pieces)
+{
+    static const clt_dtype dts[] = {CLT_F32, CLT_F64, CLT_BF16, CLT_I32};
+    static const int d1[] = {1};
+    clt_device *dev = test_device(_i);
+    int threads = clt_get_num_threads();
+    test_live before = test_live_now();
+    for (size_t t = 0; t < sizeof dts / sizeof *dts; t++) {
+        if (!holds(dev, dts[t]))
+            continue;
+        clt_tensor *x = random_tensor(dts[t], CLT_SHAPE(5, 50001));
+        check_all(x, dev, d1, 1);
+        clt_tensor_release(x);
+        x = random_tensor(dts[t], CLT_SHAPE(40, 33000));
+        static const spec quick[] = {{R_SUM, 1, {1}, false, 1},
+                                     {R_ARGMAX, 1, {1}, false, 1},
+                                     {R_VAR, 1, {1}, false, 1}};
+        for (size_t q = 0; q < sizeof quick / sizeof *quick; q++)
+            if (applies(quick[q].r, dts[t], &quick[q]))
+                check_spec(&quick[q], x, dev);
+        clt_tensor_release(x);
+    }
+
+    const int64_t n = 50001;
+    double *a = malloc((size_t)n * sizeof *a);
+    for (int t = 0; t < 2; t++) {
+        clt_dtype dt = t ? CLT_F64 : CLT_F32;
+        char what[96];
+        if (!holds(dev, dt))
+            continue;
+        snprintf(what, sizeof what, "%s on %s, pieces", clt_dtype_name(dt), clt_device_name(dev));
+        for (int64_t i = 0; i < n; i++)
+            a[i] = (double)((i * 37) % 101) - 50;
+        a[16895] = a[16896] = 1000, a[33791] = a[33792] = -1000;
+        clt_tensor *v = vec(dev, dt, a, n);
+        ck_assert_msg(scalar_of(clt_argmax_all(v), what) == 16895, "%s", what);
+        ck_assert_msg(scalar_of(clt_argmin_all(v), what) == 33791, "%s", what);
+        clt_tensor_release(v);
+        a[33792] = NAN;
+        v = vec(dev, dt, a, n);
+        ck_assert_msg(scalar_of(clt_argmax_all(v), what) == 33792, "%s", what);
+        ck_assert_msg(isnan(scalar_of(clt_amin(v, NULL, 0, false), what)), "%s", what);
+        clt_tensor_release(v);
+        a[40000] = a[20000] = NAN;
+        v = vec(dev, dt, a, n);
+        ck_assert_msg(scalar_of(clt_argmin_all(v), what) == 20000, "%s", what);
+        clt_tensor_release(v);
+    }
+    free(a);
+
+    clt_tensor *x = random_tensor(CLT_F32, CLT_SHAPE(3, 1000003)), *xd = on(x, dev);
+    clt_tensor *sums[2], *vars[2];
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(clt_set_num_threads(k ? 4 : 1), CLT_OK);
+        sums[k] = clt_sum(xd, d1, 1, false);
+        vars[k] = clt_var(xd, d1, 1, 1, false);
+        ck_assert_msg(sums[k] && vars[k], "%s", clt_last_error());
+    }
+    ck_assert_int_eq(clt_set_num_threads(threads), CLT_OK);
+    unsigned char *b[4] = {test_bytes(sums[0]), test_bytes(sums[1]), test_bytes(vars[0]),
+                           test_bytes(vars[1])};
+    ck_assert_msg(memcmp(b[0], b[1], 3 * sizeof(float)) == 0, "sums differ by thread count");
+    ck_assert_msg(memcmp(b[2], b[3], 3 * sizeof(float)) == 0, "variances differ by threads");
+    for (int k = 0; k < 4; k++)
+        free(b[k]);
+    for (int k = 0; k < 2; k++)
+        clt_tensor_release(sums[k]), clt_tensor_release(vars[k]);
+    clt_tensor_release(xd), clt_tensor_release(x);
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), before);
+}
+END_TEST
+
 /* torch.max(x, dim) / torch.min(x, dim): values, the first index among equal ones, and the
  * gradient at that index alone (amax shares it among the equal elements). */
 START_TEST(test_reduce_max_with_indices)
@@ -1113,6 +1191,7 @@ Suite *suite_reduce(void)
     ADD_DEVICE_TEST(tc, test_reduce_lane_edges);
     ADD_DEVICE_TEST(tc, test_reduce_arg_placement);
     ADD_DEVICE_TEST(tc, test_reduce_max_with_indices);
+    ADD_DEVICE_TEST(tc, test_reduce_pieces);
     suite_add_tcase(s, tc);
     return s;
 }
