@@ -382,15 +382,20 @@ START_TEST(test_kernels_adjoints)
     assert_same(a, b, "col2im");
     clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(gc), clt_tensor_release(hc);
 
-    const clt_pool2d_options pools[2] = {
+    /* average; max over overlapping windows; max over windows apart, with rows no window holds
+     * (stride 3 over 2 taps, and over 2 taps dilated by 2) */
+    const clt_pool2d_options pools[4] = {
         {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 1}, .exclude_padding = true},
         {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 1}, .dilation = {1, 2}},
+        {.kernel = {2, 2}, .stride = {3, 2}, .padding = {1, 0}},
+        {.kernel = {2, 1}, .stride = {3, 2}, .dilation = {2, 1}},
     };
-    for (int is_max = 0; is_max < 2; is_max++) {
+    for (int p = 0; p < 4; p++) {
         clt_tensor *hi = NULL, *gi = NULL;
-        clt_tensor *hy = is_max ? clt_max_pool2d(h, &pools[1], &hi) : clt_avg_pool2d(h, &pools[0]);
+        int is_max = p > 0;
+        clt_tensor *hy = is_max ? clt_max_pool2d(h, &pools[p], &hi) : clt_avg_pool2d(h, &pools[p]);
         ck_assert_msg(hy != NULL, "%s", clt_last_error());
-        ck_assert_int_eq(clt__pool2d_geometry(fn, h, &pools[is_max], is_max, &c), CLT_OK);
+        ck_assert_int_eq(clt__pool2d_geometry(fn, h, &pools[p], is_max, &c), CLT_OK);
         gi = hi ? clt_tensor_to(hi, dev) : NULL;
         clt_tensor *gy = clt_tensor_to(hy, dev);
         a = clt__pool2d_backward(fn, gy, gi, &c), b = clt__pool2d_backward(fn, hy, hi, &c);

@@ -352,6 +352,14 @@ static void pool2d_backward_at(ulong i, __global ST *out, __global const long *a
     long w = (long)(i % W), h = (long)((i / W) % H);
     ulong plane = (i / (W * H)) * OH * OW;
     CT sum = 0;
+    if (is_max && sh > (kh - 1) * dh && sw > (kw - 1) * dw) { /* one window may hold it */
+        long oy = clt_window_apart_at(h, sh, ph, OH), ox = clt_window_apart_at(w, sw, pw, OW);
+        ulong o = plane + (ulong)(oy * (long)OW + ox);
+        if (oy >= 0 && ox >= 0 && arg[o] == h * (long)W + w)
+            sum += LOAD(in[o]);
+        out[i] = STORE(sum);
+        return;
+    }
     for (int y = 0; y < kh; y++) {
         long oy = clt_window_at(h, y, sh, ph, dh, OH);
         long rows = oy < 0      ? kh
