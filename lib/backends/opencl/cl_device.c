@@ -567,7 +567,8 @@ clt_status clt__cl_synchronize(const char *fn, clt_device *dev)
     cl_int err;
     if (!q)
         return CLT_OK;
-    err = clFinish(clt__cl(dev)->copy_queue);
+    err = atomic_exchange(&clt__cl(dev)->copy_pending, false) ? clFinish(clt__cl(dev)->copy_queue)
+                                                               : CL_SUCCESS;
     if (err == CL_SUCCESS)
         err = clFinish(q);
     clt__cl_reap(dev, true);
@@ -629,6 +630,7 @@ clt_status clt__cl_upload(const char *fn, clt_device *dev, void *buf, const void
     *event = NULL;
     if (err != CL_SUCCESS)
         return clt__cl_error(fn, dev, err, "queueing a copy to the device");
+    atomic_store(&cd->copy_pending, true);
     clFlush(cd->copy_queue);
     *event = ev;
     return CLT_OK;

@@ -75,6 +75,8 @@ typedef struct clt__cl_device {
     cl_context context;
     cl_command_queue queue;
     cl_command_queue copy_queue; /* the data loader's uploads, ordered against queue by events */
+    atomic_bool copy_pending;    /* an upload was queued on copy_queue since it was last finished
+                                  * (everything else queued there is waited for at once) */
     clt__cl_program *programs;
     int cache_mode;       /* how built programs persist (cl_program.c), 0 until first needed */
     char cache_folder[1024]; /* the folder they persist in (for the log) */
