@@ -214,7 +214,9 @@ static clt_status run_ours(const char *fn, clt_device *dev, clt__gemm_variant v,
     clt__cl_arg pack[] = {{sizeof n, &n},  {sizeof k, &k},  {sizeof b, &b},
                           {8, &b_off},     {8, &b_rs},      {8, &b_cs},
                           {8, &b_bs},      {sizeof panels, &panels}};
-    size_t pack_global[3] = {c->k, np, c->batch};
+    size_t vw = f64 ? clt__cl(dev)->vw_double : clt__cl(dev)->vw_float;
+    size_t pack_global[3] = {c->trans_b && b_cs != 1 ? (c->k + vw - 1) / vw : c->k, np,
+                             c->batch}; /* gemm_pack's rows of a transpose go VW at a time */
     st = clt__cl_launch_nd(fn, dev, "gemm:packed", options, "gemm_pack", pack,
                            (int)(sizeof pack / sizeof *pack), 3, pack_global, NULL, NULL);
     if (st != CLT_OK)

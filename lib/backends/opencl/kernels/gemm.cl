@@ -32,13 +32,35 @@
 #define MR 4 /* the register tile: MR rows of NV vectors of VW lanes */
 #define PW (VW * NV) /* the panel's width */
 
-/* One work-item a row l of a panel p of batch b: global (k, panels, batch). */
+/* One work-item a row l of a panel p of batch b: global (k, panels, batch). Where op(B) is a
+ * transpose (b_rs 1, b_cs not), one work-item VW rows l * VW ... of the panel instead, read as
+ * a vector along each of its columns (a stored row of B) and written as VW x PW: global
+ * (ceil(k / VW), panels, batch); one element per row read from a different line made the pack
+ * of a 784 x 256 transposed B cost as much as the product. */
 #if CLT_WANTED(packed)
 __kernel void gemm_pack(int n, int k, __global const T *bsrc, ulong b_off, ulong b_rs, ulong b_cs,
                         ulong b_bs, __global T *panels)
 {
     int l = get_global_id(0), p = get_global_id(1), b = get_global_id(2);
     int np = get_global_size(1), j0 = p * PW;
+    if (b_rs == 1 && b_cs != 1) {
+        int l0 = l * VW, rows = min(VW, k - l0);
+        __global const T *col = bsrc + b_off + b * b_bs + l0 + (ulong)j0 * b_cs;
+        __global T *dst = panels + (((ulong)b * np + p) * k + l0) * PW;
+        if (l0 >= k)
+            return;
+        for (int j = 0; j < PW; j++, col += b_cs) {
+            T v[VW];
+            if (j0 + j < n && rows == VW)
+                vstorew(vloadw(0, col), 0, v);
+            else
+                for (int r = 0; r < rows; r++)
+                    v[r] = j0 + j < n ? col[r] : (T)0;
+            for (int r = 0; r < rows; r++)
+                dst[r * PW + j] = v[r];
+        }
+        return;
+    }
     __global const T *src = bsrc + b_off + b * b_bs + l * b_rs;
     __global T *dst = panels + (((ulong)b * np + p) * k + l) * PW;
     if (l >= k)
