@@ -1032,6 +1032,63 @@ static void replace_grad(void *user, clt_tensor *leaf, clt_tensor **grad)
     *grad = g;
 }
 
+/* The leaves in the order their gradients completed. */
+typedef struct leaf_order {
+    clt_tensor *leaves[8];
+    int count;
+} leaf_order;
+
+static void note_leaf(void *user, clt_tensor *leaf, clt_tensor **grad)
+{
+    leaf_order *o = user;
+    (void)grad;
+    if (o->count < 8)
+        o->leaves[o->count++] = leaf;
+}
+
+/* A leaf used on another device than its own gets its gradient after every other node ran (the
+ * copy home waits for that device's queue, so it comes once each device has its work), even
+ * where the walk reaches it first: sum((to(b) * (a * e)) * c) completes c, a, e, then b; the
+ * gradients are those of the same product on one device. */
+START_TEST(test_autograd_copy_home_last)
+{
+    clt_device *dev = test_device(_i), *other = clt__is_host(dev) ? NULL : clt_device_cpu();
+    if (!other && clt_device_count() > 0)
+        other = clt_device_get("gpu:0");
+    if (!other)
+        return;
+    test_live before = test_live_now();
+    clt_tensor *a = clt_tensor_full(CLT_SHAPE(4), 2, CLT_F32, dev);
+    clt_tensor *e = clt_tensor_full(CLT_SHAPE(4), 3, CLT_F32, dev);
+    clt_tensor *c = clt_tensor_full(CLT_SHAPE(4), 5, CLT_F32, dev);
+    clt_tensor *b = clt_tensor_full(CLT_SHAPE(4), 7, CLT_F32, other);
+    clt_tensor *all[] = {a, e, c, b};
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(clt_tensor_set_requires_grad(all[i], true), CLT_OK);
+    clt_tensor *bd = clt_tensor_to(b, dev), *ae = clt_mul(a, e), *y = clt_mul(bd, ae);
+    clt_tensor *z = clt_mul(y, c), *loss = clt_sum(z, NULL, 0, false);
+    leaf_order o = {0};
+    ck_assert_int_eq(clt_backward_ex(loss, NULL, false,
+                                     &(clt_backward_hooks){.leaf_ready = note_leaf, .user = &o}),
+                     CLT_OK);
+    ck_assert_int_eq(o.count, 4);
+    ck_assert_ptr_eq(o.leaves[0], c);
+    ck_assert_ptr_eq(o.leaves[3], b);
+    static const double want[4] = {3 * 7 * 5, 2 * 7 * 5, 2 * 3 * 7, 2 * 3 * 5}; /* a e c b */
+    for (int i = 0; i < 4; i++) {
+        float g[4];
+        ck_assert_int_eq(clt_tensor_copy_to_host(clt__grad_of(all[i]), g, sizeof g), CLT_OK);
+        for (int j = 0; j < 4; j++)
+            ck_assert_msg(g[j] == (float)want[i], "leaf %d: %g, expected %g", i, g[j], want[i]);
+    }
+    clt_tensor *made[] = {bd, ae, y, z, loss, a, e, c, b};
+    for (size_t i = 0; i < sizeof made / sizeof *made; i++)
+        clt_tensor_release(made[i]);
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), before);
+}
+END_TEST
+
 /* A hook's gradient that holds the leaf through its own gradient is copied, not adopted as
  * the leaf's grad (which would close a cycle never freed). */
 static void give_holding_grad(void *user, clt_tensor *leaf, clt_tensor **grad)
@@ -1119,6 +1176,7 @@ Suite *suite_autograd(void)
     tcase_add_test(tc, test_autograd_deep_graph_release);
     tcase_add_test(tc, test_autograd_deep_grad_chain_release);
     ADD_DEVICE_TEST(tc, test_autograd_hook_gradient_holding_leaf);
+    ADD_DEVICE_TEST(tc, test_autograd_copy_home_last);
     ADD_DEVICE_TEST(tc, test_autograd_grad_cycles_refused);
     ADD_DEVICE_TEST(tc, test_autograd_hook_gradient_checked);
     suite_add_tcase(s, tc);

@@ -3,6 +3,7 @@
  * the leaves into their grad only once every step has succeeded. */
 #include <string.h>
 
+#include "autograd/derivatives.h"
 #include "autograd/graph.h"
 #include "cltensor/autograd.h"
 #include "cltensor/ops.h"
@@ -142,9 +143,25 @@ static clt_status accumulate(clt__node *next, clt_tensor *g)
     return CLT_OK;
 }
 
+/* Whether node n, ready, copies its gradient to another device for leaves alone (a replica's
+ * parameter sending its gradient home, a parameter used on another device than its own): such
+ * copies wait for n's device to finish what was queued before them, and nothing else waits for
+ * them, so they run once nothing else is ready, after every device has been given its work. */
+static bool held_back(const clt__node *n)
+{
+    if (n->d != &clt__d_to || !n->grad)
+        return false;
+    for (int i = 0; i < n->ninputs; i++) {
+        const clt__node *next = n->inputs[i].next;
+        if (next && (next->d || n->inputs[i].device == clt_tensor_device(n->grad)))
+            return false;
+    }
+    return true;
+}
+
 /* Runs node n's derivative on its accumulated gradient and passes the results on; pushes the
- * inputs whose every gradient has arrived onto the ready list. */
-static clt_status run_node(clt__node *n, walk *ready)
+ * inputs whose every gradient has arrived onto the ready list, or the held-back one. */
+static clt_status run_node(clt__node *n, walk *ready, walk *held)
 {
     clt_tensor *gi_small[4] = {NULL}, **gi = gi_small, *g;
     clt_status st = CLT_OK;
@@ -163,7 +180,7 @@ static clt_status run_node(clt__node *n, walk *ready)
         }
         clt_tensor_release(gi[i]);
         if (next && --next->deps == 0 && next->grad && st == CLT_OK)
-            st = push(ready, next);
+            st = push(held_back(next) ? held : ready, next);
     }
     if (gi != gi_small)
         clt__free(gi);
@@ -237,7 +254,8 @@ clt_status clt_backward(clt_tensor *root, clt_tensor *grad, bool retain_graph)
 clt_status clt_backward_ex(clt_tensor *root, clt_tensor *grad, bool retain_graph,
                            const clt_backward_hooks *hooks)
 {
-    walk all = {0}, ready = {0};
+    walk all = {0}, ready = {0}, held = {0};
+    int held_at = 0;
     clt__node *start;
     clt_tensor **sums = NULL;
     clt_status st;
@@ -259,11 +277,16 @@ clt_status clt_backward_ex(clt_tensor *root, clt_tensor *grad, bool retain_graph
         st = check_saved(&all);
     if (st == CLT_OK)
         st = push(&ready, start);
-    /* Kahn's order: a node runs once every gradient it receives has arrived */
-    for (int k = 0; st == CLT_OK && k < ready.count; k++) {
-        clt__node *n = ready.nodes[k];
+    /* Kahn's order: a node runs once every gradient it receives has arrived; the held-back
+     * copies, in the order they became ready, once nothing else is */
+    for (int k = 0; st == CLT_OK && (k < ready.count || held_at < held.count); k++) {
+        if (k == ready.count)
+            st = push(&ready, held.nodes[held_at++]);
+        clt__node *n = st == CLT_OK ? ready.nodes[k] : NULL;
+        if (!n)
+            break;
         if (n->d)
-            st = run_node(n, &ready);
+            st = run_node(n, &ready, &held);
         else if (hooks && hooks->leaf_ready && n->leaf && n->grad) /* a leaf's gradient is whole */
             hooks->leaf_ready(hooks->user, n->leaf, &n->grad);
     }
@@ -314,6 +337,7 @@ clt_status clt_backward_ex(clt_tensor *root, clt_tensor *grad, bool retain_graph
     clt__free(sums);
     clt__free(all.nodes);
     clt__free(ready.nodes);
+    clt__free(held.nodes);
     clt_grad_set_enabled(prev);
     return st == CLT_OK ? CLT_OK : clt__rename_error(fn);
 }

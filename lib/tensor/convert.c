@@ -78,8 +78,13 @@ static clt_status download(const char *fn, clt_tensor *x, clt_tensor *y, bool no
     return st;
 }
 
-/* OpenCL device -> another OpenCL device (each has its own context): through host memory. */
-static clt_status through_host(const char *fn, clt_tensor *x, clt_tensor *y, bool non_blocking)
+/* OpenCL device -> another OpenCL device (each has its own context): through host memory, read
+ * from the source (waiting for its queue), then written to the destination without waiting
+ * for its queue, blocking or not: what is queued there later comes after the write, and the
+ * staging memory is freed once the write has read it. A blocking write waited for everything
+ * queued on the destination before it, so that DataParallel's backward pass, sending each
+ * replica's gradients home, ran the devices one after the other. */
+static clt_status through_host(const char *fn, clt_tensor *x, clt_tensor *y)
 {
     clt_device *src = x->storage->device, *dst = y->storage->device;
     size_t nbytes = y->storage->nbytes;
@@ -90,9 +95,7 @@ static clt_status through_host(const char *fn, clt_tensor *x, clt_tensor *y, boo
     if (st == CLT_OK)
         st = src->backend->read(fn, src, x->storage->buf, x->offset * clt_dtype_size(x->dtype),
                                 staging, nbytes, NULL);
-    if (st != CLT_OK || !non_blocking) {
-        if (st == CLT_OK)
-            st = dst->backend->write(fn, dst, y->storage->buf, 0, staging, nbytes, NULL);
+    if (st != CLT_OK) {
         clt__free(staging);
         return st;
     }
@@ -117,7 +120,7 @@ static clt_tensor *move(const char *fn, clt_tensor *x, clt_device *dev, bool non
     else if (clt__is_host(dev))
         st = download(fn, x, y, non_blocking);
     else
-        st = through_host(fn, x, y, non_blocking);
+        st = through_host(fn, x, y);
     if (st == CLT_OK)
         return y;
     clt_tensor_release(y);
