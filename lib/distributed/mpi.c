@@ -288,17 +288,79 @@ done:
 /* ---- gradients ----------------------------------------------------------------------------------- */
 
 /* Every rank's count values of dtype at buf, summed and divided by the number of ranks, in
- * place. Collective. */
-static void mean_over_ranks(clt_dist *d, void *buf, size_t count, clt_dtype dtype)
+ * place, with each rank's status folded into the same all-reduce: buf has room for one value
+ * more, where a rank that failed (st, or *pending: a failure since the last agreement) puts 1.
+ * Where any rank did, every rank sees it and they agree on the failure; else no agreement is
+ * needed (one collective a bucket, not three: the averages of small gradients were bound by the
+ * collectives' latency). Collective. */
+typedef struct carried {
+    clt_status st;
+    char message[MESSAGE];
+} carried;
+
+/* Keeps st (and the last error's message) for the next agreement. */
+static void carry(carried *c, clt_status st)
 {
-    MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, dtype == CLT_F64 ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM,
+    c->st = st;
+    if (st != CLT_OK)
+        snprintf(c->message, sizeof c->message, "%s", clt_last_error());
+}
+
+/* The carried status, its message the last error again; c cleared. */
+static clt_status carried_take(carried *c, const char *fn)
+{
+    clt_status st = c->st;
+    c->st = CLT_OK;
+    return st == CLT_OK ? CLT_OK : clt_set_error(st, fn, "%s", c->message);
+}
+
+static clt_status mean_over_ranks(clt_dist *d, const char *fn, void *buf, size_t count,
+                                  clt_dtype dtype, clt_status st, carried *pending)
+{
+    bool f64 = dtype == CLT_F64, failed;
+    if (st == CLT_OK)
+        st = carried_take(pending, fn);
+    else
+        pending->st = CLT_OK;
+    if (f64)
+        ((double *)buf)[count] = st != CLT_OK;
+    else
+        ((float *)buf)[count] = st != CLT_OK;
+    MPI_Allreduce(MPI_IN_PLACE, buf, (int)count + 1, f64 ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM,
                   d->comm);
+    failed = f64 ? ((double *)buf)[count] != 0 : ((float *)buf)[count] != 0;
+    if (failed)
+        return agree(d->comm, d->rank, fn, st);
     for (size_t k = 0; k < count; k++) {
-        if (dtype == CLT_F64)
+        if (f64)
             ((double *)buf)[k] /= d->size;
         else
             ((float *)buf)[k] /= (float)d->size;
     }
+    return CLT_OK;
+}
+
+/* The end of the bucket that starts at ts->items[first]: a run of one dtype up to bucket_bytes
+ * (a larger tensor is a bucket of its own); its size into *bytes. */
+static int bucket_end(const clt_dist *d, const struct tensors *ts, int first, size_t *bytes)
+{
+    clt_dtype dt = clt_tensor_dtype(ts->items[first]);
+    int last = first;
+    *bytes = 0;
+    while (last < ts->count && clt_tensor_dtype(ts->items[last]) == dt) {
+        size_t n = (size_t)clt_tensor_numel(ts->items[last]) * clt_dtype_size(dt);
+        if (last > first && *bytes + n > d->bucket_bytes)
+            break;
+        *bytes += n;
+        last++;
+    }
+    return last;
+}
+
+/* The staging every bucket of `bytes` at most needs: its gradients and the status value. */
+static clt_status stage_buckets(clt_dist *d, const char *fn, size_t bytes)
+{
+    return staging(d, fn, bytes + sizeof(double)) ? CLT_OK : clt_last_status();
 }
 
 /* The parameters of `all` that require grad, into `out` (in order, or last first), each f32 or
@@ -321,14 +383,16 @@ static clt_status trainable(const char *fn, const tensors *all, tensors *out, bo
     return st;
 }
 
-/* Averages the gradients of ts->items[first ... last-1] (one dtype) in one all-reduce. */
+/* Averages the gradients of ts->items[first ... last-1] (one dtype) in one all-reduce (the
+ * staging already big enough: stage_buckets). A failure to set the averages is carried in
+ * *pending to the next all-reduce or the final agreement. */
 static clt_status average_bucket(clt_dist *d, const char *fn, tensors *ts, int first, int last,
-                                 size_t bytes)
+                                 size_t bytes, carried *pending)
 {
     clt_dtype dtype = clt_tensor_dtype(ts->items[first]);
     size_t esize = clt_dtype_size(dtype), at = 0;
-    unsigned char *buf = staging(d, fn, bytes);
-    clt_status st = buf ? CLT_OK : clt_last_status();
+    unsigned char *buf = staging(d, fn, bytes + esize); /* no allocation: never NULL */
+    clt_status st = CLT_OK;
     for (int i = first; i < last && st == CLT_OK; i++) {
         clt_tensor *g = clt_tensor_grad(ts->items[i]);
         size_t n = (size_t)clt_tensor_numel(ts->items[i]) * esize;
@@ -337,9 +401,8 @@ static clt_status average_bucket(clt_dist *d, const char *fn, tensors *ts, int f
         clt_tensor_release(g);
         at += n;
     }
-    if ((st = agree(d->comm, d->rank, fn, st)) != CLT_OK)
+    if ((st = mean_over_ranks(d, fn, buf, bytes / esize, dtype, st, pending)) != CLT_OK)
         return st;
-    mean_over_ranks(d, buf, bytes / esize, dtype);
     at = 0;
     for (int i = first; i < last && st == CLT_OK; i++) { /* each gradient replaced by the average */
         clt_tensor *p = ts->items[i];
@@ -349,7 +412,8 @@ static clt_status average_bucket(clt_dist *d, const char *fn, tensors *ts, int f
         clt_tensor_release(avg);
         at += n;
     }
-    return agree(d->comm, d->rank, fn, st);
+    carry(pending, st);
+    return CLT_OK;
 }
 
 clt_status clt_dist_average_gradients(clt_dist *d, clt_module *m)
@@ -364,25 +428,24 @@ clt_status clt_dist_average_gradients(clt_dist *d, clt_module *m)
     st = ts ? collect(fn, m, false, ts) : clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
     if (st == CLT_OK)
         st = trainable(fn, ts, ts, false);
+    size_t most = 0, bytes;
+    for (int first = 0; st == CLT_OK && first < ts->count;) {
+        first = bucket_end(d, ts, first, &bytes);
+        most = bytes > most ? bytes : most;
+    }
+    if (st == CLT_OK)
+        st = stage_buckets(d, fn, most);
     if ((st = agree(d->comm, d->rank, fn, st)) != CLT_OK) {
         free(ts);
         return st;
     }
-    /* buckets: runs of one dtype up to bucket_bytes (a larger tensor is a bucket of its own) */
-    for (int first = 0; first < ts->count && st == CLT_OK;) {
-        clt_dtype dt = clt_tensor_dtype(ts->items[first]);
-        size_t bytes = 0;
-        int last = first;
-        while (last < ts->count && clt_tensor_dtype(ts->items[last]) == dt) {
-            size_t n = (size_t)clt_tensor_numel(ts->items[last]) * clt_dtype_size(dt);
-            if (last > first && bytes + n > d->bucket_bytes)
-                break;
-            bytes += n;
-            last++;
-        }
-        st = average_bucket(d, fn, ts, first, last, bytes);
-        first = last;
+    carried pending = {CLT_OK, ""};
+    for (int first = 0, last; first < ts->count && st == CLT_OK; first = last) {
+        last = bucket_end(d, ts, first, &bytes);
+        st = average_bucket(d, fn, ts, first, last, bytes, &pending);
     }
+    if (st == CLT_OK) /* the last bucket's averages set everywhere */
+        st = agree(d->comm, d->rank, fn, carried_take(&pending, fn));
     free(ts);
     return st;
 }
@@ -414,6 +477,7 @@ typedef struct pass {
     char cause[MESSAGE];   /* its message (the failing thread's last error) */
     /* the communication's result (the thread's, or this thread's) */
     int averaged;          /* buckets done */
+    carried pending;       /* setting a bucket's averages failed here, not yet agreed on */
     clt_status st;
     char error[MESSAGE];
     pthread_t thread;
@@ -421,24 +485,25 @@ typedef struct pass {
 
 static const char *const fn_backward = "clt_dist_backward";
 
-/* Averages bucket b: its gradients to the host (zeros for missing ones), all-reduced, and back
- * as new gradients in the slots (or kept in late[] for missing ones). Collective. */
+/* Averages bucket b: its gradients to the host (zeros for missing ones), all-reduced with this
+ * rank's status (mine, or a failure setting the last bucket's averages), and back as new
+ * gradients in the slots (or kept in late[] for missing ones); a failure setting them is
+ * carried to the next all-reduce or the final agreement (communicate). Collective. */
 static clt_status average_slots(pass *p, int b, clt_status mine)
 {
     const bucket *bk = &p->buckets[b];
     clt_dtype dtype = clt_tensor_dtype(p->ts->items[bk->first]);
     size_t esize = clt_dtype_size(dtype), at = 0, count = bk->bytes / esize;
-    unsigned char *buf = mine == CLT_OK ? staging(p->d, fn_backward, bk->bytes) : NULL;
-    clt_status st = mine == CLT_OK && !buf ? clt_last_status() : mine;
+    unsigned char *buf = staging(p->d, fn_backward, bk->bytes + esize); /* never NULL: sized */
+    clt_status st = mine;
     for (int i = bk->first; i < bk->last && st == CLT_OK; i++) {
         size_t n = (size_t)clt_tensor_numel(p->ts->items[i]) * esize;
         if (p->slot[i]) /* (none: zeros) */
             st = to_host(p->d, *p->slot[i], buf + at, n);
         at += n;
     }
-    if ((st = agree(p->d->comm, p->d->rank, fn_backward, st)) != CLT_OK)
+    if ((st = mean_over_ranks(p->d, fn_backward, buf, count, dtype, st, &p->pending)) != CLT_OK)
         return st;
-    mean_over_ranks(p->d, buf, count, dtype);
     at = 0;
     for (int i = bk->first; i < bk->last && st == CLT_OK; i++) {
         clt_tensor *param = p->ts->items[i];
@@ -454,7 +519,8 @@ static clt_status average_slots(pass *p, int b, clt_status mine)
         }
         at += n;
     }
-    return agree(p->d->comm, p->d->rank, fn_backward, st);
+    carry(&p->pending, st);
+    return CLT_OK;
 }
 
 /* Averages every bucket not yet done, in order, as it becomes ready, until all are done or one
@@ -477,6 +543,13 @@ static void communicate(pass *p)
             return;
         }
         p->averaged = b + 1;
+    }
+    /* the last bucket's averages set everywhere */
+    clt_status st =
+        agree(p->d->comm, p->d->rank, fn_backward, carried_take(&p->pending, fn_backward));
+    if (st != CLT_OK) {
+        p->st = st;
+        snprintf(p->error, sizeof p->error, "%s", clt_last_error());
     }
 }
 
@@ -567,23 +640,18 @@ clt_status clt_dist_backward(clt_dist *d, clt_module *m, clt_tensor *loss)
         p->buckets = calloc((size_t)kept + 1, sizeof *p->buckets);
         if (!p->bucket_of || !p->buckets)
             st = clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn_backward, "out of host memory");
-        for (int first = 0; st == CLT_OK && first < kept;) {
-            clt_dtype dt = clt_tensor_dtype(p->ts->items[first]);
+        size_t most = 0;
+        for (int first = 0; st == CLT_OK && first < kept; p->nbuckets++) {
             bucket *bk = &p->buckets[p->nbuckets];
-            int last = first;
             bk->first = first;
-            while (last < kept && clt_tensor_dtype(p->ts->items[last]) == dt) {
-                size_t n = (size_t)clt_tensor_numel(p->ts->items[last]) * clt_dtype_size(dt);
-                if (last > first && bk->bytes + n > d->bucket_bytes)
-                    break;
-                bk->bytes += n;
-                p->bucket_of[last++] = p->nbuckets;
-            }
-            bk->last = last;
-            bk->missing = last - first;
-            p->nbuckets++;
-            first = last;
+            bk->last = bucket_end(d, p->ts, first, &bk->bytes);
+            bk->missing = bk->last - first;
+            for (; first < bk->last; first++)
+                p->bucket_of[first] = p->nbuckets;
+            most = bk->bytes > most ? bk->bytes : most;
         }
+        if (st == CLT_OK)
+            st = stage_buckets(d, fn_backward, most);
     }
     if ((st = agree(d->comm, d->rank, fn_backward, st)) == CLT_OK) {
         p->d = d;
