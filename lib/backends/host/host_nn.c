@@ -273,9 +273,9 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
 
 /* Pooling over image planes [lo, hi) of N * C, each output element as the OpenCL kernel
  * computes it (the taps in the same order). Max pooling writes the indices where arg is set.
- * Without indices, the output columns whose taps all lie inside the image's columns go in blocks
- * of POOL_BLOCK, tap after tap over the block (loops the compiler vectorises); the others, and
- * every column when indices are written, one at a time. */
+ * The output columns whose taps all lie inside the image's columns go in blocks of POOL_BLOCK,
+ * tap after tap over the block (loops the compiler vectorises), with the index of each column's
+ * best tap where indices are written; the others one at a time. */
 #define POOL_BLOCK 256
 #define HOST_POOL                                                                              \
     static void CLT_CAT(pool_at_, DT)(const clt__conv_call *c, const ST *plane, size_t oy,     \
@@ -301,9 +301,12 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
             *out = STORE(sum / (CT)count);                                                     \
         }                                                                                      \
     }                                                                                          \
-    /* Columns [x0, x0 + n) of output row oy, every tap of which lies inside the columns. */   \
+    /* Columns [x0, x0 + n) of output row oy, every tap of which lies inside the columns; with \
+     * arg (max pooling), each one's index into the plane as well: a tap replaces the best so  \
+     * far when it is larger, or NaN over a number, so the first of equal ones stays. */       \
     CLT__SIMD static void CLT_CAT(pool_block_, DT)(const clt__conv_call *c, const ST *plane,   \
-                                                   size_t oy, size_t x0, size_t n, ST *out)    \
+                                                   size_t oy, size_t x0, size_t n, ST *out,    \
+                                                   int64_t *arg)                               \
     {                                                                                          \
         CT acc[POOL_BLOCK];                                                                    \
         long rows = 0;                                                                         \
@@ -314,13 +317,22 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
             if (iy < 0)                                                                        \
                 continue;                                                                      \
             for (int x = 0; x < c->kw; x++) {                                                  \
-                const ST *src =                                                                \
-                    plane + iy * (long)c->W + (long)x0 * c->sw - c->pw + (long)x * c->dw;      \
+                long at = iy * (long)c->W + (long)x0 * c->sw - c->pw + (long)x * c->dw;        \
+                const ST *src = plane + at;                                                    \
                 long sw = c->sw;                                                               \
-                if (c->is_max && rows == 0 && x == 0) /* the first tap: the maximum so far */  \
+                if (c->is_max && rows == 0 && x == 0) { /* the first tap: the best so far */   \
                     for (size_t j = 0; j < n; j++)                                             \
                         acc[j] = LOAD(src[(long)j * sw]);                                      \
-                else if (c->is_max)                                                            \
+                    for (size_t j = 0; arg && j < n; j++)                                      \
+                        arg[j] = at + (long)j * sw;                                            \
+                } else if (c->is_max && arg) {                                                 \
+                    for (size_t j = 0; j < n; j++) {                                           \
+                        CT v = LOAD(src[(long)j * sw]);                                        \
+                        bool beats = v > acc[j] || (v != v && acc[j] == acc[j]);               \
+                        acc[j] = beats ? v : acc[j];                                           \
+                        arg[j] = beats ? at + (long)j * sw : arg[j];                           \
+                    }                                                                          \
+                } else if (c->is_max)                                                          \
                     for (size_t j = 0; j < n; j++) {                                           \
                         CT v = LOAD(src[(long)j * sw]);                                        \
                         acc[j] = v > acc[j] || (v != v && acc[j] == acc[j]) ? v : acc[j];      \
@@ -336,6 +348,8 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
                 c->count_pad ? padded_taps(c, (long)oy, (long)(x0 + j)) : rows * c->kw;        \
             out[j] = STORE(!c->is_max ? acc[j] / (CT)count : rows ? acc[j] : (CT)-INFINITY);   \
         }                                                                                      \
+        for (size_t j = 0; arg && !rows && j < n; j++)                                         \
+            arg[j] = -1; /* no tap inside the image */                                         \
     }                                                                                          \
     static void CLT_CAT(pool_, DT)(const void *call, size_t lo, size_t hi)                     \
     {                                                                                          \
@@ -346,7 +360,7 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
         size_t in_lo = (size_t)((c->pw + c->sw - 1) / c->sw);                                  \
         size_t in_hi = reach < 0 ? 0 : (size_t)(reach / c->sw + 1);                            \
         in_hi = in_hi < c->OW ? in_hi : c->OW;                                                 \
-        if (c->arg || in_hi <= in_lo)                                                          \
+        if (in_hi <= in_lo)                                                                    \
             in_lo = in_hi = c->OW;                                                             \
         for (size_t nc = lo; nc < hi; nc++) {                                                  \
             const ST *plane = (const ST *)c->in + c->in_offset + nc * c->H * c->W;             \
@@ -358,7 +372,8 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
                     (c, plane, oy, ox, out + ox, arg ? arg + oy * c->OW + ox : NULL);          \
                 for (size_t x0 = in_lo; x0 < in_hi; x0 += POOL_BLOCK) {                        \
                     size_t n = in_hi - x0 < POOL_BLOCK ? in_hi - x0 : POOL_BLOCK;              \
-                    CLT_CAT(pool_block_, DT)(c, plane, oy, x0, n, out + x0);                   \
+                    CLT_CAT(pool_block_, DT)                                                   \
+                    (c, plane, oy, x0, n, out + x0, arg ? arg + oy * c->OW + x0 : NULL);       \
                 }                                                                              \
                 for (size_t ox = in_hi; ox < c->OW; ox++)                                      \
                     CLT_CAT(pool_at_, DT)                                                      \
