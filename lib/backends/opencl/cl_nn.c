@@ -1,6 +1,7 @@
 /* The OpenCL backend's neural-network kernels (kernels/nn.cl): index_select, im2col, depthwise
  * convolution and 2-D pooling, and the adjoints index_add, col2im and pool2d_backward, one
- * work-item an output element; attention (kernels/attention.cl); and the row operations cumsum and sort
+ * work-item an output element (pool2d_scatter, max pooling's adjoint where windows do not
+ * overlap, one a window); attention (kernels/attention.cl); and the row operations cumsum and sort
  * (kernels/rows.cl), one work-item a row. */
 #include "cl_internal.h"
 #include "cl_run.h"
@@ -110,8 +111,33 @@ clt_status clt__cl_pool2d(const char *fn, clt_device *dev, const clt__conv_call 
     return pooling(fn, dev, c, "pool2d", c->N * c->C * c->OH * c->OW);
 }
 
+/* Max pooling's adjoint where no input element lies in two windows: zeros, then each window's
+ * gradient to the element its index names (pool2d_scatter). */
+static clt_status pool_scatter(const char *fn, clt_device *dev, const clt__conv_call *c)
+{
+    static const uint64_t zero = 0;
+    size_t es = clt_dtype_size(c->dtype);
+    cl_mem out = c->out, arg = c->arg, in = c->in;
+    cl_ulong oo = c->out_offset, ao = c->arg_offset, io = c->in_offset;
+    cl_ulong per = c->OH * c->OW, HW = c->H * c->W, n = c->N * c->C * per;
+    cl_int blocked = clt__cl_run_layout(dev);
+    const clt__cl_arg args[] = {
+        {sizeof out, &out}, {sizeof oo, &oo},           {sizeof arg, &arg}, {sizeof ao, &ao},
+        {sizeof in, &in},   {sizeof io, &io},           {sizeof n, &n},     {sizeof per, &per},
+        {sizeof HW, &HW},   {sizeof blocked, &blocked},
+    };
+    clt_status st =
+        clt__cl_fill(fn, dev, c->out, c->out_offset * es, &zero, es, c->N * c->C * HW * es);
+    if (st != CLT_OK)
+        return st;
+    return clt__cl_run(fn, dev, "nn", clt__dtype(c->dtype)->options, "pool2d_scatter",
+                       CLT__CL_ARGS(args), n);
+}
+
 clt_status clt__cl_pool2d_backward(const char *fn, clt_device *dev, const clt__conv_call *c)
 {
+    if (c->is_max && c->arg && c->sh > (c->kh - 1) * c->dh && c->sw > (c->kw - 1) * c->dw)
+        return pool_scatter(fn, dev, c);
     return pooling(fn, dev, c, "pool2d_backward", c->N * c->C * c->H * c->W);
 }
 

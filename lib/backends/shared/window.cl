@@ -10,15 +10,6 @@ CLT_FN clt_i64 clt_window_at(clt_i64 v, int t, int s, int p, int d, clt_u64 n)
     return u >= 0 && u % s == 0 && u / s < (clt_i64)n ? u / s : -1;
 }
 
-/* Where windows do not overlap (stride s > (k - 1) * d, so that at most one holds any
- * position): the output position (of n) whose window is the only one that may hold input
- * position v, or -1 when there is none. */
-CLT_FN clt_i64 clt_window_apart_at(clt_i64 v, int s, int p, clt_u64 n)
-{
-    clt_i64 o = (v + p) / s;
-    return o < (clt_i64)n ? o : -1;
-}
-
 /* How many of the k taps of window o fall inside an input of n positions. */
 CLT_FN clt_i64 clt_window_taps_inside(clt_i64 o, int k, int s, int p, int d, clt_u64 n)
 {

@@ -342,8 +342,8 @@ __kernel void col2im(__global ST *out, ulong out_off, __global const ST *in, ulo
 /* The gradient of pool2d: out[n, c, h, w] gathers in[n, c, oy, ox] over the windows holding
  * (h, w), taps in order. Max: only the windows whose index in `arg` is h * W + w. Average: each
  * divided by the forward divisor, the taps inside the padded image with count_pad, else the taps
- * inside the image. One
- * work-item an input element. */
+ * inside the image. One work-item an input element (max pooling whose windows do not overlap
+ * runs pool2d_scatter instead). */
 static void pool2d_backward_at(ulong i, __global ST *out, __global const long *arg,
                                __global const ST *in, ulong H, ulong W, ulong OH, ulong OW,
                                int kh, int kw, int sh, int sw, int ph, int pw, int dh, int dw,
@@ -352,14 +352,6 @@ static void pool2d_backward_at(ulong i, __global ST *out, __global const long *a
     long w = (long)(i % W), h = (long)((i / W) % H);
     ulong plane = (i / (W * H)) * OH * OW;
     CT sum = 0;
-    if (is_max && sh > (kh - 1) * dh && sw > (kw - 1) * dw) { /* one window may hold it */
-        long oy = clt_window_apart_at(h, sh, ph, OH), ox = clt_window_apart_at(w, sw, pw, OW);
-        ulong o = plane + (ulong)(oy * (long)OW + ox);
-        if (oy >= 0 && ox >= 0 && arg[o] == h * (long)W + w)
-            sum += LOAD(in[o]);
-        out[i] = STORE(sum);
-        return;
-    }
     for (int y = 0; y < kh; y++) {
         long oy = clt_window_at(h, y, sh, ph, dh, OH);
         long rows = oy < 0      ? kh
@@ -393,4 +385,20 @@ __kernel void pool2d_backward(__global ST *out, ulong out_off, __global const lo
     CLT_RUN(NC * H * W, blocked,
             pool2d_backward_at(i, out + out_off, arg + arg_off, in + in_off, H, W, OH, OW, kh,
                                kw, sh, sw, ph, pw, dh, dw, is_max, count_pad));
+}
+
+/* Max pooling's adjoint where no input element lies in two windows (stride > (k - 1) *
+ * dilation both ways), into an out of zeros: each window's gradient (n of them, per a plane)
+ * to the element of its plane of HW that its index names, which is what pool2d_backward's
+ * gather adds there (0 + g). One work-item a window: a quarter of the gather's for 2 x 2
+ * windows, and no division by the image's sizes at every element. */
+__kernel void pool2d_scatter(__global ST *out, ulong out_off, __global const long *arg,
+                             ulong arg_off, __global const ST *in, ulong in_off, ulong n,
+                             ulong per, ulong HW, int blocked)
+{
+    CLT_RUN(n, blocked, {
+        long at = arg[arg_off + i];
+        if (at >= 0 && (ulong)at < HW)
+            out[out_off + i / per * HW + (ulong)at] = STORE((CT)0 + LOAD(in[in_off + i]));
+    });
 }
