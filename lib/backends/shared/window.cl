@@ -3,10 +3,13 @@
  * the same order on every backend. The including file defines clt_i64, clt_u64 and CLT_FN. */
 
 /* The output position (of n) whose window tap t reads input position v, for stride s, padding p
- * and dilation d, or -1 when none does. */
+ * and dilation d, or -1 when none does. Stride 1 skips the 64-bit division and remainder
+ * (col2im of a 3 x 3 convolution on PoCL: 15% of its time). */
 CLT_FN clt_i64 clt_window_at(clt_i64 v, int t, int s, int p, int d, clt_u64 n)
 {
     clt_i64 u = v + p - (clt_i64)t * d;
+    if (s == 1)
+        return u >= 0 && u < (clt_i64)n ? u : -1;
     return u >= 0 && u % s == 0 && u / s < (clt_i64)n ? u / s : -1;
 }
 
