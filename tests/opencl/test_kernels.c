@@ -239,7 +239,8 @@ END_TEST
 /* The window kernels (depthwise convolution, pooling) in both layouts on rows of 37, so that
  * work-items' runs start and end inside rows: 3 x 3 windows plain, strided and dilated (the
  * blocked layout's loop over a row's inside columns and its edges), and a 3 x 2 window with a
- * channel multiplier of 2, strided, padded and dilated. */
+ * channel multiplier of 2, strided, padded and dilated; pooling with positions in int and in
+ * long, max and average (counting the padding or not, in ceil mode). */
 START_TEST(test_kernels_windows)
 {
     static const struct {
@@ -275,12 +276,24 @@ START_TEST(test_kernels_windows)
                                        .stride = {2, 1},
                                        .padding = {1, 1},
                                        .dilation = {1, 2}};
-        clt_tensor *gi = NULL, *hi = NULL;
-        clt_tensor *a = clt_max_pool2d(g, &po, &gi), *b = clt_max_pool2d(h, &po, &hi);
-        assert_same(a, b, "max pool");
-        assert_same(gi, hi, "max pool indices");
-        clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(gi),
-            clt_tensor_release(hi);
+        for (int wide = 0; wide < 2; wide++) { /* positions in int, then in long */
+            clt__cl_pool_wide = wide;
+            clt_tensor *gi = NULL, *hi = NULL;
+            clt_tensor *a = clt_max_pool2d(g, &po, &gi), *b = clt_max_pool2d(h, &po, &hi);
+            assert_same(a, b, "max pool");
+            assert_same(gi, hi, "max pool indices");
+            clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(gi),
+                clt_tensor_release(hi);
+            for (int exclude = 0; exclude < 2; exclude++) {
+                clt_pool2d_options ao = po;
+                ao.exclude_padding = exclude, ao.ceil_mode = true;
+                ao.dilation[0] = ao.dilation[1] = 1; /* average pooling has none */
+                a = clt_avg_pool2d(g, &ao), b = clt_avg_pool2d(h, &ao);
+                assert_near(a, b, exclude ? "avg pool without padding" : "avg pool");
+                clt_tensor_release(a), clt_tensor_release(b);
+            }
+        }
+        clt__cl_pool_wide = -1;
     }
     clt__cl_run_blocked = -1;
     clt_tensor_release(g), clt_tensor_release(h);

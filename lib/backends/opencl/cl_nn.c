@@ -85,8 +85,22 @@ clt_status clt__cl_depthwise2d(const char *fn, clt_device *dev, const clt__conv_
                        c->N * c->C * c->mult * c->OH * c->OW);
 }
 
-/* pool2d or pool2d_backward: the same arguments (arg, when NULL, stands in as out, unused:
- * is_max 1, where 2 writes the indices), n elements over the work-items (CLT_RUN). */
+int clt__cl_pool_wide = -1;
+
+/* Whether a pooling's positions within a plane, or a window tap's, may not fit in int (then
+ * the _wide kernel runs), or clt__cl_pool_wide where that is 0 or 1. */
+static bool pool_wide(const clt__conv_call *c)
+{
+    const uint64_t most = 0x3fffffff;
+    if (clt__cl_pool_wide >= 0)
+        return clt__cl_pool_wide;
+    return !((uint64_t)c->H * c->W <= most &&
+             (uint64_t)c->OH * c->sh + (uint64_t)c->kh * c->dh + c->ph <= most &&
+             (uint64_t)c->OW * c->sw + (uint64_t)c->kw * c->dw + c->pw <= most);
+}
+
+/* The pooling kernels and pool2d_backward: the same arguments (arg, when NULL, stands in as out,
+ * unused: is_max 1, where 2 writes the indices), n elements over the work-items (CLT_RUN). */
 static clt_status pooling(const char *fn, clt_device *dev, const clt__conv_call *c,
                           const char *kernel, size_t n)
 {
@@ -108,7 +122,9 @@ static clt_status pooling(const char *fn, clt_device *dev, const clt__conv_call 
 
 clt_status clt__cl_pool2d(const char *fn, clt_device *dev, const clt__conv_call *c)
 {
-    return pooling(fn, dev, c, "pool2d", c->N * c->C * c->OH * c->OW);
+    static const char *const kernels[2][2] = {{"avg_pool2d", "avg_pool2d_wide"},
+                                              {"max_pool2d", "max_pool2d_wide"}};
+    return pooling(fn, dev, c, kernels[c->is_max][pool_wide(c)], c->N * c->C * c->OH * c->OW);
 }
 
 /* Max pooling's adjoint where no input element lies in two windows: zeros, then each window's

@@ -14,6 +14,10 @@
  * on every device (the tests run both layouts under Oclgrind). */
 extern int clt__cl_run_blocked;
 
+/* pool2d's positions: -1 (the default) in int where they fit, 1 to force long, 0 to force int
+ * (the tests run both). */
+extern int clt__cl_pool_wide;
+
 /* Whether dev runs each work-item on its own with its vectors in vector registers (a native
  * float vector width above 1: PoCL), rather than many work-items in the lanes of one vector
  * (GPUs, and Mesa's llvmpipe, a CPU device that also stops any loop after 65535 iterations, so

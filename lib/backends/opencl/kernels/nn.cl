@@ -109,70 +109,88 @@ __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulo
 
 /* 2-D pooling: out[n, c, oy, ox] over the window at (oy * sh - ph, ox * sw - pw), dilation
  * (dh, dw). Max: the largest element (NaN wins); with is_max 2 its flat index within the image
- * plane written to `arg` too (i64, for the backward pass). Average: the sum over the window divided by its size,
- * counting the padding when count_pad (the window clipped to the padded image, which differs
- * from kh * kw only where ceil mode lets the last window overhang), else only the elements inside
- * the image. */
-static void pool2d_at(ulong i, ulong ox, ulong oy, ulong nc, __global ST *out, __global long *arg,
-                      __global const ST *in, ulong H, ulong W, int kh, int kw, int sh, int sw,
-                      int ph, int pw, int dh, int dw, int is_max, int count_pad)
-{
-    __global const ST *plane = in + nc * H * W;
-    CT best = 0, sum = 0;
-    long best_at = -1, inside = 0;
-    for (int y = 0; y < kh; y++) {
-        long iy = (long)oy * sh - ph + (long)y * dh;
-        for (int x = 0; x < kw; x++) {
-            long ix = (long)ox * sw - pw + (long)x * dw;
-            if (iy < 0 || iy >= (long)H || ix < 0 || ix >= (long)W)
-                continue;
-            CT v = LOAD(plane[iy * (long)W + ix]);
-            inside++;
-            sum += v;
-            if (best_at < 0 || BEATS(v, best)) {
-                best = v;
-                best_at = iy * (long)W + ix;
-            }
-        }
+ * plane written to `arg` too (i64, for the backward pass). Average: the sum over the window divided
+ * by its size, counting the padding when count_pad (the window clipped to the padded image,
+ * which differs from kh * kw only where ceil mode lets the last window overhang), else only the
+ * elements inside the image. One kernel for each of max and average pooling (MAX 1 or 0) and
+ * positions within a plane in int (where they fit) or long (_wide): PoCL ran a kernel that chose
+ * at run time, or held positions in long, 1.5-1.8 times slower. */
+#define POOL2D_AT(NAME, IT, MAX)                                                               \
+    static void NAME##_at(ulong i, IT ox, IT oy, __global ST *out, __global long *arg,         \
+                          __global const ST *plane, IT H, IT W, int kh, int kw, int sh,        \
+                          int sw, int ph, int pw, int dh, int dw, int is_max, int count_pad)   \
+    {                                                                                          \
+        CT best = 0, sum = 0;                                                                  \
+        IT best_at = -1, inside = 0;                                                           \
+        for (int y = 0; y < kh; y++) {                                                         \
+            IT iy = oy * sh - ph + (IT)y * dh;                                                 \
+            for (int x = 0; x < kw; x++) {                                                     \
+                IT ix = ox * sw - pw + (IT)x * dw;                                             \
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W)                                    \
+                    continue;                                                                  \
+                CT v = LOAD(plane[iy * W + ix]);                                               \
+                if (!(MAX)) {                                                                  \
+                    inside++;                                                                  \
+                    sum += v;                                                                  \
+                } else if (best_at < 0 || BEATS(v, best)) {                                    \
+                    best = v;                                                                  \
+                    best_at = iy * W + ix;                                                     \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+        if (MAX) {                                                                             \
+            out[i] = STORE(best_at < 0 ? -INFINITY : best); /* a window wholly in padding */   \
+            if (is_max > 1)                                                                    \
+                arg[i] = best_at;                                                              \
+        } else {                                                                               \
+            /* the window clipped to the padded image: kh * kw but where ceil mode overhangs */ \
+            long count =                                                                       \
+                count_pad ? clt_window_taps_inside(oy, kh, sh, 0, dh, H + 2 * (ulong)ph) *     \
+                                clt_window_taps_inside(ox, kw, sw, 0, dw, W + 2 * (ulong)pw)   \
+                          : (long)inside;                                                      \
+            out[i] = STORE(sum / (CT)count);                                                   \
+        }                                                                                      \
     }
-    if (is_max) {
-        out[i] = STORE(best_at < 0 ? -INFINITY : best); /* a window wholly in padding */
-        if (is_max > 1)
-            arg[i] = best_at;
-    } else {
-        /* the window clipped to the padded image: kh * kw but where ceil mode overhangs */
-        long count = count_pad ? clt_window_taps_inside(oy, kh, sh, 0, dh, H + 2 * (ulong)ph) *
-                                     clt_window_taps_inside(ox, kw, sw, 0, dw, W + 2 * (ulong)pw)
-                               : inside;
-        out[i] = STORE(sum / (CT)count);
-    }
-}
 
-__kernel void pool2d(__global ST *out, ulong out_off, __global long *arg, ulong arg_off,
-                     __global const ST *in, ulong in_off, ulong NC, ulong H, ulong W, ulong OH,
-                     ulong OW, int kh, int kw, int sh, int sw, int ph, int pw, int dh, int dw,
-                     int is_max, int count_pad, int blocked)
-{
-    ulong n = NC * OH * OW, gs = get_global_size(0);
-    if (blocked) { /* a work-item's run: its first output placed by division, then counted on */
-        ulong per = ((n + gs - 1) / gs + 15) & ~(ulong)15;
-        ulong i = min(get_global_id(0) * per, n), e = min(i + per, n);
-        ulong ox = i % OW, oy = (i / OW) % OH, p = i / (OW * OH);
-        for (; i < e; i++) {
-            pool2d_at(i, ox, oy, p, out + out_off, arg + arg_off, in + in_off, H, W, kh, kw, sh,
-                      sw, ph, pw, dh, dw, is_max, count_pad);
-            if (++ox == OW) {
-                ox = 0;
-                if (++oy == OH)
-                    oy = 0, p++;
-            }
-        }
-        return;
+/* Outputs [i, e) in order, the first placed by division, then counted on. */
+#define POOL2D_RUN(NAME, IT)                                                                   \
+    do {                                                                                       \
+        IT ox = (IT)(i % OW), oy = (IT)(i / OW % OH);                                          \
+        __global const ST *plane = in + in_off + i / (OW * OH) * H * W;                        \
+        for (; i < e; i++) {                                                                   \
+            NAME##_at(i, ox, oy, out + out_off, arg + arg_off, plane, (IT)H, (IT)W, kh, kw,    \
+                      sh, sw, ph, pw, dh, dw, is_max, count_pad);                              \
+            if (++ox == (IT)OW) {                                                              \
+                ox = 0;                                                                        \
+                if (++oy == (IT)OH)                                                            \
+                    oy = 0, plane += H * W;                                                    \
+            }                                                                                  \
+        }                                                                                      \
+    } while (0)
+
+#define POOL2D_KERNEL(NAME, IT, MAX)                                                           \
+    POOL2D_AT(NAME, IT, MAX)                                                                   \
+    __kernel void NAME(__global ST *out, ulong out_off, __global long *arg, ulong arg_off,     \
+                       __global const ST *in, ulong in_off, ulong NC, ulong H, ulong W,        \
+                       ulong OH, ulong OW, int kh, int kw, int sh, int sw, int ph, int pw,     \
+                       int dh, int dw, int is_max, int count_pad, int blocked)                 \
+    {                                                                                          \
+        ulong n = NC * OH * OW, gs = get_global_size(0);                                       \
+        if (blocked) { /* a work-item's run */                                                 \
+            ulong per = ((n + gs - 1) / gs + 15) & ~(ulong)15;                                 \
+            ulong i = min(get_global_id(0) * per, n), e = min(i + per, n);                     \
+            POOL2D_RUN(NAME, IT);                                                              \
+            return;                                                                            \
+        }                                                                                      \
+        for (ulong j = get_global_id(0); j < n; j += gs) { /* one output a time */             \
+            ulong i = j, e = j + 1;                                                            \
+            POOL2D_RUN(NAME, IT);                                                              \
+        }                                                                                      \
     }
-    for (ulong i = get_global_id(0); i < n; i += gs)
-        pool2d_at(i, i % OW, (i / OW) % OH, i / (OW * OH), out + out_off, arg + arg_off,
-                  in + in_off, H, W, kh, kw, sh, sw, ph, pw, dh, dw, is_max, count_pad);
-}
+POOL2D_KERNEL(max_pool2d, int, 1)
+POOL2D_KERNEL(max_pool2d_wide, long, 1)
+POOL2D_KERNEL(avg_pool2d, int, 0)
+POOL2D_KERNEL(avg_pool2d_wide, long, 0)
 
 /* Depthwise convolution: out[n, o, oy, ox] = the sum over taps (y, x), in order, of
  * weight[o, y, x] times input channel o / mult at row oy * sh - ph + y * dh, column
