@@ -34,6 +34,42 @@ static int unit_dim(const clt__ew_call *c, const int64_t *strides)
     return -1;
 }
 
+/* Fewer, longer dimensions for the same walk: dimensions of size 1 dropped, and each merged
+ * into the one before it where every operand steps over both as over one (the outer stride the
+ * inner one times the inner size). (N, C, H, W) against a broadcast (1, C, 1, 1) becomes
+ * (N, C, H * W); operands that all run in order become the flat walk (ndim 0). */
+void clt__ew_collapse(clt__ew_call *c, int nin)
+{
+    clt__operand *ops[4] = {&c->out, &c->in[0], &c->in[1], &c->in[2]};
+    int nd = 0, nops = nin + 1;
+    for (int d = 0; d < c->ndim; d++) {
+        if (c->shape[d] == 1)
+            continue;
+        bool merge = nd > 0;
+        for (int i = 0; merge && i < nops; i++)
+            merge = ops[i]->strides[nd - 1] == ops[i]->strides[d] * c->shape[d];
+        if (merge) {
+            c->shape[nd - 1] *= c->shape[d];
+            for (int i = 0; i < nops; i++)
+                ops[i]->strides[nd - 1] = ops[i]->strides[d];
+            continue;
+        }
+        c->shape[nd] = c->shape[d];
+        for (int i = 0; i < nops; i++)
+            ops[i]->strides[nd] = ops[i]->strides[d];
+        nd++;
+    }
+    bool flat = nd <= 1;
+    for (int i = 0; flat && nd == 1 && i < nops; i++)
+        flat = ops[i]->strides[0] == 1;
+    for (int d = nd; d < c->ndim; d++) { /* the dimensions left over: unused */
+        c->shape[d] = 1;
+        for (int i = 0; i < 4; i++)
+            ops[i]->strides[d] = 0;
+    }
+    c->ndim = flat ? 0 : nd;
+}
+
 bool clt__tile_plan_of(const clt__ew_call *c, clt__tile_plan *plan)
 {
     int q, p;

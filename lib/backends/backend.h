@@ -67,6 +67,11 @@ typedef struct clt__ew_call {
     double s0, s1;                /* scalar parameters, converted to the compute type */
 } clt__ew_call;
 
+/* The same walk over fewer, longer dimensions (nin inputs): dimensions of size 1 dropped, each
+ * merged into the one before it where every operand steps over both as over one, and ndim 0
+ * where every operand then runs in order. */
+void clt__ew_collapse(clt__ew_call *c, int nin);
+
 /* A strided copy (CLT_EW_copy, ndim > 0) seen as a batch of 2-D transposes, which backends copy
  * in tiles (reading and writing whole cache lines) rather than element by element: the output
  * dimension `cols` is the one of output stride 1, whose input stride is not 1, and `rows` one of

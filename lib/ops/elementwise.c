@@ -79,42 +79,6 @@ static bool same_shape(const clt_tensor *x, int ndim, const int64_t *shape)
     return true;
 }
 
-/* Fewer, longer dimensions for the same walk: dimensions of size 1 dropped, and each merged
- * into the one before it where every operand steps over both as over one (the outer stride the
- * inner one times the inner size). (N, C, H, W) against a broadcast (1, C, 1, 1) becomes
- * (N, C, H * W); operands that all run in order become the flat walk (ndim 0). */
-static void collapse(clt__ew_call *c, int nin)
-{
-    clt__operand *ops[4] = {&c->out, &c->in[0], &c->in[1], &c->in[2]};
-    int nd = 0, nops = nin + 1;
-    for (int d = 0; d < c->ndim; d++) {
-        if (c->shape[d] == 1)
-            continue;
-        bool merge = nd > 0;
-        for (int i = 0; merge && i < nops; i++)
-            merge = ops[i]->strides[nd - 1] == ops[i]->strides[d] * c->shape[d];
-        if (merge) {
-            c->shape[nd - 1] *= c->shape[d];
-            for (int i = 0; i < nops; i++)
-                ops[i]->strides[nd - 1] = ops[i]->strides[d];
-            continue;
-        }
-        c->shape[nd] = c->shape[d];
-        for (int i = 0; i < nops; i++)
-            ops[i]->strides[nd] = ops[i]->strides[d];
-        nd++;
-    }
-    bool flat = nd <= 1;
-    for (int i = 0; flat && nd == 1 && i < nops; i++)
-        flat = ops[i]->strides[0] == 1;
-    for (int d = nd; d < c->ndim; d++) { /* the dimensions left over: unused */
-        c->shape[d] = 1;
-        for (int i = 0; i < 4; i++)
-            ops[i]->strides[d] = 0;
-    }
-    c->ndim = flat ? 0 : nd;
-}
-
 /* Runs op into `out` (already the broadcast shape) from inputs already in `dtype` (where's
  * condition in bool). */
 static clt_status dispatch(const char *fn, clt__ew_op op, clt_dtype dtype, clt_tensor *out,
@@ -136,7 +100,7 @@ static clt_status dispatch(const char *fn, clt__ew_op op, clt_dtype dtype, clt_t
     if (flat)
         c.ndim = 0;
     else
-        collapse(&c, nin);
+        clt__ew_collapse(&c, nin);
     if (clt__storage_sync(fn, out->storage) != CLT_OK)
         return clt_last_status();
     return CLT__BACKEND_CALL(elementwise, fn, dev, c.dtype, &c);

@@ -135,6 +135,7 @@ static clt_status materialize(const char *fn, mat *x, int nb, const int64_t *bsh
     c.in[0].buf = src->storage->buf;
     c.in[0].offset = src->offset;
     c.n = y->numel;
+    clt__ew_collapse(&c, 1);
     if (y->numel && CLT__BACKEND_CALL(elementwise, fn, dev, c.dtype, &c) != CLT_OK) {
         clt_tensor_release(y);
         return clt_last_status();

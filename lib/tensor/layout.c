@@ -82,6 +82,7 @@ clt_tensor *clt__tensor_contiguous(const char *fn, clt_tensor *x)
     memcpy(c.out.strides, y->strides, sizeof c.out.strides);
     c.in[0] = (clt__operand){x->storage->buf, x->offset, {0}};
     memcpy(c.in[0].strides, x->strides, sizeof c.in[0].strides);
+    clt__ew_collapse(&c, 1);
     if (clt__storage_sync(fn, x->storage) != CLT_OK ||
         CLT__BACKEND_CALL(elementwise, fn, dev, c.dtype, &c) != CLT_OK) {
         clt_tensor_release(y);
