@@ -328,13 +328,12 @@ __kernel void index_add(__global ST *out, ulong out_off, __global const ST *src,
 
 /* The adjoint of im2col: out[n, c, h, w] = the sum of the column entries im2col reads from
  * (h, w), taps (y, x) in order. Columns are (C * kh * kw) x N x (OH * OW); out is N x C x H x W.
- * One work-item an image element. */
-static void col2im_at(ulong i, __global ST *out, __global const ST *in, ulong N, ulong C,
-                      ulong H, ulong W, ulong OH, ulong OW, int kh, int kw, int sh, int sw,
-                      int ph, int pw, int dh, int dw)
+ * One work-item an image element: element i at (w, h) of channel c of image n. */
+static void col2im_at(ulong i, long w, long h, ulong n, ulong c, __global ST *out,
+                      __global const ST *in, ulong N, ulong OH, ulong OW, int kh, int kw, int sh,
+                      int sw, int ph, int pw, int dh, int dw)
 {
-    long w = (long)(i % W), h = (long)((i / W) % H);
-    ulong cols = OH * OW, nc = i / (W * H), n = nc / C, c = nc % C, tap = N * cols;
+    ulong cols = OH * OW, tap = N * cols;
     __global const ST *rows = in + (c * ((ulong)kh * (ulong)kw) * N + n) * cols;
     CT sum = 0;
     for (int y = 0; y < kh; y++) {
@@ -348,13 +347,37 @@ static void col2im_at(ulong i, __global ST *out, __global const ST *in, ulong N,
     out[i] = STORE(sum);
 }
 
+/* CLT_RUN's two layouts; blocked, a work-item's first element placed by division and the
+ * others counted on (PoCL spent most of the time on the divisions). */
 __kernel void col2im(__global ST *out, ulong out_off, __global const ST *in, ulong in_off,
                      ulong N, ulong C, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw,
                      int sh, int sw, int ph, int pw, int dh, int dw, int blocked)
 {
-    CLT_RUN(N * C * H * W, blocked,
-            col2im_at(i, out + out_off, in + in_off, N, C, H, W, OH, OW, kh, kw, sh, sw, ph, pw,
-                      dh, dw));
+    ulong n_ = N * C * H * W, gs = get_global_size(0);
+    if (blocked) {
+        ulong per = ((n_ + gs - 1) / gs + 15) & ~(ulong)15;
+        ulong i = min(get_global_id(0) * per, n_), e = min(i + per, n_);
+        long w = (long)(i % W), h = (long)(i / W % H);
+        ulong c = i / (W * H) % C, n = i / (W * H * C);
+        for (; i < e; i++) {
+            col2im_at(i, w, h, n, c, out + out_off, in + in_off, N, OH, OW, kh, kw, sh, sw, ph,
+                      pw, dh, dw);
+            if (++w < (long)W)
+                continue;
+            w = 0;
+            if (++h < (long)H)
+                continue;
+            h = 0;
+            if (++c == C)
+                c = 0, n++;
+        }
+        return;
+    }
+    for (ulong i = get_global_id(0); i < n_; i += gs) {
+        ulong nc = i / (W * H);
+        col2im_at(i, (long)(i % W), (long)(i / W % H), nc / C, nc % C, out + out_off,
+                  in + in_off, N, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw);
+    }
 }
 
 /* The gradient of pool2d: out[n, c, h, w] gathers in[n, c, oy, ox] over the windows holding
