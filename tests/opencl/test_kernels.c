@@ -277,7 +277,7 @@ START_TEST(test_kernels_windows)
                                        .padding = {1, 1},
                                        .dilation = {1, 2}};
         for (int wide = 0; wide < 2; wide++) { /* positions in int, then in long */
-            clt__cl_pool_wide = wide;
+            clt__cl_window_wide = wide;
             clt_tensor *gi = NULL, *hi = NULL;
             clt_tensor *a = clt_max_pool2d(g, &po, &gi), *b = clt_max_pool2d(h, &po, &hi);
             assert_same(a, b, "max pool");
@@ -293,7 +293,7 @@ START_TEST(test_kernels_windows)
                 clt_tensor_release(a), clt_tensor_release(b);
             }
         }
-        clt__cl_pool_wide = -1;
+        clt__cl_window_wide = -1;
     }
     clt__cl_run_blocked = -1;
     clt_tensor_release(g), clt_tensor_release(h);
@@ -379,7 +379,8 @@ START_TEST(test_kernels_reduce_layouts)
 END_TEST
 
 /* The adjoints of the backward passes: col2im, pool2d_backward (max and average) and index_add,
- * each a gather in the host's order, so the sums agree bit for bit but for the division. */
+ * each a gather in the host's order (or, for max pooling whose windows do not overlap, a scatter
+ * of what the gather would add), so the sums agree bit for bit but for the division. */
 START_TEST(test_kernels_adjoints)
 {
     static const char *const fn = "test_kernels_adjoints";
@@ -387,13 +388,25 @@ START_TEST(test_kernels_adjoints)
     clt_manual_seed(5);
     clt_tensor *h = clt_tensor_randn(CLT_SHAPE(2, 3, 5, 4), CLT_F32, cpu), *g = clt_tensor_to(h, dev);
     clt__conv_call c;
-    const clt_conv2d_options co = {{2, 1}, {1, 2}, {2, 1}, 1};
-    ck_assert_int_eq(clt__conv2d_geometry(fn, h, 2, 3, &co, &c), CLT_OK);
-    int64_t rows = 3 * 2 * 3, cols = (int64_t)(c.OH * c.OW);
-    clt_tensor *hc = clt_tensor_randn(CLT_SHAPE(rows, 2, cols), CLT_F32, cpu), *gc = clt_tensor_to(hc, dev);
-    clt_tensor *a = clt__col2im(fn, gc, &c), *b = clt__col2im(fn, hc, &c);
-    assert_same(a, b, "col2im");
-    clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(gc), clt_tensor_release(hc);
+    clt_tensor *a, *b;
+    /* col2im strided, padded and dilated, and with stride 1; in both layouts, positions in int
+     * and in long */
+    const clt_conv2d_options convs[2] = {{{2, 1}, {1, 2}, {2, 1}, 1},
+                                         {{1, 1}, {1, 1}, {1, 1}, 1}};
+    for (int k = 0; k < 4 * 2; k++) {
+        char what[64];
+        clt__cl_run_blocked = k / 2 % 2, clt__cl_window_wide = k / 4;
+        snprintf(what, sizeof what, "col2im %d, blocked %d, wide %d", k % 2, k / 2 % 2, k / 4);
+        ck_assert_int_eq(clt__conv2d_geometry(fn, h, 2, 3, &convs[k % 2], &c), CLT_OK);
+        int64_t rows = 3 * 2 * 3, cols = (int64_t)(c.OH * c.OW);
+        clt_tensor *hc = clt_tensor_randn(CLT_SHAPE(rows, 2, cols), CLT_F32, cpu),
+                   *gc = clt_tensor_to(hc, dev);
+        a = clt__col2im(fn, gc, &c), b = clt__col2im(fn, hc, &c);
+        assert_same(a, b, what);
+        clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(gc),
+            clt_tensor_release(hc);
+    }
+    clt__cl_run_blocked = clt__cl_window_wide = -1;
 
     /* average; max over overlapping windows; max over windows apart, with rows no window holds
      * (stride 3 over 2 taps, and over 2 taps dilated by 2) */

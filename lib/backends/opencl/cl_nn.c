@@ -34,6 +34,23 @@ static int geometry(const clt__conv_call *c, cl_ulong *u, cl_int *w, clt__cl_arg
     return at;
 }
 
+int clt__cl_window_wide = -1;
+
+/* Whether positions within a plane of the input or the output, or of a window's taps, may not
+ * fit in int (then the _wide kernel of pooling or col2im runs), or clt__cl_window_wide where that
+ * is 0 or 1. */
+static bool window_wide(const clt__conv_call *c)
+{
+    const uint64_t most = 0x3fffffff;
+    if (clt__cl_window_wide >= 0)
+        return clt__cl_window_wide;
+    return !((uint64_t)c->H * c->W <= most && (uint64_t)c->OH * c->OW <= most &&
+             (uint64_t)c->OH * c->sh + (uint64_t)c->kh * c->dh + c->ph <= most &&
+             (uint64_t)c->OW * c->sw + (uint64_t)c->kw * c->dw + c->pw <= most &&
+             (uint64_t)c->H + c->ph + (uint64_t)c->kh * c->dh <= most &&
+             (uint64_t)c->W + c->pw + (uint64_t)c->kw * c->dw <= most);
+}
+
 /* im2col ("im2col", n the column count) or its adjoint ("col2im", n the image size): the same
  * arguments, n elements over the work-items (CLT_RUN). */
 static clt_status columns(const char *fn, clt_device *dev, const clt__conv_call *c,
@@ -58,7 +75,8 @@ clt_status clt__cl_im2col(const char *fn, clt_device *dev, const clt__conv_call 
 
 clt_status clt__cl_col2im(const char *fn, clt_device *dev, const clt__conv_call *c)
 {
-    return columns(fn, dev, c, "col2im", c->N * c->C * c->H * c->W);
+    return columns(fn, dev, c, window_wide(c) ? "col2im_wide" : "col2im",
+                   c->N * c->C * c->H * c->W);
 }
 
 /* im2col, one product over every image's columns and a transposing copy: ResNet-18 at batch 16
@@ -83,20 +101,6 @@ clt_status clt__cl_depthwise2d(const char *fn, clt_device *dev, const clt__conv_
     args[nargs++] = (clt__cl_arg){sizeof blocked, &blocked};
     return clt__cl_run(fn, dev, "nn", clt__dtype(c->dtype)->options, "depthwise2d", args, nargs,
                        c->N * c->C * c->mult * c->OH * c->OW);
-}
-
-int clt__cl_pool_wide = -1;
-
-/* Whether a pooling's positions within a plane, or a window tap's, may not fit in int (then
- * the _wide kernel runs), or clt__cl_pool_wide where that is 0 or 1. */
-static bool pool_wide(const clt__conv_call *c)
-{
-    const uint64_t most = 0x3fffffff;
-    if (clt__cl_pool_wide >= 0)
-        return clt__cl_pool_wide;
-    return !((uint64_t)c->H * c->W <= most &&
-             (uint64_t)c->OH * c->sh + (uint64_t)c->kh * c->dh + c->ph <= most &&
-             (uint64_t)c->OW * c->sw + (uint64_t)c->kw * c->dw + c->pw <= most);
 }
 
 /* The pooling kernels and pool2d_backward: the same arguments (arg, when NULL, stands in as out,
@@ -124,7 +128,7 @@ clt_status clt__cl_pool2d(const char *fn, clt_device *dev, const clt__conv_call 
 {
     static const char *const kernels[2][2] = {{"avg_pool2d", "avg_pool2d_wide"},
                                               {"max_pool2d", "max_pool2d_wide"}};
-    return pooling(fn, dev, c, kernels[c->is_max][pool_wide(c)], c->N * c->C * c->OH * c->OW);
+    return pooling(fn, dev, c, kernels[c->is_max][window_wide(c)], c->N * c->C * c->OH * c->OW);
 }
 
 /* Max pooling's adjoint where no input element lies in two windows: zeros, then each window's

@@ -14,9 +14,9 @@
  * on every device (the tests run both layouts under Oclgrind). */
 extern int clt__cl_run_blocked;
 
-/* pool2d's positions: -1 (the default) in int where they fit, 1 to force long, 0 to force int
- * (the tests run both). */
-extern int clt__cl_pool_wide;
+/* The positions of the pooling kernels and col2im: -1 (the default) in int where they fit, 1
+ * to force long, 0 to force int (the tests run both). */
+extern int clt__cl_window_wide;
 
 /* Whether dev runs each work-item on its own with its vectors in vector registers (a native
  * float vector width above 1: PoCL), rather than many work-items in the lanes of one vector
