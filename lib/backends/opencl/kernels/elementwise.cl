@@ -62,6 +62,18 @@ CLT_FN void ew_place(const ew_layout *l, int ndim, ulong i, long *k, ulong *off)
     }
 }
 
+/* BODY over a piece of piece_ elements from offsets off_, the operands' strides along it SO, SA,
+ * SB, SC: constants where EW_LOOP found the common ones (an operand broadcast along the piece
+ * has stride 0), so that the compiler sees contiguous and repeated loads. */
+#define EW_PIECE(SO, SA, SB, SC, BODY)                                                         \
+    do {                                                                                       \
+        for (ulong j_ = 0; j_ < piece_; j_++) {                                                \
+            ulong o = off_[0] + j_ * (ulong)(SO), a = off_[1] + j_ * (ulong)(SA);              \
+            ulong b = off_[2] + j_ * (ulong)(SB), c = off_[3] + j_ * (ulong)(SC);              \
+            BODY;                                                                              \
+        }                                                                                      \
+    } while (0)
+
 /* Runs BODY for every output element with o, a, b, c its offsets in out, x, y, z, spread over
  * the work-items as CLT_RUN does. Blocked (CPU-type devices): a work-item's run of consecutive
  * elements places its first one, then goes a piece of the innermost dimension at a time, the
@@ -89,11 +101,14 @@ CLT_FN void ew_place(const ew_layout *l, int ndim, ulong i, long *k, ulong *off)
             ew_place(&l_, nd_, i_, k_, off_);                                                  \
         while (i_ < end_) {                                                                    \
             ulong piece_ = min(end_ - i_, (ulong)(l_.sh[last_] - k_[last_]));                  \
-            for (ulong j_ = 0; j_ < piece_; j_++) {                                            \
-                ulong o = off_[0] + j_ * (ulong)so_, a = off_[1] + j_ * (ulong)sa_;            \
-                ulong b = off_[2] + j_ * (ulong)sb_, c = off_[3] + j_ * (ulong)sc_;            \
-                BODY;                                                                          \
-            }                                                                                  \
+            if (so_ == 1 && sa_ == 1 && sb_ == 0 && sc_ == 0) /* y, z broadcast or unused */   \
+                EW_PIECE(1, 1, 0, 0, BODY);                                                    \
+            else if (so_ == 1 && sa_ == 0 && sb_ == 1 && sc_ == 0) /* x, z broadcast */        \
+                EW_PIECE(1, 0, 1, 0, BODY);                                                    \
+            else if (so_ == 1 && sa_ == 1 && sb_ == 1 && sc_ == 0)                             \
+                EW_PIECE(1, 1, 1, 0, BODY);                                                    \
+            else                                                                               \
+                EW_PIECE(so_, sa_, sb_, sc_, BODY);                                            \
             i_ += piece_;                                                                      \
             for (int q_ = 0; q_ < 4; q_++)                                                     \
                 off_[q_] += (ulong)((long)piece_ * l_.st[8 * q_ + last_]);                     \
