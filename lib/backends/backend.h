@@ -213,6 +213,15 @@ typedef struct clt__conv_call {
     size_t weight_offset;
 } clt__conv_call;
 
+/* Whether no input element lies in two windows of c (stride > (k - 1) * dilation both ways):
+ * max pooling's adjoint then scatters each window's gradient to the element its index names,
+ * which is what the gather of every window holding an element adds (0 + g, or 0 where none
+ * holds it). */
+static inline bool clt__windows_apart(const clt__conv_call *c)
+{
+    return c->sh > (c->kh - 1) * c->dh && c->sw > (c->kw - 1) * c->dw;
+}
+
 /* One optimizer update over n contiguous elements of an f32 or f64 parameter (see
  * backends/shared/optim_step.cl): SGD uses m (the momentum buffer, when momentum is not 0; with
  * `first` it is written, not read), Adam and AdamW use m and v (the moment estimates). bias1 and bias2 are

@@ -619,14 +619,6 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
         }                                                                                      \
     }
 
-/* Whether no input element lies in two windows (of one row or column): max pooling's adjoint
- * then scatters each window's gradient to the element its index names, which is what the
- * gather of every window holding an element adds (0 + g, or 0 where none holds it). */
-static bool windows_apart(const clt__conv_call *c)
-{
-    return c->sh >= (c->kh - 1) * c->dh + 1 && c->sw >= (c->kw - 1) * c->dw + 1;
-}
-
 #define HOST_POOL_BACKWARD                                                                     \
     static void CLT_CAT(pool_backward_, DT)(const void *call, size_t lo, size_t hi)            \
     {                                                                                          \
@@ -635,7 +627,7 @@ static bool windows_apart(const clt__conv_call *c)
         const int64_t *arg = c->arg ? (const int64_t *)c->arg + c->arg_offset : NULL;          \
         ST *out = (ST *)c->out + c->out_offset + lo * c->H * c->W;                             \
         size_t per = c->OH * c->OW, HW = c->H * c->W;                                          \
-        if (c->is_max && windows_apart(c)) {                                                   \
+        if (c->is_max && clt__windows_apart(c)) {                                              \
             for (size_t nc = lo; nc < hi; nc++, out += HW) {                                   \
                 for (size_t i = 0; i < HW; i++)                                                \
                     out[i] = STORE((CT)0);                                                     \

@@ -156,7 +156,7 @@ static clt_status pool_scatter(const char *fn, clt_device *dev, const clt__conv_
 
 clt_status clt__cl_pool2d_backward(const char *fn, clt_device *dev, const clt__conv_call *c)
 {
-    if (c->is_max && c->arg && c->sh > (c->kh - 1) * c->dh && c->sw > (c->kw - 1) * c->dw)
+    if (c->is_max && c->arg && clt__windows_apart(c))
         return pool_scatter(fn, dev, c);
     return pooling(fn, dev, c, "pool2d_backward", c->N * c->C * c->H * c->W);
 }

@@ -31,12 +31,20 @@ typedef long clt_i64;
  * contiguous run of the elements, a multiple of 16 long: one stream per work-item, which the
  * compiler vectorises. Otherwise work-item g takes elements g, g + the global size, ...:
  * neighbouring work-items touch neighbouring memory (coalesced on GPUs). */
+/* The blocked layout's run of this work-item among n elements: [*b, *e). */
+CLT_FN void clt_run_span(ulong n, ulong *b, ulong *e)
+{
+    ulong gs = get_global_size(0), per = ((n + gs - 1) / gs + 15) & ~(ulong)15;
+    *b = min(get_global_id(0) * per, n);
+    *e = min(*b + per, n);
+}
+
 #define CLT_RUN(n, blocked, BODY)                                                              \
     do {                                                                                       \
         ulong n_ = (n), g_ = get_global_id(0), gs_ = get_global_size(0);                       \
         if (blocked) {                                                                         \
-            ulong per_ = ((n_ + gs_ - 1) / gs_ + 15) & ~(ulong)15;                             \
-            ulong b_ = min(g_ * per_, n_), e_ = min(b_ + per_, n_);                            \
+            ulong b_, e_;                                                                      \
+            clt_run_span(n_, &b_, &e_);                                                        \
             for (ulong i = b_; i < e_; i++) {                                                  \
                 BODY;                                                                          \
             }                                                                                  \

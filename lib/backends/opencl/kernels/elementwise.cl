@@ -91,8 +91,8 @@ CLT_FN void ew_place(const ew_layout *l, int ndim, ulong i, long *k, ulong *off)
         l_.st[0] = l_.st[8] = l_.st[16] = l_.st[24] = 1;                                       \
     }                                                                                          \
     if (blocked) {                                                                             \
-        ulong per_ = ((n + gs_ - 1) / gs_ + 15) & ~(ulong)15;                                  \
-        ulong i_ = min(g_ * per_, n), end_ = min(i_ + per_, n);                                \
+        ulong i_, end_;                                                                        \
+        clt_run_span(n, &i_, &end_);                                                           \
         ulong off_[4] = {out_off, x_off, y_off, z_off};                                        \
         int last_ = nd_ - 1;                                                                   \
         long so_ = l_.st[last_], sa_ = l_.st[8 + last_], sb_ = l_.st[16 + last_];              \

@@ -96,9 +96,9 @@ __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulo
     ulong n_ = N * C * (ulong)kh * (ulong)kw * OH * OW, g_ = get_global_id(0);
     ulong gs_ = get_global_size(0);
     if (blocked) {
-        ulong per_ = ((n_ + gs_ - 1) / gs_ + 15) & ~(ulong)15;
-        ulong b_ = min(g_ * per_, n_);
-        im2col_range(b_, min(b_ + per_, n_), out + out_off, in + in_off, N, C, H, W, OH, OW, kh,
+        ulong b_, e_;
+        clt_run_span(n_, &b_, &e_);
+        im2col_range(b_, e_, out + out_off, in + in_off, N, C, H, W, OH, OW, kh,
                      kw, sh, sw, ph, pw, dh, dw);
     } else {
         for (ulong i = g_; i < n_; i += gs_)
@@ -177,8 +177,8 @@ __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulo
     {                                                                                          \
         ulong n = NC * OH * OW, gs = get_global_size(0);                                       \
         if (blocked) { /* a work-item's run */                                                 \
-            ulong per = ((n + gs - 1) / gs + 15) & ~(ulong)15;                                 \
-            ulong i = min(get_global_id(0) * per, n), e = min(i + per, n);                     \
+            ulong i, e;                                                                        \
+            clt_run_span(n, &i, &e);                                                           \
             POOL2D_RUN(NAME, IT);                                                              \
             return;                                                                            \
         }                                                                                      \
@@ -284,9 +284,8 @@ __kernel void depthwise2d(__global ST *out, ulong out_off, __global const ST *in
 {
     ulong CM = C * mult, taps_n = (ulong)kh * (ulong)kw;
     if (blocked) { /* a work-item's run a piece of an output row at a time */
-        ulong n = N * CM * OH * OW, gs = get_global_size(0);
-        ulong per = ((n + gs - 1) / gs + 15) & ~(ulong)15;
-        ulong i = min(get_global_id(0) * per, n), e = min(i + per, n);
+        ulong n = N * CM * OH * OW, i, e;
+        clt_run_span(n, &i, &e);
         ulong ox = i % OW, oy = (i / OW) % OH, p = i / (OW * OH);
         while (i < e) {
             ulong o = p % CM, len = min(e - i, OW - ox);
@@ -326,17 +325,9 @@ __kernel void index_add(__global ST *out, ulong out_off, __global const ST *src,
     out[out_off + i] = STORE(sum);
 }
 
-/* clt_window_at (window.cl) with positions in int or long, for the kernels of both widths. */
-#define WINDOW_AT(IT)                                                                          \
-    static IT window_at_##IT(IT v, int t, int s, int p, int d, IT n)                           \
-    {                                                                                          \
-        IT u = v + p - (IT)t * d;                                                              \
-        if (s == 1)                                                                            \
-            return u >= 0 && u < n ? u : -1;                                                   \
-        return u >= 0 && u % s == 0 && u / s < n ? u / s : -1;                                 \
-    }
-WINDOW_AT(int)
-WINDOW_AT(long)
+/* clt_window_at (window.cl) for the kernels of both widths: in int, and the long one. */
+CLT_WINDOW_AT(window_at_int, int)
+#define window_at_long clt_window_at
 
 /* The adjoint of im2col: out[n, c, h, w] = the sum of the column entries im2col reads from
  * (h, w), taps (y, x) in order. Columns are (C * kh * kw) x N x (OH * OW); out is N x C x H x W.
@@ -371,8 +362,8 @@ WINDOW_AT(long)
     {                                                                                          \
         ulong n_ = N * C * H * W, gs = get_global_size(0);                                     \
         if (blocked) {                                                                         \
-            ulong per = ((n_ + gs - 1) / gs + 15) & ~(ulong)15;                                \
-            ulong i = min(get_global_id(0) * per, n_), e = min(i + per, n_);                   \
+            ulong i, e;                                                                        \
+            clt_run_span(n_, &i, &e);                                                          \
             IT w = (IT)(i % W), h = (IT)(i / W % H);                                           \
             ulong c = i / (W * H) % C, n = i / (W * H * C);                                    \
             for (; i < e; i++) {                                                               \
