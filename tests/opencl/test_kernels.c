@@ -670,6 +670,93 @@ START_TEST(test_kernels_gemm)
 }
 END_TEST
 
+/* The convolution whose columns go straight into the packed GEMM's panels (gemm_pack_im2col,
+ * and gemm_packed writing each image's part of the output in place), on every OpenCL device, f32
+ * and f64, against cpu: padded, strided and dilated windows, a 1 x 1 kernel at stride 2, output
+ * planes longer than a panel and shorter than one (a panel then holds many images), none a
+ * multiple of the panel width so that panels straddle images. The output starts at 7 and sits
+ * at an offset in its buffer: every element must be written, none outside. Then clt_conv2d
+ * with the fused path on and off. */
+START_TEST(test_kernels_conv_packed)
+{
+    static const char *const fn = "test_kernels_conv_packed";
+    static const struct {
+        int64_t n, c, h, w, o, kh, kw;
+        clt_conv2d_options opt;
+    } convs[] = {
+        {3, 3, 9, 11, 5, 3, 3, {.stride = {1, 1}, .padding = {1, 1}, .dilation = {1, 1}}},
+        {2, 2, 10, 13, 7, 3, 2, {.stride = {2, 1}, .padding = {1, 2}, .dilation = {1, 2}}},
+        {2, 4, 8, 9, 6, 1, 1, {.stride = {2, 2}, .padding = {0, 0}, .dilation = {1, 1}}},
+        {5, 3, 2, 2, 4, 3, 3, {.stride = {2, 2}, .padding = {1, 1}, .dilation = {1, 1}}},
+        {1, 2, 5, 40, 3, 3, 3, {.stride = {1, 1}, .padding = {0, 0}, .dilation = {1, 1}}},
+    };
+    clt_device *cpu = clt_device_cpu();
+    gpu0();
+    clt_manual_seed(8);
+    for (int d = 0; d < clt_device_count(); d++) {
+        char name[16];
+        snprintf(name, sizeof name, "gpu:%d", d);
+        clt_device *dev = clt_device_get(name);
+        for (int f64 = 0; f64 < 2; f64++) {
+            clt_dtype dt = f64 ? CLT_F64 : CLT_F32;
+            if (f64 && !dev->info.fp64)
+                continue;
+            for (size_t k = 0; k < sizeof convs / sizeof *convs; k++) {
+                char what[96];
+                const clt_conv2d_options *o = &convs[k].opt;
+                clt_tensor *hx = clt_tensor_randn(CLT_SHAPE(convs[k].n, convs[k].c, convs[k].h,
+                                                            convs[k].w),
+                                                  dt, cpu),
+                           *hw = clt_tensor_randn(CLT_SHAPE(convs[k].o, convs[k].c, convs[k].kh,
+                                                            convs[k].kw),
+                                                  dt, cpu);
+                clt_tensor *gx = clt_tensor_to(hx, dev), *gw = clt_tensor_to(hw, dev);
+                clt_tensor *want = clt_conv2d(hx, hw, NULL, o);
+                ck_assert_msg(want != NULL, "%s", clt_last_error());
+                int64_t numel = clt_tensor_numel(want);
+                clt__conv_call c;
+                ck_assert_int_eq(clt__conv2d_geometry(fn, gx, (int)convs[k].kh,
+                                                      (int)convs[k].kw, o, &c),
+                                 CLT_OK);
+                clt_tensor *buf = clt_tensor_full(CLT_SHAPE(numel + 6), 7, dt, dev);
+                c.dtype = dt, c.mult = (size_t)convs[k].o;
+                c.in = gx->storage->buf, c.in_offset = gx->offset;
+                c.weight = gw->storage->buf, c.weight_offset = gw->offset;
+                c.out = buf->storage->buf, c.out_offset = buf->offset + 3;
+                clt__gemm_call g = clt__cl_conv2d_product(&c);
+                ck_assert(clt__cl_gemm_fits(dev, CLT__GEMM_PACKED, &g));
+                ck_assert_int_eq(clt__cl_conv2d_packed(fn, dev, &c), CLT_OK);
+                clt_tensor *h = clt_tensor_to_ex(buf, &(clt_to_options){.device = cpu,
+                                                                        .dtype = CLT_F64}),
+                           *w64 = clt_tensor_to_dtype(want, CLT_F64);
+                double *all = test_bytes(h), *ref = test_bytes(w64);
+                snprintf(what, sizeof what, "%s conv %zu on %s", clt_dtype_name(dt), k, name);
+                for (int i = 0; i < 3; i++)
+                    ck_assert_msg(all[i] == 7 && all[numel + 3 + i] == 7,
+                                  "%s: written outside the output", what);
+                for (int64_t i = 0; i < numel; i++)
+                    ELEMENT_CHECK(fabs(all[3 + i] - ref[i]) <= 1e-5 * fmax(1.0, fabs(ref[i])),
+                                  "%s: element %lld: %g, want %g", what, (long long)i,
+                                  all[3 + i], ref[i]);
+                free(all), free(ref);
+                for (int fused = 0; fused < 2; fused++) {
+                    clt__cl_conv_packed = fused;
+                    clt_tensor *got = clt_conv2d(gx, gw, NULL, o);
+                    snprintf(what, sizeof what, "clt_conv2d %s %zu on %s, fused %d",
+                             clt_dtype_name(dt), k, name, fused);
+                    assert_near(got, want, what);
+                    clt_tensor_release(got);
+                }
+                clt__cl_conv_packed = -1;
+                clt_tensor *rel[] = {hx, hw, gx, gw, want, buf, h, w64};
+                for (size_t r = 0; r < sizeof rel / sizeof *rel; r++)
+                    clt_tensor_release(rel[r]);
+            }
+        }
+    }
+}
+END_TEST
+
 /* Every launch's arguments are checked against the kernel's own count before any is set: a
  * launch with one too few or one too many is refused, naming the kernel and both counts. */
 START_TEST(test_kernels_argument_count)
@@ -708,6 +795,7 @@ Suite *suite_kernels(void)
     tcase_add_test(tc, test_kernels_contiguous);
     tcase_add_test(tc, test_kernels_transpose);
     tcase_add_test(tc, test_kernels_gemm);
+    tcase_add_test(tc, test_kernels_conv_packed);
     tcase_add_test(tc, test_kernels_argument_count);
     suite_add_tcase(s, tc);
     return s;

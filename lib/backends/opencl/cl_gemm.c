@@ -159,29 +159,87 @@ bool clt__cl_gemm_fits(clt_device *dev, clt__gemm_variant v, const clt__gemm_cal
     }
 }
 
+/* The arguments that every kernel of gemm.cl takes first, from m to a_bs, into args; their
+ * count. The scalars live in *s. */
+typedef struct gemm_scalars {
+    cl_int m, n, k;
+    cl_ulong a_off, a_rs, a_cs, a_bs;
+    cl_float alpha32, beta32;
+    cl_double alpha64, beta64;
+    cl_mem a;
+} gemm_scalars;
+
+static int head_args(const clt__gemm_call *c, gemm_scalars *s, clt__cl_arg *args)
+{
+    const bool f64 = c->dtype == CLT_F64;
+    *s = (gemm_scalars){.m = (cl_int)c->m,
+                        .n = (cl_int)c->n,
+                        .k = (cl_int)c->k,
+                        .a_off = c->a_offset,
+                        .a_rs = c->trans_a ? 1 : c->lda,
+                        .a_cs = c->trans_a ? c->lda : 1,
+                        .a_bs = c->a_stride,
+                        .alpha32 = (cl_float)c->alpha,
+                        .beta32 = (cl_float)c->beta,
+                        .alpha64 = c->alpha,
+                        .beta64 = c->beta,
+                        .a = c->a};
+    clt__cl_arg head[] = {{sizeof s->m, &s->m},
+                          {sizeof s->n, &s->n},
+                          {sizeof s->k, &s->k},
+                          f64 ? (clt__cl_arg){8, &s->alpha64} : (clt__cl_arg){4, &s->alpha32},
+                          f64 ? (clt__cl_arg){8, &s->beta64} : (clt__cl_arg){4, &s->beta32},
+                          {sizeof s->a, &s->a},
+                          {8, &s->a_off},
+                          {8, &s->a_rs},
+                          {8, &s->a_cs},
+                          {8, &s->a_bs}};
+    memcpy(args, head, sizeof head);
+    return (int)(sizeof head / sizeof *head);
+}
+
+/* gemm_packed over panels already holding op(B), C's columns in groups of cg, cg_stride apart
+ * (kernels/gemm.cl). */
+static clt_status packed_product(const char *fn, clt_device *dev, const clt__gemm_call *c,
+                                 cl_mem panels, size_t cg, size_t cg_stride)
+{
+    gemm_scalars s;
+    clt__cl_arg args[20];
+    int nargs = head_args(c, &s, args);
+    cl_mem out = c->c;
+    cl_ulong c_off = c->c_offset, ldc = c->ldc, c_bs = c->c_stride, gs = cg_stride;
+    cl_int g = (cl_int)cg;
+    size_t pw = panel_width(dev, c->dtype);
+    size_t global[3] = {(c->m + 3) / 4, (c->n + pw - 1) / pw, c->batch}, one[3] = {1, 1, 1};
+    clt__cl_arg rest[] = {{sizeof panels, &panels},
+                          {sizeof out, &out},
+                          {8, &c_off},
+                          {8, &ldc},
+                          {8, &c_bs},
+                          {sizeof g, &g},
+                          {8, &gs}};
+    memcpy(args + nargs, rest, sizeof rest);
+    return clt__cl_launch_nd(fn, dev, "gemm:packed",
+                             c->dtype == CLT_F64 ? CLT__CL_GEMM_F64 : CLT__CL_GEMM_F32,
+                             "gemm_packed", args, nargs + (int)(sizeof rest / sizeof *rest), 3,
+                             global, one, NULL);
+}
+
 /* Launches one of the library's GEMM kernels with the call's operands. */
 static clt_status run_ours(const char *fn, clt_device *dev, clt__gemm_variant v,
                            const clt__gemm_call *c, cl_mem panels)
 {
     const bool f64 = c->dtype == CLT_F64;
     const char *options = f64 ? CLT__CL_GEMM_F64 : CLT__CL_GEMM_F32;
-    cl_int m = (cl_int)c->m, n = (cl_int)c->n, k = (cl_int)c->k;
-    cl_ulong a_off = c->a_offset, a_rs = c->trans_a ? 1 : c->lda, a_cs = c->trans_a ? c->lda : 1;
+    cl_int n = (cl_int)c->n, k = (cl_int)c->k;
     cl_ulong b_off = c->b_offset, b_rs = c->trans_b ? 1 : c->ldb, b_cs = c->trans_b ? c->ldb : 1;
-    cl_ulong a_bs = c->a_stride, b_bs = c->b_stride, c_off = c->c_offset, ldc = c->ldc;
-    cl_ulong c_bs = c->c_stride;
-    cl_float alpha32 = (cl_float)c->alpha, beta32 = (cl_float)c->beta;
-    cl_double alpha64 = c->alpha, beta64 = c->beta;
-    clt__cl_arg alpha = f64 ? (clt__cl_arg){8, &alpha64} : (clt__cl_arg){4, &alpha32};
-    clt__cl_arg beta = f64 ? (clt__cl_arg){8, &beta64} : (clt__cl_arg){4, &beta32};
-    cl_mem a = c->a, b = c->b, out = c->c;
+    cl_ulong b_bs = c->b_stride, c_off = c->c_offset, ldc = c->ldc, c_bs = c->c_stride;
+    cl_mem b = c->b, out = c->c;
     size_t pw = panel_width(dev, c->dtype), np = (c->n + pw - 1) / pw;
-    clt__cl_arg head[] = {{sizeof m, &m}, {sizeof n, &n}, {sizeof k, &k}, alpha, beta,
-                          {sizeof a, &a}, {8, &a_off}, {8, &a_rs}, {8, &a_cs}, {8, &a_bs}};
+    gemm_scalars s;
     clt__cl_arg args[20];
-    int nargs = (int)(sizeof head / sizeof *head);
+    int nargs = head_args(c, &s, args);
     clt_status st;
-    memcpy(args, head, sizeof head);
 
     if (v == CLT__GEMM_TILED) {
         size_t global[3] = {16 * ((c->n + 63) / 64), 16 * ((c->m + 63) / 64), c->batch};
@@ -221,11 +279,7 @@ static clt_status run_ours(const char *fn, clt_device *dev, clt__gemm_variant v,
                            (int)(sizeof pack / sizeof *pack), 3, pack_global, NULL, NULL);
     if (st != CLT_OK)
         return st;
-    clt__cl_arg rest[] = {{sizeof panels, &panels}, {sizeof out, &out}, {8, &c_off}, {8, &ldc},
-                          {8, &c_bs}};
-    memcpy(args + nargs, rest, sizeof rest);
-    return clt__cl_launch_nd(fn, dev, "gemm:packed", options, "gemm_packed", args,
-                             nargs + (int)(sizeof rest / sizeof *rest), 3, global, one, NULL);
+    return packed_product(fn, dev, c, panels, c->n, 0);
 }
 
 clt_status clt__cl_gemm_run(const char *fn, clt_device *dev, clt__gemm_variant v,
@@ -235,6 +289,52 @@ clt_status clt__cl_gemm_run(const char *fn, clt_device *dev, clt__gemm_variant v
     if (st != CLT_OK)
         return st;
     return v == CLT__GEMM_CLBLAST ? run_clblast(fn, dev, c) : run_ours(fn, dev, v, c, panels);
+}
+
+clt__gemm_call clt__cl_conv2d_product(const clt__conv_call *c)
+{
+    size_t k = c->C * (size_t)c->kh * (size_t)c->kw, L = c->OH * c->OW;
+    return (clt__gemm_call){.dtype = c->dtype,
+                            .m = c->mult,
+                            .n = c->N * L,
+                            .k = k,
+                            .batch = 1,
+                            .alpha = 1,
+                            .a = c->weight,
+                            .a_offset = c->weight_offset,
+                            .lda = k,
+                            .c = c->out,
+                            .c_offset = c->out_offset,
+                            .ldc = L};
+}
+
+clt_status clt__cl_conv2d_packed(const char *fn, clt_device *dev, const clt__conv_call *c)
+{
+    const clt__gemm_call product = clt__cl_conv2d_product(c), *g = &product;
+    void *panels = NULL;
+    size_t capacity = 0, pw = panel_width(dev, g->dtype), L = c->OH * c->OW;
+    clt_status st =
+        clt__device_alloc(fn, dev, clt__cl_gemm_panel_bytes(dev, g), false, &panels, &capacity);
+    if (st != CLT_OK)
+        return st;
+    cl_mem in = c->in, p = panels;
+    cl_ulong in_off = c->in_offset;
+    cl_int n = (cl_int)g->n, k = (cl_int)g->k,
+           w[13] = {(cl_int)c->C, (cl_int)c->H, (cl_int)c->W, (cl_int)c->OH, (cl_int)c->OW,
+                    c->kh,        c->kw,        c->sh,        c->sw,         c->ph,
+                    c->pw,        c->dh,        c->dw};
+    clt__cl_arg args[18] = {{sizeof n, &n}, {sizeof k, &k}, {sizeof in, &in}, {8, &in_off}};
+    for (int i = 0; i < 13; i++)
+        args[4 + i] = (clt__cl_arg){sizeof w[i], &w[i]};
+    args[17] = (clt__cl_arg){sizeof p, &p};
+    size_t global[2] = {g->k, (g->n + pw - 1) / pw};
+    st = clt__cl_launch_nd(fn, dev, "gemm:packed",
+                           g->dtype == CLT_F64 ? CLT__CL_GEMM_F64 : CLT__CL_GEMM_F32,
+                           "gemm_pack_im2col", args, 18, 2, global, NULL, NULL);
+    if (st == CLT_OK)
+        st = packed_product(fn, dev, g, panels, L, c->mult * L);
+    clt__device_free(dev, panels, capacity); /* the in-order queue runs what reuses it later */
+    return st;
 }
 
 clt_status clt__cl_gemm(const char *fn, clt_device *dev, const clt__gemm_call *c)

@@ -190,6 +190,14 @@ bool clt__cl_gemm_fits(clt_device *dev, clt__gemm_variant v, const clt__gemm_cal
 clt_status clt__cl_gemm_run(const char *fn, clt_device *dev, clt__gemm_variant v,
                             const clt__gemm_call *c, cl_mem panels);
 
+/* A convolution's product (groups 1): (mult, C * kh * kw) @ (C * kh * kw, N * OH * OW) over
+ * every image's columns, into C's rows OH * OW apart (the first image's part of the output). */
+clt__gemm_call clt__cl_conv2d_product(const clt__conv_call *c);
+/* The convolution as gemm_pack_im2col into panels and gemm_packed writing each image's part of
+ * the output in place; its product must fit the packed variant and positions within a plane
+ * must fit in int. */
+clt_status clt__cl_conv2d_packed(const char *fn, clt_device *dev, const clt__conv_call *c);
+
 /* GEMM tuning (cl_gemm_tune.c). The size class of a call. */
 int clt__gemm_class(const clt__gemm_call *c);
 

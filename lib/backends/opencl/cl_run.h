@@ -18,6 +18,11 @@ extern int clt__cl_run_blocked;
  * to force long, 0 to force int (the tests run both). */
 extern int clt__cl_window_wide;
 
+/* Whether conv2d writes its columns straight into the packed GEMM's panels where the device
+ * multiplies with that variant: -1 (the default) or 1 yes, 0 no (im2col, the product and a copy;
+ * the tests compare the two). */
+extern int clt__cl_conv_packed;
+
 /* Whether dev runs each work-item on its own with its vectors in vector registers (a native
  * float vector width above 1: PoCL), rather than many work-items in the lanes of one vector
  * (GPUs, and Mesa's llvmpipe, a CPU device that also stops any loop after 65535 iterations, so

@@ -73,6 +73,52 @@ __kernel void gemm_pack(int n, int k, __global const T *bsrc, ulong b_off, ulong
     for (int j = 0; j < PW; j++)
         dst[j] = j0 + j < n ? src[(j0 + j) * b_cs] : (T)0;
 }
+
+/* A convolution's columns (nn.cl's im2col) written straight into the panels gemm_pack would make
+ * of them, so that neither the columns nor a second pass over them exist: row l = (c * kh + y) *
+ * kw + x of panel p holds, for its columns j = j0 ... j0 + PW - 1 (j = img * OH * OW + oy * OW +
+ * ox, zero from n on), the input of image img at channel c, row oy * sh - ph + y * dh, column ox
+ * * sw - pw + x * dw, or 0 outside it. Images are N x C x H x W from in + in_off; positions
+ * within a plane fit in int (the host checks). One work-item a row of a panel, walking the
+ * panel's columns a piece of an output row at a time: global (k, panels). */
+__kernel void gemm_pack_im2col(int n, int k, __global const T *in, ulong in_off, int C, int H,
+                               int W, int OH, int OW, int kh, int kw, int sh, int sw, int ph,
+                               int pw, int dh, int dw, __global T *panels)
+{
+    int l = get_global_id(0), p = get_global_id(1);
+    if (l >= k)
+        return;
+    int x = l % kw, y = l / kw % kh, c = l / kw / kh, j0 = p * PW, L = OH * OW;
+    int img = j0 / L, s = j0 % L, oy = s / OW, ox = s % OW, end = min(PW, n - j0);
+    int iy = oy * sh - ph + y * dh, ix0 = x * dw - pw;
+    __global const T *plane = in + in_off + ((ulong)img * C + c) * (ulong)H * W;
+    T row[PW];
+    for (int j = 0; j < PW;) {
+        int piece = min(end - j, OW - ox), ix = ox * sw + ix0;
+        if (piece <= 0) { /* past n */
+            row[j++] = 0;
+            continue;
+        }
+        if (iy < 0 || iy >= H) {
+            for (int q = 0; q < piece; q++)
+                row[j + q] = 0;
+        } else {
+            __global const T *src = plane + iy * W;
+            for (int q = 0; q < piece; q++, ix += sw)
+                row[j + q] = ix >= 0 && ix < W ? src[ix] : (T)0;
+        }
+        j += piece;
+        ox += piece;
+        if (ox < OW)
+            continue;
+        ox = 0, oy++, iy += sh;
+        if (oy < OH)
+            continue;
+        oy = 0, iy = y * dh - ph, plane += (ulong)C * H * W; /* the next image */
+    }
+    __global T *dst = panels + ((ulong)p * k + l) * PW;
+    _Pragma("unroll") for (int q = 0; q < NV; q++) vstorew(vloadw(q, row), q, dst);
+}
 #endif
 
 /* The tile's accumulators, acc[r][q] lanes q * VW ... of row r, and the rows of A it reads. */
@@ -114,11 +160,27 @@ CLT_FN void store_row(__global T *crow, int j0, int n, T alpha, T beta, VT *v)
     __global const T *ab = a + a_off + b * a_bs, *ar[MR];                                         \
     _Pragma("unroll") for (int r = 0; r < MR; r++) ar[r] = ab + (ulong)min(i0 + r, m - 1) * a_rs
 
-/* Global (ceil(m / MR), ceil(n / PW), batch), work-groups of one work-item. */
+/* Global (ceil(m / MR), ceil(n / PW), batch), work-groups of one work-item. C's columns lie in
+ * groups of cg, cg_stride elements apart (column j of row i at (j / cg) * cg_stride + i * ldc + j
+ * % cg; cg = n: one group): a convolution's product over every image's columns writes each
+ * image's part of the output in place. A panel that spans two groups stores element by element. */
 #if CLT_WANTED(packed)
+CLT_FN void store_row_groups(__global T *crow, int j0, int n, int cg, ulong cg_stride, T alpha,
+                             T beta, VT *v)
+{
+    T row[PW];
+    for (int q = 0; q < NV; q++)
+        vstorew(v[q], q, row);
+    for (int j = 0; j < PW && j0 + j < n; j++) {
+        __global T *o = crow + (ulong)((j0 + j) / cg) * cg_stride + (j0 + j) % cg;
+        *o = beta != 0 ? fma(alpha, row[j], beta * *o) : alpha * row[j];
+    }
+}
+
 __kernel void gemm_packed(int m, int n, int k, T alpha, T beta, __global const T *a, ulong a_off,
                           ulong a_rs, ulong a_cs, ulong a_bs, __global const T *panels,
-                          __global T *c, ulong c_off, ulong ldc, ulong c_bs)
+                          __global T *c, ulong c_off, ulong ldc, ulong c_bs, int cg,
+                          ulong cg_stride)
 {
     int i0 = get_global_id(0) * MR, p = get_global_id(1), b = get_global_id(2);
     int j0 = p * PW;
@@ -131,7 +193,15 @@ __kernel void gemm_packed(int m, int n, int k, T alpha, T beta, __global const T
         _Pragma("unroll") for (int q = 0; q < NV; q++) bv[q] = vloadw(q, bp);
         TILE_STEP(bv);
     }
-    STORE_TILE();
+    int g = j0 / cg, jg = j0 % cg, last = jg + min(PW, n - j0); /* within the group: < last */
+    if (last <= cg) {
+        cb += (ulong)g * cg_stride, j0 = jg, n = last;
+        STORE_TILE();
+    } else {
+        _Pragma("unroll") for (int r = 0; r < MR; r++) if (i0 + r < m)
+            store_row_groups(cb + (ulong)(i0 + r) * ldc, j0, n, cg, cg_stride, alpha, beta,
+                             acc[r]);
+    }
 }
 #endif
 
