@@ -114,40 +114,58 @@ __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulo
  * which differs from kh * kw only where ceil mode lets the last window overhang), else only the
  * elements inside the image. One kernel for each of max and average pooling (MAX 1 or 0) and
  * positions within a plane in int (where they fit) or long (_wide): PoCL ran a kernel that chose
- * at run time, or held positions in long, 1.5-1.8 times slower. */
+ * at run time, or held positions in long, 1.5-1.8 times slower. A window's taps are clipped to
+ * the image before the loops over them, which then test nothing: PoCL for an AVX-512 CPU ran
+ * the max pool that tested each tap 5.6 times slower (16 x 64 x 112 x 112, 3 x 3 stride 2: 274
+ * ms, against 49). */
 #define POOL2D_AT(NAME, IT, MAX)                                                               \
     static void NAME##_at(ulong i, IT ox, IT oy, __global ST *out, __global long *arg,         \
                           __global const ST *plane, IT H, IT W, int kh, int kw, int sh,        \
                           int sw, int ph, int pw, int dh, int dw, int is_max, int count_pad)   \
     {                                                                                          \
-        CT best = 0, sum = 0;                                                                  \
-        IT best_at = -1, inside = 0;                                                           \
-        for (int y = 0; y < kh; y++) {                                                         \
-            IT iy = oy * sh - ph + (IT)y * dh;                                                 \
-            for (int x = 0; x < kw; x++) {                                                     \
-                IT ix = ox * sw - pw + (IT)x * dw;                                             \
-                if (iy < 0 || iy >= H || ix < 0 || ix >= W)                                    \
-                    continue;                                                                  \
-                CT v = LOAD(plane[iy * W + ix]);                                               \
-                if (!(MAX)) {                                                                  \
-                    inside++;                                                                  \
-                    sum += v;                                                                  \
-                } else if (best_at < 0 || BEATS(v, best)) {                                    \
-                    best = v;                                                                  \
-                    best_at = iy * W + ix;                                                     \
+        IT y0 = oy * sh - ph, x0 = ox * sw - pw; /* tap 0 */                                   \
+        int ya = 0, yb = kh, xa = 0, xb = kw;    /* the taps inside: [ya, yb) x [xa, xb) */     \
+        while (ya < yb && y0 + (IT)ya * dh < 0)                                                \
+            ya++;                                                                              \
+        while (yb > ya && y0 + (IT)(yb - 1) * dh >= H)                                         \
+            yb--;                                                                              \
+        while (xa < xb && x0 + (IT)xa * dw < 0)                                                \
+            xa++;                                                                              \
+        while (xb > xa && x0 + (IT)(xb - 1) * dw >= W)                                         \
+            xb--;                                                                              \
+        if (MAX) {                                                                             \
+            CT best = -INFINITY; /* a window wholly in padding */                              \
+            IT best_at = -1;                                                                   \
+            if (ya < yb && xa < xb) {                                                          \
+                best_at = (y0 + (IT)ya * dh) * W + x0 + (IT)xa * dw;                           \
+                best = LOAD(plane[best_at]);                                                   \
+            }                                                                                  \
+            for (int y = ya; y < yb; y++) {                                                    \
+                IT row = (y0 + (IT)y * dh) * W;                                                \
+                for (int x = xa; x < xb; x++) {                                                \
+                    IT at = row + x0 + (IT)x * dw;                                             \
+                    CT v = LOAD(plane[at]);                                                    \
+                    if (BEATS(v, best)) {                                                      \
+                        best = v;                                                              \
+                        best_at = at;                                                          \
+                    }                                                                          \
                 }                                                                              \
             }                                                                                  \
-        }                                                                                      \
-        if (MAX) {                                                                             \
-            out[i] = STORE(best_at < 0 ? -INFINITY : best); /* a window wholly in padding */   \
+            out[i] = STORE(best);                                                              \
             if (is_max > 1)                                                                    \
                 arg[i] = best_at;                                                              \
         } else {                                                                               \
+            CT sum = 0;                                                                        \
+            for (int y = ya; y < yb; y++) {                                                    \
+                __global const ST *row = plane + (y0 + (IT)y * dh) * W + x0;                   \
+                for (int x = xa; x < xb; x++)                                                  \
+                    sum += LOAD(row[(IT)x * dw]);                                              \
+            }                                                                                  \
             /* the window clipped to the padded image: kh * kw but where ceil mode overhangs */ \
             long count =                                                                       \
                 count_pad ? clt_window_taps_inside(oy, kh, sh, 0, dh, H + 2 * (ulong)ph) *     \
                                 clt_window_taps_inside(ox, kw, sw, 0, dw, W + 2 * (ulong)pw)   \
-                          : (long)inside;                                                      \
+                          : (long)(yb - ya) * (xb - xa);                                       \
             out[i] = STORE(sum / (CT)count);                                                   \
         }                                                                                      \
     }
