@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Compiles every kernel file (lib/backends/opencl/kernels, lib/backends/shared) with clang for x86-64 CPUs of three vector widths (the
-# devices' native widths that PoCL reports for them as the kernels' -DCLT_VW_* options) and
-# every dtype's options, and fails on any compiler warning: a CPU driver such as PoCL prints a
-# build's warnings on stderr, and warnings about the vector ABI come only from CPUs narrower
-# than the one the tests run on.
+# Compiles every kernel file (lib/backends/opencl/kernels, lib/backends/shared) with clang for
+# x86-64 CPUs of three vector widths (the devices' native widths that PoCL reports for them as
+# the kernels' -DCLT_VW_* options) and every dtype's options (the floating ones for the floating
+# kernels), and fails on any compiler warning: a CPU driver such as PoCL prints a build's
+# warnings on stderr, and warnings about the vector ABI come only from CPUs narrower than the one
+# the tests run on.
 #   tests/kernel_warnings.sh <kernel folders, ':' between them> [clang]
 set -euo pipefail
 clang=${2:-clang}
@@ -27,11 +28,12 @@ targets=("haswell 8 4 4 3 3" "skylake-avx512 16 8 8 4 4" "x86-64-v2 4 2 2 3 3")
 failed=0 builds=0
 for t in "${targets[@]}"; do
   read -r cpu vf vd vl nvf nvd <<<"$t"
-  for f in elementwise reduce nn optim cast random gemm; do
+  for f in elementwise reduce nn attention rows winograd optim cast random gemm; do
     parts=(common scalar)
     case $f in
       elementwise) parts+=(elementwise_ops) ;;
       nn) parts+=(window) ;;
+      rows) parts+=(sort_scan) ;;
       optim) parts+=(optim_step) ;;
     esac
     parts+=("$f")
@@ -40,7 +42,8 @@ for t in "${targets[@]}"; do
     case $f in
       cast | random) sets=("") ;;
       gemm) sets=("-DT=float" "-DT=double -DGEMM_F64=1") ;;
-      optim) sets=("${dtypes[0]}" "${dtypes[1]}") ;;
+      optim | winograd) sets=("${dtypes[0]}" "${dtypes[1]}") ;;
+      attention) sets=("${dtypes[@]:0:3}") ;;
       *) sets=("${dtypes[@]}") ;;
     esac
     for o in "${sets[@]}"; do

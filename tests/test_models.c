@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/backend.h"
 #include "helpers.h"
 #include "models/bert.h"
 #include "models/gpt.h"
@@ -104,8 +105,9 @@ static int check_grad(const char *name, clt_tensor *p, void *user)
     return 0;
 }
 
-/* An image model against its reference file: eval-mode logits, then one training step's loss
- * and every one of its `params` gradients. */
+/* An image model against its reference file: eval-mode logits, recorded and not (inference's
+ * fused convolutions, the 3 x 3 ones at stride 1 through Winograd's algorithm and without), then
+ * one training step's loss and every one of its `params` gradients. */
 static void check_image_model(clt_module *m, const char *path, int params, clt_device *dev)
 {
     clt_safetensors st;
@@ -117,6 +119,18 @@ static void check_image_model(clt_module *m, const char *path, int params, clt_d
     clt_tensor *logits = clt_module_forward(m, ref(&st, "input"));
     assert_close(logits, ref(&st, "logits"), 2e-5, 1e-4, "eval logits", dev);
     clt_tensor_release(logits);
+    for (int winograd = 0; winograd < 2; winograd++) {
+        clt__conv_winograd = winograd;
+        CLT_NO_GRAD {
+            logits = clt_module_forward(m, ref(&st, "input"));
+        }
+        assert_close(logits, ref(&st, "logits"), 2e-5, 1e-4,
+                     winograd ? "inference logits, Winograd's convolutions"
+                              : "inference logits, direct convolutions",
+                     dev);
+        clt_tensor_release(logits);
+    }
+    clt__conv_winograd = -1;
     /* one training step: batch statistics, cross entropy, every gradient */
     clt_module_train(m, true);
     logits = clt_module_forward(m, ref(&st, "input"));

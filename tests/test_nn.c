@@ -934,6 +934,7 @@ START_TEST(test_conv2d_bands)
     };
     clt_device *dev = test_device(_i);
     const int n = 2, c = 32, h = 48, wd = 45, o = 8, kh = 3, kw = 3;
+    clt__conv_winograd = 0; /* the direct convolution, in bands on cpu */
     double *xv = noise(n * c * h * wd, 4), *wv = noise(o * c * kh * kw, 5), *bv = noise(o, 6);
     for (int k = 0; k < 4; k++) {
         const clt_conv2d_options *p = &cases[k / 2];
@@ -959,6 +960,74 @@ START_TEST(test_conv2d_bands)
     double zeros[27] = {0};
     check(clt_conv2d(x, w, NULL, NULL), zeros, 27, 0, "conv2d of no channels");
     clt_tensor_release(w), clt_tensor_release(x);
+    clt__conv_winograd = -1;
+}
+END_TEST
+
+/* Winograd's 3 x 3 convolution at stride 1 (clt__conv2d_winograd), taken wherever it fits,
+ * against the direct convolution in double: odd and even output sizes, padding 0, 1 and 2 on
+ * either side, a bias, one image and several, a single block and blocks of 2 tile rows (the
+ * last one short, blocks straddling images), f32 and f64. Then which convolutions the default
+ * sends there: those that save enough multiply-adds, not ResNet's 7 x 7 layer at batch 1, no
+ * thin ones, never a strided or dilated one. */
+START_TEST(test_conv2d_winograd)
+{
+    static const struct {
+        int n, c, h, w, o, ph, pw;
+    } cases[] = {
+        {2, 5, 7, 6, 3, 1, 1}, {1, 3, 8, 9, 4, 0, 0}, {3, 4, 5, 5, 6, 2, 1}, {2, 17, 11, 13, 9, 1, 0},
+    };
+    clt_device *dev = test_device(_i);
+    clt__conv_winograd = 1;
+    for (size_t k = 0; k < 4 * sizeof cases / sizeof *cases; k++) {
+        int n = cases[k / 4].n, c = cases[k / 4].c, h = cases[k / 4].h, wd = cases[k / 4].w;
+        int o = cases[k / 4].o;
+        const clt_conv2d_options p = {{1, 1}, {cases[k / 4].ph, cases[k / 4].pw}, {1, 1}, 1};
+        clt_dtype dt = k % 2 ? CLT_F64 : CLT_F32;
+        if (dt == CLT_F64 && !clt_device_get_info(dev)->fp64)
+            continue;
+        clt__winograd_rows = k / 2 % 2 ? 2 : 0;
+        int oh = h + 2 * p.padding[0] - 2, ow = wd + 2 * p.padding[1] - 2;
+        double *xv = noise(n * c * h * wd, 11), *wv = noise(o * c * 9, 12), *bv = noise(o, 13);
+        double *want = malloc((size_t)(n * o * oh * ow) * sizeof *want);
+        conv_ref(xv, wv, bv, n, c, h, wd, o, 3, 3, &p, want, oh, ow);
+        clt_tensor *x = make(dev, dt, xv, CLT_SHAPE(n, c, h, wd));
+        clt_tensor *w = make(dev, dt, wv, CLT_SHAPE(o, c, 3, 3));
+        clt_tensor *b = make(dev, dt, bv, CLT_SHAPE(o));
+        char what[96];
+        snprintf(what, sizeof what, "Winograd conv2d, case %zu, %s, blocks of %zu tile rows",
+                 k / 4, clt_dtype_name(dt), clt__winograd_rows);
+        /* f32: sums of up to 153 products of up to 4 through the transforms */
+        check(clt_conv2d(x, w, b, &p), want, n * o * oh * ow, dt == CLT_F64 ? 1e-12 : 1e-4,
+              what);
+        clt_tensor_release(b), clt_tensor_release(w), clt_tensor_release(x);
+        free(want), free(bv), free(wv), free(xv);
+    }
+    clt__winograd_rows = 0;
+    clt__conv_winograd = -1;
+    static const struct {
+        size_t n, c, h, o;
+        int stride, dilation;
+        bool chosen;
+    } choices[] = {
+        {1, 64, 56, 64, 1, 1, true},     /* ResNet-18's first stage */
+        {1, 256, 14, 256, 1, 1, true},   /* its third */
+        {1, 512, 7, 512, 1, 1, false},   /* its last, at batch 1: the weight's transform costs more */
+        {16, 512, 7, 512, 1, 1, true},   /* ... at batch 16 */
+        {1, 8, 56, 64, 1, 1, false},     /* too few input channels */
+        {1, 64, 56, 8, 1, 1, false},     /* too few output channels */
+        {1, 64, 56, 64, 2, 1, false},    /* strided */
+        {1, 64, 56, 64, 1, 2, false},    /* dilated */
+    };
+    for (size_t k = 0; k < sizeof choices / sizeof *choices; k++) {
+        int s = choices[k].stride, d = choices[k].dilation;
+        size_t out = (choices[k].h + 2 - (size_t)d * 2 - 1) / (size_t)s + 1;
+        clt__conv_call c = {.dtype = CLT_F32, .N = choices[k].n, .C = choices[k].c,
+                            .H = choices[k].h, .W = choices[k].h, .OH = out, .OW = out,
+                            .kh = 3, .kw = 3, .sh = s, .sw = s, .ph = 1, .pw = 1, .dh = d,
+                            .dw = d, .mult = choices[k].o};
+        ck_assert_msg(clt__winograd_chosen(&c) == choices[k].chosen, "choice %zu", k);
+    }
 }
 END_TEST
 
@@ -1505,6 +1574,7 @@ Suite *suite_nn(void)
     ADD_DEVICE_TEST(tc, test_nn_window_limits);
     ADD_DEVICE_TEST(tc, test_conv2d);
     ADD_DEVICE_TEST(tc, test_conv2d_bands);
+    ADD_DEVICE_TEST(tc, test_conv2d_winograd);
     ADD_DEVICE_TEST(tc, test_pooling);
     ADD_DEVICE_TEST(tc, test_pool_ceil_mode);
     ADD_DEVICE_TEST(tc, test_cumsum_sort);

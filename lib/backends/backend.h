@@ -213,6 +213,77 @@ typedef struct clt__conv_call {
     size_t weight_offset;
 } clt__conv_call;
 
+/* Winograd's minimal filtering F(2 x 2, 3 x 3) (Lavin and Gray, "Fast Algorithms for Convolutional
+ * Neural Networks", 2016): a 3 x 3 convolution of one group at stride 1 (conv's geometry, K =
+ * conv->mult output channels) as 16 products of transformed tiles, 4 multiply-adds an output
+ * element and input channel where the direct convolution takes 9. The output is cut into 2 x 2
+ * tiles, TH = ceil(OH / 2) rows of TW = ceil(OW / 2) an image; tile row R of the N * TH (image R
+ * / TH, row ty = R % TH) holds tiles (ty, tx), each reading the 4 x 4 input patch d from row
+ * 2 ty - ph, column 2 tx - pw (0 outside the image). A block is the tile rows [row0, row0 +
+ * rows), P = rows * TW tiles, tile p of it at row row0 + p / TW, column p % TW. Each stage writes
+ * `t` or the output, from element 0, overwriting it:
+ *   WEIGHT  t = u, K x 16 x C: for each kernel g (3 x 3, conv->weight row k, channel c), G g G^T,
+ *           its element e = 4 i + j at (k * 16 + e) * C + c;
+ *   INPUT   t = v, 16 x C x P: (B^T d) B of channel c's patch of tile p, element e at
+ *           (e * C + c) * P + p;
+ *   OUTPUT  reads t = m, 16 x K x P (m_e = u_e v_e, the products) and writes A^T m A, the 2 x 2
+ *           outputs of each tile of the block, to conv->out (N x K x OH x OW), those inside it;
+ * with G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1], B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0;
+ * 0 1 0 -1] and A^T = [1 1 1 0; 0 1 -1 -1], each product of three in the order written (G g
+ * first, B^T d first, A^T m first), each sum of three left to right, in the dtype (f32, f64).
+ * Sizes fit in 32 bits (clt__winograd_fits). */
+typedef enum clt__winograd_stage {
+    CLT_WINOGRAD_WEIGHT,
+    CLT_WINOGRAD_INPUT,
+    CLT_WINOGRAD_OUTPUT
+} clt__winograd_stage;
+typedef struct clt__winograd_call {
+    clt__winograd_stage stage;
+    const clt__conv_call *conv;
+    size_t row0, rows; /* the block, in tile rows (INPUT and OUTPUT) */
+    void *t;           /* u, v or m, from element 0 */
+} clt__winograd_call;
+
+/* Tile rows and columns of c's output: ceil(OH / 2) x ceil(OW / 2) an image. */
+static inline size_t clt__winograd_tile_rows(const clt__conv_call *c)
+{
+    return (c->OH + 1) / 2;
+}
+static inline size_t clt__winograd_tile_cols(const clt__conv_call *c)
+{
+    return (c->OW + 1) / 2;
+}
+
+/* Whether the convolution c (its mult the output channels) has Winograd's form: a 3 x 3 kernel
+ * at stride 1 without dilation, f32 or f64, with input and output channels, and every count the
+ * stages index by within 32 bits. */
+static inline bool clt__winograd_fits(const clt__conv_call *c)
+{
+    const uint64_t most = 0x7fffffff;
+    uint64_t tiles = (uint64_t)c->N * clt__winograd_tile_rows(c) * clt__winograd_tile_cols(c);
+    uint64_t big = c->C > c->mult ? c->C : c->mult;
+    return c->kh == 3 && c->kw == 3 && c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1 &&
+           (c->dtype == CLT_F32 || c->dtype == CLT_F64) && c->C > 0 && c->mult > 0 &&
+           c->OH > 0 && c->OW > 0 && big <= most / 16 &&
+           tiles <= most / (16 * big) && (uint64_t)c->N * c->C * c->H * c->W <= most &&
+           (uint64_t)c->N * c->mult * c->OH * c->OW <= most;
+}
+
+/* The convolution through Winograd's stages (clt__winograd_call) and one strided-batched
+ * product of the 16 a block, composed of dev's winograd and gemm entries: the tile rows in
+ * blocks whose v and m take at most `budget` bytes together (one tile row at least), each
+ * transformed, multiplied and transformed back before the next; u, v and m from the caching
+ * allocator. */
+clt_status clt__conv2d_winograd(const char *fn, clt_device *dev, const clt__conv_call *c,
+                                size_t budget);
+/* Whether a backend's conv2d entry takes Winograd's path for c: where it fits and saves enough
+ * multiply-adds (see composed.c), wherever it fits, or never, as clt__conv_winograd says (-1,
+ * 1, 0), or where that is -1 (the default), the environment's CLT_WINOGRAD (auto, 1, 0). */
+bool clt__winograd_chosen(const clt__conv_call *c);
+extern int clt__conv_winograd;
+/* Tile rows a block of clt__conv2d_winograd at most, where not 0 (the tests' several blocks). */
+extern size_t clt__winograd_rows;
+
 /* Whether no input element lies in two windows of c (stride > (k - 1) * dilation both ways):
  * max pooling's adjoint then scatters each window's gradient to the element its index names,
  * which is what the gather of every window holding an element adds (0 + g, or 0 where none
@@ -304,6 +375,9 @@ typedef struct clt__optim_call {
      * make of each image, C * kh * kw > 0. f32 and f64. Where a backend has none, the caller \
      * composes im2col and gemm. */ \
     X(conv2d, clt_status, (const char *fn, clt_device *dev, const clt__conv_call *call),          \
+      OPTIONAL)                                                                                   \
+    /* One stage of Winograd's convolution (clt__winograd_call), f32 and f64. */               \
+    X(winograd, clt_status, (const char *fn, clt_device *dev, const clt__winograd_call *call),    \
       OPTIONAL)                                                                                   \
     /* The gradient of pool2d: `in` the output's gradient (N x C x OH x OW), `arg` for max     \
      * pooling the indices pool2d wrote, `out` the input's gradient (N x C x H x W),          \

@@ -757,6 +757,47 @@ START_TEST(test_kernels_conv_packed)
 }
 END_TEST
 
+/* Winograd's convolution (winograd.cl's three kernels between the products) on gpu:0 in both
+ * layouts, f32 and f64, against cpu's direct convolution: padding 0, 1 and 2, odd output sizes,
+ * a row of more tiles than a private row holds (35 against 32), several images, blocks of one
+ * and of all tile rows. */
+START_TEST(test_kernels_winograd)
+{
+    static const struct {
+        int64_t n, c, h, w, o;
+        int ph, pw;
+    } convs[] = {{2, 3, 5, 7, 2, 1, 1}, {1, 2, 3, 70, 3, 1, 1}, {2, 2, 6, 5, 3, 0, 2}};
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    clt_manual_seed(9);
+    for (int k = 0; k < 8 * 3; k++) { /* each case in each dtype, layout and block size */
+        clt_dtype dt = k % 2 ? CLT_F64 : CLT_F32;
+        int layout = k / 2 % 2, one_row = k / 4 % 2, which = k / 8;
+        if (dt == CLT_F64 && !dev->info.fp64)
+            continue;
+        const clt_conv2d_options o = {.stride = {1, 1},
+                                      .padding = {convs[which].ph, convs[which].pw},
+                                      .dilation = {1, 1}};
+        clt_tensor *hx = clt_tensor_randn(CLT_SHAPE(convs[which].n, convs[which].c,
+                                                    convs[which].h, convs[which].w),
+                                          dt, cpu);
+        clt_tensor *hw = clt_tensor_randn(CLT_SHAPE(convs[which].o, convs[which].c, 3, 3), dt, cpu);
+        clt_tensor *gx = clt_tensor_to(hx, dev), *gw = clt_tensor_to(hw, dev);
+        clt__conv_winograd = 0;
+        clt_tensor *want = clt_conv2d(hx, hw, NULL, &o);
+        clt__conv_winograd = 1, clt__cl_run_blocked = layout, clt__winograd_rows = one_row;
+        clt_tensor *got = clt_conv2d(gx, gw, NULL, &o);
+        clt__conv_winograd = -1, clt__cl_run_blocked = -1, clt__winograd_rows = 0;
+        char what[96];
+        snprintf(what, sizeof what, "Winograd conv2d %d, %s, layout %d, %s", which,
+                 clt_dtype_name(dt), layout, one_row ? "a tile row a block" : "one block");
+        assert_near(got, want, what);
+        clt_tensor *rel[] = {got, want, gw, gx, hw, hx};
+        for (size_t r = 0; r < sizeof rel / sizeof *rel; r++)
+            clt_tensor_release(rel[r]);
+    }
+}
+END_TEST
+
 /* Every launch's arguments are checked against the kernel's own count before any is set: a
  * launch with one too few or one too many is refused, naming the kernel and both counts. */
 START_TEST(test_kernels_argument_count)
@@ -796,6 +837,7 @@ Suite *suite_kernels(void)
     tcase_add_test(tc, test_kernels_transpose);
     tcase_add_test(tc, test_kernels_gemm);
     tcase_add_test(tc, test_kernels_conv_packed);
+    tcase_add_test(tc, test_kernels_winograd);
     tcase_add_test(tc, test_kernels_argument_count);
     suite_add_tcase(s, tc);
     return s;

@@ -2,7 +2,7 @@
  * convolution and 2-D pooling, and the adjoints index_add, col2im and pool2d_backward, one
  * work-item an output element (pool2d_scatter, max pooling's adjoint where windows do not
  * overlap, one a window); attention (kernels/attention.cl); and the row operations cumsum and sort
- * (kernels/rows.cl), one work-item a row. */
+ * (kernels/rows.cl), one work-item a row; Winograd's convolution's stages (kernels/winograd.cl). */
 #include "cl_internal.h"
 #include "cl_run.h"
 #include "core/core.h"
@@ -81,6 +81,70 @@ clt_status clt__cl_col2im(const char *fn, clt_device *dev, const clt__conv_call 
 
 int clt__cl_conv_packed = -1;
 
+/* Winograd's blocks' transformed tiles and products together: 32 MiB, or a quarter of the
+ * device's largest buffer where that is less (Oclgrind's 128 MiB device). */
+static size_t winograd_budget(clt_device *dev)
+{
+    uint64_t budget = (uint64_t)32 << 20, most = dev->info.max_alloc_bytes / 4;
+    return (size_t)(most && most < budget ? most : budget);
+}
+
+/* Runs a Winograd stage over n items: CLT_RUN's launch for tiles (or the weight's pairs); for
+ * tile rows (the blocked layout) groups of WINOGRAD_LOCAL work-items, enough that each takes a
+ * few rows, at most WINOGRAD_GROUPS_PER_CU a compute unit. */
+#define WINOGRAD_LOCAL 16
+#define WINOGRAD_GROUPS_PER_CU 8
+static clt_status winograd_run(const char *fn, clt_device *dev, const char *kernel,
+                               const clt__conv_call *c, const clt__cl_arg *args, int nargs,
+                               size_t n, bool rows)
+{
+    const char *options = clt__dtype(c->dtype)->options;
+    if (!rows)
+        return clt__cl_run(fn, dev, "winograd", options, kernel, args, nargs, n);
+    size_t local = WINOGRAD_LOCAL, groups = (n + 4 * local - 1) / (4 * local);
+    size_t most = (size_t)(dev->info.compute_units ? dev->info.compute_units : 1) *
+                  WINOGRAD_GROUPS_PER_CU;
+    if (n == 0)
+        return CLT_OK;
+    return clt__cl_launch_groups(fn, dev, "winograd", options, kernel, args, nargs,
+                                 groups < most ? groups : most, &local, NULL);
+}
+
+clt_status clt__cl_winograd(const char *fn, clt_device *dev, const clt__winograd_call *w)
+{
+    const clt__conv_call *c = w->conv;
+    cl_mem t = w->t, in = c->in, out = c->out, weight = c->weight;
+    cl_ulong io = c->in_offset, oo = c->out_offset, wo = c->weight_offset;
+    cl_uint K = (cl_uint)c->mult, C = (cl_uint)c->C, H = (cl_uint)c->H, W = (cl_uint)c->W;
+    cl_uint OH = (cl_uint)c->OH, OW = (cl_uint)c->OW, TH = (cl_uint)clt__winograd_tile_rows(c);
+    cl_uint TW = (cl_uint)clt__winograd_tile_cols(c), row0 = (cl_uint)w->row0,
+            rows = (cl_uint)w->rows;
+    cl_int ph = c->ph, pw = c->pw, blocked = clt__cl_run_layout(dev);
+    if (w->stage == CLT_WINOGRAD_WEIGHT) {
+        const clt__cl_arg args[] = {{sizeof t, &t}, {sizeof weight, &weight}, {sizeof wo, &wo},
+                                    {sizeof K, &K}, {sizeof C, &C},           {sizeof blocked, &blocked}};
+        return winograd_run(fn, dev, "winograd_weight", c, CLT__CL_ARGS(args),
+                            (size_t)K * (blocked ? 1 : C), blocked);
+    }
+    if (w->stage == CLT_WINOGRAD_INPUT) {
+        const clt__cl_arg args[] = {
+            {sizeof t, &t},   {sizeof in, &in},     {sizeof io, &io},   {sizeof C, &C},
+            {sizeof H, &H},   {sizeof W, &W},       {sizeof TH, &TH},   {sizeof TW, &TW},
+            {sizeof ph, &ph}, {sizeof pw, &pw},     {sizeof row0, &row0}, {sizeof rows, &rows},
+            {sizeof blocked, &blocked},
+        };
+        return winograd_run(fn, dev, "winograd_input", c, CLT__CL_ARGS(args),
+                            (size_t)C * rows * (blocked ? 1 : TW), blocked);
+    }
+    const clt__cl_arg args[] = {
+        {sizeof out, &out}, {sizeof oo, &oo},   {sizeof t, &t},       {sizeof K, &K},
+        {sizeof OH, &OH},   {sizeof OW, &OW},   {sizeof TH, &TH},     {sizeof TW, &TW},
+        {sizeof row0, &row0}, {sizeof rows, &rows}, {sizeof blocked, &blocked},
+    };
+    return winograd_run(fn, dev, "winograd_output", c, CLT__CL_ARGS(args),
+                        (size_t)K * rows * (blocked ? 1 : TW), blocked);
+}
+
 /* One product (mult, C * kh * kw) @ (C * kh * kw, N * OH * OW) over every image's columns. Where
  * the device runs it with the packed GEMM, the columns go straight into the packed panels and the
  * product writes each image's part of the output in place (clt__cl_conv2d_packed): ResNet-18 at
@@ -89,6 +153,8 @@ int clt__cl_conv_packed = -1;
  * product and the copy (clt__conv2d_composed). */
 clt_status clt__cl_conv2d(const char *fn, clt_device *dev, const clt__conv_call *c)
 {
+    if (clt__winograd_chosen(c))
+        return clt__conv2d_winograd(fn, dev, c, winograd_budget(dev));
     clt__gemm_call g = clt__cl_conv2d_product(c);
     clt__gemm_variant v;
     clt_status st = clt__cl_start(fn, dev);
