@@ -28,7 +28,7 @@ targets=("haswell 8 4 4 3 3" "skylake-avx512 16 8 8 4 4" "x86-64-v2 4 2 2 3 3")
 failed=0 builds=0
 for t in "${targets[@]}"; do
   read -r cpu vf vd vl nvf nvd <<<"$t"
-  for f in elementwise reduce nn attention rows winograd optim cast random gemm; do
+  for f in elementwise reduce nn attention loss rows winograd optim cast random gemm; do
     parts=(common scalar)
     case $f in
       elementwise) parts+=(elementwise_ops) ;;
@@ -43,7 +43,7 @@ for t in "${targets[@]}"; do
       cast | random) sets=("") ;;
       gemm) sets=("-DT=float" "-DT=double -DGEMM_F64=1") ;;
       optim | winograd) sets=("${dtypes[0]}" "${dtypes[1]}") ;;
-      attention) sets=("${dtypes[@]:0:3}") ;;
+      attention | loss) sets=("${dtypes[@]:0:3}") ;;
       *) sets=("${dtypes[@]}") ;;
     esac
     for o in "${sets[@]}"; do

@@ -129,6 +129,49 @@ END_TEST
 
 /* The class losses' options against PyTorch 1.13's F.cross_entropy on the same logits (f64
  * there, f32 here): class weights, label smoothing, ignore_index, (N, C, d) inputs. */
+/* Cross entropy without weights or smoothing runs as one device operation forward and one
+ * backward (the fused rows): against the composed path (log_softmax and the gather, which
+ * weights of 1 take) on 37 rows of 11 classes with ignored rows, f32 and f64, the mean loss
+ * and the gradient of the logits. */
+START_TEST(test_cross_entropy_fused)
+{
+    clt_device *dev = test_device(_i);
+    double *xv = noise(37 * 11, 21), ones[11];
+    int64_t tv[37];
+    for (int i = 0; i < 37; i++)
+        tv[i] = i % 5 == 3 ? -100 : (i * 7) % 11;
+    for (int k = 0; k < 11; k++)
+        ones[k] = 1;
+    for (int f64 = 0; f64 < 2; f64++) {
+        clt_dtype dt = f64 ? CLT_F64 : CLT_F32;
+        if (f64 && !clt_device_get_info(dev)->fp64)
+            continue;
+        clt_tensor *t = clt_tensor_from_data(CLT_SHAPE(37), tv, CLT_I64, dev);
+        clt_tensor *w = make(dev, dt, ones, CLT_SHAPE(11)), *x[2], *loss[2], *grad[2];
+        for (int path = 0; path < 2; path++) {
+            clt_loss_options o = clt_loss_options_default();
+            o.weight = path ? w : NULL;
+            x[path] = make(dev, dt, xv, CLT_SHAPE(37, 11));
+            ck_assert_int_eq(clt_tensor_set_requires_grad(x[path], true), CLT_OK);
+            loss[path] = clt_cross_entropy(x[path], t, &o);
+            ck_assert_msg(loss[path] != NULL, "%s", clt_last_error());
+            ck_assert_int_eq(clt_backward(loss[path], NULL, false), CLT_OK);
+            grad[path] = clt_tensor_grad(x[path]);
+        }
+        double *want = values(loss[1]), *gwant = values(grad[1]);
+        check(clt_tensor_retain(loss[0]), want, 1, f64 ? 1e-12 : 1e-6, "fused cross entropy");
+        check(clt_tensor_retain(grad[0]), gwant, 37 * 11, f64 ? 1e-12 : 1e-6,
+              "fused cross entropy's gradient");
+        free(gwant), free(want);
+        for (int path = 0; path < 2; path++)
+            clt_tensor_release(grad[path]), clt_tensor_release(loss[path]),
+                clt_tensor_release(x[path]);
+        clt_tensor_release(w), clt_tensor_release(t);
+    }
+    free(xv);
+}
+END_TEST
+
 START_TEST(test_loss_options)
 {
     clt_device *dev = test_device(_i);
@@ -1575,6 +1618,7 @@ Suite *suite_nn(void)
     ADD_DEVICE_TEST(tc, test_conv2d);
     ADD_DEVICE_TEST(tc, test_conv2d_bands);
     ADD_DEVICE_TEST(tc, test_conv2d_winograd);
+    ADD_DEVICE_TEST(tc, test_cross_entropy_fused);
     ADD_DEVICE_TEST(tc, test_pooling);
     ADD_DEVICE_TEST(tc, test_pool_ceil_mode);
     ADD_DEVICE_TEST(tc, test_cumsum_sort);

@@ -213,6 +213,23 @@ typedef struct clt__conv_call {
     size_t weight_offset;
 } clt__conv_call;
 
+/* Cross entropy over `rows` contiguous rows of `classes` logits (a floating dtype; f16 and bf16
+ * compute in f32), the target of row r target[r] (i64, checked by the caller to lie in
+ * 0..classes-1 or to equal `ignore`); m is a row's largest logit and s = sum_c exp(x_c - m),
+ * summed in class order:
+ *   forward   out[r] = log(s) - (x_t - m), 0 where the target is `ignore`;
+ *   backward  out[r, c] = g[r] (exp(x_c - m) / s - (c == t)), with g the rows values of the
+ *             forward output's gradient; 0 in rows whose target is `ignore`.
+ * Contiguous operands, offsets in elements. */
+typedef struct clt__xent_call {
+    clt_dtype dtype;
+    bool backward;
+    size_t rows, classes;
+    int64_t ignore;
+    void *logits, *target, *g, *out;
+    size_t logits_offset, target_offset, g_offset, out_offset;
+} clt__xent_call;
+
 /* Winograd's minimal filtering F(2 x 2, 3 x 3) (Lavin and Gray, "Fast Algorithms for Convolutional
  * Neural Networks", 2016): a 3 x 3 convolution of one group at stride 1 (conv's geometry, K =
  * conv->mult output channels) as 16 products of transformed tiles, 4 multiply-adds an output
@@ -375,6 +392,9 @@ typedef struct clt__optim_call {
      * make of each image, C * kh * kw > 0. f32 and f64. Where a backend has none, the caller \
      * composes im2col and gemm. */ \
     X(conv2d, clt_status, (const char *fn, clt_device *dev, const clt__conv_call *call),          \
+      OPTIONAL)                                                                                   \
+    /* Cross entropy's rows, forward or backward (clt__xent_call). */                           \
+    X(cross_entropy, clt_status, (const char *fn, clt_device *dev, const clt__xent_call *call), \
       OPTIONAL)                                                                                   \
     /* One stage of Winograd's convolution (clt__winograd_call), f32 and f64. */               \
     X(winograd, clt_status, (const char *fn, clt_device *dev, const clt__winograd_call *call),    \

@@ -426,6 +426,85 @@ static clt_status class_rows(const char *fn, clt_tensor *x, clt_tensor *target, 
     return CLT_OK;
 }
 
+/* The gradient of cross entropy's rows (the device's fused backward pass). */
+static clt_status xent_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    clt_tensor *x = clt__node_saved(n, 0), *t = clt__node_saved(n, 1);
+    clt_device *dev = x->storage->device;
+    clt_tensor *out = clt__tensor_new("clt_backward", dev, x->dtype, x->ndim, x->shape);
+    if (!out)
+        return clt_last_status();
+    clt__xent_call c = {.dtype = x->dtype,
+                        .backward = true,
+                        .rows = (size_t)x->shape[0],
+                        .classes = (size_t)x->shape[1],
+                        .ignore = n->a.i0,
+                        .logits = x->storage->buf,
+                        .logits_offset = x->offset,
+                        .target = t->storage->buf,
+                        .target_offset = t->offset,
+                        .g = g->storage->buf,
+                        .g_offset = g->offset,
+                        .out = out->storage->buf,
+                        .out_offset = out->offset};
+    clt_status st = out->numel ? CLT__BACKEND_CALL(cross_entropy, "clt_backward", dev, x->dtype, &c)
+                               : CLT_OK;
+    if (st != CLT_OK) {
+        clt_tensor_release(out);
+        return st;
+    }
+    gi[0] = out;
+    return CLT_OK;
+}
+
+static const clt__derivative xent_derivative = {"CrossEntropyBackward", xent_bw, 1u | 2u};
+
+/* Cross entropy's per-row losses of logits (N, C) with targets (N,), none weighted or smoothed,
+ * as one device operation forward and one backward (instead of log_softmax's and the gather's
+ * dozen); the targets are checked on the host, which counts the rows that are not ignored into
+ * *denominator. NULL with the error set. */
+static clt_tensor *xent_rows(const char *fn, clt_tensor *x, clt_tensor *target, int64_t ignore,
+                             double *denominator)
+{
+    int64_t n = x->shape[0], c = x->shape[1];
+    int64_t *t = clt__host_indices(fn, target, c, true, ignore, "target");
+    if (!t)
+        return NULL;
+    *denominator = 0;
+    for (int64_t i = 0; i < n; i++)
+        *denominator += t[i] != ignore;
+    clt__free(t);
+    clt_tensor *in[2] = {clt__contiguous(fn, x), NULL}, *out = NULL;
+    in[1] = in[0] ? clt__contiguous(fn, target) : NULL;
+    if (!in[1])
+        goto done;
+    bool prev, rec = clt__grad_begin(in, 2, &prev);
+    clt_device *dev = x->storage->device;
+    out = clt__tensor_new(fn, dev, x->dtype, 1, &n);
+    clt__xent_call call = {.dtype = x->dtype,
+                           .rows = (size_t)n,
+                           .classes = (size_t)c,
+                           .ignore = ignore,
+                           .logits = in[0]->storage->buf,
+                           .logits_offset = in[0]->offset,
+                           .target = in[1]->storage->buf,
+                           .target_offset = in[1]->offset};
+    if (out && out->numel) {
+        call.out = out->storage->buf, call.out_offset = out->offset;
+        if (CLT__BACKEND_CALL(cross_entropy, fn, dev, x->dtype, &call) != CLT_OK) {
+            clt_tensor_release(out);
+            out = NULL;
+        }
+    }
+    clt__grad_end(prev);
+    if (rec && out)
+        out = clt__record(fn, &xent_derivative, in, 2, out, &(clt__node_args){.i0 = ignore});
+done:
+    clt_tensor_release(in[1]);
+    clt_tensor_release(in[0]);
+    return out;
+}
+
 /* The shared body of clt_nll_loss and clt_cross_entropy: `x` holds log-probabilities, or
  * logits when `logits` is true. */
 static clt_tensor *class_loss(const char *fn, clt_tensor *x, clt_tensor *target,
@@ -452,8 +531,11 @@ static clt_tensor *class_loss(const char *fn, clt_tensor *x, clt_tensor *target,
     }
     if (class_rows(fn, x, target, &rows, &t) != CLT_OK)
         goto done;
-    lp = logits ? clt_log_softmax(rows, rows->ndim - 1) : clt_tensor_retain(rows);
-    nll = lp ? nll_rows(fn, lp, t, &o, w, &keep, &denominator) : NULL;
+    if (logits && rows->ndim == 2 && !w && o.label_smoothing == 0 &&
+        rows->storage->device->backend->cross_entropy)
+        nll = xent_rows(fn, rows, t, o.ignore_index, &denominator);
+    else if ((lp = logits ? clt_log_softmax(rows, rows->ndim - 1) : clt_tensor_retain(rows)))
+        nll = nll_rows(fn, lp, t, &o, w, &keep, &denominator);
     if (nll && o.label_smoothing != 0) {
         double e = o.label_smoothing, classes = (double)lp->shape[lp->ndim - 1];
         clt_tensor *s = smooth_rows(lp, keep, o.weight);

@@ -798,6 +798,37 @@ START_TEST(test_kernels_winograd)
 }
 END_TEST
 
+/* Cross entropy's fused rows (loss.cl) forward and backward on gpu:0, f32 and f64, against cpu:
+ * rows with an ignored target, the mean and its gradient. */
+START_TEST(test_kernels_cross_entropy)
+{
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    int64_t tv[] = {1, -100, 0, 4, 2, 4, 3};
+    clt_manual_seed(10);
+    for (int f64 = 0; f64 < 2; f64++) {
+        clt_dtype dt = f64 ? CLT_F64 : CLT_F32;
+        if (f64 && !dev->info.fp64)
+            continue;
+        clt_tensor *hx = clt_tensor_randn(CLT_SHAPE(7, 5), dt, cpu), *x[2], *loss[2], *g[2];
+        x[0] = clt_tensor_to_dtype(hx, dt), x[1] = clt_tensor_to(hx, dev);
+        for (int d = 0; d < 2; d++) {
+            clt_tensor *t = clt_tensor_from_data(CLT_SHAPE(7), tv, CLT_I64, d ? dev : cpu);
+            ck_assert_int_eq(clt_tensor_set_requires_grad(x[d], true), CLT_OK);
+            loss[d] = clt_cross_entropy(x[d], t, NULL);
+            ck_assert_msg(loss[d] != NULL, "%s", clt_last_error());
+            ck_assert_int_eq(clt_backward(loss[d], NULL, false), CLT_OK);
+            g[d] = clt_tensor_grad(x[d]);
+            clt_tensor_release(t);
+        }
+        assert_near(loss[1], loss[0], "cross entropy");
+        assert_near(g[1], g[0], "cross entropy's gradient");
+        for (int d = 0; d < 2; d++)
+            clt_tensor_release(g[d]), clt_tensor_release(loss[d]), clt_tensor_release(x[d]);
+        clt_tensor_release(hx);
+    }
+}
+END_TEST
+
 /* Every launch's arguments are checked against the kernel's own count before any is set: a
  * launch with one too few or one too many is refused, naming the kernel and both counts. */
 START_TEST(test_kernels_argument_count)
@@ -838,6 +869,7 @@ Suite *suite_kernels(void)
     tcase_add_test(tc, test_kernels_gemm);
     tcase_add_test(tc, test_kernels_conv_packed);
     tcase_add_test(tc, test_kernels_winograd);
+    tcase_add_test(tc, test_kernels_cross_entropy);
     tcase_add_test(tc, test_kernels_argument_count);
     suite_add_tcase(s, tc);
     return s;

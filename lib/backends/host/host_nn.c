@@ -1,6 +1,7 @@
 /* The host backend's neural-network kernels (see kernels/nn.cl): index_select, im2col, depthwise
- * convolution and 2-D pooling, and their adjoints index_add, col2im and pool2d_backward, as
- * plain loops; the floating ones compute in the same type and order as the OpenCL kernels. */
+ * convolution and 2-D pooling, and their adjoints index_add, col2im and pool2d_backward,
+ * attention, cross entropy's rows and Winograd's convolution's stages, as plain loops; the
+ * floating ones compute in the same type and order as the OpenCL kernels. */
 #include <string.h>
 #include <tgmath.h>
 #include <unistd.h>
@@ -982,9 +983,38 @@ static inline double pick_double(bool b, double x, double y)
         }                                                                                      \
     }
 
+/* Cross entropy's rows as kernels/loss.cl computes them (clt__xent_call): the same sums in the
+ * same order. */
+#define HOST_XENT                                                                              \
+    static void CLT_CAT(xent_, DT)(const void *call, size_t lo, size_t hi)                     \
+    {                                                                                          \
+        const clt__xent_call *c = call;                                                        \
+        const int64_t *target = (const int64_t *)c->target + c->target_offset;                 \
+        for (size_t r = lo; r < hi; r++) {                                                     \
+            const ST *x = (const ST *)c->logits + c->logits_offset + r * c->classes;           \
+            int64_t t = target[r];                                                             \
+            CT m = LOAD(x[0]), s = 0;                                                          \
+            for (size_t k = 1; k < c->classes; k++)                                            \
+                m = LOAD(x[k]) > m ? LOAD(x[k]) : m;                                           \
+            for (size_t k = 0; k < c->classes; k++)                                            \
+                s += exp(LOAD(x[k]) - m);                                                      \
+            if (!c->backward) {                                                                \
+                ((ST *)c->out)[c->out_offset + r] =                                            \
+                    STORE(t == c->ignore ? (CT)0 : log(s) - (LOAD(x[t]) - m));                 \
+                continue;                                                                      \
+            }                                                                                  \
+            ST *o = (ST *)c->out + c->out_offset + r * c->classes;                             \
+            CT g = LOAD(((const ST *)c->g)[c->g_offset + r]);                                  \
+            for (size_t k = 0; k < c->classes; k++)                                            \
+                o[k] = STORE(t == c->ignore                                                    \
+                                 ? (CT)0                                                       \
+                                 : g * (exp(LOAD(x[k]) - m) / s - (CT)((int64_t)k == t)));     \
+        }                                                                                      \
+    }
+
 /* The floating kernels of one dtype. */
 typedef struct host_floating {
-    clt__host_part pool, depthwise, col2im, pool_backward, index_add, attention;
+    clt__host_part pool, depthwise, col2im, pool_backward, index_add, attention, xent;
 } host_floating;
 
 #define HOST_FLOATING                                                                          \
@@ -994,12 +1024,14 @@ typedef struct host_floating {
     HOST_POOL_BACKWARD                                                                         \
     HOST_INDEX_ADD                                                                             \
     HOST_ATTENTION                                                                             \
+    HOST_XENT                                                                                  \
     static const host_floating CLT_CAT(floating_, DT) = {CLT_CAT(pool_, DT),                   \
                                                          CLT_CAT(depthwise_, DT),              \
                                                          CLT_CAT(col2im_, DT),                 \
                                                          CLT_CAT(pool_backward_, DT),          \
                                                          CLT_CAT(index_add_, DT),              \
-                                                         CLT_CAT(attention_, DT)};
+                                                         CLT_CAT(attention_, DT),              \
+                                                         CLT_CAT(xent_, DT)};
 
 #define KIND flt
 #define CT float
@@ -1056,3 +1088,4 @@ HOST_ENTRY(pool2d_backward, clt__conv_call, pool_backward, c->N * c->C,
 HOST_ENTRY(index_add, clt__index_add_call, index_add, c->A * c->K * c->B,
            c->M / (c->K ? c->K : 1) + 2)
 HOST_ENTRY(attention, clt__attention_call, attention, c->B * c->L, c->S *(2 * c->E + c->D))
+HOST_ENTRY(cross_entropy, clt__xent_call, xent, c->rows, 8 * c->classes)

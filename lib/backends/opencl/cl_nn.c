@@ -1,8 +1,9 @@
 /* The OpenCL backend's neural-network kernels (kernels/nn.cl): index_select, im2col, depthwise
  * convolution and 2-D pooling, and the adjoints index_add, col2im and pool2d_backward, one
  * work-item an output element (pool2d_scatter, max pooling's adjoint where windows do not
- * overlap, one a window); attention (kernels/attention.cl); and the row operations cumsum and sort
- * (kernels/rows.cl), one work-item a row; Winograd's convolution's stages (kernels/winograd.cl). */
+ * overlap, one a window); attention (kernels/attention.cl), cross entropy's rows (kernels/loss.cl)
+ * and the row operations cumsum and sort (kernels/rows.cl), one work-item a row; Winograd's
+ * convolution's stages (kernels/winograd.cl). */
 #include "cl_internal.h"
 #include "cl_run.h"
 #include "core/core.h"
@@ -263,6 +264,24 @@ clt_status clt__cl_attention(const char *fn, clt_device *dev, const clt__attenti
     };
     return clt__cl_launch(fn, dev, "attention", clt__dtype(c->dtype)->options, "attention",
                           CLT__CL_ARGS(args), R, NULL);
+}
+
+clt_status clt__cl_cross_entropy(const char *fn, clt_device *dev, const clt__xent_call *c)
+{
+    cl_mem out = c->out, logits = c->logits, target = c->target;
+    cl_mem g = c->backward ? c->g : c->logits; /* unused forward */
+    cl_ulong oo = c->out_offset, lo = c->logits_offset, to = c->target_offset;
+    cl_ulong go = c->backward ? c->g_offset : 0, rows = c->rows, classes = c->classes;
+    cl_long ignore = c->ignore;
+    cl_int backward = c->backward;
+    const clt__cl_arg args[] = {
+        {sizeof out, &out},       {sizeof oo, &oo},         {sizeof logits, &logits},
+        {sizeof lo, &lo},         {sizeof target, &target}, {sizeof to, &to},
+        {sizeof g, &g},           {sizeof go, &go},         {sizeof rows, &rows},
+        {sizeof classes, &classes}, {sizeof ignore, &ignore}, {sizeof backward, &backward},
+    };
+    return clt__cl_launch(fn, dev, "loss", clt__dtype(c->dtype)->options, "cross_entropy",
+                          CLT__CL_ARGS(args), c->rows, NULL);
 }
 
 clt_status clt__cl_index_add(const char *fn, clt_device *dev, const clt__index_add_call *c)

@@ -505,6 +505,7 @@ static const struct {
     {"reduce:extremes", EVERY_DTYPE, DTYPE_OPTIONS},
     {"nn", EVERY_DTYPE, DTYPE_OPTIONS},
     {"attention", FLOAT_DTYPES, DTYPE_OPTIONS},
+    {"loss", FLOAT_DTYPES, DTYPE_OPTIONS},
     {"winograd", D(CLT_F32) | D(CLT_F64), DTYPE_OPTIONS},
     {"rows", EVERY_DTYPE, DTYPE_OPTIONS},
     {"optim", D(CLT_F32) | D(CLT_F64), DTYPE_OPTIONS},
