@@ -117,6 +117,68 @@ START_TEST(test_optim_rules)
 }
 END_TEST
 
+/* One optimizer over many parameters, which it updates a group at a time (one launch for up to
+ * 8 of one device, dtype and step count): 12 parameters, f32 with two f64 among them (where
+ * the device has f64), one without elements, and one without a gradient at the first step, so
+ * that its step count lags; each against its own reference, for SGD with momentum and Adam. */
+START_TEST(test_optim_groups)
+{
+    enum { P = 12, EMPTY = 9, LATE = 2 };
+    clt_device *dev = test_device(_i);
+    bool fp64 = clt_device_get_info(dev)->fp64;
+    for (int kind = 0; kind < 2; kind++) {
+        ref r[P];
+        clt_tensor *p[P];
+        int steps[P] = {0};
+        for (int k = 0; k < P; k++) {
+            clt_dtype dt = fp64 && (k == 4 || k == 5) ? CLT_F64 : CLT_F32;
+            r[k] = (ref){.kind = kind, .lr = 0.05, .momentum = 0.9, .beta1 = 0.8, .beta2 = 0.99,
+                         .eps = 1e-6};
+            test_noise(r[k].p, N, 3 + (unsigned)k, -2, 2);
+            p[k] = k == EMPTY ? clt_tensor_zeros(CLT_SHAPE(0), dt, dev)
+                              : test_tensor(dev, dt, r[k].p, CLT_SHAPE(N));
+            ck_assert_int_eq(clt_tensor_set_requires_grad(p[k], true), CLT_OK);
+        }
+        clt_sgd_options sgd = clt_sgd_options_default();
+        sgd.lr = 0.05, sgd.momentum = 0.9;
+        clt_adam_options adam = clt_adam_options_default();
+        adam.lr = 0.05, adam.beta1 = 0.8, adam.beta2 = 0.99, adam.eps = 1e-6;
+        clt_optimizer *opt = kind ? clt_optim_adam(p, P, &adam) : clt_optim_sgd(p, P, &sgd);
+        ck_assert_msg(opt != NULL, "%s", clt_last_error());
+        for (int t = 1; t <= STEPS; t++) {
+            double g[P][N];
+            for (int k = 0; k < P; k++) {
+                test_noise(g[k], N, 40 + (unsigned)(t + 10 * k), -1, 1);
+                clt_tensor *gt = k == EMPTY ? clt_tensor_zeros(CLT_SHAPE(0),
+                                                               clt_tensor_dtype(p[k]), dev)
+                                            : test_tensor(dev, clt_tensor_dtype(p[k]), g[k],
+                                                          CLT_SHAPE(N));
+                ck_assert_int_eq(clt_tensor_set_grad(p[k], k == LATE && t == 1 ? NULL : gt),
+                                 CLT_OK);
+                clt_tensor_release(gt);
+            }
+            ck_assert_msg(clt_optim_step(opt) == CLT_OK, "%s", clt_last_error());
+            for (int k = 0; k < P; k++) {
+                if (k == EMPTY || (k == LATE && t == 1))
+                    continue;
+                ref_step(&r[k], g[k], ++steps[k]);
+                double tol = clt_tensor_dtype(p[k]) == CLT_F64 ? 1e-12 : 2e-6;
+                double *got = test_values(p[k]);
+                for (int i = 0; i < N; i++)
+                    ELEMENT_CHECK(fabs(got[i] - r[k].p[i]) <= tol * fmax(1, fabs(r[k].p[i])),
+                                  "%s on %s, step %d, parameter %d, element %d: %.12g, want "
+                                  "%.12g", kind ? "Adam" : "SGD", clt_device_name(dev), t, k, i,
+                                  got[i], r[k].p[i]);
+                free(got);
+            }
+        }
+        clt_optim_free(opt);
+        for (int k = 0; k < P; k++)
+            clt_tensor_release(p[k]);
+    }
+}
+END_TEST
+
 START_TEST(test_optim_arguments)
 {
     clt_device *dev = test_device(_i);
@@ -544,6 +606,7 @@ Suite *suite_optim(void)
     Suite *s = suite_create("optim");
     TCase *tc = test_case("optim", 900);
     ADD_DEVICE_TEST(tc, test_optim_rules);
+    ADD_DEVICE_TEST(tc, test_optim_groups);
     ADD_DEVICE_TEST(tc, test_optim_arguments);
     ADD_DEVICE_TEST(tc, test_optim_gradient_shape_refused);
     ADD_DEVICE_TEST(tc, test_optim_same_trajectory);

@@ -310,17 +310,24 @@ static inline bool clt__windows_apart(const clt__conv_call *c)
     return c->sh > (c->kh - 1) * c->dh && c->sw > (c->kw - 1) * c->dw;
 }
 
-/* One optimizer update over n contiguous elements of an f32 or f64 parameter (see
- * backends/shared/optim_step.cl): SGD uses m (the momentum buffer, when momentum is not 0; with
- * `first` it is written, not read), Adam and AdamW use m and v (the moment estimates). bias1 and bias2 are
- * Adam's 1 - beta^t. State buffers are contiguous from element 0; unused ones are NULL. */
+/* One optimizer update of `count` (1 to CLT__OPTIM_GROUP) f32 or f64 parameters of one dtype
+ * with the same settings and step count, in one launch (see backends/shared/optim_step.cl):
+ * each tensor's n contiguous elements. SGD uses m (the momentum buffer, when momentum is not 0;
+ * with `first` it is written, not read), Adam and AdamW use m and v (the moment estimates).
+ * bias1 and bias2 are Adam's 1 - beta^t. State buffers are contiguous from element 0; unused
+ * ones are NULL. */
+#define CLT__OPTIM_GROUP 8
 typedef enum clt__optim_kind { CLT_OPTIM_SGD, CLT_OPTIM_ADAM, CLT_OPTIM_ADAMW } clt__optim_kind;
-typedef struct clt__optim_call {
-    clt__optim_kind kind;
-    clt_dtype dtype;
+typedef struct clt__optim_tensor {
     size_t n;
     void *param, *grad, *m, *v;
     size_t param_offset, grad_offset;
+} clt__optim_tensor;
+typedef struct clt__optim_call {
+    clt__optim_kind kind;
+    clt_dtype dtype;
+    int count;
+    clt__optim_tensor t[CLT__OPTIM_GROUP];
     double lr, momentum, dampening, weight_decay, beta1, beta2, eps, bias1, bias2;
     bool nesterov, first;
 } clt__optim_call;
@@ -413,7 +420,7 @@ typedef struct clt__optim_call {
       OPTIONAL)                                                                                   \
     X(sort, clt_status, (const char *fn, clt_device *dev, const clt__rows_call *call),            \
       OPTIONAL)                                                                                   \
-    /* One optimizer update (clt__optim_call). */                                                 \
+    /* One optimizer update of up to CLT__OPTIM_GROUP parameters (clt__optim_call). */                                                 \
     X(optim_step, clt_status, (const char *fn, clt_device *dev, const clt__optim_call *call),     \
       OPTIONAL)                                                                                   \
     /* n uniform [0, 1) or standard normal values of a floating dtype from Philox counters     \

@@ -259,11 +259,26 @@ static clt_status prepare(const char *fn, const clt_optimizer *opt, const slot *
     return st;
 }
 
-static clt_status update(const char *fn, clt_optimizer *opt, slot *s, const prepared *w)
+/* The launch's settings for a slot after `steps` updates. */
+static void settings(const clt_optimizer *opt, clt_dtype dtype, int64_t steps, clt__optim_call *c)
+{
+    double t = (double)(steps + 1);
+    *c = (clt__optim_call){.kind = opt->kind, .dtype = dtype, .first = steps == 0};
+    if (opt->kind == CLT_OPTIM_SGD) {
+        c->lr = opt->sgd.lr, c->momentum = opt->sgd.momentum, c->dampening = opt->sgd.dampening;
+        c->weight_decay = opt->sgd.weight_decay, c->nesterov = opt->sgd.nesterov;
+    } else {
+        c->lr = opt->adam.lr, c->beta1 = opt->adam.beta1, c->beta2 = opt->adam.beta2;
+        c->eps = opt->adam.eps, c->weight_decay = opt->adam.weight_decay;
+        c->bias1 = 1 - pow(opt->adam.beta1, t), c->bias2 = 1 - pow(opt->adam.beta2, t);
+    }
+}
+
+/* Takes slot s's new state and counts its step; fills *t with its tensors (n 0: nothing to
+ * launch). */
+static clt_status enter(const char *fn, slot *s, const prepared *w, clt__optim_tensor *t)
 {
     clt_tensor *p = s->param;
-    clt_device *dev = p->storage->device;
-    double t = (double)(s->steps + 1);
     if (w->m) {
         clt_tensor_release(s->m);
         s->m = clt_tensor_retain(w->m);
@@ -272,26 +287,48 @@ static clt_status update(const char *fn, clt_optimizer *opt, slot *s, const prep
         clt_tensor_release(s->v);
         s->v = clt_tensor_retain(w->v);
     }
-    clt__optim_call c = {.kind = opt->kind, .dtype = p->dtype, .n = p->numel,
-                         .param = p->storage->buf, .param_offset = p->offset,
-                         .grad = w->grad->storage->buf, .grad_offset = w->grad->offset,
-                         .m = s->m ? s->m->storage->buf : NULL,
-                         .v = s->v ? s->v->storage->buf : NULL, .first = s->steps == 0};
-    if (opt->kind == CLT_OPTIM_SGD) {
-        c.lr = opt->sgd.lr, c.momentum = opt->sgd.momentum, c.dampening = opt->sgd.dampening;
-        c.weight_decay = opt->sgd.weight_decay, c.nesterov = opt->sgd.nesterov;
-    } else {
-        c.lr = opt->adam.lr, c.beta1 = opt->adam.beta1, c.beta2 = opt->adam.beta2;
-        c.eps = opt->adam.eps, c.weight_decay = opt->adam.weight_decay;
-        c.bias1 = 1 - pow(opt->adam.beta1, t), c.bias2 = 1 - pow(opt->adam.beta2, t);
-    }
+    *t = (clt__optim_tensor){.n = p->numel, .param = p->storage->buf, .param_offset = p->offset,
+                             .grad = w->grad->storage->buf, .grad_offset = w->grad->offset,
+                             .m = s->m ? s->m->storage->buf : NULL,
+                             .v = s->v ? s->v->storage->buf : NULL};
     s->steps++;
     clt__tensor_bump_version(p);
-    if (p->numel == 0)
-        return CLT_OK;
-    if (clt__storage_sync(fn, p->storage) != CLT_OK)
+    if (p->numel && clt__storage_sync(fn, p->storage) != CLT_OK)
         return clt_last_status();
-    return CLT__BACKEND_CALL(optim_step, fn, dev, c.dtype, &c);
+    return CLT_OK;
+}
+
+/* Updates the parameters that have gradients (prepared in w): consecutive ones of one device,
+ * dtype and step count CLT__OPTIM_GROUP to a launch (a model's few dozen parameters took a launch
+ * each). */
+static clt_status update_all(const char *fn, clt_optimizer *opt, const prepared *w)
+{
+    clt__optim_call c = {.count = 0};
+    clt_device *dev = NULL;
+    int64_t steps = 0;
+    bool open = false; /* a group is being gathered into c */
+    clt_status st = CLT_OK;
+    for (int i = 0; i < opt->count && st == CLT_OK; i++) {
+        slot *s = &opt->slots[i];
+        clt_tensor *p = s->param;
+        if (!w[i].grad)
+            continue;
+        if (open && (c.count == CLT__OPTIM_GROUP || p->storage->device != dev ||
+                     p->dtype != c.dtype || s->steps != steps)) {
+            st = c.count ? CLT__BACKEND_CALL(optim_step, fn, dev, c.dtype, &c) : CLT_OK;
+            open = false;
+        }
+        if (st == CLT_OK && !open) {
+            dev = p->storage->device, steps = s->steps, open = true;
+            settings(opt, p->dtype, steps, &c);
+        }
+        clt__optim_tensor t;
+        if (st == CLT_OK && (st = enter(fn, s, &w[i], &t)) == CLT_OK && t.n)
+            c.t[c.count++] = t;
+    }
+    if (st == CLT_OK && open && c.count)
+        st = CLT__BACKEND_CALL(optim_step, fn, dev, c.dtype, &c);
+    return st;
 }
 
 clt_status clt_optim_step(clt_optimizer *opt)
@@ -308,9 +345,8 @@ clt_status clt_optim_step(clt_optimizer *opt)
     for (int i = 0; i < opt->count && st == CLT_OK; i++)
         if (clt__grad_of(opt->slots[i].param))
             st = prepare(fn, opt, &opt->slots[i], &w[i]);
-    for (int i = 0; i < opt->count && st == CLT_OK; i++)
-        if (w[i].grad)
-            st = update(fn, opt, &opt->slots[i], &w[i]);
+    if (st == CLT_OK)
+        st = update_all(fn, opt, w);
     if (st == CLT_OK)
         opt->steps++;
     for (int i = 0; i < opt->count; i++) {
