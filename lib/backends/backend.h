@@ -134,11 +134,15 @@ static inline clt_dtype clt__reduce_dtype(clt__reduce_op op, clt_dtype in)
 }
 
 /* One reduction: rows >= 1, len >= 1; the input, output and mean are contiguous buffers at
- * element offsets (mean only for SQDEV: one value a row). */
+ * element offsets (mean only for SQDEV: one value a row). With inner > 1 (SUM of a floating
+ * dtype only, len at most CLT__REDUCE_COLUMNS_MAX) the input is rows x len x inner and the sums
+ * run down its columns: out[r * inner + i] = the sum over l of in[(r * len + l) * inner + i]
+ * (a bias's gradient, no transposing copy first). */
+#define CLT__REDUCE_COLUMNS_MAX 4096
 typedef struct clt__reduce_call {
     clt__reduce_op op;
     clt_dtype dtype; /* the input's */
-    size_t rows, len;
+    size_t rows, len, inner;
     void *in, *out, *mean;
     size_t in_offset, out_offset, mean_offset;
 } clt__reduce_call;

@@ -1,5 +1,6 @@
 /* Reduction front ends: checking the dims, moving the reduced dimensions last and making the
- * input contiguous, so that the backend reduces `rows` contiguous rows of `len` elements, and
+ * input contiguous, so that the backend reduces `rows` contiguous rows of `len` elements (or
+ * sums down the columns of the input as it lies, where the kept dimensions come last), and
  * composing mean, var, std and logsumexp from the backend's sums, maxima and squared
  * deviations with elementwise operations. */
 #include <float.h>
@@ -19,6 +20,7 @@ typedef struct plan {
     int perm[CLT_MAX_DIMS]; /* the kept dimensions in order, then the reduced ones */
     bool moved;             /* perm is not the identity */
     size_t rows, len;
+    size_t inner; /* > 1: sums down the columns of x as it lies (columns_plan) */
     int ndim; /* the result's */
     int64_t shape[CLT_MAX_DIMS];
     int empty_dim; /* a reduced dimension of size 0, or -1 */
@@ -80,11 +82,36 @@ static clt_status make_plan(const char *fn, const clt_tensor *x, const int *dims
     return CLT_OK;
 }
 
-/* x with the reduced dimensions moved last, contiguous: a new reference. */
+/* Sums of a floating x whose reduced dimensions are one block with kept ones after it, whose
+ * elements number at least COLUMNS_MIN, run down the columns of x as it lies: p's rows become
+ * the groups before the block, each of len rows of p->inner columns (no transposing copy: the
+ * bias's gradient of a linear layer, (N, out) summed over N, took one, and its launch). */
+#define COLUMNS_MIN 16
+static void columns_plan(const clt_tensor *x, plan *p)
+{
+    int a = 0, b;
+    size_t outer = 1, inner = 1;
+    while (a < x->ndim && !p->reduced[a])
+        outer *= (size_t)x->shape[a++];
+    for (b = a; b < x->ndim && p->reduced[b]; b++)
+        ;
+    for (int d = b; d < x->ndim; d++) {
+        if (p->reduced[d])
+            return; /* a second block */
+        inner *= (size_t)x->shape[d];
+    }
+    if (!clt__is_floating(x->dtype) || b == x->ndim || inner < COLUMNS_MIN ||
+        p->len > CLT__REDUCE_COLUMNS_MAX)
+        return;
+    p->rows = outer, p->inner = inner;
+}
+
+/* x with the reduced dimensions moved last (or as it lies, for columns), contiguous: a new
+ * reference. */
 static clt_tensor *arrange(const char *fn, clt_tensor *x, const plan *p)
 {
     clt_tensor *v, *c;
-    if (!p->moved)
+    if (!p->moved || p->inner > 1)
         return clt__contiguous(fn, x);
     v = named(fn, clt_permute(x, p->perm));
     if (!v)
@@ -97,10 +124,10 @@ static clt_tensor *arrange(const char *fn, clt_tensor *x, const plan *p)
 /* Runs op over `rows` rows of `len` elements of the contiguous xc into out (contiguous, rows
  * elements); mean (SQDEV) gives one value a row. Rows without elements give 0. */
 static clt_status launch(const char *fn, clt__reduce_op op, clt_tensor *xc, size_t rows,
-                         size_t len, clt_tensor *out, clt_tensor *mean)
+                         size_t len, size_t inner, clt_tensor *out, clt_tensor *mean)
 {
     clt_device *dev = out->storage->device;
-    clt__reduce_call c = {.op = op, .dtype = xc->dtype, .rows = rows, .len = len,
+    clt__reduce_call c = {.op = op, .dtype = xc->dtype, .rows = rows, .len = len, .inner = inner,
                           .in = xc->storage->buf, .in_offset = xc->offset,
                           .out = out->storage->buf, .out_offset = out->offset};
     if (rows == 0)
@@ -111,7 +138,7 @@ static clt_status launch(const char *fn, clt__reduce_op op, clt_tensor *xc, size
         static const unsigned char zero[8] = {0};
         size_t size = clt_dtype_size(out->dtype);
         return dev->backend->fill(fn, dev, out->storage->buf, out->offset * size, zero, size,
-                                  rows * size);
+                                  rows * (inner > 1 ? inner : 1) * size);
     }
     if (mean) {
         c.mean = mean->storage->buf;
@@ -126,11 +153,12 @@ static clt_status launch(const char *fn, clt__reduce_op op, clt_tensor *xc, size
 
 /* op over the arranged xc into a new tensor of the given shape and the op's result dtype. */
 static clt_tensor *reduce_new(const char *fn, clt__reduce_op op, clt_tensor *xc, size_t rows,
-                              size_t len, int ndim, const int64_t *shape, clt_tensor *mean)
+                              size_t len, size_t inner, int ndim, const int64_t *shape,
+                              clt_tensor *mean)
 {
     clt_tensor *out = clt__tensor_new(fn, xc->storage->device, clt__reduce_dtype(op, xc->dtype),
                                       ndim, shape);
-    if (out && launch(fn, op, xc, rows, len, out, mean) != CLT_OK) {
+    if (out && launch(fn, op, xc, rows, len, inner, out, mean) != CLT_OK) {
         clt_tensor_release(out);
         return NULL;
     }
@@ -173,10 +201,12 @@ static clt_tensor *simple(const char *fn, clt__reduce_op op, clt_tensor *x, cons
         return NULL;
     if (op != CLT_REDUCE_SUM && need_elements(fn, x, &p) != CLT_OK)
         return NULL;
+    if (op == CLT_REDUCE_SUM)
+        columns_plan(x, &p);
     xc = arrange(fn, x, &p);
     if (!xc)
         return NULL;
-    out = reduce_new(fn, op, xc, p.rows, p.len, p.ndim, p.shape, NULL);
+    out = reduce_new(fn, op, xc, p.rows, p.len, p.inner, p.ndim, p.shape, NULL);
     clt_tensor_release(xc);
     return out;
 }
@@ -230,10 +260,11 @@ static clt_tensor *mean_impl(clt_tensor *x, const int *dims, int ndims, bool kee
     clt_tensor *xc, *s, *m = NULL;
     if (make_plan(fn, x, dims, ndims, keepdim, &p) != CLT_OK || clt__need_floating(fn, x) != CLT_OK)
         return NULL;
+    columns_plan(x, &p);
     xc = arrange(fn, x, &p);
     if (!xc)
         return NULL;
-    s = reduce_new(fn, CLT_REDUCE_SUM, xc, p.rows, p.len, p.ndim, p.shape, NULL);
+    s = reduce_new(fn, CLT_REDUCE_SUM, xc, p.rows, p.len, p.inner, p.ndim, p.shape, NULL);
     if (s)
         m = named(fn, clt_div_scalar(s, (double)p.len)); /* 0 / 0 = NaN without elements */
     clt_tensor_release(s);
@@ -253,11 +284,11 @@ static clt_tensor *variance(const char *fn, clt_tensor *x, const int *dims, int 
     if (!xc)
         return NULL;
     divisor = (double)p.len - (double)correction;
-    s = reduce_new(fn, CLT_REDUCE_SUM, xc, p.rows, p.len, p.ndim, p.shape, NULL);
+    s = reduce_new(fn, CLT_REDUCE_SUM, xc, p.rows, p.len, 0, p.ndim, p.shape, NULL);
     if (s)
         m = named(fn, clt_div_scalar(s, (double)p.len));
     if (m)
-        q = reduce_new(fn, CLT_REDUCE_SQDEV, xc, p.rows, p.len, p.ndim, p.shape, m);
+        q = reduce_new(fn, CLT_REDUCE_SQDEV, xc, p.rows, p.len, 0, p.ndim, p.shape, m);
     if (q)
         v = named(fn, clt_div_scalar(q, divisor > 0 ? divisor : 0.0));
     if (v)
@@ -291,7 +322,7 @@ static clt_tensor *lse_rows(const char *fn, clt_tensor *xc, size_t rows, size_t 
     double big = xc->dtype == CLT_F64 ? DBL_MAX : FLT_MAX;
     int64_t col[2] = {(int64_t)rows, 1}, all[2] = {(int64_t)rows, (int64_t)len};
     clt_tensor *m, *mc = NULL, *x2 = NULL, *d = NULL, *e = NULL, *s = NULL, *l = NULL, *r = NULL;
-    m = reduce_new(fn, CLT_REDUCE_AMAX, xc, rows, len, 2, col, NULL);
+    m = reduce_new(fn, CLT_REDUCE_AMAX, xc, rows, len, 0, 2, col, NULL);
     if (m)
         mc = named(fn, clt_clamp(m, -big, big));
     if (mc)
@@ -302,7 +333,7 @@ static clt_tensor *lse_rows(const char *fn, clt_tensor *xc, size_t rows, size_t 
         e = named(fn, clt_exp(d));
     if (e)
         s = clt__tensor_new(fn, dev, xc->dtype, 2, col);
-    if (s && launch(fn, CLT_REDUCE_SUM, e, rows, len, s, NULL) == CLT_OK)
+    if (s && launch(fn, CLT_REDUCE_SUM, e, rows, len, 0, s, NULL) == CLT_OK)
         l = named(fn, clt_log(s));
     if (l)
         r = named(fn, clt_add(l, mc));

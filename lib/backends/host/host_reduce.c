@@ -417,8 +417,45 @@ static void reduce_part(const void *call, size_t lo, size_t hi)
     }
 }
 
+/* Column sums (inner > 1): items (r, block of COLUMNS columns of row group r), each column's
+ * compensated sum down the len rows of its group, in the compute type, the same two-sums as the
+ * rows' lanes. */
+#define COLUMNS 64
+#define HOST_COLUMNS(CT, KIND)                                                                 \
+    CLT__SIMD static void columns_##KIND(const void *call, size_t lo, size_t hi)               \
+    {                                                                                          \
+        const clt__reduce_call *c = call;                                                      \
+        size_t blocks = (c->inner + COLUMNS - 1) / COLUMNS, es = clt_dtype_size(c->dtype);     \
+        CT v[COLUMNS], s[COLUMNS], e[COLUMNS];                                                 \
+        for (size_t item = lo; item < hi; item++) {                                            \
+            size_t r = item / blocks, i0 = item % blocks * COLUMNS;                            \
+            size_t n = c->inner - i0 < COLUMNS ? c->inner - i0 : COLUMNS;                      \
+            const char *base = (const char *)c->in + (c->in_offset + r * c->len * c->inner) * es; \
+            for (size_t j = 0; j < n; j++)                                                     \
+                s[j] = e[j] = 0;                                                               \
+            for (size_t l = 0; l < c->len; l++) {                                              \
+                load_##KIND(base + l * c->inner * es, c->dtype, i0, n, v);                     \
+                for (size_t j = 0; j < n; j++) { /* two-sum */                                 \
+                    CT t = s[j] + v[j], bp = t - s[j];                                         \
+                    e[j] += (s[j] - (t - bp)) + (v[j] - bp);                                   \
+                    s[j] = t;                                                                  \
+                }                                                                              \
+            }                                                                                  \
+            CT *out = (CT *)c->out + c->out_offset + r * c->inner + i0;                        \
+            for (size_t j = 0; j < n; j++)                                                     \
+                out[j] = isfinite(s[j]) ? s[j] + e[j] : s[j];                                  \
+        }                                                                                      \
+    }
+HOST_COLUMNS(float, flt)
+HOST_COLUMNS(double, dbl)
+
 clt_status clt__host_reduce(const char *fn, clt_device *dev, const clt__reduce_call *c)
 {
+    if (c->inner > 1) {
+        clt__host_parallel(c->rows * ((c->inner + COLUMNS - 1) / COLUMNS), c->len * COLUMNS,
+                           c->dtype == CLT_F64 ? columns_dbl : columns_flt, c);
+        return CLT_OK;
+    }
     reduce_job j = {.c = c,
                     .size = clt_dtype_size(c->dtype),
                     .is_flt = clt__dtype(c->dtype)->compute == CLT_F32,

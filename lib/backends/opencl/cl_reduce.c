@@ -6,7 +6,8 @@
  * launch combines the parts of every row. Work-items of a group read interleaved elements on
  * GPUs and accelerators (coalesced loads) and one contiguous block each on CPU-type devices,
  * which run a group's work-items one after another: there work-groups have CLT__RED_CPU_WG
- * work-items, each reading its block in vectors (the layout follows clt__cl_run_layout). */
+ * work-items, each reading its block in vectors (the layout follows clt__cl_run_layout). Sums
+ * down columns (inner > 1) take one column a work-item, or a run of them in the blocked layout. */
 #include <stdio.h>
 
 #include "cl_internal.h"
@@ -39,8 +40,26 @@ static const char *red_program(clt__reduce_op op)
     return op == CLT_REDUCE_SUM || op == CLT_REDUCE_SQDEV ? "reduce:sums" : "reduce:extremes";
 }
 
+/* Column sums (inner > 1): sum_columns over rows * inner columns, CLT_RUN's launch. */
+static clt_status columns(const char *fn, clt_device *dev, const clt__reduce_call *c)
+{
+    cl_mem x = c->in, out = c->out;
+    cl_ulong x_off = c->in_offset, len = c->len, inner = c->inner, cols = c->rows * c->inner;
+    cl_ulong out_off = c->out_offset;
+    cl_int blocked = clt__cl_run_layout(dev);
+    const clt__cl_arg args[] = {
+        {sizeof x, &x},       {sizeof x_off, &x_off}, {sizeof len, &len},
+        {sizeof inner, &inner}, {sizeof cols, &cols}, {sizeof out, &out},
+        {sizeof out_off, &out_off}, {sizeof blocked, &blocked},
+    };
+    return clt__cl_run(fn, dev, "reduce:sums", clt__dtype(c->dtype)->options, "sum_columns",
+                       CLT__CL_ARGS(args), cols);
+}
+
 clt_status clt__cl_reduce(const char *fn, clt_device *dev, const clt__reduce_call *c)
 {
+    if (c->inner > 1)
+        return columns(fn, dev, c);
     char kernel[32];
     const char *opts = clt__dtype(c->dtype)->options, *program = red_program(c->op);
     cl_mem x = c->in, out = c->out, mean = c->mean ? c->mean : c->out, tmp = c->out;

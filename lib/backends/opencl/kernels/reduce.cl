@@ -468,7 +468,47 @@ CLT_FN ST amin_result(arg_state st, __global const ST *row, clt_u64 len)
             out[out_off + r] = NAME##_result(st, row, len);                                    \
     }
 
-/* The parts (CLT_WANTED, common.cl): sums (sum, sqdev) and extremes (the rest). */
+/* Column sums (clt__reduce_call's inner > 1, floating dtypes): out[r * inner + i] = the
+ * compensated sum down the len rows of x[x_off + (r * len + l) * inner + i], one column a
+ * work-item on GPUs (neighbours read neighbouring columns); in the blocked layout a work-item
+ * takes a run of columns, COLUMN_RUN of one row group at a time in its lanes, read a row
+ * piece at a time. */
+#define COLUMN_RUN 16
+#if CLT_WANTED(sums) && !CLT_KIND_INT
+CLT_FN void sum_columns_run(__global const ST *x, ulong len, ulong inner, ulong c, ulong n,
+                            __global CT *out)
+{
+    ulong r = c / inner, i = c % inner;
+    __global const ST *col = x + r * len * inner + i;
+    csum st[COLUMN_RUN];
+    for (ulong j = 0; j < n; j++)
+        st[j] = csum_init();
+    for (ulong l = 0; l < len; l++)
+        for (ulong j = 0; j < n; j++)
+            csum_add(&st[j], LOAD(col[l * inner + j]));
+    for (ulong j = 0; j < n; j++)
+        out[c + j] = csum_value(st[j]);
+}
+
+__kernel void sum_columns(__global const ST *x, ulong x_off, ulong len, ulong inner, ulong cols,
+                          __global CT *out, ulong out_off, int blocked)
+{
+    if (blocked) {
+        ulong b, e;
+        clt_run_span(cols, &b, &e);
+        while (b < e) { /* pieces within one row group */
+            ulong n = min(min(e - b, inner - b % inner), (ulong)COLUMN_RUN);
+            sum_columns_run(x + x_off, len, inner, b, n, out + out_off);
+            b += n;
+        }
+        return;
+    }
+    for (ulong c = get_global_id(0); c < cols; c += get_global_size(0))
+        sum_columns_run(x + x_off, len, inner, c, 1, out + out_off);
+}
+#endif
+
+/* The parts (CLT_WANTED, common.cl): sums (sum, sqdev, sum_columns) and extremes (the rest). */
 #if CLT_WANTED(sums)
 RED_KERNELS(sum, CT)
 #if !CLT_KIND_INT
