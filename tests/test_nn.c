@@ -1565,9 +1565,14 @@ static bool run_nn_case(void *ctx)
     case 4: /* an image cpu convolves in bands */
         r = clt_conv2d(c->big, c->w3, NULL, &(clt_conv2d_options){.padding = {1, 1}});
         break;
-    default: /* depthwise, two channels */
+    case 5: /* depthwise, two channels */
         r = clt_conv2d(c->img2, c->dw, NULL,
                        &(clt_conv2d_options){.padding = {1, 1}, .groups = 2});
+        break;
+    default: /* Winograd's, in blocks of 8 tile rows */
+        clt__conv_winograd = 1, clt__winograd_rows = 8;
+        r = clt_conv2d(c->big, c->w3, NULL, &(clt_conv2d_options){.padding = {1, 1}});
+        clt__conv_winograd = -1, clt__winograd_rows = 0;
         break;
     }
     clt_tensor_release(r);
@@ -1577,7 +1582,8 @@ static bool run_nn_case(void *ctx)
 START_TEST(test_nn_allocation_failures)
 {
     static const char *const fns[] = {"clt_softmax", "clt_cross_entropy", "clt__index_add",
-                                      "clt_conv2d",  "clt_conv2d",        "clt_conv2d"};
+                                      "clt_conv2d",  "clt_conv2d",        "clt_conv2d",
+                                      "clt_conv2d"};
     clt_device *dev = test_device(_i);
     int64_t tv[] = {1, 0, 3, 2};
     nn_case c = {clt_tensor_rand(CLT_SHAPE(4, 4), CLT_F32, dev),
@@ -1593,7 +1599,7 @@ START_TEST(test_nn_allocation_failures)
     c.img = clt_reshape(c.x, CLT_SHAPE(1, 1, 4, 4));
     c.img2 = clt_reshape(c.x, CLT_SHAPE(1, 2, 2, 4));
     c.xt = clt_transpose(c.x, 0, 1); /* index_add copies it contiguous first */
-    for (c.which = 0; c.which < 6; c.which++) {
+    for (c.which = 0; c.which < 7; c.which++) {
         test_fault_sweep(run_nn_case, &c, fns[c.which], CLT__HOST);
         test_fault_sweep(run_nn_case, &c, fns[c.which], CLT__DEVICE);
     }
