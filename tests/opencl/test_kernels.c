@@ -829,6 +829,39 @@ START_TEST(test_kernels_cross_entropy)
 }
 END_TEST
 
+/* BatchNorm with running statistics where nothing records: the scale by one fused kernel
+ * (mul_rsqrt), the shift and the output by addcmul, on gpu:0 in both layouts against cpu, f32
+ * and f64. */
+START_TEST(test_kernels_batch_norm_eval)
+{
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    clt_manual_seed(11);
+    for (int k = 0; k < 4; k++) {
+        clt_dtype dt = k % 2 ? CLT_F64 : CLT_F32;
+        if (dt == CLT_F64 && !dev->info.fp64)
+            continue;
+        clt_tensor *h[5], *g[5], *out[2];
+        h[0] = clt_tensor_randn(CLT_SHAPE(2, 3, 4, 5), dt, cpu);
+        h[1] = clt_tensor_randn(CLT_SHAPE(3), dt, cpu);              /* running mean */
+        h[2] = clt_tensor_rand(CLT_SHAPE(3), dt, cpu);               /* running variance */
+        h[3] = clt_tensor_randn(CLT_SHAPE(3), dt, cpu);              /* weight */
+        h[4] = clt_tensor_randn(CLT_SHAPE(3), dt, cpu);              /* bias */
+        for (int i = 0; i < 5; i++)
+            g[i] = clt_tensor_to(h[i], dev);
+        clt__cl_run_blocked = k / 2;
+        CLT_NO_GRAD {
+            out[0] = clt_batch_norm(h[0], h[1], h[2], h[3], h[4], false, 0.1, 1e-5);
+            out[1] = clt_batch_norm(g[0], g[1], g[2], g[3], g[4], false, 0.1, 1e-5);
+        }
+        clt__cl_run_blocked = -1;
+        assert_near(out[1], out[0], "batch norm in evaluation");
+        clt_tensor_release(out[0]), clt_tensor_release(out[1]);
+        for (int i = 0; i < 5; i++)
+            clt_tensor_release(g[i]), clt_tensor_release(h[i]);
+    }
+}
+END_TEST
+
 /* Every launch's arguments are checked against the kernel's own count before any is set: a
  * launch with one too few or one too many is refused, naming the kernel and both counts. */
 START_TEST(test_kernels_argument_count)
@@ -870,6 +903,7 @@ Suite *suite_kernels(void)
     tcase_add_test(tc, test_kernels_conv_packed);
     tcase_add_test(tc, test_kernels_winograd);
     tcase_add_test(tc, test_kernels_cross_entropy);
+    tcase_add_test(tc, test_kernels_batch_norm_eval);
     tcase_add_test(tc, test_kernels_argument_count);
     suite_add_tcase(s, tc);
     return s;

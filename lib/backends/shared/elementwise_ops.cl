@@ -31,7 +31,8 @@
      (x) * (1 - (t) * (t)) * (CT)0.39894228040143267794 * (1 + (CT)0.134145 * (x) * (x)))
 
 /* The operations, in groups (the OpenCL kernels of one group are built together,
- * kernels/elementwise.cl): binary (with addcmul, z + s0 x y, of three inputs), scalar, sign
+ * kernels/elementwise.cl): binary (with addcmul, z + s0 x y, of three inputs, and mul_rsqrt,
+ * x / sqrt(y + s0): a BatchNorm's scale, floating only, no derivative), scalar, sign
  * (defined on integers too), math (floating dtypes only), compare and backward (floating only).
  * The operations' derivatives (name_backward) take the output's gradient as x and the saved
  * input (gelu, silu, abs, clamp) or output (relu, sigmoid, tanh) as y. */
@@ -48,7 +49,8 @@
     X(maximum, 2, (x != x) ? x : (y != y) ? y : (x > y ? x : y), x > y ? x : y, T)             \
     X(minimum, 2, (x != x) ? x : (y != y) ? y : (x < y ? x : y), x < y ? x : y, T)             \
     X(addcmul, 3, z + s0 * x * y,                                                              \
-      CLT_WRAP((clt_u64)z + (clt_u64)s0 * (clt_u64)x * (clt_u64)y), T)
+      CLT_WRAP((clt_u64)z + (clt_u64)s0 * (clt_u64)x * (clt_u64)y), T)                         \
+    X(mul_rsqrt, 2, x * clt_rsqrt(y + s0), x, T)
 
 #define CLT_EW_SCALAR(X)                                                                       \
     X(add_scalar, 1, x + s0, CLT_WRAP((clt_u64)x + (clt_u64)s0), T)                            \
