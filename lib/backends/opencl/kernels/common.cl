@@ -13,6 +13,9 @@ typedef int clt_i32;
 typedef long clt_i64;
 
 #define CLT_FN static inline
+/* A function the compiler must inline: PoCL kept the pooling kernels' per-output function a call
+ * of 17 arguments, and inlined it pooled 8 x 8 images about a quarter faster. */
+#define CLT_INLINE static inline __attribute__((always_inline))
 #define CLT_U64C(x) x##UL
 #define CLT_I64C(x) x##L
 #define clt_f32_bits(f) as_uint(f)
