@@ -10,6 +10,7 @@
 
 #include "helpers.h"
 #include "autograd/graph.h"
+#include "ops/ops_internal.h"
 
 #define fill_noise test_noise
 #define make test_tensor
@@ -333,6 +334,21 @@ static clt_tensor *op_batch_norm(clt_tensor **x, clt_device *d)
     (void)d;
     return clt_batch_norm(x[0], NULL, NULL, x[1], x[2], true, 0.1, 1e-5);
 }
+/* Evaluation with running statistics: the scale weight / sqrt(var + eps) one fused operation. */
+static clt_tensor *op_batch_norm_eval(clt_tensor **x, clt_device *d)
+{
+    const double mv[] = {0.3, -0.5, 1.1}, vv[] = {0.7, 1.9, 0.4};
+    clt_tensor *m = make(d, clt_tensor_dtype(x[0]), mv, CLT_SHAPE(3));
+    clt_tensor *v = make(d, clt_tensor_dtype(x[0]), vv, CLT_SHAPE(3));
+    return rel(clt_batch_norm(x[0], m, v, x[1], x[2], false, 0.1, 1e-5), m, v);
+}
+/* That operation alone, both inputs differentiated: a / sqrt(b^2 + 0.5 + 0.1). */
+static clt_tensor *op_mul_rsqrt(clt_tensor **x, clt_device *d)
+{
+    clt_tensor *b2 = clt_mul(x[1], x[1]), *b = b2 ? clt_add_scalar(b2, 0.5) : NULL;
+    (void)d;
+    return rel(b ? clt__ew("test", CLT_EW_mul_rsqrt, x[0], b, 0.1, 0) : NULL, b2, b);
+}
 static clt_tensor *op_layer_norm(clt_tensor **x, clt_device *d)
 {
     (void)d;
@@ -454,6 +470,8 @@ static const gcase cases[] = {
     {"conv_transpose2d", op_conv_transpose, 3, {4, 4, 1}, {{1, 2, 3, 3}, {2, 2, 2, 3}, {2}}, -2, 2},
     {"interpolate2d (nearest, bilinear)", op_interpolate, 1, {4}, {{1, 2, 3, 4}}, -2, 2},
     {"batch_norm", op_batch_norm, 3, {4, 1, 1}, {{4, 3, 2, 1}, {3}, {3}}, -2, 2},
+    {"batch_norm (evaluation)", op_batch_norm_eval, 3, {4, 1, 1}, {{4, 3, 2, 1}, {3}, {3}}, -2, 2},
+    {"mul_rsqrt", op_mul_rsqrt, 2, {2, 2}, {{2, 3}, {2, 3}}, -2, 2},
     {"layer_norm", op_layer_norm, 3, {3, 1, 1}, {{2, 3, 4}, {4}, {4}}, -2, 2},
     {"dropout", op_dropout, 1, {2}, {{4, 5}}, -2, 2},
 };

@@ -1018,7 +1018,10 @@ START_TEST(test_conv2d_winograd)
     static const struct {
         int n, c, h, w, o, ph, pw;
     } cases[] = {
-        {2, 5, 7, 6, 3, 1, 1}, {1, 3, 8, 9, 4, 0, 0}, {3, 4, 5, 5, 6, 2, 1}, {2, 17, 11, 13, 9, 1, 0},
+        {2, 5, 7, 6, 3, 1, 1},
+        {1, 3, 8, 9, 4, 0, 0},
+        {3, 4, 5, 5, 6, 2, 1},
+        {2, 17, 11, 13, 9, 1, 0},
     };
     clt_device *dev = test_device(_i);
     clt__conv_winograd = 1;
@@ -1055,7 +1058,8 @@ START_TEST(test_conv2d_winograd)
     } choices[] = {
         {1, 64, 56, 64, 1, 1, true},     /* ResNet-18's first stage */
         {1, 256, 14, 256, 1, 1, true},   /* its third */
-        {1, 512, 7, 512, 1, 1, false},   /* its last, at batch 1: the weight's transform costs more */
+        {1, 512, 7, 512, 1, 1, false},   /* its last, at batch 1: the weight's transform costs
+                                            more than it saves */
         {16, 512, 7, 512, 1, 1, true},   /* ... at batch 16 */
         {1, 8, 56, 64, 1, 1, false},     /* too few input channels */
         {1, 64, 56, 8, 1, 1, false},     /* too few output channels */

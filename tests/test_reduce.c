@@ -595,7 +595,9 @@ START_TEST(test_reduce_columns_accurate)
     float *v = malloc((size_t)L * C * sizeof *v);
     double want[C] = {0};
     for (int64_t i = 0; i < (int64_t)L * C; i++) {
-        v[i] = i < C ? 1e4f : i >= (int64_t)(L - 1) * C ? -1e4f : 0.1f + (float)uniform(-0.01, 0.01);
+        v[i] = i < C                   ? 1e4f
+               : i >= (int64_t)(L - 1) * C ? -1e4f
+                                           : 0.1f + (float)uniform(-0.01, 0.01);
         want[i % C] += v[i];
     }
     clt_tensor *x = clt_tensor_from_data(CLT_SHAPE(L, C), v, CLT_F32, dev);

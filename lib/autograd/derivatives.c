@@ -115,6 +115,22 @@ static clt_status div_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
     return done(&s);
 }
 
+/* x / sqrt(y + s0): g / sqrt(y + s0) for x (the same operation on g), and
+ * -g x / (2 (y + s0)^(3/2)) = -(g out) / (2 (y + s0)) for y. */
+static clt_status mul_rsqrt_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    temps s = {0};
+    clt_tensor *y = clt__node_saved(n, 1);
+    if (clt__node_wants(n, 0))
+        give(&s, &gi[0], T(clt__ew("clt_backward", CLT_EW_mul_rsqrt, g, y, n->a.s0, 0)));
+    if (clt__node_wants(n, 1)) {
+        clt_tensor *gout = T(clt_mul(g, clt__node_saved_out(n)));
+        clt_tensor *q = T(clt_div(gout, T(clt_add_scalar(y, n->a.s0))));
+        give(&s, &gi[1], T(clt_mul_scalar(q, -0.5)));
+    }
+    return done(&s);
+}
+
 static clt_status pow_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
 {
     temps s = {0};
@@ -216,6 +232,7 @@ static const clt__derivative ew_derivatives[CLT_EW_COUNT] = {
     [CLT_EW_maximum] = {"MaximumBackward", maximum_bw, IN0 | IN1},
     [CLT_EW_minimum] = {"MinimumBackward", minimum_bw, IN0 | IN1},
     [CLT_EW_addcmul] = {"AddcmulBackward", addcmul_bw, IN0 | IN1},
+    [CLT_EW_mul_rsqrt] = {"MulRsqrtBackward", mul_rsqrt_bw, IN1 | OUT},
     [CLT_EW_add_scalar] = {"AddBackward", add_bw, 0},
     [CLT_EW_mul_scalar] = {"MulBackward", mul_scalar_bw, 0},
     [CLT_EW_rsub_scalar] = {"RsubBackward", rsub_scalar_bw, 0},

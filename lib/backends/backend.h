@@ -424,7 +424,7 @@ typedef struct clt__optim_call {
       OPTIONAL)                                                                                   \
     X(sort, clt_status, (const char *fn, clt_device *dev, const clt__rows_call *call),            \
       OPTIONAL)                                                                                   \
-    /* One optimizer update of up to CLT__OPTIM_GROUP parameters (clt__optim_call). */                                                 \
+    /* One optimizer update of up to CLT__OPTIM_GROUP parameters (clt__optim_call). */        \
     X(optim_step, clt_status, (const char *fn, clt_device *dev, const clt__optim_call *call),     \
       OPTIONAL)                                                                                   \
     /* n uniform [0, 1) or standard normal values of a floating dtype from Philox counters     \

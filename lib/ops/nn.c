@@ -1097,26 +1097,26 @@ static clt_tensor *per_channel(clt_tensor *v, int ndim)
 
 /* normalise with fixed statistics, folded as PyTorch's inference does: x * scale + shift with
  * scale = weight / sqrt(var + eps) and shift = bias - mean * scale per channel, one pass over x
- * (addcmul) instead of four. Where nothing records the weight's or the variance's gradient
- * (inference), the scale is one fused operation (mul_rsqrt, which has no derivative) and the
- * shift one addcmul: three launches a call instead of six, the same values. */
+ * (addcmul) instead of four; the scale one fused operation (mul_rsqrt), the shift one addcmul:
+ * three launches a call, where the scale and shift of separate operations took six. */
 static clt_tensor *normalise_folded(clt_tensor *x, clt_tensor *mean, clt_tensor *var, double eps,
                                     clt_tensor *weight, clt_tensor *bias)
 {
-    clt_tensor *t[5] = {NULL}, *out = NULL;
-    if (weight && bias &&
-        !(clt_grad_is_enabled() && (clt__requires_grad(weight) || clt__requires_grad(var)))) {
-        t[2] = clt__ew("clt_batch_norm", CLT_EW_mul_rsqrt, weight, var, eps, 0);
-        t[4] = t[2] ? clt_addcmul(bias, mean, t[2], -1) : NULL; /* bias - mean * scale */
+    clt_tensor *t[4] = {NULL}, *out = NULL;
+    if (weight) {
+        t[0] = clt__ew("clt_batch_norm", CLT_EW_mul_rsqrt, weight, var, eps, 0);
     } else {
-        t[0] = clt_add_scalar(var, eps);
-        t[1] = t[0] ? clt_rsqrt(t[0]) : NULL;
-        t[2] = t[1] && weight ? clt_mul(t[1], weight) : t[1] ? clt_tensor_retain(t[1]) : NULL;
-        t[3] = t[2] ? clt_mul(mean, t[2]) : NULL;
-        t[4] = t[3] && bias ? clt_sub(bias, t[3]) : t[3] ? clt_neg(t[3]) : NULL;
+        t[1] = clt_add_scalar(var, eps);
+        t[0] = t[1] ? clt_rsqrt(t[1]) : NULL;
     }
-    out = t[4] ? clt_addcmul(t[4], x, t[2], 1) : NULL;
-    release_all(t, 5);
+    if (t[0] && bias) {
+        t[2] = clt_addcmul(bias, mean, t[0], -1); /* bias - mean * scale */
+    } else if (t[0]) {
+        t[3] = clt_mul(mean, t[0]);
+        t[2] = t[3] ? clt_neg(t[3]) : NULL;
+    }
+    out = t[2] ? clt_addcmul(t[2], x, t[0], 1) : NULL;
+    release_all(t, 4);
     return out;
 }
 

@@ -248,6 +248,17 @@ clt_status clt__host_conv2d(const char *fn, clt_device *dev, const clt__conv_cal
  * a time, WINOGRAD_CHUNK tiles of the row at once through buffers on the stack (the patches'
  * rows with their padding made explicit), in loops the compiler vectorises. */
 #define WINOGRAD_CHUNK 64
+
+/* Item `item` of the input's or the output's stage: channel item / rows (input or output), tile
+ * row item % rows of the block (*r), which is row *ty of image *n. */
+static inline size_t winograd_item(const clt__winograd_call *w, size_t item, size_t *r,
+                                   size_t *n, size_t *ty)
+{
+    size_t TH = clt__winograd_tile_rows(w->conv), R = w->row0 + item % w->rows;
+    *r = item % w->rows, *n = R / TH, *ty = R % TH;
+    return item / w->rows;
+}
+
 #define HOST_WINOGRAD(T)                                                                       \
     CLT__SIMD static void winograd_weight_##T(const void *call, size_t lo, size_t hi)          \
     {                                                                                          \
@@ -281,12 +292,10 @@ clt_status clt__host_conv2d(const char *fn, clt_device *dev, const clt__conv_cal
     {                                                                                          \
         const clt__winograd_call *w = call;                                                    \
         const clt__conv_call *c = w->conv;                                                     \
-        size_t TH = clt__winograd_tile_rows(c), TW = clt__winograd_tile_cols(c);               \
-        size_t P = w->rows * TW;                                                               \
+        size_t TW = clt__winograd_tile_cols(c), P = w->rows * TW, r, n, ty;                    \
         T seg[4][2 * WINOGRAD_CHUNK + 2], q[4][2 * WINOGRAD_CHUNK + 2];                        \
         for (size_t item = lo; item < hi; item++) {                                            \
-            size_t ch = item / w->rows, r = item % w->rows, R = w->row0 + r;                   \
-            size_t n = R / TH, ty = R % TH;                                                    \
+            size_t ch = winograd_item(w, item, &r, &n, &ty);                                   \
             const T *plane = (const T *)c->in + c->in_offset + (n * c->C + ch) * c->H * c->W;  \
             for (size_t tx0 = 0; tx0 < TW; tx0 += WINOGRAD_CHUNK) {                            \
                 size_t nt = TW - tx0 < WINOGRAD_CHUNK ? TW - tx0 : WINOGRAD_CHUNK;             \
@@ -332,12 +341,10 @@ clt_status clt__host_conv2d(const char *fn, clt_device *dev, const clt__conv_cal
     {                                                                                          \
         const clt__winograd_call *w = call;                                                    \
         const clt__conv_call *c = w->conv;                                                     \
-        size_t TH = clt__winograd_tile_rows(c), TW = clt__winograd_tile_cols(c);               \
-        size_t P = w->rows * TW, K = c->mult;                                                  \
+        size_t TW = clt__winograd_tile_cols(c), P = w->rows * TW, K = c->mult, r, n, ty;       \
         T o[2][2 * WINOGRAD_CHUNK];                                                            \
         for (size_t item = lo; item < hi; item++) {                                            \
-            size_t k = item / w->rows, r = item % w->rows, R = w->row0 + r;                    \
-            size_t n = R / TH, ty = R % TH;                                                    \
+            size_t k = winograd_item(w, item, &r, &n, &ty);                                    \
             T *plane = (T *)c->out + c->out_offset + (n * K + k) * c->OH * c->OW;              \
             for (size_t tx0 = 0; tx0 < TW; tx0 += WINOGRAD_CHUNK) {                            \
                 size_t nt = TW - tx0 < WINOGRAD_CHUNK ? TW - tx0 : WINOGRAD_CHUNK;             \
@@ -459,31 +466,6 @@ static inline double pick_double(bool b, double x, double y)
  * several rows at once (pool_gather), through tables of the windows' and the taps' offsets. */
 #define POOL_BLOCK 256
 #define POOL_NARROW 16
-/* One tap (at plane[at], src) over pool_block's n columns at column step SW. */
-#define POOL_TAP(SW)                                                                           \
-    do {                                                                                       \
-        if (first) { /* the first tap: the best so far */                                      \
-            for (size_t j = 0; j < n; j++)                                                     \
-                acc[j] = LOAD(src[(long)j * (SW)]);                                            \
-            for (size_t j = 0; arg && j < n; j++)                                              \
-                arg[j] = at + (long)j * (SW);                                                  \
-        } else if (c->is_max && arg) {                                                         \
-            for (size_t j = 0; j < n; j++) {                                                   \
-                CT v = LOAD(src[(long)j * (SW)]);                                              \
-                bool beats = v > acc[j] || (v != v && acc[j] == acc[j]);                       \
-                acc[j] = beats ? v : acc[j];                                                   \
-                arg[j] = beats ? at + (long)j * (SW) : arg[j];                                 \
-            }                                                                                  \
-        } else if (c->is_max) {                                                                \
-            for (size_t j = 0; j < n; j++) {                                                   \
-                CT v = LOAD(src[(long)j * (SW)]);                                              \
-                acc[j] = v > acc[j] || (v != v && acc[j] == acc[j]) ? v : acc[j];              \
-            }                                                                                  \
-        } else {                                                                               \
-            for (size_t j = 0; j < n; j++)                                                     \
-                acc[j] += LOAD(src[(long)j * (SW)]);                                           \
-        }                                                                                      \
-    } while (0)
 #define POOL_TABLE 64
 #define HOST_POOL                                                                              \
     /* Outputs j < n whose windows lie inside the image, window j starting at plane[org[j]]  \
@@ -555,13 +537,27 @@ static inline double pick_double(bool b, double x, double y)
             for (int x = 0; x < c->kw; x++) {                                                  \
                 long at = iy * (long)c->W + (long)x0 * c->sw - c->pw + (long)x * c->dw;        \
                 const ST *src = plane + at;                                                    \
-                bool first = c->is_max && rows == 0 && x == 0;                                 \
-                if (c->sw == 1) /* constant steps: the compiler's loads need no gather */      \
-                    POOL_TAP(1);                                                               \
-                else if (c->sw == 2)                                                           \
-                    POOL_TAP(2);                                                               \
+                long sw = c->sw;                                                               \
+                if (c->is_max && rows == 0 && x == 0) { /* the first tap: the best so far */   \
+                    for (size_t j = 0; j < n; j++)                                             \
+                        acc[j] = LOAD(src[(long)j * sw]);                                      \
+                    for (size_t j = 0; arg && j < n; j++)                                      \
+                        arg[j] = at + (long)j * sw;                                            \
+                } else if (c->is_max && arg) {                                                 \
+                    for (size_t j = 0; j < n; j++) {                                           \
+                        CT v = LOAD(src[(long)j * sw]);                                        \
+                        bool beats = v > acc[j] || (v != v && acc[j] == acc[j]);               \
+                        acc[j] = beats ? v : acc[j];                                           \
+                        arg[j] = beats ? at + (long)j * sw : arg[j];                           \
+                    }                                                                          \
+                } else if (c->is_max)                                                          \
+                    for (size_t j = 0; j < n; j++) {                                           \
+                        CT v = LOAD(src[(long)j * sw]);                                        \
+                        acc[j] = v > acc[j] || (v != v && acc[j] == acc[j]) ? v : acc[j];      \
+                    }                                                                          \
                 else                                                                           \
-                    POOL_TAP(c->sw);                                                           \
+                    for (size_t j = 0; j < n; j++)                                             \
+                        acc[j] += LOAD(src[(long)j * sw]);                                     \
             }                                                                                  \
             rows++;                                                                            \
         }                                                                                      \

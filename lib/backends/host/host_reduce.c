@@ -430,7 +430,8 @@ static void reduce_part(const void *call, size_t lo, size_t hi)
         for (size_t item = lo; item < hi; item++) {                                            \
             size_t r = item / blocks, i0 = item % blocks * COLUMNS;                            \
             size_t n = c->inner - i0 < COLUMNS ? c->inner - i0 : COLUMNS;                      \
-            const char *base = (const char *)c->in + (c->in_offset + r * c->len * c->inner) * es; \
+            const char *base =                                                                 \
+                (const char *)c->in + (c->in_offset + r * c->len * c->inner) * es;             \
             for (size_t j = 0; j < n; j++)                                                     \
                 s[j] = e[j] = 0;                                                               \
             for (size_t l = 0; l < c->len; l++) {                                              \

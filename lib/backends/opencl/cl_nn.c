@@ -105,8 +105,6 @@ static clt_status winograd_run(const char *fn, clt_device *dev, const char *kern
     size_t local = WINOGRAD_LOCAL, groups = (n + 4 * local - 1) / (4 * local);
     size_t most = (size_t)(dev->info.compute_units ? dev->info.compute_units : 1) *
                   WINOGRAD_GROUPS_PER_CU;
-    if (n == 0)
-        return CLT_OK;
     return clt__cl_launch_groups(fn, dev, "winograd", options, kernel, args, nargs,
                                  groups < most ? groups : most, &local, NULL);
 }
@@ -123,7 +121,7 @@ clt_status clt__cl_winograd(const char *fn, clt_device *dev, const clt__winograd
     cl_int ph = c->ph, pw = c->pw, blocked = clt__cl_run_layout(dev);
     if (w->stage == CLT_WINOGRAD_WEIGHT) {
         const clt__cl_arg args[] = {{sizeof t, &t}, {sizeof weight, &weight}, {sizeof wo, &wo},
-                                    {sizeof K, &K}, {sizeof C, &C},           {sizeof blocked, &blocked}};
+                                    {sizeof K, &K}, {sizeof C, &C}, {sizeof blocked, &blocked}};
         return winograd_run(fn, dev, "winograd_weight", c, CLT__CL_ARGS(args),
                             (size_t)K * (blocked ? 1 : C), blocked);
     }

@@ -32,7 +32,7 @@
 
 /* The operations, in groups (the OpenCL kernels of one group are built together,
  * kernels/elementwise.cl): binary (with addcmul, z + s0 x y, of three inputs, and mul_rsqrt,
- * x / sqrt(y + s0): a BatchNorm's scale, floating only, no derivative), scalar, sign
+ * x / sqrt(y + s0): a BatchNorm's scale, floating only), scalar, sign
  * (defined on integers too), math (floating dtypes only), compare and backward (floating only).
  * The operations' derivatives (name_backward) take the output's gradient as x and the saved
  * input (gelu, silu, abs, clamp) or output (relu, sigmoid, tanh) as y. */
