@@ -134,6 +134,33 @@ static clt_tensor *op_logsumexp(clt_tensor **x, clt_device *d) { (void)d; return
 static clt_tensor *op_matmul(clt_tensor **x, clt_device *d) { (void)d; return clt_matmul(x[0], x[1]); }
 static clt_tensor *op_linear(clt_tensor **x, clt_device *d) { (void)d; return clt_linear(x[0], x[1], x[2]); }
 static clt_tensor *op_linear_nobias(clt_tensor **x, clt_device *d) { (void)d; return clt_linear(x[0], x[1], NULL); }
+/* The products with the bias and ReLU in their epilogue, as a Sequential runs them. */
+static clt_tensor *op_linear_relu(clt_tensor **x, clt_device *d)
+{
+    (void)d;
+    return clt__linear_act(x[0], x[1], x[2], CLT__ACT_RELU);
+}
+static clt_tensor *op_linear_relu_nobias(clt_tensor **x, clt_device *d)
+{
+    (void)d;
+    return clt__linear_act(x[0], x[1], NULL, CLT__ACT_RELU);
+}
+static clt_tensor *op_matmul_rows_relu(clt_tensor **x, clt_device *d)
+{
+    (void)d;
+    return clt__matmul_act("test", x[0], x[1], x[2], CLT__ACT_RELU);
+}
+static clt_tensor *op_matmul_rows_bias(clt_tensor **x, clt_device *d)
+{
+    (void)d;
+    return clt__matmul_act("test", x[0], x[1], x[2], CLT__ACT_NONE);
+}
+static clt_tensor *op_conv2d_relu(clt_tensor **x, clt_device *d)
+{
+    clt_conv2d_options o = {.stride = {1, 2}, .padding = {1, 1}};
+    (void)d;
+    return clt__conv2d_act(x[0], x[1], x[2], &o, CLT__ACT_RELU);
+}
 static clt_tensor *op_softmax(clt_tensor **x, clt_device *d) { (void)d; return clt_softmax(x[0], 1); }
 static clt_tensor *op_log_softmax(clt_tensor **x, clt_device *d) { (void)d; return clt_log_softmax(x[0], 0); }
 static clt_tensor *targets(clt_device *d)
@@ -414,6 +441,23 @@ static const gcase cases[] = {
     {"matmul (vectors)", op_matmul, 2, {1, 1}, {{4}, {4}}, -2, 2},
     {"linear", op_linear, 3, {3, 2, 1}, {{2, 3, 4}, {5, 4}, {5}}, -2, 2},
     {"linear (vector, no bias)", op_linear_nobias, 2, {1, 2}, {{4}, {3, 4}}, -2, 2},
+    {"linear + relu (fused)", op_linear_relu, 3, {3, 2, 1}, {{2, 3, 4}, {5, 4}, {5}}, -2, 2},
+    {"linear + relu (fused, no bias)", op_linear_relu_nobias, 2, {2, 2}, {{3, 4}, {5, 4}}, -2, 2},
+    {"matmul + bias along the rows + relu (fused)",
+     op_matmul_rows_relu,
+     3,
+     {2, 2, 2},
+     {{3, 4}, {4, 5}, {3, 1}},
+     -2,
+     2},
+    {"matmul + bias along the rows (fused)",
+     op_matmul_rows_bias,
+     3,
+     {2, 2, 2},
+     {{3, 4}, {4, 5}, {3, 1}},
+     -2,
+     2},
+    {"conv2d + relu (fused)", op_conv2d_relu, 3, {4, 4, 1}, {{2, 2, 5, 4}, {3, 2, 3, 3}, {3}}, -2, 2},
     {"softmax", op_softmax, 1, {2}, {{3, 4}}, -2, 2},
     {"log_softmax", op_log_softmax, 1, {2}, {{3, 4}}, -2, 2},
     {"nll_loss", op_nll, 1, {2}, {{5, 4}}, -2, 2},

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "helpers.h"
+#include "nn/module_internal.h"
 
 /* A user-defined model: Linear(6, 4) -> ReLU -> Linear(4, 3), with a pointer field to a child. */
 typedef struct model {
@@ -504,6 +505,79 @@ START_TEST(test_module_layers_match_host)
 }
 END_TEST
 
+/* One forward of net on x (and, recording, a backward of sum(out * w)) with the Sequential's
+ * fusion on or off: the output, and each parameter's gradient into grads (taken). */
+static clt_tensor *fused_run(clt_module *net, clt_tensor *x, bool fuse, bool record,
+                             clt_tensor **grads)
+{
+    names p = {0};
+    clt__sequential_fuse = fuse;
+    ck_assert_int_eq(clt_module_foreach_parameter(net, collect, &p), 0);
+    for (int i = 0; i < p.n; i++)
+        clt_tensor_set_grad(p.tensors[i], NULL);
+    bool previous = clt_grad_set_enabled(record);
+    clt_tensor *out = clt_module_forward(net, x);
+    clt_grad_set_enabled(previous);
+    clt__sequential_fuse = 1;
+    ck_assert_msg(out != NULL, "%s", clt_last_error());
+    if (record) {
+        clt_manual_seed(77); /* the same weights for both runs */
+        clt_tensor *w = clt_tensor_randn(clt_tensor_ndim(out), clt_tensor_shape(out), CLT_F32,
+                                         clt_tensor_device(out));
+        clt_tensor *prod = clt_mul(out, w), *loss = clt_sum(prod, NULL, 0, false);
+        ck_assert_int_eq(clt_backward(loss, NULL, false), CLT_OK);
+        for (int i = 0; i < p.n; i++)
+            grads[i] = clt_tensor_retain(clt_tensor_grad(p.tensors[i]));
+        clt_tensor_release(loss), clt_tensor_release(prod), clt_tensor_release(w);
+    }
+    return out;
+}
+
+/* A Sequential runs Linear and Conv2d with the ReLU after them fused into the product's
+ * epilogue: the same outputs and gradients as each module by itself, recording and not, on
+ * every device; the ReLU's zeros are there, and a ReLU after another layer still runs. */
+START_TEST(test_module_fused_activation)
+{
+    clt_device *dev = test_device(_i);
+    clt_conv2d_options same = clt_conv2d_options_default();
+    same.padding[0] = same.padding[1] = 1;
+    clt_manual_seed(41);
+    clt_module *mlp = CLT_SEQUENTIAL(clt_nn_linear(6, 5, true), clt_nn_relu(),
+                                     clt_nn_linear(5, 4, false), clt_nn_relu(),
+                                     clt_nn_linear(4, 3, true), clt_nn_tanh(), clt_nn_relu());
+    clt_module *cnn = CLT_SEQUENTIAL(clt_nn_conv2d(2, 3, 3, 3, &same, true), clt_nn_relu(),
+                                     clt_nn_conv2d(3, 4, 3, 3, NULL, false), clt_nn_relu(),
+                                     clt_nn_flatten());
+    ck_assert_int_eq(clt_module_to(mlp, dev), CLT_OK);
+    ck_assert_int_eq(clt_module_to(cnn, dev), CLT_OK);
+    clt_tensor *x[2] = {clt_tensor_randn(CLT_SHAPE(7, 6), CLT_F32, dev),
+                        clt_tensor_randn(CLT_SHAPE(3, 2, 6, 5), CLT_F32, dev)};
+    clt_module *nets[2] = {mlp, cnn};
+    for (int k = 0; k < 2; k++)
+        for (int record = 0; record < 2; record++) {
+            clt_tensor *gf[8] = {0}, *gu[8] = {0};
+            clt_tensor *fused = fused_run(nets[k], x[k], true, record, gf);
+            clt_tensor *plain = fused_run(nets[k], x[k], false, record, gu);
+            assert_close(plain, fused, k ? "Conv2d + ReLU" : "Linear + ReLU");
+            double *v = values_f64(fused);
+            int64_t zeros = 0, positive = 0;
+            for (int64_t i = 0; i < clt_tensor_numel(fused); i++)
+                zeros += v[i] == 0, positive += v[i] > 0;
+            ck_assert_msg(zeros > 0 && positive > 0 && zeros + positive == clt_tensor_numel(fused),
+                          "%lld zeros, %lld positive of %lld", (long long)zeros,
+                          (long long)positive, (long long)clt_tensor_numel(fused));
+            free(v);
+            for (int i = 0; record && i < 8 && (gf[i] || gu[i]); i++)
+                assert_close(gu[i], gf[i], "a parameter's gradient");
+            for (int i = 0; i < 8; i++)
+                clt_tensor_release(gf[i]), clt_tensor_release(gu[i]);
+            clt_tensor_release(plain), clt_tensor_release(fused);
+        }
+    clt_tensor_release(x[0]), clt_tensor_release(x[1]);
+    clt_module_release(cnn), clt_module_release(mlp);
+}
+END_TEST
+
 /* A frozen parameter registered under two names stays one tensor in a clone, and stays frozen
  * (the second name's registration in the clone does not make it require grad again). */
 START_TEST(test_module_clone_shared_frozen)
@@ -758,6 +832,7 @@ Suite *suite_module(void)
     ADD_DEVICE_TEST(tc, test_module_layers_match_host);
     ADD_DEVICE_TEST(tc, test_module_take_forms);
     ADD_DEVICE_TEST(tc, test_module_errors_name_the_layer);
+    ADD_DEVICE_TEST(tc, test_module_fused_activation);
     tcase_add_test(tc, test_module_options_defaults);
     tcase_add_test(tc, test_module_format);
     suite_add_tcase(s, tc);

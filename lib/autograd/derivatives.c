@@ -421,12 +421,25 @@ static clt_tensor *mT(clt_tensor *t)
     return clt_transpose(t, -1, -2);
 }
 
+/* The gradient before a fused activation (node argument i0, a clt__act) from the one after it
+ * (the output y): g itself without one; g where y > 0 after ReLU. */
+static clt_tensor *before_act(clt__node *n, clt_tensor *g)
+{
+    clt_tensor *y = clt__node_saved_out(n);
+    return n->a.i0 == CLT__ACT_RELU ? FUSED(relu_backward, g, y) : clt_tensor_retain(g);
+}
+
 /* a @ b with a 1-D a as one row and a 1-D b as one column (the dimensions put back into g):
- * ga = g @ b^T, gb = a^T @ g, summed over broadcast batches by the engine. */
+ * ga = g @ b^T, gb = a^T @ g, summed over broadcast batches by the engine; with a fused bias
+ * and activation (clt__matmul_act), g taken back through the activation first, and the bias's
+ * gradient that g (summed along the rows by the engine). */
 static clt_status matmul_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
 {
     temps s = {0};
     clt_tensor *a = clt__node_saved(n, 0), *b = clt__node_saved(n, 1);
+    g = T(before_act(n, g));
+    if (n->ninputs > 2 && clt__node_wants(n, 2))
+        give(&s, &gi[2], g);
     bool a1 = a->ndim == 1, b1 = b->ndim == 1;
     clt_tensor *a2 = a1 ? T(clt_unsqueeze(a, 0)) : a, *b2 = b1 ? T(clt_unsqueeze(b, 1)) : b;
     clt_tensor *g2 = g;
@@ -445,11 +458,13 @@ static clt_status matmul_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
     return done(&s);
 }
 
-/* x @ w^T + bias: gx = g @ w, gw = g2^T @ x2 over all rows, gbias = g summed by the engine. */
+/* x @ w^T + bias: gx = g @ w, gw = g2^T @ x2 over all rows, gbias = g summed by the engine;
+ * g taken back through a fused activation first (clt__linear_act). */
 static clt_status linear_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
 {
     temps s = {0};
     clt_tensor *x = clt__node_saved(n, 0), *w = clt__node_saved(n, 1);
+    g = T(before_act(n, g));
     if (clt__node_wants(n, 0))
         give(&s, &gi[0], T(clt_matmul(g, w)));
     if (clt__node_wants(n, 1)) {
@@ -466,6 +481,9 @@ static clt_status linear_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
 
 const clt__derivative clt__d_matmul = {"MmBackward", matmul_bw, IN0 | IN1};
 const clt__derivative clt__d_linear = {"AddmmBackward", linear_bw, IN0 | IN1};
+/* Named after the activation, last of the fused operations, as PyTorch names its output's. */
+const clt__derivative clt__d_matmul_act = {"ReluBackward", matmul_bw, IN0 | IN1 | OUT};
+const clt__derivative clt__d_linear_act = {"ReluBackward", linear_bw, IN0 | IN1 | OUT};
 
 /* ---- neural-network functions --------------------------------------------------------------------- */
 

@@ -95,7 +95,13 @@ bool clt__tile_plan_of(const clt__ew_call *call, clt__tile_plan *plan);
  * ldx apart, at least the stored number of columns. Offsets, leading dimensions and batch
  * strides count elements; a_stride and b_stride may be 0 (one matrix for the whole batch). m,
  * n, k and batch are all > 0; dtype is CLT_F32 or CLT_F64; C does not overlap A or B. With
- * beta 0, C's previous contents are ignored (NaN included). */
+ * beta 0, C's previous contents are ignored (NaN included).
+ * The epilogue, in the same pass over C: with `bias` set (beta then 0, and of dtype), element
+ * bias_offset + i of it added to every element of row i of each C_i (bias_rows) or of column i;
+ * then `act` applied (CLT__ACT_RELU: x < 0 ? 0 : x, as the relu operation). A zeroed call has
+ * none. */
+typedef enum clt__act { CLT__ACT_NONE, CLT__ACT_RELU } clt__act;
+
 typedef struct clt__gemm_call {
     clt_dtype dtype;
     bool trans_a, trans_b;
@@ -105,7 +111,17 @@ typedef struct clt__gemm_call {
     size_t a_offset, b_offset, c_offset;
     size_t lda, ldb, ldc;
     size_t a_stride, b_stride, c_stride;
+    void *bias;
+    size_t bias_offset;
+    bool bias_rows;
+    clt__act act;
 } clt__gemm_call;
+
+/* Whether the call has an epilogue. */
+static inline bool clt__gemm_has_epilogue(const clt__gemm_call *c)
+{
+    return c->bias || c->act != CLT__ACT_NONE;
+}
 
 /* The reductions a backend runs: each of `rows` contiguous rows of `len` elements gives one
  * value. Result dtypes (clt__reduce_dtype): SUM gives f32 for f32, f16 and bf16 (compensated
@@ -484,6 +500,12 @@ clt_status clt__backend_unsupported(const char *fn, const clt_device *dev, const
  * image's columns and a transposing copy into the output's layout. */
 clt_status clt__conv2d_composed(const char *fn, clt_device *dev, const clt__conv_call *c,
                                 bool one_product);
+/* The gemm call c on a backend whose product `gemm` has no epilogue of its own: the bias copied
+ * into C, the product added to it, then the activation applied in place, each through dev's
+ * elementwise entry. */
+clt_status clt__gemm_composed_epilogue(const char *fn, clt_device *dev, const clt__gemm_call *c,
+                                       clt_status (*gemm)(const char *fn, clt_device *dev,
+                                                          const clt__gemm_call *c));
 /* CLT_OK when every REQUIRED entry of b is set; else CLT_ERR_INTERNAL naming the first missing. */
 clt_status clt__backend_check(const char *fn, const clt__backend *b);
 

@@ -63,6 +63,37 @@ clt_status clt__conv2d_composed(const char *fn, clt_device *dev, const clt__conv
     return st;
 }
 
+clt_status clt__gemm_composed_epilogue(const char *fn, clt_device *dev, const clt__gemm_call *c,
+                                       clt_status (*gemm)(const char *fn, clt_device *dev,
+                                                          const clt__gemm_call *c))
+{
+    clt__gemm_call p = *c;
+    /* C as (batch, m, n); the bias along its rows or columns */
+    clt__ew_call e = {.dtype = c->dtype,
+                      .ndim = 3,
+                      .n = c->batch * c->m * c->n,
+                      .shape = {(int64_t)c->batch, (int64_t)c->m, (int64_t)c->n},
+                      .out = {.buf = c->c,
+                              .offset = c->c_offset,
+                              .strides = {(int64_t)c->c_stride, (int64_t)c->ldc, 1}}};
+    clt_status st = CLT_OK;
+    p.bias = NULL, p.act = CLT__ACT_NONE;
+    if (c->bias) {
+        e.op = CLT_EW_copy;
+        e.in[0] = (clt__operand){c->bias, c->bias_offset, {0, c->bias_rows, !c->bias_rows}};
+        st = CLT__BACKEND_CALL(elementwise, fn, dev, c->dtype, &e);
+        p.beta = 1;
+    }
+    if (st == CLT_OK)
+        st = gemm(fn, dev, &p);
+    if (st == CLT_OK && c->act == CLT__ACT_RELU) {
+        e.op = CLT_EW_relu;
+        e.in[0] = e.out;
+        st = CLT__BACKEND_CALL(elementwise, fn, dev, c->dtype, &e);
+    }
+    return st;
+}
+
 int clt__conv_winograd = -1;
 size_t clt__winograd_rows = 0;
 

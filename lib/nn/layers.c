@@ -6,7 +6,28 @@
 
 #include "cltensor/nn.h"
 #include "core/core.h"
+#include "nn/module_internal.h"
 #include "ops/ops_internal.h"
+
+/* ---- activations fused into the layer before them -------------------------------------------------- */
+
+int clt__sequential_fuse = 1;
+
+/* The activation a Sequential fuses into the Linear or Conv2d it is about to run, which takes
+ * it (clt__linear_act, clt__conv2d_act) in place of running the activation module after it: set
+ * for that one layer's clt_module_forward, on the thread that runs it. */
+static _Thread_local struct {
+    const clt_module *layer;
+    clt__act act;
+} fused;
+
+/* The activation fused into self's forward, if any; taken once. */
+static clt__act take_fused(const clt_module *self)
+{
+    clt__act act = fused.layer == self ? fused.act : CLT__ACT_NONE;
+    fused.layer = NULL;
+    return act;
+}
 
 /* ---- Linear ---------------------------------------------------------------------------------------- */
 
@@ -18,7 +39,7 @@ typedef struct linear {
 static clt_tensor *linear_forward(clt_module *self, clt_tensor *x)
 {
     linear *l = (linear *)self;
-    return clt_linear(x, l->weight, l->bias);
+    return clt__linear_act(x, l->weight, l->bias, take_fused(self));
 }
 
 static int linear_repr(const clt_module *self, char *buf, size_t size)
@@ -210,13 +231,32 @@ typedef struct sequential {
     int n;
 } sequential;
 
+static const clt_module_type conv2d_type;
+
+/* Child i of a Sequential. */
+static clt_module *sequential_child(clt_module *self, int i)
+{
+    char name[16];
+    snprintf(name, sizeof name, "%d", i);
+    return clt_module_get_child(self, name);
+}
+
+/* A Linear or Conv2d followed by a ReLU runs as one operation with the ReLU in its product's
+ * epilogue (nothing outside the Sequential sees the layer's own output); the ReLU module is
+ * then not called. */
 static clt_tensor *sequential_forward(clt_module *self, clt_tensor *x)
 {
     clt_tensor *y = clt_tensor_retain(x);
-    for (int i = 0; i < ((sequential *)self)->n && y; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "%d", i);
-        clt_tensor *next = clt_module_forward(clt_module_get_child(self, name), y);
+    int n = ((sequential *)self)->n;
+    for (int i = 0; i < n && y; i++) {
+        clt_module *m = sequential_child(self, i);
+        clt_module *after = i + 1 < n ? sequential_child(self, i + 1) : NULL;
+        bool fuse = clt__sequential_fuse && after && after->type == &relu_type &&
+                    (m->type == &linear_type || m->type == &conv2d_type);
+        if (fuse)
+            fused.layer = m, fused.act = CLT__ACT_RELU, i++;
+        clt_tensor *next = clt_module_forward(m, y);
+        fused.layer = NULL;
         clt_tensor_release(y);
         y = next;
     }
@@ -303,7 +343,7 @@ typedef struct conv2d {
 static clt_tensor *conv2d_forward(clt_module *self, clt_tensor *x)
 {
     conv2d *c = (conv2d *)self;
-    return clt_conv2d(x, c->weight, c->bias, &c->options);
+    return clt__conv2d_act(x, c->weight, c->bias, &c->options, take_fused(self));
 }
 
 /* Appends to a fixed buffer (the settings of one layer are far shorter than it). */

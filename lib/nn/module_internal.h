@@ -19,4 +19,8 @@ clt_tensor *clt__module_first_tensor(const clt_module *m, bool parameters_only);
 clt_status clt__module_collect(const char *fn, const clt_module *m, bool buffers,
                                bool trainable_only, clt_tensor ***items, int *count);
 
+/* Whether a Sequential runs a Linear or Conv2d and the ReLU after it as one operation (1, the
+ * default; 0: each module by itself, for tests that compare the two). */
+extern int clt__sequential_fuse;
+
 #endif

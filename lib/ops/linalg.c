@@ -167,17 +167,55 @@ static clt_status prepare(const char *fn, mat *x, int nb, const int64_t *bshape,
     return CLT_OK;
 }
 
-/* out (batch..., m, n, contiguous; the 1 of a 1-D operand left out) = a @ b, plus bias
- * broadcast over the rows when bias is not NULL. */
-static clt_status product(const char *fn, clt_tensor *out, mat *a, mat *b, clt_tensor *bias)
+/* What follows the product in its epilogue: a bias (NULL, or (n,) added to every row of each
+ * matrix, or with `rows` (m, 1) to every column), then act. */
+typedef struct epilogue {
+    clt_tensor *bias;
+    bool rows;
+    clt__act act;
+} epilogue;
+
+/* out = act(bias) where the product has no terms (k 0): the bias in every row or column. */
+static clt_status bias_only(const char *fn, clt_tensor *out, const epilogue *e)
+{
+    clt_device *dev = out->storage->device;
+    size_t esize = clt_dtype_size(out->dtype);
+    static const unsigned char zeros[8] = {0};
+    int64_t len = e->bias ? e->bias->shape[0] : 1;
+    clt__ew_call c = {.op = CLT_EW_copy, .dtype = out->dtype, .ndim = 2, .n = out->numel};
+    if (!e->bias)
+        return dev->backend->fill(fn, dev, out->storage->buf, out->offset * esize, zeros, esize,
+                                  out->numel * esize);
+    c.shape[0] = (int64_t)(out->numel / (size_t)len); /* the rest of out, then the bias's */
+    c.shape[1] = len;
+    c.out = (clt__operand){out->storage->buf, out->offset, {len, 1}};
+    c.in[0] = (clt__operand){e->bias->storage->buf, e->bias->offset, {0, e->bias->strides[0]}};
+    if (e->rows) { /* out (m, n) as (n, m) through its strides */
+        c.shape[0] = out->shape[out->ndim - 1];
+        c.out.strides[0] = 1, c.out.strides[1] = c.shape[0];
+    }
+    if (CLT__BACKEND_CALL(elementwise, fn, dev, c.dtype, &c) != CLT_OK)
+        return clt_last_status();
+    if (e->act == CLT__ACT_RELU) {
+        c = (clt__ew_call){.op = CLT_EW_relu, .dtype = out->dtype, .n = out->numel};
+        c.out = c.in[0] = (clt__operand){out->storage->buf, out->offset, {0}};
+        return CLT__BACKEND_CALL(elementwise, fn, dev, c.dtype, &c);
+    }
+    return CLT_OK;
+}
+
+/* out (batch..., m, n, contiguous; the 1 of a 1-D operand left out) = a @ b, through the
+ * epilogue e (NULL: none). */
+static clt_status product(const char *fn, clt_tensor *out, mat *a, mat *b, const epilogue *e)
 {
     clt_device *dev = out->storage->device;
     int nb = a->nb > b->nb ? a->nb : b->nb;
     int64_t bshape[CLT_MAX_DIMS];
-    size_t batch = 1, esize = clt_dtype_size(out->dtype);
+    size_t batch = 1;
     layout la, lb;
     clt__gemm_call g;
-    static const unsigned char zeros[8] = {0};
+    clt_tensor *bias = e ? e->bias : NULL;
+    clt_status st;
 
     for (int d = 0; d < nb; d++) {
         int ad = d - (nb - a->nb), bd = d - (nb - b->nb);
@@ -191,20 +229,14 @@ static clt_status product(const char *fn, clt_tensor *out, mat *a, mat *b, clt_t
         clt__storage_sync(fn, b->t->storage) != CLT_OK ||
         (bias && clt__storage_sync(fn, bias->storage) != CLT_OK))
         return clt_last_status();
-    if (bias) { /* the bias in every row: the product's initial value */
-        clt__ew_call c = {.op = CLT_EW_copy, .dtype = out->dtype, .ndim = 2, .n = out->numel};
-        c.shape[0] = (int64_t)(out->numel / (size_t)bias->shape[0]);
-        c.shape[1] = bias->shape[0];
-        c.out = (clt__operand){out->storage->buf, out->offset, {c.shape[1], 1}};
-        c.in[0] = (clt__operand){bias->storage->buf, bias->offset, {0, bias->strides[0]}};
-        if (CLT__BACKEND_CALL(elementwise, fn, dev, c.dtype, &c) != CLT_OK)
-            return clt_last_status();
-    }
     if (a->cols == 0)
-        return bias ? CLT_OK
-                    : dev->backend->fill(fn, dev, out->storage->buf, out->offset * esize, zeros,
-                                         esize, out->numel * esize);
+        return bias_only(fn, out, e ? e : &(epilogue){0});
     if (prepare(fn, a, nb, bshape, &la) != CLT_OK || prepare(fn, b, nb, bshape, &lb) != CLT_OK)
+        return clt_last_status();
+    /* the epilogue reads the bias's elements one after another */
+    if (bias && !(bias = bias->shape[0] > 1 && bias->strides[0] != 1
+                             ? clt__contiguous(fn, bias)
+                             : clt_tensor_retain(bias)))
         return clt_last_status();
     g = (clt__gemm_call){
         .dtype = out->dtype,
@@ -215,7 +247,6 @@ static clt_status product(const char *fn, clt_tensor *out, mat *a, mat *b, clt_t
         .k = (size_t)a->cols,
         .batch = batch,
         .alpha = 1,
-        .beta = bias ? 1 : 0,
         .a = a->t->storage->buf,
         .b = b->t->storage->buf,
         .c = out->storage->buf,
@@ -228,21 +259,29 @@ static clt_status product(const char *fn, clt_tensor *out, mat *a, mat *b, clt_t
         .a_stride = la.stride,
         .b_stride = lb.stride,
         .c_stride = (size_t)(a->rows * b->cols),
+        .bias = bias ? bias->storage->buf : NULL,
+        .bias_offset = bias ? bias->offset : 0,
+        .bias_rows = bias && e->rows,
+        .act = e ? e->act : CLT__ACT_NONE,
     };
-    /* one B for the whole batch and A's matrices one after another: a single taller product */
-    if (g.batch > 1 && g.b_stride == 0 && !g.trans_a && g.a_stride == g.m * g.lda) {
+    /* one B for the whole batch and A's matrices one after another: a single taller product
+     * (not with a bias along the rows, which each matrix repeats) */
+    if (g.batch > 1 && g.b_stride == 0 && !g.trans_a && g.a_stride == g.m * g.lda &&
+        !g.bias_rows) {
         g.m *= g.batch;
         g.batch = 1;
     }
-    return CLT__BACKEND_CALL(gemm, fn, dev, g.dtype, &g);
+    st = CLT__BACKEND_CALL(gemm, fn, dev, g.dtype, &g);
+    clt_tensor_release(bias);
+    return st;
 }
 
 /* Runs product into a new tensor of the given shape; releases the operands' copies. */
 static clt_tensor *run(const char *fn, int ndim, const int64_t *shape, mat *a, mat *b,
-                       clt_tensor *bias)
+                       const epilogue *e)
 {
     clt_tensor *out = clt__tensor_new(fn, a->t->storage->device, a->t->dtype, ndim, shape);
-    if (out && product(fn, out, a, b, bias) != CLT_OK) {
+    if (out && product(fn, out, a, b, e) != CLT_OK) {
         clt_tensor_release(out);
         out = NULL;
     }
@@ -305,9 +344,9 @@ static clt_tensor *matmul_impl(clt_tensor *a, clt_tensor *b)
     return run(fn, ndim, shape, &ma, &mb, NULL);
 }
 
-static clt_tensor *linear_impl(clt_tensor *x, clt_tensor *weight, clt_tensor *bias)
+static clt_tensor *linear_impl(const char *fn, clt_tensor *x, clt_tensor *weight,
+                               clt_tensor *bias, clt__act act)
 {
-    static const char *const fn = "clt_linear";
     clt_tensor *ts[3] = {x, weight, bias};
     int64_t shape[CLT_MAX_DIMS];
     mat mx, mw;
@@ -344,7 +383,24 @@ static clt_tensor *linear_impl(clt_tensor *x, clt_tensor *weight, clt_tensor *bi
                .rs = weight->strides[1], .cs = weight->strides[0]};
     memcpy(shape, x->shape, sizeof shape);
     shape[x->ndim - 1] = weight->shape[0];
-    return run(fn, x->ndim, shape, &mx, &mw, bias);
+    return run(fn, x->ndim, shape, &mx, &mw, &(epilogue){.bias = bias, .act = act});
+}
+
+/* act(a @ b + bias) for matrices, bias NULL or (m, 1). */
+static clt_tensor *matmul_act_impl(const char *fn, clt_tensor *a, clt_tensor *b,
+                                   clt_tensor *bias, clt__act act)
+{
+    clt_tensor *ts[3] = {a, b, bias};
+    if (check_tensors(fn, ts, bias ? 3 : 2) != CLT_OK)
+        return NULL;
+    if (a->ndim != 2 || b->ndim != 2 || a->shape[1] != b->shape[0] ||
+        (bias && (bias->ndim != 2 || bias->shape[0] != a->shape[0] || bias->shape[1] != 1))) {
+        shape_error(fn, a, b, "do not fit a (m, k), b (k, n) and a bias (m, 1)");
+        return NULL;
+    }
+    mat ma = mat_of(a, 0, 0), mb = mat_of(b, 0, 0);
+    return run(fn, 2, (int64_t[]){a->shape[0], b->shape[1]}, &ma, &mb,
+               &(epilogue){.bias = bias, .rows = true, .act = act});
 }
 
 /* ---- autograd ------------------------------------------------------------------------------------ */
@@ -360,9 +416,29 @@ clt_tensor *clt_matmul(clt_tensor *a, clt_tensor *b)
 
 clt_tensor *clt_linear(clt_tensor *x, clt_tensor *weight, clt_tensor *bias)
 {
+    return clt__linear_act(x, weight, bias, CLT__ACT_NONE);
+}
+
+clt_tensor *clt__linear_act(clt_tensor *x, clt_tensor *weight, clt_tensor *bias, clt__act act)
+{
+    static const char *const fn = "clt_linear";
     clt_tensor *in[3] = {x, weight, bias}, *out;
     bool prev, rec = clt__grad_begin(in, 3, &prev);
-    out = linear_impl(x, weight, bias);
+    out = linear_impl(fn, x, weight, bias, act);
     clt__grad_end(prev);
-    return rec ? clt__record("clt_linear", &clt__d_linear, in, bias ? 3 : 2, out, NULL) : out;
+    return rec ? clt__record(fn, act ? &clt__d_linear_act : &clt__d_linear, in, bias ? 3 : 2,
+                             out, &(clt__node_args){.i0 = act})
+               : out;
+}
+
+clt_tensor *clt__matmul_act(const char *fn, clt_tensor *a, clt_tensor *b, clt_tensor *bias,
+                            clt__act act)
+{
+    clt_tensor *in[3] = {a, b, bias}, *out;
+    bool prev, rec = clt__grad_begin(in, 3, &prev);
+    out = matmul_act_impl(fn, a, b, bias, act);
+    clt__grad_end(prev);
+    return rec ? clt__record(fn, &clt__d_matmul_act, in, bias ? 3 : 2, out,
+                             &(clt__node_args){.i0 = act})
+               : out;
 }

@@ -728,6 +728,7 @@ typedef struct window_args {
     const clt_conv2d_options *conv;
     const clt_pool2d_options *pool;
     bool is_max;
+    clt__act act; /* the convolution's, after its bias */
 } window_args;
 
 static clt_tensor *conv2d_batched(const char *fn, clt_tensor *x, const window_args *a);
@@ -848,7 +849,14 @@ clt_status clt__conv2d_geometry(const char *fn, const clt_tensor *x, int kh, int
 clt_tensor *clt_conv2d(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
                        const clt_conv2d_options *o)
 {
-    return window_op("clt_conv2d", x, &(window_args){.weight = weight, .bias = bias, .conv = o});
+    return clt__conv2d_act(x, weight, bias, o, CLT__ACT_NONE);
+}
+
+clt_tensor *clt__conv2d_act(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
+                            const clt_conv2d_options *o, clt__act act)
+{
+    return window_op("clt_conv2d", x,
+                     &(window_args){.weight = weight, .bias = bias, .conv = o, .act = act});
 }
 
 /* The columns of in (contiguous) for geometry c: (C * kh * kw) x (N * OH * OW), recorded. */
@@ -964,6 +972,7 @@ static clt_tensor *depthwise(const char *fn, clt_tensor *in, clt_tensor *weight,
 static clt_tensor *conv2d_batched(const char *fn, clt_tensor *x, const window_args *args)
 {
     clt_tensor *weight = args->weight, *bias = args->bias;
+    clt__act act = args->act;
     const clt_conv2d_options *o = args->conv;
     static const clt_conv2d_options defaults = {{1, 1}, {0, 0}, {1, 1}, 1};
     clt__conv_call c;
@@ -1031,7 +1040,16 @@ static clt_tensor *conv2d_batched(const char *fn, clt_tensor *x, const window_ar
          * over N * L columns rather than one an image: measured faster on OpenBLAS at batch 16,
          * the transposing copy of the output included) */
         cols = in ? unfold(fn, in, &c) : NULL;
-        if (cols) { /* (G, og, kg) @ (G, kg, N * L) -> (G, og, N * L) */
+        if (cols && groups == 1) {
+            /* act((O, K) @ (K, N * L) + bias): the bias along the rows and the activation in
+             * the product's epilogue */
+            clt_tensor *w2 = clt_reshape(weight, CLT_SHAPE(og, kg));
+            clt_tensor *b2 = w2 && bias ? clt_reshape(bias, CLT_SHAPE(og, 1)) : NULL;
+            clt_tensor *p2 = w2 && (b2 || !bias) ? clt__matmul_act(fn, w2, cols, b2, act) : NULL;
+            joined = p2 ? clt_view(p2, CLT_SHAPE(weight->shape[0], n, l)) : NULL;
+            clt_tensor_release(p2), clt_tensor_release(b2), clt_tensor_release(w2);
+            bias = NULL, act = CLT__ACT_NONE;
+        } else if (cols) { /* (G, og, kg) @ (G, kg, N * L) -> (G, og, N * L) */
             clt_tensor *w3 = clt_reshape(weight, 3, (int64_t[]){groups, og, kg});
             clt_tensor *c3 = w3 ? clt_view(cols, CLT_SHAPE(groups, kg, nl)) : NULL;
             clt_tensor *p3 = c3 ? clt_matmul(w3, c3) : NULL;
@@ -1050,6 +1068,11 @@ static clt_tensor *conv2d_batched(const char *fn, clt_tensor *x, const window_ar
         clt_tensor_release(shaped);
     } else {
         out = shaped;
+    }
+    if (out && act == CLT__ACT_RELU) {
+        shaped = out;
+        out = clt_relu(shaped);
+        clt_tensor_release(shaped);
     }
     if (!out)
         clt__rename_error(fn);

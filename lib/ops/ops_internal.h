@@ -23,6 +23,20 @@ clt_status clt__need_floating(const char *fn, const clt_tensor *x);
 clt_tensor *clt__ew(const char *fn, clt__ew_op op, clt_tensor *a, clt_tensor *b, double s0,
                     double s1);
 
+/* act(x @ weight^T + bias), as clt_linear followed by the activation (CLT__ACT_RELU: clt_relu),
+ * in one product with the bias and the activation in its epilogue (clt__gemm_call), recorded
+ * as one operation; errors name clt_linear. */
+clt_tensor *clt__linear_act(clt_tensor *x, clt_tensor *weight, clt_tensor *bias, clt__act act);
+/* act(a @ b + bias) for matrices a (m, k) and b (k, n), the bias NULL or (m, 1) (along the
+ * rows), likewise in one product and recorded as one operation; errors name fn. */
+clt_tensor *clt__matmul_act(const char *fn, clt_tensor *a, clt_tensor *b, clt_tensor *bias,
+                            clt__act act);
+
+/* act(clt_conv2d(x, weight, bias, o)): where the convolution is one recorded product (groups
+ * 1), the bias and the activation in its epilogue. */
+clt_tensor *clt__conv2d_act(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
+                            const clt_conv2d_options *o, clt__act act);
+
 /* The geometry of 2-D pooling (lib/ops/nn.c) of x (N, C, H, W) under options o, as clt_max_pool2d
  * (is_max) or clt_avg_pool2d use it: fills *c but for its buffers and offsets, or returns the
  * error naming fn (invalid options, a window that does not fit). */

@@ -42,9 +42,15 @@ void test_gemm_check(clt_device *dev, clt_dtype dt, clt__gemm_variant v, const t
     double *hc = malloc(nc * sizeof *hc), *bound = calloc(nc, sizeof *bound);
     clt_tensor *a = gemm_operand(dev, dt, na, ha, NULL), *b = gemm_operand(dev, dt, nb, hb, NULL);
     clt_tensor *out = gemm_operand(dev, dt, nc, hc, &c);
+    size_t nbias = 2 + (gc->ep & TEST_EP_ROWS ? gc->m : gc->n);
+    double *hbias = malloc(nbias * sizeof *hbias);
+    clt_tensor *bias = gemm_operand(dev, dt, nbias, hbias, NULL);
     void *panels = NULL;
     size_t capacity = 0;
     c.a = a->storage->buf, c.b = b->storage->buf, c.c = out->storage->buf;
+    if (gc->ep & TEST_EP_BIAS)
+        c.bias = bias->storage->buf, c.bias_offset = 2, c.bias_rows = gc->ep & TEST_EP_ROWS;
+    c.act = gc->ep & TEST_EP_RELU ? CLT__ACT_RELU : CLT__ACT_NONE;
     if (v == CLT__GEMM_PACKED)
         ck_assert_int_eq(clt__device_alloc("test", dev, clt__cl_gemm_panel_bytes(dev, &c), false,
                                            &panels, &capacity), CLT_OK);
@@ -63,18 +69,23 @@ void test_gemm_check(clt_device *dev, clt_dtype dt, clt__gemm_variant v, const t
                     abs_sum += fabs(ha[ai] * hb[bi]);
                 }
                 size_t o = c.c_offset + bt * c.c_stride + i * c.ldc + j;
-                bound[o] = fabs(c.alpha) * abs_sum + (c.beta != 0 ? fabs(c.beta * hc[o]) : 0);
-                hc[o] = c.alpha * sum + (c.beta != 0 ? c.beta * hc[o] : 0);
+                double add = c.bias ? hbias[2 + (c.bias_rows ? i : j)] : 0;
+                bound[o] = fabs(c.alpha) * abs_sum + (c.beta != 0 ? fabs(c.beta * hc[o]) : 0) +
+                           fabs(add);
+                hc[o] = c.alpha * sum + (c.beta != 0 ? c.beta * hc[o] : 0) + add;
+                if (c.act == CLT__ACT_RELU && hc[o] < 0)
+                    hc[o] = 0;
             }
     double *got = test_values(out), tol = dt == CLT_F64 ? 1e-12 : 1e-5;
     for (size_t i = 0; i < nc; i++)
         ELEMENT_CHECK(fabs(got[i] - hc[i]) <= tol * bound[i],
-                      "%s on %s, %zu x %zu x %zu batch %zu%s%s: element %zu is %.9g, expected "
-                      "%.9g",
+                      "%s on %s, %zu x %zu x %zu batch %zu%s%s epilogue %d: element %zu is "
+                      "%.9g, expected %.9g",
                       clt__gemm_variant_names[v], clt_device_name(dev), c.m, c.n, c.k, c.batch,
-                      c.trans_a ? " A^T" : "", c.trans_b ? " B^T" : "", i, got[i], hc[i]);
+                      c.trans_a ? " A^T" : "", c.trans_b ? " B^T" : "", gc->ep, i, got[i],
+                      hc[i]);
     if (panels)
         clt__device_free(dev, panels, capacity);
-    free(got), free(bound), free(hc), free(hb), free(ha);
-    clt_tensor_release(out), clt_tensor_release(b), clt_tensor_release(a);
+    free(got), free(bound), free(hc), free(hb), free(ha), free(hbias);
+    clt_tensor_release(bias), clt_tensor_release(out), clt_tensor_release(b), clt_tensor_release(a);
 }

@@ -6,17 +6,21 @@
 #include "backends/opencl/cl_internal.h" /* first: it sets the OpenCL version */
 #include "helpers.h"
 
-/* One strided-batched GEMM for test_gemm_check: sizes, transposes, scalars, and whether B is
- * one matrix for the whole batch. */
+/* One strided-batched GEMM for test_gemm_check: sizes, transposes, scalars, whether B is one
+ * matrix for the whole batch, and the epilogue: TEST_EP_BIAS (a bias along C's columns, or
+ * along its rows with TEST_EP_ROWS; beta 0) and TEST_EP_RELU. */
+enum { TEST_EP_BIAS = 1, TEST_EP_ROWS = 2, TEST_EP_RELU = 4 };
 typedef struct test_gemm_case {
     size_t m, n, k, batch;
     bool ta, tb;
     double alpha, beta;
     bool shared_b;
+    int ep;
 } test_gemm_case;
 
 /* Runs the case with GEMM variant v on OpenCL device dev (with offsets, padded rows and gaps
- * between the matrices; nothing when the variant cannot take it) and compares every element of
+ * between the matrices, the bias at an offset; nothing when the variant cannot take it) and
+ * compares every element of
  * C's buffer with the product computed here in double (f32 within 1e-5, f64 within 1e-12 of the
  * sum of absolute terms; the padding and the gaps must be untouched). */
 void test_gemm_check(clt_device *dev, clt_dtype dt, clt__gemm_variant v, const test_gemm_case *gc);

@@ -47,15 +47,21 @@ END_TEST
 
 /* Strided-batched calls for the variant test: see test_gemm_check. */
 static const test_gemm_case gemm_cases[] = {
-    {1, 1, 1, 1, false, false, 1, 0, false},    {4, 64, 8, 1, false, false, 1, 0, false},
-    {5, 65, 3, 1, false, false, 1, 0, false},   {3, 1, 100, 1, true, false, 1, 0, false},
-    {1, 200, 7, 1, false, true, 1, 0, false},   {70, 130, 45, 2, true, true, 0.5, 2, false},
-    {33, 64, 129, 3, false, false, 1, 1, true}, {130, 17, 64, 1, false, true, 1, -1, false},
-    {257, 70, 31, 2, true, false, 2, 0, true},  {8, 128, 256, 1, false, false, 1, 0, false},
+    {1, 1, 1, 1, false, false, 1, 0, false, 0},    {4, 64, 8, 1, false, false, 1, 0, false, 0},
+    {5, 65, 3, 1, false, false, 1, 0, false, 0},   {3, 1, 100, 1, true, false, 1, 0, false, 0},
+    {1, 200, 7, 1, false, true, 1, 0, false, 0},   {70, 130, 45, 2, true, true, 0.5, 2, false, 0},
+    {33, 64, 129, 3, false, false, 1, 1, true, 0}, {130, 17, 64, 1, false, true, 1, -1, false, 0},
+    {257, 70, 31, 2, true, false, 2, 0, true, 0},  {8, 128, 256, 1, false, false, 1, 0, false, 0},
+    /* the epilogue: a bias along the columns or the rows, ReLU with and without a bias or beta */
+    {37, 70, 19, 2, false, true, 1, 0, false, TEST_EP_BIAS},
+    {37, 70, 19, 2, true, false, 0.5, 0, true, TEST_EP_BIAS | TEST_EP_ROWS | TEST_EP_RELU},
+    {70, 5, 33, 1, false, false, 1, 0, false, TEST_EP_BIAS | TEST_EP_RELU},
+    {9, 66, 12, 3, false, true, 1, 1, false, TEST_EP_RELU},
 };
 
 /* Every variant of the OpenCL backend, f32 and f64, on every case: transposes, sizes off the
- * tile edges, offsets, padded rows, batch strides, a B shared by the batch, alpha and beta. */
+ * tile edges, offsets, padded rows, batch strides, a B shared by the batch, alpha and beta, and
+ * the epilogue (CLBlast's through elementwise operations). */
 START_TEST(test_gemm_variants)
 {
     clt_device *dev = test_device(_i);

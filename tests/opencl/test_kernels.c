@@ -656,11 +656,15 @@ START_TEST(test_kernels_transpose)
 END_TEST
 
 /* The library's GEMM kernels (packing, packed, direct, tiled), f32 and f64, on shapes with
- * partial tiles, transposes, batches and a beta (CLBlast's kernels are not the library's). */
+ * partial tiles, transposes, batches, a beta and the epilogue (CLBlast's kernels are not the
+ * library's). */
 START_TEST(test_kernels_gemm)
 {
-    static const test_gemm_case cases[] = {{5, 67, 9, 2, true, false, 0.5, 2, false},
-                                           {66, 3, 17, 1, false, true, 1, 0, true}};
+    static const test_gemm_case cases[] = {
+        {5, 67, 9, 2, true, false, 0.5, 2, false, 0},
+        {66, 3, 17, 1, false, true, 1, 0, true, 0},
+        {6, 67, 9, 2, false, false, 1, 0, false, TEST_EP_BIAS | TEST_EP_RELU},
+        {66, 5, 17, 1, false, true, 1, 0, true, TEST_EP_BIAS | TEST_EP_ROWS | TEST_EP_RELU}};
     clt_device *dev = gpu0();
     for (int v = CLT__GEMM_CLBLAST + 1; v < CLT__GEMM_VARIANTS; v++)
         for (int d = 0; d < 2; d++)

@@ -12,6 +12,7 @@
 
 #include "host.h"
 #include "host_parallel.h"
+#include "host_simd.h"
 #include "core/core.h"
 
 /* Whether a size fits CBLAS's integer type (int, or 64 bits in OpenBLAS's ILP64 builds). */
@@ -73,6 +74,28 @@ static bool as_gemv(const clt__gemm_call *c, gemv_call *g)
                     (T)c->beta, out, (blasint)c->ldc);                                         \
     } while (0)
 
+/* The epilogue (clt__gemm_call) over an m x n matrix of T with rows ldc apart (bias NULL or at
+ * its offset), row by row while the product's rows are still in cache. */
+#define HOST_EPILOGUE(T)                                                                       \
+    static CLT__SIMD void epilogue_##T(T *restrict c, size_t m, size_t n, size_t ldc,          \
+                                       const T *restrict bias, bool bias_rows, bool relu)      \
+    {                                                                                          \
+        for (size_t i = 0; i < m; i++) {                                                       \
+            T *restrict row = c + i * ldc;                                                     \
+            if (bias && bias_rows)                                                             \
+                for (size_t j = 0; j < n; j++)                                                 \
+                    row[j] += bias[i];                                                         \
+            else if (bias)                                                                     \
+                for (size_t j = 0; j < n; j++)                                                 \
+                    row[j] += bias[j];                                                         \
+            if (relu)                                                                          \
+                for (size_t j = 0; j < n; j++)                                                 \
+                    row[j] = row[j] < 0 ? 0 : row[j];                                          \
+        }                                                                                      \
+    }
+HOST_EPILOGUE(float)
+HOST_EPILOGUE(double)
+
 static void product(const clt__gemm_call *c)
 {
     gemv_call g = {0};
@@ -81,6 +104,17 @@ static void product(const clt__gemm_call *c)
         HOST_PRODUCT(double, cblas_dgemv, cblas_dgemm);
     else
         HOST_PRODUCT(float, cblas_sgemv, cblas_sgemm);
+    if (!clt__gemm_has_epilogue(c))
+        return;
+    const bool relu = c->act == CLT__ACT_RELU;
+    if (c->dtype == CLT_F64)
+        epilogue_double((double *)c->c + c->c_offset, c->m, c->n, c->ldc,
+                        c->bias ? (const double *)c->bias + c->bias_offset : NULL, c->bias_rows,
+                        relu);
+    else
+        epilogue_float((float *)c->c + c->c_offset, c->m, c->n, c->ldc,
+                       c->bias ? (const float *)c->bias + c->bias_offset : NULL, c->bias_rows,
+                       relu);
 }
 
 /* The least multiply-adds of one piece of a split product (about 5 microseconds of a core), and
@@ -110,6 +144,8 @@ static void run_pieces(const void *call, size_t lo, size_t hi)
             p.n = len, p.b_offset += r0 * (p.trans_b ? p.ldb : 1), p.c_offset += r0;
         else
             p.m = len, p.a_offset += r0 * (p.trans_a ? 1 : p.lda), p.c_offset += r0 * p.ldc;
+        if (s->along_n != p.bias_rows) /* the bias along the split dimension */
+            p.bias_offset += r0;
         product(&p);
     }
 }

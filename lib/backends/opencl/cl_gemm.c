@@ -198,13 +198,34 @@ static int head_args(const clt__gemm_call *c, gemm_scalars *s, clt__cl_arg *args
     return (int)(sizeof head / sizeof *head);
 }
 
+/* The epilogue's arguments, last in every product kernel of gemm.cl (EPILOGUE_ARGS), into args;
+ * their count. Without a bias, C's buffer stands in for it (not read). */
+typedef struct epilogue_args {
+    cl_mem bias;
+    cl_ulong offset;
+    cl_int ep;
+} epilogue_args;
+
+static int epilogue_args_of(const clt__gemm_call *c, epilogue_args *e, clt__cl_arg *args)
+{
+    *e = (epilogue_args){.bias = c->bias ? c->bias : c->c,
+                         .offset = c->bias ? c->bias_offset : 0,
+                         .ep = (c->bias ? 1 : 0) | (c->bias && c->bias_rows ? 2 : 0) |
+                               (c->act == CLT__ACT_RELU ? 4 : 0)};
+    args[0] = (clt__cl_arg){sizeof e->bias, &e->bias};
+    args[1] = (clt__cl_arg){8, &e->offset};
+    args[2] = (clt__cl_arg){sizeof e->ep, &e->ep};
+    return 3;
+}
+
 /* gemm_packed over panels already holding op(B), C's columns in groups of cg, cg_stride apart
  * (kernels/gemm.cl). */
 static clt_status packed_product(const char *fn, clt_device *dev, const clt__gemm_call *c,
                                  cl_mem panels, size_t cg, size_t cg_stride)
 {
     gemm_scalars s;
-    clt__cl_arg args[20];
+    epilogue_args e;
+    clt__cl_arg args[24];
     int nargs = head_args(c, &s, args);
     cl_mem out = c->c;
     cl_ulong c_off = c->c_offset, ldc = c->ldc, c_bs = c->c_stride, gs = cg_stride;
@@ -219,10 +240,11 @@ static clt_status packed_product(const char *fn, clt_device *dev, const clt__gem
                           {sizeof g, &g},
                           {8, &gs}};
     memcpy(args + nargs, rest, sizeof rest);
+    nargs += (int)(sizeof rest / sizeof *rest);
+    nargs += epilogue_args_of(c, &e, args + nargs);
     return clt__cl_launch_nd(fn, dev, "gemm:packed",
                              c->dtype == CLT_F64 ? CLT__CL_GEMM_F64 : CLT__CL_GEMM_F32,
-                             "gemm_packed", args, nargs + (int)(sizeof rest / sizeof *rest), 3,
-                             global, one, NULL);
+                             "gemm_packed", args, nargs, 3, global, one, NULL);
 }
 
 /* Launches one of the library's GEMM kernels with the call's operands. */
@@ -237,7 +259,8 @@ static clt_status run_ours(const char *fn, clt_device *dev, clt__gemm_variant v,
     cl_mem b = c->b, out = c->c;
     size_t pw = panel_width(dev, c->dtype), np = (c->n + pw - 1) / pw;
     gemm_scalars s;
-    clt__cl_arg args[20];
+    epilogue_args e;
+    clt__cl_arg args[24];
     int nargs = head_args(c, &s, args);
     clt_status st;
 
@@ -248,9 +271,10 @@ static clt_status run_ours(const char *fn, clt_device *dev, clt__gemm_variant v,
                               {8, &b_bs},      {sizeof out, &out}, {8, &c_off}, {8, &ldc},
                               {8, &c_bs}};
         memcpy(args + nargs, rest, sizeof rest);
-        return clt__cl_launch_nd(fn, dev, "gemm:tiled", options, "gemm_tiled", args,
-                                 nargs + (int)(sizeof rest / sizeof *rest), 3, global, local,
-                                 NULL);
+        nargs += (int)(sizeof rest / sizeof *rest);
+        nargs += epilogue_args_of(c, &e, args + nargs);
+        return clt__cl_launch_nd(fn, dev, "gemm:tiled", options, "gemm_tiled", args, nargs, 3,
+                                 global, local, NULL);
     }
     size_t global[3] = {(c->m + 3) / 4, np, c->batch}, one[3] = {1, 1, 1};
     if (v == CLT__GEMM_DOT) {
@@ -258,16 +282,19 @@ static clt_status run_ours(const char *fn, clt_device *dev, clt__gemm_variant v,
         clt__cl_arg rest[] = {{sizeof b, &b},     {8, &b_off}, {8, &b_cs}, {8, &b_bs},
                               {sizeof out, &out}, {8, &c_off}, {8, &ldc},  {8, &c_bs}};
         memcpy(args + nargs, rest, sizeof rest);
-        return clt__cl_launch_nd(fn, dev, "gemm:dot", options, "gemm_dot", args,
-                                 nargs + (int)(sizeof rest / sizeof *rest), 3, dot_global, one,
-                                 NULL);
+        nargs += (int)(sizeof rest / sizeof *rest);
+        nargs += epilogue_args_of(c, &e, args + nargs);
+        return clt__cl_launch_nd(fn, dev, "gemm:dot", options, "gemm_dot", args, nargs, 3,
+                                 dot_global, one, NULL);
     }
     if (v == CLT__GEMM_DIRECT) {
         clt__cl_arg rest[] = {{sizeof b, &b},     {8, &b_off}, {8, &b_rs}, {8, &b_bs},
                               {sizeof out, &out}, {8, &c_off}, {8, &ldc},  {8, &c_bs}};
         memcpy(args + nargs, rest, sizeof rest);
-        return clt__cl_launch_nd(fn, dev, "gemm:direct", options, "gemm_direct", args,
-                                 nargs + (int)(sizeof rest / sizeof *rest), 3, global, one, NULL);
+        nargs += (int)(sizeof rest / sizeof *rest);
+        nargs += epilogue_args_of(c, &e, args + nargs);
+        return clt__cl_launch_nd(fn, dev, "gemm:direct", options, "gemm_direct", args, nargs, 3,
+                                 global, one, NULL);
     }
     clt__cl_arg pack[] = {{sizeof n, &n},  {sizeof k, &k},  {sizeof b, &b},
                           {8, &b_off},     {8, &b_rs},      {8, &b_cs},
@@ -288,7 +315,11 @@ clt_status clt__cl_gemm_run(const char *fn, clt_device *dev, clt__gemm_variant v
     clt_status st = clt__cl_start(fn, dev);
     if (st != CLT_OK)
         return st;
-    return v == CLT__GEMM_CLBLAST ? run_clblast(fn, dev, c) : run_ours(fn, dev, v, c, panels);
+    if (v != CLT__GEMM_CLBLAST)
+        return run_ours(fn, dev, v, c, panels);
+    /* CLBlast has no epilogue: the bias and the activation as elementwise operations around it */
+    return clt__gemm_has_epilogue(c) ? clt__gemm_composed_epilogue(fn, dev, c, run_clblast)
+                                     : run_clblast(fn, dev, c);
 }
 
 clt__gemm_call clt__cl_conv2d_product(const clt__conv_call *c)

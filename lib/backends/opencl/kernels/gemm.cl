@@ -17,7 +17,12 @@
  * A is m x k with element (i, l) at a[a_off + b * a_bs + i * a_rs + l * a_cs] in batch b, B is
  * k x n likewise, C is m x n with rows ldc apart. Every product is fma(), so results depend
  * only on the order of summation, which is l = 0, 1, ... k - 1 for every element (gemm_dot: VW
- * interleaved partial sums, then the rest). */
+ * interleaved partial sums, then the rest).
+ *
+ * Every product kernel ends with the epilogue's arguments (bias, bias_off, ep): ep's bits
+ * EP_BIAS (bias[bias_off + i] added to row i of C with EP_ROWS, bias[bias_off + j] to column j
+ * without) and EP_RELU (then x < 0 ? 0 : x), applied to alpha * AB + beta * C as it is stored;
+ * ep 0 for none (bias then any buffer, not read). */
 
 #if GEMM_F64
 #define VW CLT_VW_DOUBLE
@@ -31,6 +36,22 @@
 #define vstorew CLT_PASTE(vstore, VW)
 #define MR 4 /* the register tile: MR rows of NV vectors of VW lanes */
 #define PW (VW * NV) /* the panel's width */
+
+#define EP_BIAS 1
+#define EP_ROWS 2
+#define EP_RELU 4
+/* The epilogue's arguments, last in every product kernel. */
+#define EPILOGUE_ARGS __global const T *bias, ulong bias_off, int ep
+
+/* x, element (i, j) of C, through the epilogue (bias already at bias_off). */
+CLT_FN T epilogue(T x, int ep, __global const T *bias, int i, int j)
+{
+    if (ep & EP_BIAS)
+        x += bias[(ep & EP_ROWS) ? i : j];
+    if (ep & EP_RELU)
+        x = x < 0 ? (T)0 : x;
+    return x;
+}
 
 /* One work-item a row l of a panel p of batch b: global (k, panels, batch). Where op(B) is a
  * transpose (b_rs 1, b_cs not), one work-item VW rows l * VW ... of the panel instead, read as
@@ -133,14 +154,16 @@ __kernel void gemm_pack_im2col(int n, int k, __global const T *in, ulong in_off,
         ar[r] += a_cs;                                                                            \
         _Pragma("unroll") for (int q = 0; q < NV; q++) acc[r][q] = fma(x, bv[q], acc[r][q]);       \
     }
-/* C's rows i0 + r below m from their accumulators: alpha * acc + beta * C. */
+/* C's rows i0 + r below m from their accumulators: alpha * acc + beta * C, through the
+ * epilogue (bias at bias_off, its columns from j0's). */
 #define STORE_TILE()                                                                              \
     _Pragma("unroll") for (int r = 0; r < MR; r++) if (i0 + r < m)                                \
-        store_row(cb + (ulong)(i0 + r) * ldc, j0, n, alpha, beta, acc[r])
+        store_row(cb + (ulong)(i0 + r) * ldc, j0, n, alpha, beta, acc[r], ep, bias, i0 + r)
 
-CLT_FN void store_row(__global T *crow, int j0, int n, T alpha, T beta, VT *v)
+CLT_FN void store_row(__global T *crow, int j0, int n, T alpha, T beta, VT *v, int ep,
+                      __global const T *bias, int i)
 {
-    if (j0 + PW <= n) {
+    if (j0 + PW <= n && !ep) {
         for (int q = 0; q < NV; q++) {
             VT o = beta != 0 ? fma((VT)alpha, v[q], (VT)beta * vloadw(q, crow + j0))
                              : v[q] * alpha;
@@ -152,7 +175,9 @@ CLT_FN void store_row(__global T *crow, int j0, int n, T alpha, T beta, VT *v)
     for (int q = 0; q < NV; q++)
         vstorew(v[q], q, row);
     for (int j = 0; j < PW && j0 + j < n; j++)
-        crow[j0 + j] = beta != 0 ? fma(alpha, row[j], beta * crow[j0 + j]) : alpha * row[j];
+        crow[j0 + j] = epilogue(beta != 0 ? fma(alpha, row[j], beta * crow[j0 + j])
+                                          : alpha * row[j],
+                                ep, bias, i, j0 + j);
 }
 
 /* The start of rows i0 ... i0 + MR - 1 of A (the last row stands in for rows beyond m). */
@@ -166,21 +191,22 @@ CLT_FN void store_row(__global T *crow, int j0, int n, T alpha, T beta, VT *v)
  * image's part of the output in place. A panel that spans two groups stores element by element. */
 #if CLT_WANTED(packed)
 CLT_FN void store_row_groups(__global T *crow, int j0, int n, int cg, ulong cg_stride, T alpha,
-                             T beta, VT *v)
+                             T beta, VT *v, int ep, __global const T *bias, int i)
 {
     T row[PW];
     for (int q = 0; q < NV; q++)
         vstorew(v[q], q, row);
     for (int j = 0; j < PW && j0 + j < n; j++) {
         __global T *o = crow + (ulong)((j0 + j) / cg) * cg_stride + (j0 + j) % cg;
-        *o = beta != 0 ? fma(alpha, row[j], beta * *o) : alpha * row[j];
+        *o = epilogue(beta != 0 ? fma(alpha, row[j], beta * *o) : alpha * row[j], ep, bias, i,
+                      j0 + j);
     }
 }
 
 __kernel void gemm_packed(int m, int n, int k, T alpha, T beta, __global const T *a, ulong a_off,
                           ulong a_rs, ulong a_cs, ulong a_bs, __global const T *panels,
                           __global T *c, ulong c_off, ulong ldc, ulong c_bs, int cg,
-                          ulong cg_stride)
+                          ulong cg_stride, EPILOGUE_ARGS)
 {
     int i0 = get_global_id(0) * MR, p = get_global_id(1), b = get_global_id(2);
     int j0 = p * PW;
@@ -194,13 +220,15 @@ __kernel void gemm_packed(int m, int n, int k, T alpha, T beta, __global const T
         TILE_STEP(bv);
     }
     int g = j0 / cg, jg = j0 % cg, last = jg + min(PW, n - j0); /* within the group: < last */
+    bias += bias_off;
     if (last <= cg) {
         cb += (ulong)g * cg_stride, j0 = jg, n = last;
+        bias += (ep & EP_ROWS) ? 0 : g * cg; /* column j0 + j of the group is g * cg + j0 + j */
         STORE_TILE();
     } else {
         _Pragma("unroll") for (int r = 0; r < MR; r++) if (i0 + r < m)
             store_row_groups(cb + (ulong)(i0 + r) * ldc, j0, n, cg, cg_stride, alpha, beta,
-                             acc[r]);
+                             acc[r], ep, bias, i0 + r);
     }
 }
 #endif
@@ -211,7 +239,7 @@ __kernel void gemm_packed(int m, int n, int k, T alpha, T beta, __global const T
 __kernel void gemm_direct(int m, int n, int k, T alpha, T beta, __global const T *a, ulong a_off,
                           ulong a_rs, ulong a_cs, ulong a_bs, __global const T *bsrc, ulong b_off,
                           ulong ldb, ulong b_bs, __global T *c, ulong c_off, ulong ldc,
-                          ulong c_bs)
+                          ulong c_bs, EPILOGUE_ARGS)
 {
     int i0 = get_global_id(0) * MR, b = get_global_id(2);
     int j0 = get_global_id(1) * PW;
@@ -235,6 +263,7 @@ __kernel void gemm_direct(int m, int n, int k, T alpha, T beta, __global const T
             TILE_STEP(bv);
         }
     }
+    bias += bias_off;
     STORE_TILE();
 }
 #endif
@@ -259,7 +288,8 @@ CLT_FN T lanes_sum(VT v)
 
 __kernel void gemm_dot(int m, int n, int k, T alpha, T beta, __global const T *a, ulong a_off,
                        ulong a_rs, ulong a_cs, ulong a_bs, __global const T *bsrc, ulong b_off,
-                       ulong ldb, ulong b_bs, __global T *c, ulong c_off, ulong ldc, ulong c_bs)
+                       ulong ldb, ulong b_bs, __global T *c, ulong c_off, ulong ldc, ulong c_bs,
+                       EPILOGUE_ARGS)
 {
     int i0 = get_global_id(0) * MR, j0 = get_global_id(1) * DJ, b = get_global_id(2);
     __global const T *bb = bsrc + b_off + b * b_bs, *bt[DJ];
@@ -297,7 +327,8 @@ __kernel void gemm_dot(int m, int n, int k, T alpha, T beta, __global const T *a
     for (int r = 0; r < MR && i0 + r < m; r++)
         for (int q = 0; q < DJ && j0 + q < n; q++) {
             __global T *o = cb + (ulong)(i0 + r) * ldc + j0 + q;
-            *o = beta != 0 ? fma(alpha, s[r][q], beta * *o) : alpha * s[r][q];
+            *o = epilogue(beta != 0 ? fma(alpha, s[r][q], beta * *o) : alpha * s[r][q], ep,
+                          bias + bias_off, i0 + r, j0 + q);
         }
 }
 #endif
@@ -311,7 +342,7 @@ __kernel void gemm_dot(int m, int n, int k, T alpha, T beta, __global const T *a
 #if CLT_WANTED(tiled)
 __kernel void gemm_tiled(int m, int n, int k, T alpha, T beta, __global const T *a, ulong a_off, ulong a_rs,
            ulong a_cs, ulong a_bs, __global const T *bsrc, ulong b_off, ulong b_rs, ulong b_cs,
-           ulong b_bs, __global T *c, ulong c_off, ulong ldc, ulong c_bs)
+           ulong b_bs, __global T *c, ulong c_off, ulong ldc, ulong c_bs, EPILOGUE_ARGS)
 {
     __local T as[TK][TS + 1], bs[TK][TS + 1];
     int tx = get_local_id(0), ty = get_local_id(1), b = get_global_id(2);
@@ -350,7 +381,8 @@ __kernel void gemm_tiled(int m, int n, int k, T alpha, T beta, __global const T 
             int j = j0 + tx + 16 * q;
             if (i < m && j < n) {
                 __global T *o = cb + (ulong)i * ldc + j;
-                *o = beta != 0 ? fma(alpha, acc[r][q], beta * *o) : alpha * acc[r][q];
+                *o = epilogue(beta != 0 ? fma(alpha, acc[r][q], beta * *o) : alpha * acc[r][q],
+                              ep, bias + bias_off, i, j);
             }
         }
     }
