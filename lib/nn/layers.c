@@ -9,7 +9,7 @@
 #include "nn/module_internal.h"
 #include "ops/ops_internal.h"
 
-/* ---- activations fused into the layer before them -------------------------------------------------- */
+/* ---- activations fused into the layer before them ------------------------------------------- */
 
 int clt__sequential_fuse = 1;
 

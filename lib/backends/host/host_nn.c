@@ -78,18 +78,63 @@ static inline long window_col(const clt__conv_call *c, size_t ox, int x)
     }
 
 /* im2col for elements of one size (T an unsigned integer of that size): its rows [lo, hi) of
- * C * kh * kw for images [n0, n1) and output rows [oy0, oy1), in order from out, a row of OW at
- * a time: zero where its tap lies outside the image, the rest copied (one memcpy at stride 1;
- * rows shorter than IM2COL_NARROW in one loop: 8 x 8 images spent their time in the calls); and
- * the backend's part, every image and output row. */
-#define IM2COL_NARROW 16 /* output rows shorter than this: element loops */
+ * C * kh * kw for images [n0, n1) and output rows [oy0, oy1), in order from out, and the
+ * backend's part, every image and output row. Output rows of at least IM2COL_NARROW go a row of
+ * OW at a time: zero where the tap lies outside the image, the rest copied (one memcpy at stride
+ * 1). Narrower ones (8 x 8 images) go IM2COL_TABLE outputs at a time, the same for every image
+ * and channel of a tap: a table of the input element each reads and a mask keeping its bits or
+ * none, then one gather without branches (vectorised) per image; element loops with a branch
+ * each spent 2 cycles an element in mispredictions, and library calls a row more. */
+#define IM2COL_NARROW 16
+#define IM2COL_TABLE 256
+
+#define HOST_GATHER_MASKED(T)                                                                  \
+    static CLT__SIMD void gather_masked_##T(T *restrict out, const T *restrict in,             \
+                                            const int32_t *restrict idx,                       \
+                                            const T *restrict mask, size_t n)                  \
+    {                                                                                          \
+        for (size_t p = 0; p < n; p++)                                                         \
+            out[p] = in[idx[p]] & mask[p];                                                     \
+    }
+HOST_GATHER_MASKED(uint8_t)
+HOST_GATHER_MASKED(uint16_t)
+HOST_GATHER_MASKED(uint32_t)
+HOST_GATHER_MASKED(uint64_t)
+
 #define HOST_IM2COL(T)                                                                         \
+    static void im2col_narrow_##T(const clt__conv_call *c, size_t row, size_t n0, size_t n1,   \
+                                  size_t oy0, size_t oy1, T *out)                              \
+    {                                                                                          \
+        size_t OW = c->OW, rows = IM2COL_TABLE / OW, span = (oy1 - oy0) * OW;                  \
+        size_t ch = row / ((size_t)c->kh * (size_t)c->kw);                                     \
+        int y = (int)((row / (size_t)c->kw) % (size_t)c->kh), x = (int)(row % (size_t)c->kw);  \
+        const T *in = (const T *)c->in + c->in_offset + ch * c->H * c->W;                      \
+        int32_t idx[IM2COL_TABLE];                                                             \
+        T mask[IM2COL_TABLE];                                                                  \
+        for (size_t a = oy0; a < oy1; a += rows) {                                             \
+            size_t b = a + rows < oy1 ? a + rows : oy1, len = (b - a) * OW;                    \
+            for (size_t p = 0; p < len; p++) {                                                 \
+                long iy = window_row(c, a + p / OW, y), ix = window_col(c, p % OW, x);         \
+                bool inside = iy >= 0 && ix >= 0;                                              \
+                idx[p] = inside ? (int32_t)(iy * (long)c->W + ix) : 0;                         \
+                mask[p] = inside ? (T)~(T)0 : 0;                                               \
+            }                                                                                  \
+            for (size_t n = n0; n < n1; n++)                                                   \
+                gather_masked_##T(out + (n - n0) * span + (a - oy0) * OW,                      \
+                                  in + n * c->C * c->H * c->W, idx, mask, len);                \
+        }                                                                                      \
+    }                                                                                          \
     static void im2col_span_##T(const clt__conv_call *c, size_t lo, size_t hi, size_t n0,      \
                                 size_t n1, size_t oy0, size_t oy1, T *out)                     \
     {                                                                                          \
         size_t OW = c->OW;                                                                     \
         const T *in = (const T *)c->in + c->in_offset;                                         \
         for (size_t row = lo; row < hi; row++) {                                               \
+            if (OW < IM2COL_NARROW && c->H * c->W <= INT32_MAX) { /* int32_t offsets */        \
+                im2col_narrow_##T(c, row, n0, n1, oy0, oy1, out);                              \
+                out += (n1 - n0) * (oy1 - oy0) * OW;                                           \
+                continue;                                                                      \
+            }                                                                                  \
             size_t ch = row / ((size_t)c->kh * (size_t)c->kw);                                 \
             long y = (long)((row / (size_t)c->kw) % (size_t)c->kh);                            \
             tap_span t;                                                                        \
@@ -100,12 +145,6 @@ static inline long window_col(const clt__conv_call *c, size_t ox, int x)
                     long iy = (long)oy * c->sh - c->ph + y * c->dh;                            \
                     bool none = iy < 0 || iy >= (long)c->H || t.lo >= t.hi;                    \
                     const T *src = plane + (none ? 0 : (size_t)iy * c->W);                     \
-                    if (OW < IM2COL_NARROW) { /* loops, not three library calls a row */       \
-                        for (long j = 0; j < (long)OW; j++)                                    \
-                            out[j] = !none && j >= t.lo && j < t.hi ? src[t.b + j * c->sw]     \
-                                                                    : 0;                       \
-                        continue;                                                              \
-                    }                                                                          \
                     if (none) {                                                                \
                         memset(out, 0, OW * sizeof *out); /* every dtype's zero: zero bits */  \
                         continue;                                                              \
@@ -431,6 +470,8 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
     return t->has_x ? t->x[w * c->kw + x] : clt_window_at(w, x, c->sw, c->pw, c->dw, c->OW);
 }
 
+/* The taps of a window. */
+#define TAPS(c) ((size_t)(c)->kh * (size_t)(c)->kw)
 #define CLT_CAT_(a, b) a##b
 #define CLT_CAT(a, b) CLT_CAT_(a, b)
 #define LOAD(v) CLT_CAT(clt_load_, DT)(v)
@@ -470,31 +511,39 @@ static inline double pick_double(bool b, double x, double y)
 #define HOST_POOL                                                                              \
     /* Outputs j < n whose windows lie inside the image, window j starting at plane[org[j]]  \
      * and written to out[dst[j]] (its index to arg[dst[j]]), the taps at offsets offs[t] from \
-     * there for t < taps (row-major), without a branch on the data. */                       \
-    static void CLT_CAT(pool_gather_, DT)(const clt__conv_call *c, const ST *plane,            \
-                                          const long *org, const long *dst, size_t n,          \
-                                          const long *offs, int taps, ST *out, int64_t *arg)   \
+     * there for t < taps (row-major), without a branch on the data: a tap at a time over all  \
+     * n outputs (vectorised, with gathers), each output's taps still in order. */             \
+    CLT__SIMD static void CLT_CAT(pool_gather_, DT)(const clt__conv_call *c, const ST *plane,  \
+                                                    const int32_t *org, const long *dst,       \
+                                                    size_t n, const int32_t *offs, int taps,   \
+                                                    ST *out, int64_t *arg)                     \
     {                                                                                          \
+        CT best[POOL_BLOCK];                                                                   \
+        int32_t at[POOL_BLOCK];                                                                \
         for (size_t j = 0; j < n; j++) {                                                       \
-            long at = org[j] + offs[0];                                                        \
-            CT best = (CT)0 + LOAD(plane[at]);                                                 \
-            if (!c->is_max) {                                                                  \
-                for (int t = 1; t < taps; t++)                                                 \
-                    best += LOAD(plane[org[j] + offs[t]]);                                     \
-                out[dst[j]] = STORE(best / (CT)taps);                                          \
-                continue;                                                                      \
-            }                                                                                  \
-            for (int t = 1; t < taps; t++) {                                                   \
-                long o = org[j] + offs[t];                                                     \
-                CT v = LOAD(plane[o]);                                                         \
-                bool beats = (v > best) | ((v != v) & (best == best));                         \
-                best = CLT_CAT(pick_, CT)(beats, v, best);                                     \
-                at = (o & -(long)beats) | (at & ~-(long)beats);                                \
-            }                                                                                  \
-            out[dst[j]] = STORE(best);                                                         \
-            if (arg)                                                                           \
-                arg[dst[j]] = at;                                                              \
+            at[j] = org[j] + offs[0];                                                          \
+            best[j] = (CT)0 + LOAD(plane[at[j]]);                                              \
         }                                                                                      \
+        if (!c->is_max) {                                                                      \
+            for (int t = 1; t < taps; t++)                                                     \
+                for (size_t j = 0; j < n; j++)                                                 \
+                    best[j] += LOAD(plane[org[j] + offs[t]]);                                  \
+            for (size_t j = 0; j < n; j++)                                                     \
+                out[dst[j]] = STORE(best[j] / (CT)taps);                                       \
+            return;                                                                            \
+        }                                                                                      \
+        for (int t = 1; t < taps; t++)                                                         \
+            for (size_t j = 0; j < n; j++) {                                                   \
+                int32_t o = org[j] + offs[t];                                                  \
+                CT v = LOAD(plane[o]);                                                         \
+                bool beats = (v > best[j]) | ((v != v) & (best[j] == best[j]));                \
+                best[j] = beats ? v : best[j];                                                 \
+                at[j] = beats ? o : at[j];                                                     \
+            }                                                                                  \
+        for (size_t j = 0; j < n; j++)                                                         \
+            out[dst[j]] = STORE(best[j]);                                                      \
+        for (size_t j = 0; arg && j < n; j++)                                                  \
+            arg[dst[j]] = at[j];                                                               \
     }                                                                                          \
     static void CLT_CAT(pool_at_, DT)(const clt__conv_call *c, const ST *plane, size_t oy,     \
                                       size_t ox, ST *out, int64_t *arg)                        \
@@ -580,11 +629,13 @@ static inline double pick_double(bool b, double x, double y)
         in_hi = in_hi < c->OW ? in_hi : c->OW;                                                 \
         if (in_hi <= in_lo)                                                                    \
             in_lo = in_hi = c->OW;                                                             \
-        long offs[POOL_TABLE], org[POOL_BLOCK], dst[POOL_BLOCK];                               \
+        int32_t offs[POOL_TABLE], org[POOL_BLOCK];                                             \
+        long dst[POOL_BLOCK];                                                                  \
         int taps = c->kh * c->kw;                                                              \
-        bool narrow = c->OW < POOL_NARROW && taps <= POOL_TABLE;                               \
+        bool narrow = c->OW < POOL_NARROW && taps <= POOL_TABLE &&                             \
+                      c->H * c->W <= INT32_MAX; /* int32_t offsets */                          \
         for (int t = 0; narrow && t < taps; t++)                                               \
-            offs[t] = (long)(t / c->kw) * c->dh * (long)c->W + (long)(t % c->kw) * c->dw;      \
+            offs[t] = (int32_t)((long)(t / c->kw) * c->dh * (long)c->W + (long)(t % c->kw) * c->dw); \
         for (size_t nc = lo; nc < hi; nc++) {                                                  \
             const ST *plane = (const ST *)c->in + c->in_offset + nc * c->H * c->W;             \
             ST *out = (ST *)c->out + c->out_offset + nc * per;                                 \
@@ -598,7 +649,7 @@ static inline double pick_double(bool b, double x, double y)
                     (c, plane, oy, ox, out + oy * c->OW + ox,                                  \
                      arg ? arg + oy * c->OW + ox : NULL);                                      \
                 for (size_t ox = in_lo; table && ox < in_hi; ox++, n++) {                      \
-                    org[n] = y0 * (long)c->W + (long)ox * c->sw - c->pw;                       \
+                    org[n] = (int32_t)(y0 * (long)c->W + (long)ox * c->sw - c->pw);            \
                     dst[n] = (long)(oy * c->OW + ox);                                          \
                 }                                                                              \
                 if (n && (n + POOL_NARROW > POOL_BLOCK || oy + 1 == c->OH)) {                  \
@@ -826,11 +877,69 @@ static inline double pick_double(bool b, double x, double y)
 
 /* The adjoints, as gathers in the order of the OpenCL kernels (so both give the same sums).
  * Loops run over (image and channel, h, w) with the output position each tap reads from taken
- * from a table (window_table) when it fits. */
+ * from a table (window_table) when it fits. col2im over narrow images (W < IM2COL_NARROW, as
+ * im2col's) goes COL2IM_ENTRIES taps and positions at a time instead, each tap of each
+ * position's window a column offset in a table with whether it lies in the image, the same for
+ * every image and channel: the sums of every position in that order, with a zero added where
+ * the tap lies outside, which changes no sum (they start at +0, which x + 0 keeps), and without
+ * a branch (vectorised): a branch a tap spent most of the time of 8 x 8 images. */
+#define COL2IM_ENTRIES 2048
 #define HOST_COL2IM                                                                            \
+    static CLT__SIMD void CLT_CAT(col2im_sums_, DT)(const ST *restrict rows, size_t tap,       \
+                                                    size_t taps, size_t len,                   \
+                                                    const int32_t *restrict at,                \
+                                                    const bool *restrict inside,               \
+                                                    ST *restrict out)                          \
+    {                                                                                          \
+        CT acc[COL2IM_ENTRIES];                                                                \
+        for (size_t p = 0; p < len; p++)                                                       \
+            acc[p] = 0;                                                                        \
+        for (size_t t = 0; t < taps; t++, at += len, inside += len) {                          \
+            const ST *r = rows + t * tap;                                                      \
+            for (size_t p = 0; p < len; p++) {                                                 \
+                CT v = LOAD(r[at[p]]);                                                         \
+                acc[p] += inside[p] ? v : (CT)0;                                               \
+            }                                                                                  \
+        }                                                                                      \
+        for (size_t p = 0; p < len; p++)                                                       \
+            out[p] = STORE(acc[p]);                                                            \
+    }                                                                                          \
+    static void CLT_CAT(col2im_narrow_, DT)(const clt__conv_call *c, size_t lo, size_t hi)     \
+    {                                                                                          \
+        size_t cols = c->OH * c->OW, tap = c->N * cols, taps = TAPS(c), HW = c->H * c->W;      \
+        size_t chunk = COL2IM_ENTRIES / taps;                                                  \
+        int32_t at[COL2IM_ENTRIES];                                                            \
+        bool inside[COL2IM_ENTRIES];                                                           \
+        for (size_t p0 = 0; p0 < HW; p0 += chunk) {                                            \
+            size_t len = HW - p0 < chunk ? HW - p0 : chunk;                                    \
+            for (size_t t = 0; t < taps; t++)                                                  \
+                for (size_t p = 0; p < len; p++) {                                             \
+                    long h = (long)((p0 + p) / c->W), w = (long)((p0 + p) % c->W);             \
+                    long oy = clt_window_at(h, (int)(t / (size_t)c->kw), c->sh, c->ph, c->dh,  \
+                                            c->OH);                                            \
+                    long ox = clt_window_at(w, (int)(t % (size_t)c->kw), c->sw, c->pw, c->dw,  \
+                                            c->OW);                                            \
+                    inside[t * len + p] = oy >= 0 && ox >= 0;                                  \
+                    at[t * len + p] = oy >= 0 && ox >= 0 ? (int32_t)(oy * (long)c->OW + ox)    \
+                                                         : 0;                                  \
+                }                                                                              \
+            for (size_t nc = lo; nc < hi; nc++) {                                              \
+                size_t n = nc / c->C, ch = nc % c->C;                                          \
+                const ST *rows =                                                               \
+                    (const ST *)c->in + c->in_offset + (ch * taps * c->N + n) * cols;          \
+                CLT_CAT(col2im_sums_, DT)(rows, tap, taps, len, at, inside,                    \
+                                          (ST *)c->out + c->out_offset + nc * HW + p0);        \
+            }                                                                                  \
+        }                                                                                      \
+    }                                                                                          \
     static void CLT_CAT(col2im_, DT)(const void *call, size_t lo, size_t hi)                   \
     {                                                                                          \
         const clt__conv_call *c = call;                                                        \
+        if (c->W < IM2COL_NARROW && TAPS(c) <= COL2IM_ENTRIES &&                               \
+            c->OH * c->OW <= INT32_MAX) {                                                      \
+            CLT_CAT(col2im_narrow_, DT)(c, lo, hi);                                            \
+            return;                                                                            \
+        }                                                                                      \
         size_t cols = c->OH * c->OW, tap = c->N * cols;                                        \
         ST *out = (ST *)c->out + c->out_offset + lo * c->H * c->W;                             \
         window_tables t;                                                                       \
@@ -1083,7 +1192,6 @@ static const host_floating *floating(clt_dtype dtype)
         return CLT_OK;                                                                         \
     }
 
-#define TAPS(c) ((size_t)(c)->kh * (size_t)(c)->kw)
 HOST_ENTRY(pool2d, clt__conv_call, pool, c->N * c->C, c->OH * c->OW * (TAPS(c) + 2))
 HOST_ENTRY(depthwise2d, clt__conv_call, depthwise, c->N * c->C * c->mult,
            c->OH * c->OW * (TAPS(c) + 1))
