@@ -346,8 +346,8 @@ static cl_uint parent_units(clt_device *dev)
     return units;
 }
 
-/* PoCL's one CPU device becomes gpu:0 and gpu:1, each with half its compute units, each with
- * its own context. */
+/* PoCL's one CPU device becomes gpu:0 and gpu:1, each with half its compute units, sharing one
+ * context (so that copies between them stay on the devices). */
 START_TEST(test_device_subdevices_split)
 {
     if (!two_gpus(true))
@@ -371,7 +371,7 @@ START_TEST(test_device_subdevices_split)
     }
     clt_device *g0 = clt_device_get("gpu:0"), *g1 = clt_device_get("gpu:1");
     ck_assert_ptr_ne(clt_device_cl_device(g0), clt_device_cl_device(g1));
-    ck_assert_ptr_ne(clt_device_cl_context(g0, false), clt_device_cl_context(g1, false));
+    ck_assert_ptr_eq(clt_device_cl_context(g0, false), clt_device_cl_context(g1, false));
 }
 END_TEST
 #endif
@@ -429,6 +429,78 @@ START_TEST(test_device_subdevices_copy)
     clt_tensor_release(z);
     clt_tensor_release(y);
     clt_tensor_release(x);
+}
+END_TEST
+
+/* Copies between the sub-devices run on them without waiting on the host: values passed back
+ * and forth, each step's buffers released at once (so that the pools hand them out again while
+ * copies and kernels may still be queued), give the host's sums, and a copy into a tensor that
+ * the other device's queued work still reads waits for that work. */
+START_TEST(test_device_subdevices_copy_ordering)
+{
+    if (!two_gpus(true))
+        return;
+    clt_device *g0 = clt_device_get("gpu:0"), *g1 = clt_device_get("gpu:1");
+    enum { N = 4099, ROUNDS = 40 };
+    double *host = malloc(N * sizeof *host), *want = malloc(N * sizeof *want);
+    test_noise(host, N, 11, -1, 1);
+    for (int i = 0; i < N; i++)
+        want[i] = host[i];
+    clt_tensor *a = test_tensor(g0, CLT_F64, host, CLT_SHAPE(N)), *b = NULL;
+    for (int r = 0; r < ROUNDS; r++) { /* a on gpu:0 -> b = 2 a + 1 on gpu:1 -> a = b - 0.5 */
+        clt_tensor *there = clt_tensor_to(a, g1), *twice = clt_mul_scalar(there, 2);
+        b = clt_add_scalar(twice, 1);
+        clt_tensor_release(there), clt_tensor_release(twice), clt_tensor_release(a);
+        clt_tensor *back = clt_tensor_to(b, g0);
+        a = clt_sub_scalar(back, 0.5);
+        clt_tensor_release(back), clt_tensor_release(b);
+        ck_assert_msg(a != NULL, "%s", clt_last_error());
+        for (int i = 0; i < N; i++)
+            want[i] = (2 * want[i] + 1) - 0.5;
+    }
+    double *got = test_values(a);
+    for (int i = 0; i < N; i++)
+        ELEMENT_CHECK(got[i] == want[i], "element %d: %.17g, expected %.17g", i, got[i], want[i]);
+    free(got);
+    /* copy_ into a tensor that gpu:1's queued product reads: the product sees the old values */
+    clt_tensor *m = test_tensor(g1, CLT_F64, host, CLT_SHAPE(1, N));
+    clt_tensor *mt = clt_transpose(m, 0, 1), *p = clt_matmul(m, mt);
+    ck_assert_int_eq(clt_copy_(m, a), CLT_OK);
+    double dot = 0, *pv = test_values(p);
+    for (int i = 0; i < N; i++)
+        dot += host[i] * host[i];
+    ck_assert_double_eq_tol(pv[0], dot, 1e-9 * dot);
+    test_assert_same_bytes(m, a);
+    free(pv);
+    clt_tensor_release(p), clt_tensor_release(mt), clt_tensor_release(m), clt_tensor_release(a);
+    /* a copy into memory that gpu:1's queued product still reads (released, so its pool hands
+     * it out again): the copy waits for the product */
+    enum { M = 400 };
+    double *big = malloc((size_t)M * M * sizeof *big), *other = malloc((size_t)M * M * sizeof *other);
+    test_noise(big, M * M, 12, -1, 1);
+    test_noise(other, M * M, 13, -1, 1);
+    clt_tensor *w = test_tensor(g1, CLT_F64, big, CLT_SHAPE(M, M));
+    clt_tensor *src = test_tensor(g0, CLT_F64, other, CLT_SHAPE(M, M));
+    ck_assert_int_eq(clt_device_synchronize(g0), CLT_OK);
+    ck_assert_int_eq(clt_device_synchronize(g1), CLT_OK);
+    clt_tensor *sq = clt_matmul(w, w);
+    clt_tensor_release(w); /* its buffer back in gpu:1's pool while the product is queued */
+    clt_tensor *moved = clt_tensor_to(src, g1);
+    ck_assert_msg(sq && moved, "%s", clt_last_error());
+    double *sv = test_values(sq);
+    for (int i = 0; i < M; i += 37)
+        for (int j = 0; j < M; j += 41) {
+            double e = 0;
+            for (int k = 0; k < M; k++)
+                e += big[i * M + k] * big[k * M + j];
+            ELEMENT_CHECK(fabs(sv[i * M + j] - e) <= 1e-9 * M,
+                          "the product's (%d, %d): %.17g, expected %.17g", i, j, sv[i * M + j], e);
+        }
+    test_assert_same_bytes(moved, src);
+    free(sv), free(other), free(big);
+    clt_tensor_release(moved), clt_tensor_release(sq), clt_tensor_release(src);
+    free(want);
+    free(host);
 }
 END_TEST
 
@@ -778,6 +850,7 @@ Suite *suite_device(void)
 #endif
     tcase_add_test(tc, test_device_subdevices_ops);
     tcase_add_test(tc, test_device_subdevices_copy);
+    tcase_add_test(tc, test_device_subdevices_copy_ordering);
     tcase_add_test(tc, test_device_subdevices_two_platforms);
     tcase_add_loop_test(tc, test_device_subdevices_visible, 0, 2);
     tcase_add_loop_test(tc, test_device_subdevices_whole, 0, 3);

@@ -377,6 +377,15 @@ typedef struct clt__optim_call {
       (const char *fn, clt_device *dev, void *src, size_t src_offset, void *dst,                  \
        size_t dst_offset, size_t nbytes),                                                         \
       REQUIRED)                                                                                   \
+    /* Whether copy_peer copies between dev and `to` (the same backend) on the devices. */        \
+    X(peer, bool, (const clt_device *dev, const clt_device *to), REQUIRED)                        \
+    /* Copies nbytes from dev's buffer src to `to`'s buffer dst (byte offsets) without a host     \
+     * round trip and without waiting: after what either device has queued so far, and before   \
+     * what `to` queues next (where peer(dev, to)). */                                            \
+    X(copy_peer, clt_status,                                                                      \
+      (const char *fn, clt_device *dev, void *src, size_t src_offset, clt_device *to, void *dst,  \
+       size_t dst_offset, size_t nbytes),                                                         \
+      REQUIRED)                                                                                   \
     /* Repeats a pattern of pattern_size bytes over nbytes (a multiple of it) from offset. */     \
     X(fill, clt_status,                                                                           \
       (const char *fn, clt_device *dev, void *buf, size_t offset, const void *pattern,            \

@@ -54,6 +54,22 @@ clt_status clt__host_copy(const char *fn, clt_device *dev, void *src, size_t src
     return CLT_OK;
 }
 
+/* There is one host device. */
+bool clt__host_peer(const clt_device *dev, const clt_device *to)
+{
+    (void)dev;
+    (void)to;
+    return false;
+}
+
+clt_status clt__host_copy_peer(const char *fn, clt_device *dev, void *src, size_t src_offset,
+                               clt_device *to, void *dst, size_t dst_offset, size_t nbytes)
+{
+    (void)src, (void)src_offset, (void)dst, (void)dst_offset, (void)nbytes;
+    return clt__error(CLT_ERR_UNSUPPORTED, fn, "no copy between %s and %s on the devices",
+                      dev->name, to->name);
+}
+
 clt_status clt__host_fill(const char *fn, clt_device *dev, void *buf, size_t offset,
                             const void *pattern, size_t pattern_size, size_t nbytes)
 {

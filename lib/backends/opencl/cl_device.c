@@ -158,12 +158,24 @@ static clt_device *describe(cl_platform_id platform, cl_device_id id, clt_device
     return dev;
 }
 
+/* Lets go of a record's share of its group; the last frees it. */
+static void group_release(clt__cl_group *g)
+{
+    if (!g || atomic_fetch_sub(&g->refs, 1) != 1)
+        return;
+    if (g->context)
+        clReleaseContext(g->context);
+    pthread_mutex_destroy(&g->lock);
+    free(g);
+}
+
 /* Frees a record that never made it into the list, with the sub-device reference it holds. */
 static void drop(clt_device *dev)
 {
     if (!dev)
         return;
     clt__cl_device *cd = clt__cl(dev);
+    group_release(cd->group);
     if (cd->sub_device)
         clReleaseDevice(cd->id);
     pthread_mutex_destroy(&cd->lock);
@@ -247,12 +259,28 @@ static clt_status add_split(cl_platform_id platform, cl_device_id id, unsigned n
         free(subs);
         return CLT_OK;
     }
+    clt__cl_group *group = calloc(1, sizeof *group + n * sizeof *group->ids);
+    if (!group) {
+        for (i = 0; i < made; i++)
+            clReleaseDevice(subs[i]);
+        free(subs);
+        return CLT_ERR_OUT_OF_MEMORY;
+    }
+    pthread_mutex_init(&group->lock, NULL);
+    atomic_init(&group->refs, 1); /* this function's, until the members hold it */
+    group->n = n;
+    memcpy(group->ids, subs, n * sizeof *subs);
     for (; i < n && st == CLT_OK; i++) {
         clt_device *dev = describe(platform, subs[i], CLT_DEVICE_CPU, i + 1, n);
-        if (!dev)
+        if (!dev) {
             clReleaseDevice(subs[i]);
+        } else {
+            atomic_fetch_add(&group->refs, 1);
+            clt__cl(dev)->group = group;
+        }
         st = append(devices, count, dev);
     }
+    group_release(group);
     for (; i < made; i++)
         clReleaseDevice(subs[i]);
     free(subs);
@@ -349,7 +377,18 @@ clt_status clt__cl_start(const char *fn, clt_device *dev)
     if (!cd->started) {
         cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)cd->platform,
                                          0};
-        cd->context = clCreateContext(props, 1, &cd->id, NULL, NULL, &err);
+        clt__cl_group *g = cd->group;
+        if (g) { /* the group's context, made by its first member to start */
+            pthread_mutex_lock(&g->lock);
+            if (!g->context)
+                g->context = clCreateContext(props, g->n, g->ids, NULL, NULL, &err);
+            if (g->context)
+                clRetainContext(g->context);
+            cd->context = g->context;
+            pthread_mutex_unlock(&g->lock);
+        } else {
+            cd->context = clCreateContext(props, 1, &cd->id, NULL, NULL, &err);
+        }
         if (err == CL_SUCCESS) {
             cd->queue = clCreateCommandQueue(cd->context, cd->id, 0, &err);
             if (err == CL_SUCCESS) {
@@ -549,6 +588,46 @@ clt_status clt__cl_copy(const char *fn, clt_device *dev, void *src, size_t src_o
 
 clt_status clt__cl_fill(const char *fn, clt_device *dev, void *buf, size_t offset,
                         const void *pattern, size_t pattern_size, size_t nbytes);
+
+bool clt__cl_peer(const clt_device *dev, const clt_device *to)
+{
+    const clt__cl_group *g = ((const clt__cl_device *)dev->impl)->group;
+    return g && g == ((const clt__cl_device *)to->impl)->group && dev != to;
+}
+
+/* On the source's queue, once the destination's queue has reached a marker (what it queued
+ * before may still use the buffer, from its pool); the destination's queue then waits for the
+ * copy at a barrier. Events of one context order the two queues; the host waits for nothing
+ * (but for the copy itself where the barrier cannot be queued, so that the buffer is not
+ * written after its tensor is gone). */
+clt_status clt__cl_copy_peer(const char *fn, clt_device *dev, void *src, size_t src_offset,
+                             clt_device *to, void *dst, size_t dst_offset, size_t nbytes)
+{
+    cl_event ready = NULL, copied = NULL;
+    clt_status st = clt__cl_start(fn, dev);
+    if (st == CLT_OK)
+        st = clt__cl_start(fn, to);
+    if (st != CLT_OK)
+        return st;
+    cl_command_queue from = clt__cl(dev)->queue, into = clt__cl(to)->queue;
+    cl_int err = clEnqueueMarkerWithWaitList(into, 0, NULL, &ready);
+    if (err != CL_SUCCESS)
+        return clt__cl_error(fn, to, err, "queueing a marker before a copy from another device");
+    err = clEnqueueCopyBuffer(from, (cl_mem)src, (cl_mem)dst, src_offset, dst_offset, nbytes, 1,
+                              &ready, &copied);
+    clReleaseEvent(ready);
+    if (err != CL_SUCCESS)
+        return clt__cl_error(fn, dev, err, "copying a buffer to another device");
+    err = clEnqueueBarrierWithWaitList(into, 1, &copied, NULL);
+    if (err != CL_SUCCESS) {
+        clWaitForEvents(1, &copied);
+        st = clt__cl_error(fn, to, err, "queueing the wait for a copy from another device");
+    }
+    clReleaseEvent(copied);
+    clFlush(from);
+    clFlush(into);
+    return st;
+}
 
 /* The device's queue, or NULL when nothing was ever queued on it. */
 static cl_command_queue started_queue(clt_device *dev)

@@ -64,9 +64,21 @@ typedef struct clt__cl_kernel {
 } clt__cl_kernel;
 #define CLT__CL_NARGS_UNKNOWN ((cl_uint)-1)
 
+/* The sub-devices split from one device (CLT_SUBDEVICES): one context for all of them, made
+ * when the first starts, so that buffers move between them on the devices (copy_peer). Shared
+ * by their records, freed with the last. */
+typedef struct clt__cl_group {
+    pthread_mutex_t lock; /* guards context */
+    atomic_int refs;      /* records that point here */
+    cl_context context;   /* NULL until a member starts */
+    cl_uint n;
+    cl_device_id ids[];   /* the members, in order */
+} clt__cl_group;
+
 typedef struct clt__cl_device {
     cl_platform_id platform;
     cl_device_id id;
+    clt__cl_group *group; /* NULL: a context of its own */
     bool sub_device;      /* id came from clCreateSubDevices (CLT_SUBDEVICES) and this record
                            * holds its reference; records live as long as the process, so it is
                            * released (clReleaseDevice) only when enumeration drops the record */
