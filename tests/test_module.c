@@ -527,7 +527,7 @@ static clt_tensor *fused_run(clt_module *net, clt_tensor *x, bool fuse, bool rec
         clt_tensor *prod = clt_mul(out, w), *loss = clt_sum(prod, NULL, 0, false);
         ck_assert_int_eq(clt_backward(loss, NULL, false), CLT_OK);
         for (int i = 0; i < p.n; i++)
-            grads[i] = clt_tensor_retain(clt_tensor_grad(p.tensors[i]));
+            grads[i] = clt_tensor_grad(p.tensors[i]); /* a reference of its own */
         clt_tensor_release(loss), clt_tensor_release(prod), clt_tensor_release(w);
     }
     return out;
