@@ -284,9 +284,10 @@ int main(void)
         clt_module_release(mlp);
         CHECK(clt_device_synchronize(dev) == CLT_OK);
     }
-    /* the hand-written step after the library's: run before them, it left the cpu device's
-     * steps 1.6-1.8 times slower for the rest of the process on a 2-core Zen 4 EPYC (not
-     * understood yet; the PyTorch references run in processes of their own) */
+    /* the hand-written step after the library's: run before them (with OpenBLAS on two
+     * threads), OpenBLAS's worker kept spinning for a while after its last call and took a
+     * core from the cpu device's pool, whose steps measured 1.6-1.8 times slower on a 2-core
+     * Zen 4 EPYC (not with OPENBLAS_THREAD_TIMEOUT=4, which makes it sleep at once) */
     double blas_s = blas_step_time();
     for (int d = -1; d < gpus; d++) {
         char name[16];
