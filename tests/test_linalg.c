@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "ops/ops_internal.h"
 #include "tensor/tensor_internal.h"
 
 #include "matmul_check.h"
@@ -245,6 +246,62 @@ START_TEST(test_linear)
     check_linear(xt, w4, NULL, y, TOL_F32);
     clt_tensor_release(y);
     clt_tensor *parts[] = {w4, xt, bias, wide, w, wt, x};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        clt_tensor_release(parts[i]);
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), base);
+}
+END_TEST
+
+/* Asserts that got (taken) equals want (taken) within 1e-6 relative, shapes alike. */
+static void assert_same_values(clt_tensor *want, clt_tensor *got, const char *what)
+{
+    ck_assert_msg(want && got, "%s: %s", what, clt_last_error());
+    ck_assert_int_eq(clt_tensor_ndim(got), clt_tensor_ndim(want));
+    ck_assert_int_eq(clt_tensor_numel(got), clt_tensor_numel(want));
+    double *w = values(want), *g = values(got);
+    for (int64_t i = 0; i < clt_tensor_numel(want); i++)
+        ELEMENT_CHECK(fabs(g[i] - w[i]) <= 1e-6 * fmax(1, fabs(w[i])),
+                      "%s: element %lld is %.9g, expected %.9g", what, (long long)i, g[i], w[i]);
+    free(w), free(g);
+    clt_tensor_release(want), clt_tensor_release(got);
+}
+
+/* The products with the bias and ReLU in their epilogue (as a Sequential runs Linear or Conv2d
+ * and ReLU) against the operations in turn: a strided bias, a batch of x, no terms (k 0:
+ * relu(bias)), and the bias along the rows of a matrix product, strided and with k 0. */
+START_TEST(test_linear_fused_relu)
+{
+    clt_device *dev = test_device(_i);
+    test_live base = test_live_now();
+    clt_manual_seed(9);
+    clt_tensor *x = rnd(dev, CLT_F32, CLT_SHAPE(2, 4, 5)), *w = rnd(dev, CLT_F32, CLT_SHAPE(3, 5));
+    clt_tensor *wide = rnd(dev, CLT_F32, CLT_SHAPE(6));
+    clt_tensor *bias = clt_slice(wide, 0, 1, 6, 2); /* (3,), stride 2 */
+    clt_tensor *lin = clt_linear(x, w, bias);
+    assert_same_values(clt_relu(lin), clt__linear_act(x, w, bias, CLT__ACT_RELU), "linear");
+    clt_tensor_release(lin);
+    clt_tensor *x0 = clt_tensor_empty(CLT_SHAPE(4, 0), CLT_F32, dev);
+    clt_tensor *w0 = clt_tensor_empty(CLT_SHAPE(3, 0), CLT_F32, dev);
+    clt_tensor *r = clt_relu(bias), *want = clt_expand(r, CLT_SHAPE(4, 3));
+    assert_same_values(want, clt__linear_act(x0, w0, bias, CLT__ACT_RELU), "linear, k 0");
+    clt_tensor_release(r);
+
+    clt_tensor *a = rnd(dev, CLT_F32, CLT_SHAPE(3, 7)), *b = rnd(dev, CLT_F32, CLT_SHAPE(7, 9));
+    clt_tensor *col = rnd(dev, CLT_F32, CLT_SHAPE(6, 1));
+    clt_tensor *rows = clt_slice(col, 0, 0, 6, 2); /* (3, 1), stride 2 */
+    clt_tensor *p = clt_matmul(a, b), *sum = clt_add(p, rows);
+    assert_same_values(clt_relu(sum), clt__matmul_act("test", a, b, rows, CLT__ACT_RELU),
+                       "matmul, a bias along the rows");
+    clt_tensor_release(sum), clt_tensor_release(p);
+    clt_tensor *a0 = clt_tensor_empty(CLT_SHAPE(3, 0), CLT_F32, dev);
+    clt_tensor *b0 = clt_tensor_empty(CLT_SHAPE(0, 9), CLT_F32, dev);
+    r = clt_relu(rows);
+    want = clt_expand(r, CLT_SHAPE(3, 9));
+    assert_same_values(want, clt__matmul_act("test", a0, b0, rows, CLT__ACT_RELU),
+                       "matmul, a bias along the rows, k 0");
+    clt_tensor_release(r);
+    clt_tensor *parts[] = {b0, a0, rows, col, b, a, w0, x0, bias, wide, w, x};
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
         clt_tensor_release(parts[i]);
     test_sync_all();
@@ -523,6 +580,7 @@ Suite *suite_linalg(void)
     ADD_DEVICE_TEST(tc, test_matmul_views);
     ADD_DEVICE_TEST(tc, test_matmul_zero_sizes);
     ADD_DEVICE_TEST(tc, test_linear);
+    ADD_DEVICE_TEST(tc, test_linear_fused_relu);
     ADD_DEVICE_TEST(tc, test_matmul_vectors);
     ADD_DEVICE_TEST(tc, test_matmul_split);
     ADD_DEVICE_TEST(tc, test_matmul_f64);
