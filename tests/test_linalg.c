@@ -520,13 +520,15 @@ END_TEST
 /* One product under fault injection: the operands and which function. */
 typedef struct fault_case {
     clt_tensor *a, *b, *bias;
-    bool linear;
+    bool linear, relu; /* relu: clt__linear_act with ReLU */
 } fault_case;
 
 static bool run_fault_case(void *ctx)
 {
     fault_case *c = ctx;
-    clt_tensor *r = c->linear ? clt_linear(c->a, c->b, c->bias) : clt_matmul(c->a, c->b);
+    clt_tensor *r = c->relu     ? clt__linear_act(c->a, c->b, c->bias, CLT__ACT_RELU)
+                    : c->linear ? clt_linear(c->a, c->b, c->bias)
+                                : clt_matmul(c->a, c->b);
     clt_tensor_release(r);
     return r != NULL;
 }
@@ -541,8 +543,13 @@ static void allocation_failures(clt_device *dev)
     clt_tensor *strided = clt_slice(wide, 3, 0, 10, 2); /* (2, 1, 4, 5), copied */
     clt_tensor *b3 = rnd(dev, CLT_F32, CLT_SHAPE(3, 5, 6));
     clt_tensor *w = rnd(dev, CLT_F32, CLT_SHAPE(5, 13)), *bias = rnd(dev, CLT_F32, CLT_SHAPE(5));
+    clt_tensor *bias10 = rnd(dev, CLT_F32, CLT_SHAPE(10));
+    clt_tensor *bias_strided = clt_slice(bias10, 0, 0, 10, 2); /* (5,), copied */
     double *before = values(strided);
-    fault_case cases[] = {{a, b, NULL, false}, {strided, b3, NULL, false}, {a, w, bias, true}};
+    fault_case cases[] = {{a, b, NULL, false, false},
+                          {strided, b3, NULL, false, false},
+                          {a, w, bias, true, false},
+                          {a, w, bias_strided, true, true}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const char *fn = cases[i].linear ? "clt_linear" : "clt_matmul";
         test_fault_sweep(run_fault_case, &cases[i], fn, CLT__HOST);
@@ -552,7 +559,7 @@ static void allocation_failures(clt_device *dev)
     ck_assert_mem_eq(before, after, 40 * sizeof *before);
     free(after);
     free(before);
-    clt_tensor *parts[] = {bias, w, b3, strided, wide, b, a};
+    clt_tensor *parts[] = {bias_strided, bias10, bias, w, b3, strided, wide, b, a};
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
         clt_tensor_release(parts[i]);
 }
