@@ -85,8 +85,9 @@ static clt_status make_plan(const char *fn, const clt_tensor *x, const int *dims
 /* Sums of a floating x whose reduced dimensions are one block with kept ones after it, whose
  * elements number at least COLUMNS_MIN, run down the columns of x as it lies: p's rows become
  * the groups before the block, each of len rows of p->inner columns (no transposing copy: the
- * bias's gradient of a linear layer, (N, out) summed over N, took one, and its launch). */
-#define COLUMNS_MIN 16
+ * bias's gradient of a linear layer, (N, out) summed over N, took one, and its launch; a
+ * classifier's 10 outputs too). One column is a contiguous row of its own. */
+#define COLUMNS_MIN 2
 static void columns_plan(const clt_tensor *x, plan *p)
 {
     int a = 0, b;
