@@ -146,6 +146,28 @@ START_TEST(test_cache_miss_then_hit)
 }
 END_TEST
 
+/* The same on two sub-devices, whose programs belong to their shared context: each stores its
+ * binary in a cold process, and a later process loads every program it needs on both. */
+START_TEST(test_cache_subdevices_hit)
+{
+    const char *dir = use_cache();
+    char names[8][64];
+    if (!dir)
+        return;
+    setenv("CLT_SUBDEVICES", "2", 1);
+    ck_assert(add_in_children(1, only_f32)); /* gpu:0 */
+    ck_assert_int_ge(list_files(dir, names, 8), 1);
+    ck_assert(add_is_right(CLT_F32));
+    clt_device *other = clt_device_get("gpu:1");
+    ck_assert_ptr_nonnull(other);
+    ck_assert(strstr(clt_device_get_info(other)->name, "sub-device 2 of 2") != NULL);
+    clt__cl_cache_stats s = clt__cl_cache_get_stats();
+    ck_assert_int_ge(s.programs, 1);
+    ck_assert_int_eq(s.hits, s.programs);
+    ck_assert_int_eq(s.stored, 0);
+}
+END_TEST
+
 /* Applies damage to every entry of the folder: flips bytes near the end, or cuts it short. */
 static void damage_entries(const char *dir, bool truncate_them)
 {
@@ -498,6 +520,7 @@ Suite *suite_cache(void)
     Suite *s = suite_create("cache");
     TCase *tc = test_case("cache", 300);
     tcase_add_test(tc, test_cache_miss_then_hit);
+    tcase_add_test(tc, test_cache_subdevices_hit);
     tcase_add_test(tc, test_cache_corrupt_entry_rebuilt);
     tcase_add_test(tc, test_cache_truncated_entry_rebuilt);
     tcase_add_test(tc, test_cache_foreign_entry_rejected);

@@ -126,20 +126,36 @@ static cl_program build_binary(clt_device *dev, const char *name, const char *op
     return NULL;
 }
 
-/* Stores a program built from source in the disk cache. */
+/* Stores a program built from source in the disk cache: dev's binary, where the program lists
+ * several devices (those of its context: sub-devices share one) the one of dev. */
+#define BINARY_DEVICES_MAX 64
 static void store_binary(const char *fn, clt_device *dev, cl_program program, const char *key,
                          size_t key_len)
 {
-    size_t size = 0;
-    unsigned char *binary;
-    if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) !=
-            CL_SUCCESS || size == 0 || !(binary = clt__alloc(fn, size)))
+    cl_device_id ids[BINARY_DEVICES_MAX];
+    size_t sizes[BINARY_DEVICES_MAX] = {0}, listed = 0;
+    unsigned char *binaries[BINARY_DEVICES_MAX] = {NULL};
+    cl_uint n = 0, at = 0;
+    if (clGetProgramInfo(program, CL_PROGRAM_NUM_DEVICES, sizeof n, &n, NULL) != CL_SUCCESS ||
+        n == 0 || n > BINARY_DEVICES_MAX ||
+        clGetProgramInfo(program, CL_PROGRAM_DEVICES, sizeof ids, ids, &listed) != CL_SUCCESS ||
+        listed != n * sizeof *ids)
         return;
-    if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binary, &binary, NULL) == CL_SUCCESS)
-        clt__cl_cache_store(fn, key, key_len, binary, size);
+    while (n > 1 && at < n && ids[at] != clt__cl(dev)->id) /* one: whatever id it names (PoCL
+                                                            * gives a sub-device's parent) */
+        at++;
+    if (at == n ||
+        clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, n * sizeof *sizes, sizes, NULL) !=
+            CL_SUCCESS ||
+        sizes[at] == 0 || !(binaries[at] = clt__alloc(fn, sizes[at])))
+        return;
+    /* entries left NULL are skipped: only dev's binary is copied */
+    if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, n * sizeof *binaries, binaries, NULL) ==
+        CL_SUCCESS)
+        clt__cl_cache_store(fn, key, key_len, binaries[at], sizes[at]);
     else
         clt__log(CLT_LOG_WARN, "no binary of an OpenCL program from %s: not cached", dev->name);
-    clt__free(binary);
+    clt__free(binaries[at]);
 }
 
 /* A successful build's log, when the compiler said anything, as a debug line. */
