@@ -1003,6 +1003,16 @@ START_TEST(test_conv2d_bands)
     double zeros[27] = {0};
     check(clt_conv2d(x, w, NULL, NULL), zeros, 27, 0, "conv2d of no channels");
     clt_tensor_release(w), clt_tensor_release(x);
+    /* an image of no rows, padded: every output reads padding only (the narrow images' tables
+     * must not read the empty plane), recorded and not */
+    x = clt_tensor_zeros(CLT_SHAPE(1, 1, 0, 5), CLT_F32, dev);
+    w = clt_tensor_ones(CLT_SHAPE(1, 1, 1, 1), CLT_F32, dev);
+    clt_conv2d_options pad = clt_conv2d_options_default();
+    pad.padding[0] = pad.padding[1] = 1;
+    check(clt_conv2d(x, w, NULL, &pad), zeros, 14, 0, "conv2d of an image of no rows");
+    clt_tensor_set_requires_grad(w, true);
+    check(clt_conv2d(x, w, NULL, &pad), zeros, 14, 0, "conv2d of an image of no rows, recorded");
+    clt_tensor_release(w), clt_tensor_release(x);
     clt__conv_winograd = -1;
 }
 END_TEST

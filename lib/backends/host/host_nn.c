@@ -130,7 +130,8 @@ HOST_GATHER_MASKED(uint64_t)
         size_t OW = c->OW;                                                                     \
         const T *in = (const T *)c->in + c->in_offset;                                         \
         for (size_t row = lo; row < hi; row++) {                                               \
-            if (OW < IM2COL_NARROW && c->H * c->W <= INT32_MAX) { /* int32_t offsets */        \
+            /* int32_t offsets; an empty plane has no element 0 for the masked loads */         \
+            if (OW < IM2COL_NARROW && c->H * c->W <= INT32_MAX && c->H * c->W > 0) {           \
                 im2col_narrow_##T(c, row, n0, n1, oy0, oy1, out);                              \
                 out += (n1 - n0) * (oy1 - oy0) * OW;                                           \
                 continue;                                                                      \

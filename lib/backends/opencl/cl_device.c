@@ -280,6 +280,8 @@ static clt_status add_split(cl_platform_id platform, cl_device_id id, unsigned n
         }
         st = append(devices, count, dev);
     }
+    if (st != CLT_OK) /* the context is of the members listed (the first i - 1) alone */
+        group->n = i - 1;
     group_release(group);
     for (; i < made; i++)
         clReleaseDevice(subs[i]);
@@ -619,7 +621,8 @@ clt_status clt__cl_copy_peer(const char *fn, clt_device *dev, void *src, size_t 
     if (err != CL_SUCCESS)
         return clt__cl_error(fn, dev, err, "copying a buffer to another device");
     err = clEnqueueBarrierWithWaitList(into, 1, &copied, NULL);
-    if (err != CL_SUCCESS) {
+    if (err != CL_SUCCESS) { /* the copy waits for the marker: submitted first */
+        clFlush(into);
         clWaitForEvents(1, &copied);
         st = clt__cl_error(fn, to, err, "queueing the wait for a copy from another device");
     }
