@@ -284,6 +284,20 @@ void test_assert_same_bytes(const clt_tensor *a, const clt_tensor *b)
     free(y);
 }
 
+void test_assert_close(clt_tensor *got, clt_tensor *want, double rel, const char *what)
+{
+    ck_assert_msg(got && want, "%s: %s", what, clt_last_error());
+    ck_assert_int_eq(clt_tensor_ndim(got), clt_tensor_ndim(want));
+    for (int d = 0; d < clt_tensor_ndim(want); d++)
+        ck_assert_int_eq(clt_tensor_size(got, d), clt_tensor_size(want, d));
+    double *g = test_values(got), *w = test_values(want);
+    for (int64_t i = 0; i < clt_tensor_numel(want); i++)
+        ELEMENT_CHECK(fabs(g[i] - w[i]) <= rel * fmax(1.0, fabs(w[i])),
+                      "%s: element %lld is %.9g, expected %.9g", what, (long long)i, g[i], w[i]);
+    free(g);
+    free(w);
+}
+
 double *test_values(clt_tensor *t)
 {
     clt_tensor *c = clt_tensor_to_ex(t, &(clt_to_options){.device = clt_device_cpu(), .dtype = CLT_F64});

@@ -99,6 +99,9 @@ void *test_bytes(const clt_tensor *t);
 void test_assert_same_bytes(const clt_tensor *a, const clt_tensor *b);
 /* The tensor's values as doubles (any dtype, any device), a buffer the test frees. */
 double *test_values(clt_tensor *t);
+/* Asserts that got and want (any devices and dtypes; neither NULL, else the last error) have the
+ * same shape and values within rel * max(1, |want|), naming `what` and the element. */
+void test_assert_close(clt_tensor *got, clt_tensor *want, double rel, const char *what);
 /* n pseudo-random values in [lo, hi) from seed. */
 void test_noise(double *v, int64_t n, unsigned seed, double lo, double hi);
 /* Sequential(Linear(in, hidden), activation, Linear(hidden, out)) on cpu, initialised after

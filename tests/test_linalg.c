@@ -253,17 +253,10 @@ START_TEST(test_linear)
 }
 END_TEST
 
-/* Asserts that got (taken) equals want (taken) within 1e-6 relative, shapes alike. */
+/* test_assert_close within 1e-6, then both released. */
 static void assert_same_values(clt_tensor *want, clt_tensor *got, const char *what)
 {
-    ck_assert_msg(want && got, "%s: %s", what, clt_last_error());
-    ck_assert_int_eq(clt_tensor_ndim(got), clt_tensor_ndim(want));
-    ck_assert_int_eq(clt_tensor_numel(got), clt_tensor_numel(want));
-    double *w = values(want), *g = values(got);
-    for (int64_t i = 0; i < clt_tensor_numel(want); i++)
-        ELEMENT_CHECK(fabs(g[i] - w[i]) <= 1e-6 * fmax(1, fabs(w[i])),
-                      "%s: element %lld is %.9g, expected %.9g", what, (long long)i, g[i], w[i]);
-    free(w), free(g);
+    test_assert_close(got, want, 1e-6, what);
     clt_tensor_release(want), clt_tensor_release(got);
 }
 

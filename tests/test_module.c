@@ -329,15 +329,7 @@ static double *values_f64(clt_tensor *t)
 /* Asserts that a and b have the same shape and values within 1e-5 relative. */
 static void assert_close(clt_tensor *a, clt_tensor *b, const char *what)
 {
-    ck_assert_msg(a && b, "%s: %s", what, clt_last_error());
-    ck_assert_int_eq(clt_tensor_ndim(a), clt_tensor_ndim(b));
-    for (int d = 0; d < clt_tensor_ndim(a); d++)
-        ck_assert_int_eq(clt_tensor_size(a, d), clt_tensor_size(b, d));
-    double *x = values_f64(a), *y = values_f64(b);
-    for (int64_t i = 0; i < clt_tensor_numel(a); i++)
-        ELEMENT_CHECK(fabs(x[i] - y[i]) <= 1e-5 * fmax(1.0, fabs(x[i])),
-                      "%s: element %lld: %.9g vs %.9g", what, (long long)i, y[i], x[i]);
-    free(x), free(y);
+    test_assert_close(b, a, 1e-5, what);
 }
 
 /* Runs m on cpu and its clone c on dev with the same input; the outputs must agree. */

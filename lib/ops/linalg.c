@@ -175,33 +175,38 @@ typedef struct epilogue {
     clt__act act;
 } epilogue;
 
-/* out = act(bias) where the product has no terms (k 0): the bias in every row or column. */
-static clt_status bias_only(const char *fn, clt_tensor *out, const epilogue *e)
+/* The product of no terms (k 0), for the epilogue alone. */
+static clt_status no_product(const char *fn, clt_device *dev, const clt__gemm_call *c)
+{
+    (void)fn, (void)dev, (void)c;
+    return CLT_OK;
+}
+
+/* out = act(bias) where the product has no terms (k 0), bias (contiguous) in every row or
+ * column: the epilogue as backends without one run it (clt__gemm_composed_epilogue); zeros
+ * without a bias (relu(0) is 0). */
+static clt_status bias_only(const char *fn, clt_tensor *out, clt_tensor *bias, const epilogue *e)
 {
     clt_device *dev = out->storage->device;
     size_t esize = clt_dtype_size(out->dtype);
     static const unsigned char zeros[8] = {0};
-    int64_t len = e->bias ? e->bias->shape[0] : 1;
-    clt__ew_call c = {.op = CLT_EW_copy, .dtype = out->dtype, .ndim = 2, .n = out->numel};
-    if (!e->bias)
+    if (!bias)
         return dev->backend->fill(fn, dev, out->storage->buf, out->offset * esize, zeros, esize,
                                   out->numel * esize);
-    c.shape[0] = (int64_t)(out->numel / (size_t)len); /* the rest of out, then the bias's */
-    c.shape[1] = len;
-    c.out = (clt__operand){out->storage->buf, out->offset, {len, 1}};
-    c.in[0] = (clt__operand){e->bias->storage->buf, e->bias->offset, {0, e->bias->strides[0]}};
-    if (e->rows) { /* out (m, n) as (n, m) through its strides */
-        c.shape[0] = out->shape[out->ndim - 1];
-        c.out.strides[0] = 1, c.out.strides[1] = c.shape[0];
-    }
-    if (CLT__BACKEND_CALL(elementwise, fn, dev, c.dtype, &c) != CLT_OK)
-        return clt_last_status();
-    if (e->act == CLT__ACT_RELU) {
-        c = (clt__ew_call){.op = CLT_EW_relu, .dtype = out->dtype, .n = out->numel};
-        c.out = c.in[0] = (clt__operand){out->storage->buf, out->offset, {0}};
-        return CLT__BACKEND_CALL(elementwise, fn, dev, c.dtype, &c);
-    }
-    return CLT_OK;
+    size_t n = e->rows ? (size_t)out->shape[out->ndim - 1] : (size_t)bias->shape[0];
+    clt__gemm_call g = {.dtype = out->dtype,
+                        .m = out->numel / n,
+                        .n = n,
+                        .batch = 1,
+                        .c = out->storage->buf,
+                        .c_offset = out->offset,
+                        .ldc = n,
+                        .c_stride = out->numel,
+                        .bias = bias->storage->buf,
+                        .bias_offset = bias->offset,
+                        .bias_rows = e->rows,
+                        .act = e->act};
+    return clt__gemm_composed_epilogue(fn, dev, &g, no_product);
 }
 
 /* out (batch..., m, n, contiguous; the 1 of a 1-D operand left out) = a @ b, through the
@@ -229,15 +234,17 @@ static clt_status product(const char *fn, clt_tensor *out, mat *a, mat *b, const
         clt__storage_sync(fn, b->t->storage) != CLT_OK ||
         (bias && clt__storage_sync(fn, bias->storage) != CLT_OK))
         return clt_last_status();
-    if (a->cols == 0)
-        return bias_only(fn, out, e ? e : &(epilogue){0});
-    if (prepare(fn, a, nb, bshape, &la) != CLT_OK || prepare(fn, b, nb, bshape, &lb) != CLT_OK)
-        return clt_last_status();
     /* the epilogue reads the bias's elements one after another */
     if (bias && !(bias = bias->shape[0] > 1 && bias->strides[0] != 1
                              ? clt__contiguous(fn, bias)
                              : clt_tensor_retain(bias)))
         return clt_last_status();
+    if (a->cols == 0 || prepare(fn, a, nb, bshape, &la) != CLT_OK ||
+        prepare(fn, b, nb, bshape, &lb) != CLT_OK) {
+        st = a->cols == 0 ? bias_only(fn, out, bias, e) : clt_last_status();
+        clt_tensor_release(bias);
+        return st;
+    }
     g = (clt__gemm_call){
         .dtype = out->dtype,
         .trans_a = la.trans,

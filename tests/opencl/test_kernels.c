@@ -162,15 +162,7 @@ END_TEST
  * within a float tolerance (the reductions may add in another order). */
 static void assert_near(clt_tensor *got, clt_tensor *want, const char *what)
 {
-    ck_assert_msg(got && want, "%s: %s", what, clt_last_error());
-    clt_tensor *g = clt_tensor_to_ex(got, &(clt_to_options){.device = clt_device_cpu(), .dtype = CLT_F64});
-    clt_tensor *w = clt_tensor_to_dtype(want, CLT_F64);
-    double *a = test_bytes(g), *b = test_bytes(w);
-    for (int64_t i = 0; i < clt_tensor_numel(want); i++)
-        ELEMENT_CHECK(fabs(a[i] - b[i]) <= 1e-5 * fmax(1.0, fabs(b[i])),
-                      "%s: element %lld: %g, want %g", what, (long long)i, a[i], b[i]);
-    free(a), free(b);
-    clt_tensor_release(g), clt_tensor_release(w);
+    test_assert_close(got, want, 1e-5, what);
 }
 
 START_TEST(test_kernels_reduce_nn)
