@@ -3,8 +3,10 @@
  * finished once per batch of calls) against the same add queued as a raw OpenCL kernel on the
  * same queue: a kernel with the arguments of the library's contiguous add (four buffers and
  * offsets, the count, the layout flag, two scalars: twelve clSetKernelArg) and its loop, and one
- * clEnqueueNDRangeKernel, on buffers made beforehand; the difference is the library's cost. Also a call finished before the next (launch and
- * finish), and on cpu the whole call. Prints one JSON line per case: medians of batches. */
+ * clEnqueueNDRangeKernel, on buffers made beforehand; the difference is the library's cost. Also a
+ * call finished before the next (launch and finish), and on cpu the whole call. The library's and
+ * the raw batches alternate, so that both see the same phases of a shared machine; the overhead
+ * is the median of the rounds' differences. Prints one JSON line per case: medians of batches. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -13,8 +15,8 @@
 
 #include "bench_util.h"
 
-#define BATCH 2000
-#define ROUNDS 9
+#define BATCH 1000
+#define ROUNDS 21
 
 static const char *raw_source =
     "__kernel void add(__global float *c, ulong co, __global const float *a, ulong ao,\n"
@@ -33,73 +35,92 @@ static void fail(const char *what)
     exit(1);
 }
 
-/* Seconds per clt_add, over BATCH calls queued back to back (finish: after every call). */
-static double time_ours(clt_device *dev, clt_tensor *a, bool finish)
+/* Seconds per clt_add, over one batch of calls queued back to back (finish: after every call). */
+static double batch_ours(clt_device *dev, clt_tensor *a, bool finish)
+{
+    int calls = finish ? BATCH / 10 : BATCH;
+    double t0 = now_s();
+    for (int i = 0; i < calls; i++) {
+        clt_tensor *c = clt_add(a, a);
+        if (!c)
+            fail("clt_add");
+        clt_tensor_release(c);
+        if (finish)
+            clt_device_synchronize(dev);
+    }
+    clt_device_synchronize(dev);
+    return (now_s() - t0) / calls;
+}
+
+/* The median of ROUNDS batches of clt_add on cpu. */
+static double time_ours(clt_device *dev, clt_tensor *a)
 {
     double t[ROUNDS];
-    int calls = finish ? BATCH / 10 : BATCH;
     for (int r = -1; r < ROUNDS; r++) {
-        double t0 = now_s();
-        for (int i = 0; i < calls; i++) {
-            clt_tensor *c = clt_add(a, a);
-            if (!c)
-                fail("clt_add");
-            clt_tensor_release(c);
-            if (finish)
-                clt_device_synchronize(dev);
-        }
-        clt_device_synchronize(dev);
+        double x = batch_ours(dev, a, false);
         if (r >= 0)
-            t[r] = (now_s() - t0) / calls;
+            t[r] = x;
     }
     return median(t, ROUNDS);
 }
 
-/* The same with the raw kernel on the library's queue. */
-static double time_raw(cl_command_queue q, cl_kernel k, cl_mem a, cl_mem c, bool finish)
+/* The same batch with the raw kernel on the library's queue. */
+static double batch_raw(cl_command_queue q, cl_kernel k, cl_mem a, cl_mem c, bool finish)
 {
-    double t[ROUNDS];
     int calls = finish ? BATCH / 10 : BATCH;
     cl_ulong n = 16, off = 0;
     cl_int blocked = 1;
     cl_float s = 0;
     size_t global = 64, local = 64;
-    for (int r = -1; r < ROUNDS; r++) {
-        double t0 = now_s();
-        for (int i = 0; i < calls; i++) {
-            clSetKernelArg(k, 0, sizeof c, &c);
-            clSetKernelArg(k, 1, sizeof off, &off);
-            clSetKernelArg(k, 2, sizeof a, &a);
-            clSetKernelArg(k, 3, sizeof off, &off);
-            clSetKernelArg(k, 4, sizeof a, &a);
-            clSetKernelArg(k, 5, sizeof off, &off);
-            clSetKernelArg(k, 6, sizeof a, &a);
-            clSetKernelArg(k, 7, sizeof off, &off);
-            clSetKernelArg(k, 8, sizeof n, &n);
-            clSetKernelArg(k, 9, sizeof blocked, &blocked);
-            clSetKernelArg(k, 10, sizeof s, &s);
-            clSetKernelArg(k, 11, sizeof s, &s);
-            if (clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL) !=
-                CL_SUCCESS) {
-                fprintf(stderr, "bench_dispatch: clEnqueueNDRangeKernel failed\n");
-                exit(1);
-            }
-            if (finish)
-                clFinish(q);
+    double t0 = now_s();
+    for (int i = 0; i < calls; i++) {
+        clSetKernelArg(k, 0, sizeof c, &c);
+        clSetKernelArg(k, 1, sizeof off, &off);
+        clSetKernelArg(k, 2, sizeof a, &a);
+        clSetKernelArg(k, 3, sizeof off, &off);
+        clSetKernelArg(k, 4, sizeof a, &a);
+        clSetKernelArg(k, 5, sizeof off, &off);
+        clSetKernelArg(k, 6, sizeof a, &a);
+        clSetKernelArg(k, 7, sizeof off, &off);
+        clSetKernelArg(k, 8, sizeof n, &n);
+        clSetKernelArg(k, 9, sizeof blocked, &blocked);
+        clSetKernelArg(k, 10, sizeof s, &s);
+        clSetKernelArg(k, 11, sizeof s, &s);
+        if (clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL) != CL_SUCCESS) {
+            fprintf(stderr, "bench_dispatch: clEnqueueNDRangeKernel failed\n");
+            exit(1);
         }
-        clFinish(q);
-        if (r >= 0)
-            t[r] = (now_s() - t0) / calls;
+        if (finish)
+            clFinish(q);
     }
-    return median(t, ROUNDS);
+    clFinish(q);
+    return (now_s() - t0) / calls;
 }
 
-static void print(const char *name, const char *dev, double t, const char *ref, double t_ref)
+/* ROUNDS rounds of a raw batch then one of the library's: the medians of each into *ours and
+ * *raw, and the median of the rounds' differences (the library's cost) returned. */
+static double time_pair(clt_device *dev, clt_tensor *ta, cl_command_queue q, cl_kernel k,
+                        cl_mem a, cl_mem c, bool finish, double *ours, double *raw)
+{
+    double to[ROUNDS], tr[ROUNDS], d[ROUNDS];
+    for (int r = -1; r < ROUNDS; r++) {
+        double x = batch_raw(q, k, a, c, finish), y = batch_ours(dev, ta, finish);
+        if (r < 0)
+            continue;
+        tr[r] = x, to[r] = y, d[r] = y - x;
+    }
+    *ours = median(to, ROUNDS), *raw = median(tr, ROUNDS);
+    return median(d, ROUNDS);
+}
+
+/* One case's line; overhead is the library's cost where there is a reference. */
+static void print(const char *name, const char *dev, double t, const char *ref, double t_ref,
+                  double overhead)
 {
     printf("{\"name\": \"%s\", \"device\": \"%s\", \"time_us\": %.3f", name, dev, t * 1e6);
     if (ref)
         printf(", \"reference\": \"%s\", \"reference_time_us\": %.3f, \"overhead_us\": %.3f, "
-               "\"ratio_to_reference\": %.3f", ref, t_ref * 1e6, (t - t_ref) * 1e6, t / t_ref);
+               "\"ratio_to_reference\": %.3f", ref, t_ref * 1e6, overhead * 1e6, t / t_ref);
     printf("}\n");
     fflush(stdout);
 }
@@ -109,7 +130,7 @@ int main(void)
     clt_tensor *h = clt_tensor_ones(CLT_SHAPE(16), CLT_F32, clt_device_cpu());
     if (!h)
         fail("clt_tensor_ones");
-    print("add 16 elements, whole call", "cpu", time_ours(clt_device_cpu(), h, false), NULL, 0);
+    print("add 16 elements, whole call", "cpu", time_ours(clt_device_cpu(), h), NULL, 0, 0);
     clt_tensor_release(h);
 
     for (int d = 0; d < clt_device_count(); d++) {
@@ -131,11 +152,11 @@ int main(void)
         if (err != CL_SUCCESS)
             fail("clCreateKernel");
         cl_mem ma = clt_tensor_cl_mem(a, false), mc = clt_tensor_cl_mem(c, false);
-        double raw = time_raw(q, k, ma, mc, false), ours = time_ours(dev, a, false);
-        print("add 16 elements, queued", name, ours, "raw clEnqueueNDRangeKernel", raw);
-        raw = time_raw(q, k, ma, mc, true), ours = time_ours(dev, a, true);
+        double ours, raw, extra = time_pair(dev, a, q, k, ma, mc, false, &ours, &raw);
+        print("add 16 elements, queued", name, ours, "raw clEnqueueNDRangeKernel", raw, extra);
+        extra = time_pair(dev, a, q, k, ma, mc, true, &ours, &raw);
         print("add 16 elements, launch and finish", name, ours,
-              "raw clEnqueueNDRangeKernel + clFinish", raw);
+              "raw clEnqueueNDRangeKernel + clFinish", raw, extra);
         clReleaseKernel(k);
         clReleaseProgram(p);
         clt_tensor_release(c), clt_tensor_release(a);
