@@ -189,13 +189,14 @@ typedef struct torch_ref {
     char version[64]; /* "" when PyTorch was not found */
     int threads;
     double mlp_s, cnn_s;
+    double mlp_busy, cnn_busy; /* the process's CPU time over wall time: cores kept busy */
 } torch_ref;
 
 /* Runs train_torch.py with the first interpreter that imports torch; false if none does. */
 static bool run_torch(int threads, torch_ref *ref)
 {
     char args[256], line[512];
-    *ref = (torch_ref){"", 0, 0, 0};
+    *ref = (torch_ref){"", 0, 0, 0, 0, 0};
     snprintf(args, sizeof args, "--threads %d --batch %d --warmup %d --repeats %d", threads, BATCH,
              WARMUP, REPEATS);
     FILE *p = bench_torch_popen(BENCH_TRAIN_TORCH_PY, args);
@@ -204,25 +205,31 @@ static bool run_torch(int threads, torch_ref *ref)
     while (fgets(line, sizeof line, p)) {
         char model[16], version[64];
         int th;
-        double t;
-        if (sscanf(line, "{\"model\": \"%15[^\"]\", \"torch\": \"%63[^\"]\", \"threads\": %d, "
-                         "\"batch\": %*d, \"time_s\": %lf", model, version, &th, &t) != 4)
+        double t, busy = 0;
+        if (sscanf(line,
+                   "{\"model\": \"%15[^\"]\", \"torch\": \"%63[^\"]\", \"threads\": %d, "
+                   "\"batch\": %*d, \"time_s\": %lf, \"cores_busy\": %lf",
+                   model, version, &th, &t, &busy) < 4)
             continue;
         snprintf(ref->version, sizeof ref->version, "%s", version);
         ref->threads = th;
-        *(strcmp(model, "mlp") == 0 ? &ref->mlp_s : &ref->cnn_s) = t;
+        bool mlp = strcmp(model, "mlp") == 0;
+        *(mlp ? &ref->mlp_s : &ref->cnn_s) = t;
+        *(mlp ? &ref->mlp_busy : &ref->cnn_busy) = busy;
     }
     return pclose(p) == 0 && ref->mlp_s > 0 && ref->cnn_s > 0;
 }
 
-/* The faster of PyTorch's two runs for one model (mlp true: the MLP): its time and threads. */
-static double torch_best(const torch_ref *runs, bool mlp, int *threads)
+/* The faster of PyTorch's two runs for one model (mlp true: the MLP): its time, threads and
+ * cores kept busy. */
+static double torch_best(const torch_ref *runs, bool mlp, int *threads, double *busy)
 {
     double best = 0;
     for (int i = 0; i < 2; i++) {
         double t = mlp ? runs[i].mlp_s : runs[i].cnn_s;
         if (runs[i].version[0] && t > 0 && (best == 0 || t < best))
-            best = t, *threads = runs[i].threads;
+            best = t, *threads = runs[i].threads,
+            *busy = mlp ? runs[i].mlp_busy : runs[i].cnn_busy;
     }
     return best;
 }
@@ -232,17 +239,18 @@ static void report(const char *name, clt_device *dev, double t, const torch_ref 
 {
     const torch_ref *torch = &runs[0];
     int best_threads = 0;
-    double torch_s = torch_best(runs, mlp, &best_threads);
+    double busy = 0, torch_s = torch_best(runs, mlp, &best_threads, &busy);
     printf("{\"name\": \"%s\", \"device\": \"%s\", \"batch\": %d, \"time_s\": %.6e, "
            "\"samples_per_s\": %.0f, \"pytorch\": \"%s\"",
            name, clt_device_name(dev), BATCH, t, BATCH / t,
            torch->version[0] ? torch->version : "none");
     if (torch->version[0])
         printf(", \"reference\": \"PyTorch CPU, faster of 1 and %d threads\", "
-               "\"reference_threads\": %d, \"reference_time_s\": %.6e, "
+               "\"reference_threads\": %d, \"reference_cores_busy\": %.2f, "
+               "\"reference_time_s\": %.6e, "
                "\"ratio_to_reference\": %.3f, \"pytorch_%d_threads_time_s\": %.6e, "
                "\"pytorch_%d_threads_time_s\": %.6e", runs[1].threads ? runs[1].threads : 1,
-               best_threads, torch_s, t / torch_s, runs[0].threads,
+               best_threads, busy, torch_s, t / torch_s, runs[0].threads,
                mlp ? runs[0].mlp_s : runs[0].cnn_s, runs[1].threads ? runs[1].threads : 1,
                mlp ? runs[1].mlp_s : runs[1].cnn_s);
     else if (blas_s > 0)

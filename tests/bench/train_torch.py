@@ -1,7 +1,8 @@
 """PyTorch reference for bench_train: the time of one training step (zero_grad, forward,
 cross_entropy, backward, SGD step) of the same two models on the same batch, on the CPU with a
 given number of threads. Prints one JSON line per model:
-{"model": "mlp", "torch": "2.1.0", "threads": 2, "batch": 128, "time_s": ...}
+{"model": "mlp", "torch": "2.1.0", "threads": 2, "batch": 128, "time_s": ...,
+ "cores_busy": 1.9}
 Run by build/tests/bench/bench_train; usage: train_torch.py --threads N --batch B --repeats R
 """
 import argparse
@@ -28,9 +29,14 @@ class DigitsCNN(nn.Module):
 
 
 def step_time(model, x, y, warmup, repeats):
+    """The median step's seconds, and the process's CPU time over its wall time across the timed
+    steps: torch.set_num_threads sets PyTorch's own threads, but a build on the system's BLAS
+    (Debian's) runs its products on OpenBLAS's threads, one a core whatever it is set to."""
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     times = []
     for r in range(warmup + repeats):
+        if r == warmup:
+            cpu0, wall0 = time.process_time(), time.perf_counter()
         t0 = time.perf_counter()
         optimizer.zero_grad()
         loss = F.cross_entropy(model(x), y)
@@ -38,7 +44,8 @@ def step_time(model, x, y, warmup, repeats):
         optimizer.step()
         if r >= warmup:
             times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    busy = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
+    return statistics.median(times), busy
 
 
 def main():
@@ -57,9 +64,10 @@ def main():
         ("cnn", DigitsCNN(), torch.randn(a.batch, 1, 8, 8)),
     ]
     for name, model, x in cases:
-        t = step_time(model, x, y, a.warmup, a.repeats)
+        t, busy = step_time(model, x, y, a.warmup, a.repeats)
         print(json.dumps({"model": name, "torch": torch.__version__,
-                          "threads": torch.get_num_threads(), "batch": a.batch, "time_s": t}),
+                          "threads": torch.get_num_threads(), "batch": a.batch, "time_s": t,
+                          "cores_busy": round(busy, 2)}),
               flush=True)
 
 
