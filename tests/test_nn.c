@@ -1075,6 +1075,11 @@ START_TEST(test_conv2d_winograd)
         {1, 64, 56, 8, 1, 1, false},     /* too few output channels */
         {1, 64, 56, 64, 2, 1, false},    /* strided */
         {1, 64, 56, 64, 1, 2, false},    /* dilated */
+        {128, 16, 8, 32, 1, 1, false},   /* a small CNN's: channels too few for 4 tiles a row */
+        {128, 32, 8, 64, 1, 1, false},   /* ... still */
+        {128, 64, 8, 64, 1, 1, true},    /* enough */
+        {8, 32, 28, 32, 1, 1, false},    /* 32 channels, 14 tiles a row */
+        {1, 32, 56, 32, 1, 1, true},     /* ... and 28 */
     };
     for (size_t k = 0; k < sizeof choices / sizeof *choices; k++) {
         int s = choices[k].stride, d = choices[k].dilation;

@@ -106,6 +106,18 @@ size_t clt__winograd_rows = 0;
  * transforms' passes over 16 copies of the tiles. */
 #define WINOGRAD_MIN_SAVED 512
 #define WINOGRAD_MIN_CHANNELS 16
+/* And where the channels repay each tile's transforms: a tile saves 20 C K multiply-adds and
+ * costs 16 (C + K) transformed elements, so C K / (C + K) must reach WINOGRAD_MIN_PAIR, or
+ * WINOGRAD_MIN_PAIR_WIDE in images of at least WINOGRAD_WIDE_TILES tiles a row (the stages
+ * work a tile row at a time, and short rows cost more a tile). Measured on cpu and PoCL (2-core
+ * Zen 4 EPYC, each pair of paths alternating in one process): batch 128 of 8 x 8 images (4
+ * tiles a row) with 16 -> 32 channels (C K / (C + K) 10.7) ran 1.5-2.2 times slower through
+ * Winograd, 32 -> 32 (16) 1.1-1.6 times, 32 -> 64 (21) 1.3 times, 64 -> 64 (32) even, 128 ->
+ * 128 (64) 1.2-1.3 times faster; 32 -> 32 on 28 x 28 images (14 tiles a row) 1.1-1.4 times
+ * slower, on 56 x 56 (28) even on PoCL and 1.7-1.9 times faster on cpu. */
+#define WINOGRAD_MIN_PAIR 32
+#define WINOGRAD_MIN_PAIR_WIDE 16
+#define WINOGRAD_WIDE_TILES 16
 
 /* CLT_WINOGRAD: 0 never, 1 wherever it fits, -1 (unset, empty or "auto") where it pays; read
  * once, anything else ignored with a warning. */
@@ -133,7 +145,10 @@ bool clt__winograd_chosen(const clt__conv_call *c)
     double pixels = (double)c->N * (double)c->OH * (double)c->OW;
     double tiles = (double)c->N * (double)clt__winograd_tile_rows(c) *
                    (double)clt__winograd_tile_cols(c);
+    double pair = (double)c->C * (double)c->mult / ((double)c->C + (double)c->mult);
+    bool wide = clt__winograd_tile_cols(c) >= WINOGRAD_WIDE_TILES;
     return c->C >= WINOGRAD_MIN_CHANNELS && c->mult >= WINOGRAD_MIN_CHANNELS &&
+           pair >= (wide ? WINOGRAD_MIN_PAIR_WIDE : WINOGRAD_MIN_PAIR) &&
            9 * pixels - 16 * tiles >= WINOGRAD_MIN_SAVED;
 }
 
