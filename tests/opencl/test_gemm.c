@@ -212,6 +212,27 @@ START_TEST(test_gemm_tuning_fallback)
 }
 END_TEST
 
+/* A dot kernel that gives wrong results: never chosen, nor for narrow products with B
+ * transposed (packed runs those), and products are right. */
+START_TEST(test_gemm_tuning_no_dot)
+{
+    static char log[8192];
+    clt__gemm_variant choice[CLT__GEMM_CHOICES], v;
+    if (!test_use_vendors(true, false))
+        return;
+    unsetenv("CLT_GEMM");
+    setenv("CLT_CACHE_DIR", "off", 1);
+    break_gemm_kernel("bt[q] = bb + (ulong)min(j0 + q, n - 1) * ldb;"); /* dot */
+    tune_here(CLT__GEMM_DOT, "GEMM variant dot on gpu:0 (f32) gave wrong results", log, choice);
+    ck_assert_int_eq(choice[CLT__GEMM_NARROW], CLT__GEMM_PACKED);
+    clt__gemm_call narrow = {.dtype = CLT_F32, .m = 7, .n = 3, .k = 300, .batch = 1,
+                             .trans_b = true};
+    ck_assert_int_eq(clt__cl_gemm_choose("test", clt_device_get("gpu:0"), &narrow, &v), CLT_OK);
+    ck_assert_int_eq(v, CLT__GEMM_PACKED);
+    products_right(true);
+}
+END_TEST
+
 /* A gemm.cl that does not build: the library's variants fail verification with the build's
  * error in a warning, and CLBlast runs every product. The failures are the tuner's own: the
  * caller's last error stays as it was. */
@@ -268,6 +289,23 @@ START_TEST(test_gemm_defaults)
                             : m <= 64 ? CLT__GEMM_DOT
                                       : CLT__GEMM_PACKED);
     }
+    /* by the shape: B transposed and at most half a panel wide runs dot, B as stored and at
+     * most CLT__GEMM_SHORT_ROWS rows direct, where the size alone would pack */
+    size_t half = clt__cl_gemm_panel_width(dev, CLT_F32) / 2;
+    for (size_t n = half; n <= half + 1; n++) {
+        clt__gemm_call narrow =
+            {.dtype = CLT_F32, .m = 128, .n = n, .k = 512, .batch = 1, .trans_b = true};
+        ck_assert_int_eq(clt__cl_gemm_choose("test", dev, &narrow, &v), CLT_OK);
+        ck_assert_int_eq(v, !tiles ? CLT__GEMM_CLBLAST : n == half ? CLT__GEMM_DOT
+                                                                   : CLT__GEMM_PACKED);
+    }
+    for (size_t m = CLT__GEMM_SHORT_ROWS; m <= CLT__GEMM_SHORT_ROWS + 1; m++) {
+        clt__gemm_call wide = {.dtype = CLT_F32, .m = m, .n = 4096, .k = 4096, .batch = 1};
+        ck_assert_int_eq(clt__cl_gemm_choose("test", dev, &wide, &v), CLT_OK);
+        ck_assert_int_eq(v, !tiles                       ? CLT__GEMM_CLBLAST
+                            : m <= CLT__GEMM_SHORT_ROWS ? CLT__GEMM_DIRECT
+                                                         : CLT__GEMM_PACKED);
+    }
     clt_manual_seed(6);
     for (int64_t n = 1; n <= 200; n *= 14) {
         clt_tensor *a = rnd(dev, CLT_F32, CLT_SHAPE(n, 10));
@@ -308,6 +346,7 @@ Suite *suite_gemm(void)
     ADD_DEVICE_TEST(tc, test_gemm_defaults);
     tcase_add_test(tc, test_gemm_tuning);
     tcase_add_test(tc, test_gemm_tuning_fallback);
+    tcase_add_test(tc, test_gemm_tuning_no_dot);
     tcase_add_test(tc, test_gemm_tuning_build_failure);
     tcase_add_test(tc, test_gemm_forced);
     suite_add_tcase(s, tc);

@@ -122,7 +122,7 @@ unsigned clt__cl_gemm_nv(unsigned vector_bytes)
 }
 
 /* The width of a packed panel of B: NV vectors of VW elements (kernels/gemm.cl). */
-static size_t panel_width(clt_device *dev, clt_dtype dtype)
+size_t clt__cl_gemm_panel_width(clt_device *dev, clt_dtype dtype)
 {
     clt__cl_device *cd = clt__cl(dev);
     return dtype == CLT_F64 ? cd->gemm_nv[1] * (size_t)cd->vw_double
@@ -131,7 +131,7 @@ static size_t panel_width(clt_device *dev, clt_dtype dtype)
 
 size_t clt__cl_gemm_panel_bytes(clt_device *dev, const clt__gemm_call *c)
 {
-    size_t pw = panel_width(dev, c->dtype), np = (c->n + pw - 1) / pw, bytes = 0;
+    size_t pw = clt__cl_gemm_panel_width(dev, c->dtype), np = (c->n + pw - 1) / pw, bytes = 0;
     size_t elem = clt_dtype_size(c->dtype);
     if (!clt__mul_size(c->batch, np * pw, &bytes) || !clt__mul_size(bytes, c->k, &bytes) ||
         !clt__mul_size(bytes, elem, &bytes))
@@ -230,7 +230,7 @@ static clt_status packed_product(const char *fn, clt_device *dev, const clt__gem
     cl_mem out = c->c;
     cl_ulong c_off = c->c_offset, ldc = c->ldc, c_bs = c->c_stride, gs = cg_stride;
     cl_int g = (cl_int)cg;
-    size_t pw = panel_width(dev, c->dtype);
+    size_t pw = clt__cl_gemm_panel_width(dev, c->dtype);
     size_t global[3] = {(c->m + 3) / 4, (c->n + pw - 1) / pw, c->batch}, one[3] = {1, 1, 1};
     clt__cl_arg rest[] = {{sizeof panels, &panels},
                           {sizeof out, &out},
@@ -257,7 +257,7 @@ static clt_status run_ours(const char *fn, clt_device *dev, clt__gemm_variant v,
     cl_ulong b_off = c->b_offset, b_rs = c->trans_b ? 1 : c->ldb, b_cs = c->trans_b ? c->ldb : 1;
     cl_ulong b_bs = c->b_stride, c_off = c->c_offset, ldc = c->ldc, c_bs = c->c_stride;
     cl_mem b = c->b, out = c->c;
-    size_t pw = panel_width(dev, c->dtype), np = (c->n + pw - 1) / pw;
+    size_t pw = clt__cl_gemm_panel_width(dev, c->dtype), np = (c->n + pw - 1) / pw;
     gemm_scalars s;
     epilogue_args e;
     clt__cl_arg args[24];
@@ -343,7 +343,7 @@ clt_status clt__cl_conv2d_packed(const char *fn, clt_device *dev, const clt__con
 {
     const clt__gemm_call product = clt__cl_conv2d_product(c), *g = &product;
     void *panels = NULL;
-    size_t capacity = 0, pw = panel_width(dev, g->dtype), L = c->OH * c->OW;
+    size_t capacity = 0, pw = clt__cl_gemm_panel_width(dev, g->dtype), L = c->OH * c->OW;
     clt_status st =
         clt__device_alloc(fn, dev, clt__cl_gemm_panel_bytes(dev, g), false, &panels, &capacity);
     if (st != CLT_OK)

@@ -25,7 +25,7 @@
                               * keep the default (a slow device, a simulator) */
 #define TUNE_WALL_S 3.0      /* seconds of tuning (compiles and checks included) past which no
                               * larger class is timed */
-#define TUNE_FORMAT "cltensor gemm tuning 4\n"
+#define TUNE_FORMAT "cltensor gemm tuning 5\n"
 
 static double now_s(void)
 {
@@ -329,6 +329,8 @@ static void defaults(clt_device *dev, unsigned char *choice)
     for (int f = 0; f < CLT__GEMM_FEW_CLASSES; f++) /* dot won to 64 rows on an AVX2 EPYC */
         choice[CLT__GEMM_FEW + f] =
             tiles && few_rows[f] <= 64 ? CLT__GEMM_DOT : choice[CLT__GEMM_FALLBACK];
+    choice[CLT__GEMM_NARROW] = tiles ? CLT__GEMM_DOT : choice[CLT__GEMM_FALLBACK];
+    choice[CLT__GEMM_SHORT] = tiles ? CLT__GEMM_DIRECT : choice[CLT__GEMM_FALLBACK];
 }
 
 /* Whether tuning considers variant v on dev: the library's kernels shaped for it, and CLBlast
@@ -345,7 +347,7 @@ static bool candidate(clt_device *dev, clt__gemm_variant v)
 static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigned char *choice)
 {
     size_t elem = clt_dtype_size(dtype), n = TUNE_MAX_N;
-    bool ok[CLT__GEMM_VARIANTS], ok_packed;
+    bool ok[CLT__GEMM_VARIANTS], verified[CLT__GEMM_VARIANTS]; /* ok: verified and still timed */
     double start = now_s(), spent = 0, last = 0, *host; /* last: the last class's timed runs */
     scratch s;
     clt_status st;
@@ -366,7 +368,7 @@ static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigne
     for (int v = 0; v < CLT__GEMM_VARIANTS; v++)
         ok[v] = candidate(dev, (clt__gemm_variant)v) &&
                 verify(fn, dev, (clt__gemm_variant)v, dtype, &s, host);
-    ok_packed = ok[CLT__GEMM_PACKED];
+    memcpy(verified, ok, sizeof ok);
     clt__free(host);
     len = snprintf(line, sizeof line, "GEMM on %s (%s, %s):", dev->name, dev->info.name,
                    clt_dtype_name(dtype));
@@ -402,7 +404,7 @@ static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigne
                             best > 0 ? 2e-9 * (double)size * (double)size * (double)size / best
                                      : 0.0);
     }
-    choice[CLT__GEMM_FALLBACK] = ok_packed ? CLT__GEMM_PACKED : CLT__GEMM_CLBLAST;
+    choice[CLT__GEMM_FALLBACK] = verified[CLT__GEMM_PACKED] ? CLT__GEMM_PACKED : CLT__GEMM_CLBLAST;
     /* few rows, B transposed: dot against the fallback on m x 512 x 512 */
     for (int f = 0; f < CLT__GEMM_FEW_CLASSES; f++) {
         unsigned char other = choice[CLT__GEMM_FALLBACK], *to = &choice[CLT__GEMM_FEW + f];
@@ -411,18 +413,32 @@ static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigne
             *to = other;
         } else if (now_s() - start > TUNE_WALL_S) { /* out of time: the default */
             *to = fallback[CLT__GEMM_FEW + f] == CLT__GEMM_DOT ? CLT__GEMM_DOT : other;
-        } else {
-            t_other = measure(fn, dev, (clt__gemm_variant)other, dtype, few_rows[f], 512, true,
-                              &s, -1, &spent);
-            if (t_other >= 0)
-                t_dot = measure(fn, dev, CLT__GEMM_DOT, dtype, few_rows[f], 512, true, &s,
-                                t_other, &spent);
-            *to = t_dot >= 0 && t_dot < t_other ? CLT__GEMM_DOT : other;
+        } else { /* twice each, alternating, the faster of each's two: a shared machine's
+                  * phases chose either of two close variants from run to run */
+            for (int r = 0; r < 2 && (r == 0 || (t_other >= 0 && t_dot >= 0)); r++) {
+                double a = measure(fn, dev, (clt__gemm_variant)other, dtype, few_rows[f], 512,
+                                   true, &s, -1, &spent);
+                double b = a >= 0 ? measure(fn, dev, CLT__GEMM_DOT, dtype, few_rows[f], 512,
+                                            true, &s, -1, &spent)
+                                  : -1;
+                t_other = a < 0 ? -1 : r == 0 || a < t_other ? a : t_other;
+                t_dot = b < 0 ? -1 : r == 0 || b < t_dot ? b : t_dot;
+            }
+            *to = t_dot >= 0 && t_other >= 0 && t_dot < t_other ? CLT__GEMM_DOT : other;
         }
         if (len > 0 && (size_t)len < sizeof line)
             len += snprintf(line + len, sizeof line - (size_t)len, "; %zu rows, B^T %s",
                             few_rows[f], clt__gemm_variant_names[*to]);
     }
+    /* by the shape alone, where packing does not pay (cl_internal.h) */
+    choice[CLT__GEMM_NARROW] =
+        verified[CLT__GEMM_DOT] ? CLT__GEMM_DOT : choice[CLT__GEMM_FALLBACK];
+    choice[CLT__GEMM_SHORT] =
+        verified[CLT__GEMM_DIRECT] ? CLT__GEMM_DIRECT : choice[CLT__GEMM_FALLBACK];
+    if (len > 0 && (size_t)len < sizeof line)
+        len += snprintf(line + len, sizeof line - (size_t)len, "; narrow B^T %s; short %s",
+                        clt__gemm_variant_names[choice[CLT__GEMM_NARROW]],
+                        clt__gemm_variant_names[choice[CLT__GEMM_SHORT]]);
     scratch_free(&s);
     clt_clear_error();
     clt__log(CLT_LOG_INFO, "%s; tuned in %.2f s", line, now_s() - start);
@@ -532,6 +548,8 @@ clt_status clt__cl_gemm_tune(const char *fn, clt_device *dev, clt_dtype dtype,
     return choices(fn, dev, dtype, true, choice);
 }
 
+int clt__cl_gemm_by_shape = 1;
+
 clt_status clt__cl_gemm_choose(const char *fn, clt_device *dev, const clt__gemm_call *c,
                                clt__gemm_variant *v)
 {
@@ -552,6 +570,14 @@ clt_status clt__cl_gemm_choose(const char *fn, clt_device *dev, const clt__gemm_
     *v = choice[forced >= 0 ? 0 : clt__gemm_class(c)];
     if (forced < 0 && few_class(c) >= 0)
         *v = choice[few_class(c)];
+    if (forced < 0 && clt__cl_gemm_by_shape &&
+        (*v == CLT__GEMM_PACKED || (c->trans_b && *v == CLT__GEMM_DIRECT))) {
+        /* where packing does not pay: by the shape (cl_internal.h) */
+        if (c->trans_b && 2 * c->n <= clt__cl_gemm_panel_width(dev, c->dtype))
+            *v = choice[CLT__GEMM_NARROW];
+        else if (!c->trans_b && c->m <= CLT__GEMM_SHORT_ROWS)
+            *v = choice[CLT__GEMM_SHORT];
+    }
     if (!clt__cl_gemm_fits(dev, *v, c))
         *v = choice[CLT__GEMM_FALLBACK];
     if (!clt__cl_gemm_fits(dev, *v, c))

@@ -31,7 +31,12 @@ extern const char *const clt__gemm_variant_names[CLT__GEMM_VARIANTS];
  * verification, else CLBlast; then, for products with B transposed and few rows (a
  * transformer's decoding step, nn.Linear on a small batch), where packing B can cost more than
  * the product, one variant for each bound of m in CLT__GEMM_FEW_ROWS (dot or the one before,
- * tuned on m x 512 x 512). */
+ * tuned on m x 512 x 512). Last, what runs instead of packed where packing does not pay, by
+ * the shape alone (each the variant when it passed verification, else the fallback): products with
+ * B transposed and at most half a panel of columns (CLT__GEMM_NARROW: dot, where packed would
+ * compute a whole panel's columns for a few), and products with B as it is stored and at most
+ * CLT__GEMM_SHORT_ROWS rows (CLT__GEMM_SHORT: direct, where each packed panel would be read by
+ * a few work-items only). */
 #define CLT__GEMM_CLASSES 5
 #define CLT__GEMM_FALLBACK CLT__GEMM_CLASSES  /* the index of the second kind of choice */
 #define CLT__GEMM_FEW (CLT__GEMM_CLASSES + 1) /* and of the third */
@@ -40,7 +45,13 @@ extern const char *const clt__gemm_variant_names[CLT__GEMM_VARIANTS];
     {                                                                                          \
         8, 32, 64, 128                                                                         \
     }
-#define CLT__GEMM_CHOICES (CLT__GEMM_FEW + CLT__GEMM_FEW_CLASSES)
+#define CLT__GEMM_NARROW (CLT__GEMM_FEW + CLT__GEMM_FEW_CLASSES) /* and of the last two */
+#define CLT__GEMM_SHORT (CLT__GEMM_NARROW + 1)
+#define CLT__GEMM_SHORT_ROWS 32
+#define CLT__GEMM_CHOICES (CLT__GEMM_SHORT + 1)
+/* Whether the narrow and short choices apply: 1 (the default), 0 for the size class's choice
+ * alone (benchmarks compare the two). */
+extern int clt__cl_gemm_by_shape;
 
 /* A built program and the kernels taken from it so far. A program's name is a file of cl/
  * ("nn"), or "file:part" for the kernels of one part of it ("elementwise:contiguous"), built
@@ -193,6 +204,9 @@ clt_status clt__cl_launch_nd(const char *fn, clt_device *dev, const char *progra
 size_t clt__cl_gemm_panel_bytes(clt_device *dev, const clt__gemm_call *c);
 /* The vectors in a row of the GEMM register tile for native vectors of vector_bytes bytes. */
 unsigned clt__cl_gemm_nv(unsigned vector_bytes);
+/* The columns of a packed panel of B, and of the register tile of the packed and direct
+ * variants, on dev for dtype. */
+size_t clt__cl_gemm_panel_width(clt_device *dev, clt_dtype dtype);
 
 /* Whether variant v can run the call on dev (CLBlast always can). */
 bool clt__cl_gemm_fits(clt_device *dev, clt__gemm_variant v, const clt__gemm_call *c);
