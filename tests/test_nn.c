@@ -133,6 +133,91 @@ END_TEST
  * backward (the fused rows): against the composed path (log_softmax and the gather, which
  * weights of 1 take) on 37 rows of 11 classes with ignored rows, f32 and f64, the mean loss
  * and the gradient of the logits. */
+/* Targets written from the host carry the range of their values (so that cross entropy on an
+ * OpenCL device checks them without reading them back); a write that changes them, or a
+ * pointer handed out, makes it unknown, and a target out of range is an error whichever way
+ * the check goes. (Buffers handed out on OpenCL devices: the opencl suite.) */
+START_TEST(test_cross_entropy_target_range)
+{
+    clt_device *dev = test_device(_i);
+    const double logits[] = {0, 1, 2, 3, 4, 5};
+    const double l = log(1 + exp(-1.0) + exp(-2.0)); /* row 0's loss for target 2 */
+    clt_tensor *x = make(dev, CLT_F32, logits, CLT_SHAPE(2, 3));
+    int64_t tv[] = {2, 0}, lo = -1, hi = -1;
+    clt_tensor *t = clt_tensor_from_data(CLT_SHAPE(2), tv, CLT_I64, dev);
+    ck_assert(clt__tensor_range(t, &lo, &hi));
+    ck_assert_int_eq(lo, 0);
+    ck_assert_int_eq(hi, 2);
+    check(clt_cross_entropy(x, t, NULL), (double[]){(l + (l + 2)) / 2}, 1, 1e-6, "known range");
+    clt_tensor *row = clt_slice(t, 0, 1, 2, 1); /* a view: bounded by its storage's range */
+    ck_assert(clt__tensor_range(row, &lo, &hi));
+    clt_tensor_release(row);
+
+    /* copies take it along: from the host, and on to another device */
+    clt_tensor *h = clt_tensor_from_data(CLT_SHAPE(2), tv, CLT_I64, clt_device_cpu());
+    clt_tensor *d = clt_tensor_to(h, dev);
+    ck_assert(clt__tensor_range(d, &lo, &hi));
+    ck_assert_int_eq(hi, 2);
+    clt_tensor *back = clt_tensor_to(d, clt_device_cpu());
+    ck_assert(clt__tensor_range(back, &lo, &hi));
+    ck_assert_int_eq(lo, 0);
+
+    /* an in-place write: unknown, and the targets checked from their values */
+    clt_tensor *three = clt_tensor_full(0, NULL, 3, CLT_I64, dev);
+    ck_assert_int_eq(clt_copy_(t, three), CLT_OK);
+    ck_assert(!clt__tensor_range(t, &lo, &hi));
+    ck_assert_ptr_null(clt_cross_entropy(x, t, NULL));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_cross_entropy: target 3 (element 0) is out of range for size 3");
+
+    /* a host pointer handed out: never known again, even after the library writes it */
+    int64_t *p = clt_tensor_data(back);
+    ck_assert_ptr_nonnull(p);
+    ck_assert(!clt__tensor_range(back, &lo, &hi));
+    p[1] = 5;
+    clt_tensor *moved = clt_tensor_to(back, dev); /* from the values as they are now */
+    if (!clt__is_host(dev)) { /* (on cpu, `back` itself) */
+        ck_assert(clt__tensor_range(moved, &lo, &hi));
+        ck_assert_int_eq(hi, 5);
+    }
+    ck_assert_ptr_null(clt_cross_entropy(x, moved, NULL));
+    ck_assert_error_has("clt_cross_entropy: target 5 (element 1) is out of range for size 3");
+    ck_assert_int_eq(clt_fill_(back, 1), CLT_OK);
+    ck_assert(!clt__tensor_range(back, &lo, &hi));
+
+    /* a range that includes the ignored value, or negative targets: checked from the values */
+    int64_t iv[] = {-100, 1};
+    clt_tensor *ti = clt_tensor_from_data(CLT_SHAPE(2), iv, CLT_I64, dev);
+    check(clt_cross_entropy(x, ti, NULL), (double[]){l + 1}, 1, 1e-6, "one ignored");
+    clt_tensor *all[] = {ti, moved, three, back, d, h, t, x};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        clt_tensor_release(all[k]);
+}
+END_TEST
+
+/* The rows kernel reads nothing for a target outside the classes (the checks above keep such
+ * targets from it): that row's loss is NaN, the others' as always. */
+START_TEST(test_cross_entropy_rows_out_of_range)
+{
+    clt_device *dev = test_device(_i);
+    const double logits[] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+    clt_tensor *x = make(dev, CLT_F32, logits, CLT_SHAPE(3, 3));
+    int64_t tv[] = {2, -5, 1000000};
+    clt_tensor *t = clt_tensor_from_data(CLT_SHAPE(3), tv, CLT_I64, dev);
+    clt_tensor *out = clt_tensor_empty(CLT_SHAPE(3), CLT_F32, dev);
+    clt__xent_call c = {.dtype = CLT_F32, .rows = 3, .classes = 3, .ignore = -100,
+                        .logits = x->storage->buf, .logits_offset = x->offset,
+                        .target = t->storage->buf, .target_offset = t->offset,
+                        .out = out->storage->buf, .out_offset = out->offset};
+    ck_assert_int_eq(CLT__BACKEND_CALL(cross_entropy, "test", dev, CLT_F32, &c), CLT_OK);
+    float got[3];
+    ck_assert_int_eq(clt_tensor_copy_to_host(out, got, sizeof got), CLT_OK);
+    ck_assert_float_eq_tol(got[0], log(1 + exp(-1.0) + exp(-2.0)), 1e-5);
+    ck_assert(isnan(got[1]) && isnan(got[2]));
+    clt_tensor_release(out), clt_tensor_release(t), clt_tensor_release(x);
+}
+END_TEST
+
 START_TEST(test_cross_entropy_fused)
 {
     clt_device *dev = test_device(_i);
@@ -1644,6 +1729,8 @@ Suite *suite_nn(void)
     ADD_DEVICE_TEST(tc, test_conv2d_bands);
     ADD_DEVICE_TEST(tc, test_conv2d_winograd);
     ADD_DEVICE_TEST(tc, test_cross_entropy_fused);
+    ADD_DEVICE_TEST(tc, test_cross_entropy_target_range);
+    ADD_DEVICE_TEST(tc, test_cross_entropy_rows_out_of_range);
     ADD_DEVICE_TEST(tc, test_pooling);
     ADD_DEVICE_TEST(tc, test_pool_ceil_mode);
     ADD_DEVICE_TEST(tc, test_cumsum_sort);

@@ -461,19 +461,26 @@ static const clt__derivative xent_derivative = {"CrossEntropyBackward", xent_bw,
 
 /* Cross entropy's per-row losses of logits (N, C) with targets (N,), none weighted or smoothed,
  * as one device operation forward and one backward (instead of log_softmax's and the gather's
- * dozen); the targets are checked on the host, which counts the rows that are not ignored into
- * *denominator. NULL with the error set. */
+ * dozen); the targets are checked, and the rows that are not ignored counted into *denominator,
+ * from their known range (clt__tensor_range: a batch of labels written from the host, none of
+ * them ignore) where it shows every target in 0..C-1, else on the host: reading them back
+ * would make the host wait for the forward pass. NULL with the error set. */
 static clt_tensor *xent_rows(const char *fn, clt_tensor *x, clt_tensor *target, int64_t ignore,
                              double *denominator)
 {
-    int64_t n = x->shape[0], c = x->shape[1];
-    int64_t *t = clt__host_indices(fn, target, c, true, ignore, "target");
-    if (!t)
-        return NULL;
-    *denominator = 0;
-    for (int64_t i = 0; i < n; i++)
-        *denominator += t[i] != ignore;
-    clt__free(t);
+    int64_t n = x->shape[0], c = x->shape[1], lo, hi;
+    if (!clt__is_host(target->storage->device) && clt__tensor_range(target, &lo, &hi) &&
+        lo >= 0 && hi < c && (ignore < lo || ignore > hi)) {
+        *denominator = (double)n;
+    } else {
+        int64_t *t = clt__host_indices(fn, target, c, true, ignore, "target");
+        if (!t)
+            return NULL;
+        *denominator = 0;
+        for (int64_t i = 0; i < n; i++)
+            *denominator += t[i] != ignore;
+        clt__free(t);
+    }
     clt_tensor *in[2] = {clt__contiguous(fn, x), NULL}, *out = NULL;
     in[1] = in[0] ? clt__contiguous(fn, target) : NULL;
     if (!in[1])

@@ -126,6 +126,12 @@ static clt_tensor *move(const char *fn, clt_tensor *x, clt_device *dev, bool non
                                      0, y->storage->nbytes);
     else
         st = through_host(fn, x, y);
+    if (st == CLT_OK && x->dtype == CLT_I64) { /* what is known of the values goes with them */
+        if (clt__is_host(src))
+            clt__storage_note_range(y->storage, clt__host_ptr(x), x->numel);
+        else
+            clt__storage_copy_range(y->storage, x->storage);
+    }
     if (st == CLT_OK)
         return y;
     clt_tensor_release(y);

@@ -260,6 +260,57 @@ clt_status clt_tensor_item(const clt_tensor *t, double *value)
     return st;
 }
 
+void clt__storage_note_range(clt__storage *s, const int64_t *v, size_t n)
+{
+    int64_t lo = n ? v[0] : 0, hi = lo;
+    for (size_t i = 1; i < n; i++) {
+        lo = v[i] < lo ? v[i] : lo;
+        hi = v[i] > hi ? v[i] : hi;
+    }
+    pthread_mutex_lock(&s->lock);
+    s->range_known = !s->exposed && n > 0;
+    s->range_min = lo, s->range_max = hi;
+    s->range_version = atomic_load(&s->version);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void clt__storage_copy_range(clt__storage *dst, clt__storage *src)
+{
+    int64_t lo = 0, hi = 0;
+    bool known;
+    pthread_mutex_lock(&src->lock);
+    known = src->range_known && !src->exposed &&
+            src->range_version == atomic_load(&src->version);
+    lo = src->range_min, hi = src->range_max;
+    pthread_mutex_unlock(&src->lock);
+    pthread_mutex_lock(&dst->lock);
+    dst->range_known = known && !dst->exposed;
+    dst->range_min = lo, dst->range_max = hi;
+    dst->range_version = atomic_load(&dst->version);
+    pthread_mutex_unlock(&dst->lock);
+}
+
+void clt__storage_expose(clt__storage *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->exposed = true;
+    s->range_known = false;
+    pthread_mutex_unlock(&s->lock);
+}
+
+bool clt__tensor_range(const clt_tensor *t, int64_t *lo, int64_t *hi)
+{
+    clt__storage *s = t->storage;
+    bool known;
+    if (t->dtype != CLT_I64)
+        return false;
+    pthread_mutex_lock(&s->lock);
+    known = s->range_known && !s->exposed && s->range_version == atomic_load(&s->version);
+    *lo = s->range_min, *hi = s->range_max;
+    pthread_mutex_unlock(&s->lock);
+    return known;
+}
+
 void *clt_tensor_data(clt_tensor *t)
 {
     static const char *const fn = "clt_tensor_data";
@@ -277,6 +328,7 @@ void *clt_tensor_data(clt_tensor *t)
         static max_align_t no_elements; /* a valid address for a tensor without elements */
         return &no_elements;
     }
+    clt__storage_expose(t->storage);
     return clt__host_ptr(t);
 }
 
@@ -310,6 +362,8 @@ clt_tensor *clt_tensor_from_data(int ndim, const int64_t *shape, const void *dat
                (dtype != CLT_BOOL || /* any nonzero byte is true: store it as 1 */
                 CLT__BACKEND_CALL(cast, fn, dev, CLT_BOOL, t->storage->buf, 0, CLT_U8,
                                   t->storage->buf, 0, CLT_BOOL, t->numel) == CLT_OK)) {
+        if (dtype == CLT_I64)
+            clt__storage_note_range(t->storage, data, t->numel);
         return t;
     }
     clt_tensor_release(t);

@@ -33,6 +33,13 @@ typedef struct clt__storage {
     const clt__backend *pending_backend;  /* another device still writing into this (host) */
     void *pending_event;                  /* storage: wait for this before touching it */
     atomic_uint version;                  /* counts in-place writes (autograd's saved tensors) */
+    /* The range of an i64 storage's values where the library wrote all of them from host values
+     * it saw (clt__storage_note_range) and nothing has written since (range_version is still
+     * version) nor can without its knowledge (exposed: its buffer was handed out): a check of
+     * indices on another device then needs no read back (clt__tensor_range). Under lock. */
+    bool range_known, exposed;
+    unsigned range_version;
+    int64_t range_min, range_max;
 } clt__storage;
 
 struct clt_tensor {
@@ -97,6 +104,17 @@ static inline void clt__tensor_bump_version(clt_tensor *t)
 {
     atomic_fetch_add(&t->storage->version, 1);
 }
+/* Records the range of the n i64 values v that were just written into the whole of s. */
+void clt__storage_note_range(clt__storage *s, const int64_t *v, size_t n);
+/* Gives dst, just written with a copy of src's elements (all, or a part), src's known range. */
+void clt__storage_copy_range(clt__storage *dst, clt__storage *src);
+/* Marks s as reachable outside the library (its buffer or address handed out): its range is
+ * never known again. */
+void clt__storage_expose(clt__storage *s);
+/* Whether the range of t's values (i64) is known without reading them; then *lo and *hi bound
+ * them (those of its whole storage). */
+bool clt__tensor_range(const clt_tensor *t, int64_t *lo, int64_t *hi);
+
 /* Whether two elements of t share memory (a broadcast view, as clt_expand makes): writing into
  * it is refused. */
 static inline bool clt__tensor_overlaps(const clt_tensor *t)

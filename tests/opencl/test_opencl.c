@@ -1,5 +1,6 @@
 /* OpenCL suite: the OpenCL backend's own device tests: which devices it can use, its interop
- * objects (and their refusal for other backends' devices), and kernel builds from
+ * objects (and their refusal for other backends' devices; what a buffer handed out means for
+ * what the library knows of its values), and kernel builds from
  * CLT_KERNEL_DIR (a source that does not build, a missing file, sources equal to the embedded
  * ones). */
 #include <stdio.h>
@@ -8,6 +9,8 @@
 #include "opencl_helpers.h"
 
 #include <cltensor/opencl.h>
+
+#include "tensor/tensor_internal.h"
 
 bool clt__cl_usable(const char *c_version, const char *profile, const char **why);
 
@@ -97,6 +100,20 @@ START_TEST(test_device_opencl_interop)
         ck_assert_int_eq(clt_tensor_copy_to_host(v, back, sizeof back), CLT_OK);
         ck_assert_float_eq(back[1], 42.0f);
         clReleaseMemObject(mem);
+
+        /* labels whose buffer was handed out: their range is unknown from then on, and a
+         * target written through the buffer is caught by cross entropy's check */
+        int64_t tv[] = {1, 0}, lo, hi, seven = 7;
+        clt_tensor *t = clt_tensor_from_data(CLT_SHAPE(2), tv, CLT_I64, dev);
+        clt_tensor *logits = clt_tensor_zeros(CLT_SHAPE(2, 3), CLT_F32, dev);
+        ck_assert(clt__tensor_range(t, &lo, &hi));
+        cl_mem tm = clt_tensor_cl_mem(t, false);
+        ck_assert(!clt__tensor_range(t, &lo, &hi));
+        ck_assert_int_eq(clEnqueueWriteBuffer(q, tm, CL_FALSE, clt_tensor_cl_offset(t), sizeof seven, &seven, 0, NULL, NULL), CL_SUCCESS);
+        ck_assert_ptr_null(clt_cross_entropy(logits, t, NULL));
+        ck_assert_error_has("clt_cross_entropy: target 7 (element 0) is out of range for size 3");
+        clt_tensor_release(logits), clt_tensor_release(t);
+
         clt_tensor *empty = clt_tensor_empty(CLT_SHAPE(0), CLT_F32, dev);
         ck_assert_ptr_null(clt_tensor_cl_mem(empty, false));
         ck_assert_error_has("a tensor without elements has no buffer");

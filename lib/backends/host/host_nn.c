@@ -1113,9 +1113,10 @@ static inline double pick_double(bool b, double x, double y)
                 m = LOAD(x[k]) > m ? LOAD(x[k]) : m;                                           \
             for (size_t k = 0; k < c->classes; k++)                                            \
                 s += exp(LOAD(x[k]) - m);                                                      \
-            if (!c->backward) {                                                                \
+            if (!c->backward) { /* a target out of range (checked out before) reads nothing */ \
+                CT picked = t >= 0 && (size_t)t < c->classes ? LOAD(x[t]) : (CT)NAN;          \
                 ((ST *)c->out)[c->out_offset + r] =                                            \
-                    STORE(t == c->ignore ? (CT)0 : log(s) - (LOAD(x[t]) - m));                 \
+                    STORE(t == c->ignore ? (CT)0 : log(s) - (picked - m));                     \
                 continue;                                                                      \
             }                                                                                  \
             ST *o = (ST *)c->out + c->out_offset + r * c->classes;                             \

@@ -58,6 +58,7 @@ cl_mem clt_tensor_cl_mem(const clt_tensor *t, bool retain)
         clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "a tensor without elements has no buffer");
         return NULL;
     }
+    clt__storage_expose(t->storage); /* written, maybe, where the library cannot see */
     if (retain)
         clRetainMemObject(mem);
     return mem;

@@ -10,7 +10,8 @@
 #define STORE(v) CLT_CAT(CLT_CAT(CLT_CAT(clt_, KIND), _to_), DT)(v)
 
 /* out[r] = log(s) - (x_t - m), or with backward out[r, c] = g[r] (exp(x_c - m) / s - (c == t));
- * 0 (the row's loss or every gradient of it) where the target is `ignore`. */
+ * 0 (the row's loss or every gradient of it) where the target is `ignore`. A target outside
+ * 0..classes-1 (which the host's checks keep out) reads nothing: its loss is NaN. */
 __kernel void cross_entropy(__global ST *out, ulong out_off, __global const ST *logits,
                             ulong logits_off, __global const long *target, ulong target_off,
                             __global const ST *g, ulong g_off, ulong rows, ulong classes,
@@ -27,7 +28,8 @@ __kernel void cross_entropy(__global ST *out, ulong out_off, __global const ST *
     for (ulong k = 0; k < classes; k++)
         s += exp(LOAD(x[k]) - m);
     if (!backward) {
-        out[out_off + r] = STORE(t == ignore ? (CT)0 : log(s) - (LOAD(x[t]) - m));
+        CT picked = t >= 0 && (ulong)t < classes ? LOAD(x[t]) : (CT)NAN;
+        out[out_off + r] = STORE(t == ignore ? (CT)0 : log(s) - (picked - m));
         return;
     }
     __global ST *o = out + out_off + r * classes;
