@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "helpers.h"
+#include "tensor/tensor_internal.h"
 
 enum { ITEMS = 10 };
 
@@ -51,11 +52,17 @@ static int epoch(clt_loader *l, clt_device *dev, int64_t batch_size, int64_t *se
         ck_assert_int_eq(clt_tensor_size(b[0], 1), 2);
         ck_assert_int_eq(clt_tensor_dtype(b[1]), CLT_I64);
         ck_assert(rows >= 1 && rows <= batch_size);
-        double *x = test_values(b[0]), *y = test_values(b[1]);
+        double *x = test_values(b[0]), *y = test_values(b[1]), lo_y = y[0], hi_y = y[0];
         for (int64_t r = 0; r < rows; r++) {
             ck_assert(x[2 * r] == y[r] && x[2 * r + 1] == 10 + y[r]);
             ck_assert_int_lt(n, ITEMS);
             seen[n++] = (int64_t)y[r];
+            lo_y = y[r] < lo_y ? y[r] : lo_y, hi_y = y[r] > hi_y ? y[r] : hi_y;
+        }
+        if (!clt__is_host(dev)) { /* labels carry their range: checks need no read back */
+            int64_t lo = -1, hi = -1;
+            ck_assert(clt__tensor_range(b[1], &lo, &hi));
+            ck_assert(lo == (int64_t)lo_y && hi == (int64_t)hi_y);
         }
         free(x), free(y);
         clt_tensor_release(b[0]), clt_tensor_release(b[1]);

@@ -144,11 +144,16 @@ static clt_status upload(clt_loader *l, slot *s, int64_t n)
         if (!s->fields[f])
             return clt_last_status();
     }
-    for (int f = 0; f < d->nfields; f++)
-        if (s->fields[f]->storage->nbytes &&
-            clt__pinned_upload(fn_next, l->dev, s->fields[f]->storage->buf, s->staging_ptr[f],
-                               s->fields[f]->storage->nbytes, &s->events[f]) != CLT_OK)
+    for (int f = 0; f < d->nfields; f++) {
+        clt_tensor *t = s->fields[f];
+        if (!t->storage->nbytes)
+            continue;
+        if (clt__pinned_upload(fn_next, l->dev, t->storage->buf, s->staging_ptr[f],
+                               t->storage->nbytes, &s->events[f]) != CLT_OK)
             return clt_last_status();
+        if (t->dtype == CLT_I64) /* labels: their range, so that checks need no read back */
+            clt__storage_note_range(t->storage, s->staging_ptr[f], t->numel);
+    }
     return CLT_OK;
 }
 
