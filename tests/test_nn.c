@@ -127,12 +127,6 @@ START_TEST(test_losses)
 }
 END_TEST
 
-/* The class losses' options against PyTorch 1.13's F.cross_entropy on the same logits (f64
- * there, f32 here): class weights, label smoothing, ignore_index, (N, C, d) inputs. */
-/* Cross entropy without weights or smoothing runs as one device operation forward and one
- * backward (the fused rows): against the composed path (log_softmax and the gather, which
- * weights of 1 take) on 37 rows of 11 classes with ignored rows, f32 and f64, the mean loss
- * and the gradient of the logits. */
 /* Targets written from the host carry the range of their values (so that cross entropy on an
  * OpenCL device checks them without reading them back); a write that changes them, or a
  * pointer handed out, makes it unknown, and a target out of range is an error whichever way
@@ -161,6 +155,11 @@ START_TEST(test_cross_entropy_target_range)
     clt_tensor *back = clt_tensor_to(d, clt_device_cpu());
     ck_assert(clt__tensor_range(back, &lo, &hi));
     ck_assert_int_eq(lo, 0);
+    /* not from a copy that returns before the device has read the host's values */
+    clt_tensor *later = clt_tensor_to_ex(h, &(clt_to_options){.device = dev, .non_blocking = true});
+    ck_assert_ptr_nonnull(later);
+    ck_assert(clt__is_host(dev) || !clt__tensor_range(later, &lo, &hi));
+    clt_tensor_release(later);
 
     /* an in-place write: unknown, and the targets checked from their values */
     clt_tensor *three = clt_tensor_full(0, NULL, 3, CLT_I64, dev);
@@ -189,6 +188,12 @@ START_TEST(test_cross_entropy_target_range)
     int64_t iv[] = {-100, 1};
     clt_tensor *ti = clt_tensor_from_data(CLT_SHAPE(2), iv, CLT_I64, dev);
     check(clt_cross_entropy(x, ti, NULL), (double[]){l + 1}, 1, 1e-6, "one ignored");
+    clt_loss_options skip1 = clt_loss_options_default(); /* ignore_index inside the range */
+    skip1.ignore_index = 1;
+    int64_t kv[] = {2, 1};
+    clt_tensor *tk = clt_tensor_from_data(CLT_SHAPE(2), kv, CLT_I64, dev);
+    check(clt_cross_entropy(x, tk, &skip1), (double[]){l}, 1, 1e-6, "ignore_index in range");
+    clt_tensor_release(tk);
     clt_tensor *all[] = {ti, moved, three, back, d, h, t, x};
     for (size_t k = 0; k < sizeof all / sizeof *all; k++)
         clt_tensor_release(all[k]);
@@ -218,6 +223,10 @@ START_TEST(test_cross_entropy_rows_out_of_range)
 }
 END_TEST
 
+/* Cross entropy without weights or smoothing runs as one device operation forward and one
+ * backward (the fused rows): against the composed path (log_softmax and the gather, which
+ * weights of 1 take) on 37 rows of 11 classes with ignored rows, f32 and f64, the mean loss
+ * and the gradient of the logits. */
 START_TEST(test_cross_entropy_fused)
 {
     clt_device *dev = test_device(_i);
@@ -257,6 +266,8 @@ START_TEST(test_cross_entropy_fused)
 }
 END_TEST
 
+/* The class losses' options against PyTorch 1.13's F.cross_entropy on the same logits (f64
+ * there, f32 here): class weights, label smoothing, ignore_index, (N, C, d) inputs. */
 START_TEST(test_loss_options)
 {
     clt_device *dev = test_device(_i);

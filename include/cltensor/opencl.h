@@ -38,7 +38,10 @@ CLT_API cl_command_queue clt_device_cl_queue(clt_device *dev, bool retain);
  * (clt_module_to and clt_module_to_dtype give a module's tensors new storage). NULL with the
  * last error set for a tensor on another backend's device, cpu among them
  * (CLT_ERR_DEVICE_MISMATCH), NULL, or a tensor without
- * elements, which has no buffer (CLT_ERR_INVALID_ARGUMENT). */
+ * elements, which has no buffer (CLT_ERR_INVALID_ARGUMENT). The library assumes the buffer may
+ * be written from then on: it no longer relies on what it knew of the values (the range of
+ * labels), and when the tensor's storage is freed the buffer goes back to OpenCL instead of the
+ * allocator's cache, so that no later tensor shares it. */
 CLT_API cl_mem clt_tensor_cl_mem(const clt_tensor *t, bool retain);
 /* The byte offset of element 0 in that buffer; 0 for NULL (no error set). */
 CLT_API size_t clt_tensor_cl_offset(const clt_tensor *t);

@@ -235,6 +235,17 @@ void clt__device_free(clt_device *dev, void *buf, size_t capacity)
     dev->backend->free(dev, buf);
 }
 
+void clt__device_free_uncached(clt_device *dev, void *buf, size_t capacity)
+{
+    clt__pool *p = dev->pool;
+    if (!buf)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->stats.allocated -= capacity;
+    pthread_mutex_unlock(&p->lock);
+    dev->backend->free(dev, buf);
+}
+
 clt_status clt_device_memory_stats(clt_device *dev, clt_memory_stats *stats)
 {
     clt__pool *p;

@@ -11,5 +11,8 @@ clt_status clt__device_alloc(const char *fn, clt_device *dev, size_t nbytes, boo
                              void **buf, size_t *capacity);
 /* Gives a buffer back: kept for reuse, or freed when it cannot be. */
 void clt__device_free(clt_device *dev, void *buf, size_t capacity);
+/* The same, straight back to the driver, never cached: for a buffer that was handed out
+ * through the interop API, which its holder may still write, so that no later tensor gets it. */
+void clt__device_free_uncached(clt_device *dev, void *buf, size_t capacity);
 
 #endif

@@ -127,10 +127,10 @@ static clt_tensor *move(const char *fn, clt_tensor *x, clt_device *dev, bool non
     else
         st = through_host(fn, x, y);
     if (st == CLT_OK && x->dtype == CLT_I64) { /* what is known of the values goes with them */
-        if (clt__is_host(src))
-            clt__storage_note_range(y->storage, clt__host_ptr(x), x->numel);
-        else
+        if (!clt__is_host(src))
             clt__storage_copy_range(y->storage, x->storage);
+        else if (!non_blocking) /* (the source may change before the device reads it) */
+            clt__storage_note_range(y->storage, clt__host_ptr(x), x->numel);
     }
     if (st == CLT_OK)
         return y;

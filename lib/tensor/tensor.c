@@ -118,7 +118,9 @@ void clt__storage_release(clt__storage *s)
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1)
         return;
     clt__storage_sync("clt_tensor_release", s);
-    if (s->buf)
+    if (s->buf && s->exposed && !clt__is_host(s->device)) /* its holder may still write it */
+        clt__device_free_uncached(s->device, s->buf, s->capacity);
+    else if (s->buf)
         clt__device_free(s->device, s->buf, s->capacity);
     pthread_mutex_destroy(&s->lock);
     clt__free(s);
@@ -260,12 +262,14 @@ clt_status clt_tensor_item(const clt_tensor *t, double *value)
     return st;
 }
 
-void clt__storage_note_range(clt__storage *s, const int64_t *v, size_t n)
+void clt__storage_note_range(clt__storage *s, const void *values, size_t n)
 {
-    int64_t lo = n ? v[0] : 0, hi = lo;
-    for (size_t i = 1; i < n; i++) {
-        lo = v[i] < lo ? v[i] : lo;
-        hi = v[i] > hi ? v[i] : hi;
+    const unsigned char *at = values; /* a caller's data need not be aligned */
+    int64_t lo = 0, hi = 0, v;
+    for (size_t i = 0; i < n; i++, at += sizeof v) {
+        memcpy(&v, at, sizeof v);
+        lo = i == 0 || v < lo ? v : lo;
+        hi = i == 0 || v > hi ? v : hi;
     }
     pthread_mutex_lock(&s->lock);
     s->range_known = !s->exposed && n > 0;

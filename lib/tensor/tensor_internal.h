@@ -104,12 +104,14 @@ static inline void clt__tensor_bump_version(clt_tensor *t)
 {
     atomic_fetch_add(&t->storage->version, 1);
 }
-/* Records the range of the n i64 values v that were just written into the whole of s. */
-void clt__storage_note_range(clt__storage *s, const int64_t *v, size_t n);
+/* Records the range of the n i64 values at `values` (any alignment) that were just written into
+ * the whole of s, and that nothing will change before the device has read them. */
+void clt__storage_note_range(clt__storage *s, const void *values, size_t n);
 /* Gives dst, just written with a copy of src's elements (all, or a part), src's known range. */
 void clt__storage_copy_range(clt__storage *dst, clt__storage *src);
 /* Marks s as reachable outside the library (its buffer or address handed out): its range is
- * never known again. */
+ * never known again, and an OpenCL buffer goes back to the driver, not the cache, when s is
+ * freed. */
 void clt__storage_expose(clt__storage *s);
 /* Whether the range of t's values (i64) is known without reading them; then *lo and *hi bound
  * them (those of its whole storage). */

@@ -305,6 +305,9 @@ START_TEST(test_gemm_defaults)
         ck_assert_int_eq(v, !tiles                       ? CLT__GEMM_CLBLAST
                             : m <= CLT__GEMM_SHORT_ROWS ? CLT__GEMM_DIRECT
                                                          : CLT__GEMM_PACKED);
+        /* a convolution's product keeps the size class's choice (its packed path) */
+        ck_assert_int_eq(clt__cl_gemm_choose_by_size("test", dev, &wide, &v), CLT_OK);
+        ck_assert_int_eq(v, tiles ? CLT__GEMM_PACKED : CLT__GEMM_CLBLAST);
     }
     clt_manual_seed(6);
     for (int64_t n = 1; n <= 200; n *= 14) {

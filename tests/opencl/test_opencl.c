@@ -112,6 +112,17 @@ START_TEST(test_device_opencl_interop)
         ck_assert_int_eq(clEnqueueWriteBuffer(q, tm, CL_FALSE, clt_tensor_cl_offset(t), sizeof seven, &seven, 0, NULL, NULL), CL_SUCCESS);
         ck_assert_ptr_null(clt_cross_entropy(logits, t, NULL));
         ck_assert_error_has("clt_cross_entropy: target 7 (element 0) is out of range for size 3");
+        /* its holder may go on writing the buffer: freed, it is not given to the next tensor */
+        clt_memory_stats before, after;
+        tm = clt_tensor_cl_mem(t, true);
+        ck_assert_int_eq(clt_device_memory_stats(dev, &before), CLT_OK);
+        clt_tensor_release(t);
+        ck_assert_int_eq(clt_device_memory_stats(dev, &after), CLT_OK);
+        ck_assert_uint_eq(after.cached, before.cached); /* not kept for reuse */
+        ck_assert_uint_lt(after.allocated, before.allocated);
+        t = clt_tensor_from_data(CLT_SHAPE(2), tv, CLT_I64, dev);
+        ck_assert_ptr_ne(clt_tensor_cl_mem(t, false), tm);
+        clReleaseMemObject(tm);
         clt_tensor_release(logits), clt_tensor_release(t);
 
         clt_tensor *empty = clt_tensor_empty(CLT_SHAPE(0), CLT_F32, dev);

@@ -158,7 +158,7 @@ clt_status clt__cl_conv2d(const char *fn, clt_device *dev, const clt__conv_call 
     clt__gemm_variant v;
     clt_status st = clt__cl_start(fn, dev);
     if (st == CLT_OK)
-        st = clt__cl_gemm_choose(fn, dev, &g, &v);
+        st = clt__cl_gemm_choose_by_size(fn, dev, &g, &v);
     if (st != CLT_OK)
         return st;
     if (v == CLT__GEMM_PACKED && clt__cl_conv_packed != 0 && !window_wide(c) && g.n > 0 &&
