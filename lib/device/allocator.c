@@ -195,7 +195,8 @@ clt_status clt__device_alloc(const char *fn, clt_device *dev, size_t nbytes, boo
     return CLT_OK;
 }
 
-void clt__device_free(clt_device *dev, void *buf, size_t capacity)
+/* clt__device_free, the buffer kept for reuse only where `cache`. */
+static void give_back(clt_device *dev, void *buf, size_t capacity, bool cache)
 {
     clt__pool *p = dev->pool;
     size_t size;
@@ -204,7 +205,7 @@ void clt__device_free(clt_device *dev, void *buf, size_t capacity)
         return;
     pthread_mutex_lock(&p->lock);
     p->stats.allocated -= capacity;
-    if (c >= 0 && size == capacity) {
+    if (cache && c >= 0 && size == capacity) {
         free_list *l = &p->lists[c];
         if (l->count == l->capacity) { /* bookkeeping: never made to fail by tests */
             int cap = l->capacity ? 2 * l->capacity : 8;
@@ -235,15 +236,14 @@ void clt__device_free(clt_device *dev, void *buf, size_t capacity)
     dev->backend->free(dev, buf);
 }
 
+void clt__device_free(clt_device *dev, void *buf, size_t capacity)
+{
+    give_back(dev, buf, capacity, true);
+}
+
 void clt__device_free_uncached(clt_device *dev, void *buf, size_t capacity)
 {
-    clt__pool *p = dev->pool;
-    if (!buf)
-        return;
-    pthread_mutex_lock(&p->lock);
-    p->stats.allocated -= capacity;
-    pthread_mutex_unlock(&p->lock);
-    dev->backend->free(dev, buf);
+    give_back(dev, buf, capacity, false);
 }
 
 clt_status clt_device_memory_stats(clt_device *dev, clt_memory_stats *stats)

@@ -262,6 +262,26 @@ clt_status clt_tensor_item(const clt_tensor *t, double *value)
     return st;
 }
 
+/* s's range as known now: recorded, and nothing written since. */
+static bool current_range(clt__storage *s, int64_t *lo, int64_t *hi)
+{
+    pthread_mutex_lock(&s->lock);
+    bool known = s->range_known && s->range_version == atomic_load(&s->version);
+    *lo = s->range_min, *hi = s->range_max;
+    pthread_mutex_unlock(&s->lock);
+    return known;
+}
+
+/* Records s's range as of its current version (never for an exposed storage). */
+static void set_range(clt__storage *s, bool known, int64_t lo, int64_t hi)
+{
+    pthread_mutex_lock(&s->lock);
+    s->range_known = known && !s->exposed;
+    s->range_min = lo, s->range_max = hi;
+    s->range_version = atomic_load(&s->version);
+    pthread_mutex_unlock(&s->lock);
+}
+
 void clt__storage_note_range(clt__storage *s, const void *values, size_t n)
 {
     const unsigned char *at = values; /* a caller's data need not be aligned */
@@ -271,27 +291,14 @@ void clt__storage_note_range(clt__storage *s, const void *values, size_t n)
         lo = i == 0 || v < lo ? v : lo;
         hi = i == 0 || v > hi ? v : hi;
     }
-    pthread_mutex_lock(&s->lock);
-    s->range_known = !s->exposed && n > 0;
-    s->range_min = lo, s->range_max = hi;
-    s->range_version = atomic_load(&s->version);
-    pthread_mutex_unlock(&s->lock);
+    set_range(s, n > 0, lo, hi);
 }
 
 void clt__storage_copy_range(clt__storage *dst, clt__storage *src)
 {
-    int64_t lo = 0, hi = 0;
-    bool known;
-    pthread_mutex_lock(&src->lock);
-    known = src->range_known && !src->exposed &&
-            src->range_version == atomic_load(&src->version);
-    lo = src->range_min, hi = src->range_max;
-    pthread_mutex_unlock(&src->lock);
-    pthread_mutex_lock(&dst->lock);
-    dst->range_known = known && !dst->exposed;
-    dst->range_min = lo, dst->range_max = hi;
-    dst->range_version = atomic_load(&dst->version);
-    pthread_mutex_unlock(&dst->lock);
+    int64_t lo, hi;
+    bool known = current_range(src, &lo, &hi);
+    set_range(dst, known, lo, hi);
 }
 
 void clt__storage_expose(clt__storage *s)
@@ -304,15 +311,7 @@ void clt__storage_expose(clt__storage *s)
 
 bool clt__tensor_range(const clt_tensor *t, int64_t *lo, int64_t *hi)
 {
-    clt__storage *s = t->storage;
-    bool known;
-    if (t->dtype != CLT_I64)
-        return false;
-    pthread_mutex_lock(&s->lock);
-    known = s->range_known && !s->exposed && s->range_version == atomic_load(&s->version);
-    *lo = s->range_min, *hi = s->range_max;
-    pthread_mutex_unlock(&s->lock);
-    return known;
+    return t->dtype == CLT_I64 && current_range(t->storage, lo, hi);
 }
 
 void *clt_tensor_data(clt_tensor *t)

@@ -72,20 +72,16 @@ static double batch_raw(cl_command_queue q, cl_kernel k, cl_mem a, cl_mem c, boo
     cl_int blocked = 1;
     cl_float s = 0;
     size_t global = 64, local = 64;
+    const struct {
+        size_t size;
+        const void *value;
+    } args[] = {{sizeof c, &c},   {sizeof off, &off}, {sizeof a, &a},       {sizeof off, &off},
+                {sizeof a, &a},   {sizeof off, &off}, {sizeof a, &a},       {sizeof off, &off},
+                {sizeof n, &n},   {sizeof blocked, &blocked}, {sizeof s, &s}, {sizeof s, &s}};
     double t0 = now_s();
     for (int i = 0; i < calls; i++) {
-        clSetKernelArg(k, 0, sizeof c, &c);
-        clSetKernelArg(k, 1, sizeof off, &off);
-        clSetKernelArg(k, 2, sizeof a, &a);
-        clSetKernelArg(k, 3, sizeof off, &off);
-        clSetKernelArg(k, 4, sizeof a, &a);
-        clSetKernelArg(k, 5, sizeof off, &off);
-        clSetKernelArg(k, 6, sizeof a, &a);
-        clSetKernelArg(k, 7, sizeof off, &off);
-        clSetKernelArg(k, 8, sizeof n, &n);
-        clSetKernelArg(k, 9, sizeof blocked, &blocked);
-        clSetKernelArg(k, 10, sizeof s, &s);
-        clSetKernelArg(k, 11, sizeof s, &s);
+        for (cl_uint j = 0; j < sizeof args / sizeof *args; j++) /* every argument, every call */
+            clSetKernelArg(k, j, args[j].size, args[j].value);
         if (clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL) != CL_SUCCESS) {
             fprintf(stderr, "bench_dispatch: clEnqueueNDRangeKernel failed\n");
             exit(1);

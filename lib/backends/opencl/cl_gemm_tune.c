@@ -548,8 +548,6 @@ clt_status clt__cl_gemm_tune(const char *fn, clt_device *dev, clt_dtype dtype,
     return choices(fn, dev, dtype, true, choice);
 }
 
-int clt__cl_gemm_by_shape = 1;
-
 /* clt__cl_gemm_choose, the choices by shape taken where by_shape. */
 static clt_status choose(const char *fn, clt_device *dev, const clt__gemm_call *c, bool by_shape,
                          clt__gemm_variant *v)
@@ -571,7 +569,7 @@ static clt_status choose(const char *fn, clt_device *dev, const clt__gemm_call *
     *v = choice[forced >= 0 ? 0 : clt__gemm_class(c)];
     if (forced < 0 && few_class(c) >= 0)
         *v = choice[few_class(c)];
-    if (forced < 0 && by_shape && clt__cl_gemm_by_shape &&
+    if (forced < 0 && by_shape &&
         (*v == CLT__GEMM_PACKED || (c->trans_b && *v == CLT__GEMM_DIRECT))) {
         /* where packing does not pay: by the shape (cl_internal.h) */
         if (c->trans_b && 2 * c->n <= clt__cl_gemm_panel_width(dev, c->dtype))

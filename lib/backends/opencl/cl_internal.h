@@ -49,9 +49,6 @@ extern const char *const clt__gemm_variant_names[CLT__GEMM_VARIANTS];
 #define CLT__GEMM_SHORT (CLT__GEMM_NARROW + 1)
 #define CLT__GEMM_SHORT_ROWS 32
 #define CLT__GEMM_CHOICES (CLT__GEMM_SHORT + 1)
-/* Whether the narrow and short choices apply: 1 (the default), 0 for the size class's choice
- * alone (benchmarks compare the two). */
-extern int clt__cl_gemm_by_shape;
 
 /* A built program and the kernels taken from it so far. A program's name is a file of cl/
  * ("nn"), or "file:part" for the kernels of one part of it ("elementwise:contiguous"), built
