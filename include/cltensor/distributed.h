@@ -52,7 +52,9 @@ CLT_API clt_status clt_dist_sync_module(clt_dist *d, clt_module *m);
 
 /* Replaces the gradient of every parameter of m that requires grad by its average over the
  * ranks (a parameter without a gradient counts as zeros and receives one), bucket_bytes at a
- * time through page-locked host memory (ordinary memory on cpu). Call it after clt_backward and before the optimizer's step.
+ * time through page-locked host memory (ordinary memory on cpu); the averages of a bucket come
+ * back in one copy into one new tensor, and each gradient is a view of it (contiguous, in its
+ * parameter's shape). Call it after clt_backward and before the optimizer's step.
  * CLT_OK on every rank, or the same failure on every rank (CLT_ERR_DTYPE for a parameter that
  * is not f32 or f64). */
 CLT_API clt_status clt_dist_average_gradients(clt_dist *d, clt_module *m);

@@ -3,8 +3,10 @@
  * agreement: each rank contributes its status, and a failure anywhere is raised on every rank,
  * with the failing rank's message, so that no rank is left waiting in a collective the others
  * skipped. Gradients travel through the device's pinned host memory (clt_host_buffer: page-locked
- * on OpenCL devices, ordinary memory on cpu), read and written by the device's own copies. clt_dist_backward all-reduces buckets of gradients from the
- * backward pass's hooks, on a thread of its own when MPI allows. */
+ * on OpenCL devices, ordinary memory on cpu), read and written by the device's own copies: a
+ * bucket's copies are queued together and waited for once, not one round trip a tensor.
+ * clt_dist_backward all-reduces buckets of gradients from the backward pass's hooks, on a thread
+ * of its own when MPI allows. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +24,8 @@ struct clt_dist {
     clt_device *device;
     size_t bucket_bytes;
     clt_host_buffer *pinned; /* the staging of a bucket, kept for the next one */
+    clt_event *copies[MAX_TENSORS]; /* a bucket's queued copies (copies_wait) */
+    int ncopies;
 };
 
 /* ---- staging ----------------------------------------------------------------------------------- */
@@ -48,24 +52,50 @@ static unsigned char *staging(clt_dist *d, const char *fn, size_t bytes)
     return clt_host_buffer_data(d->pinned);
 }
 
-/* t's n bytes into dst, in row-major order. */
+/* Queues the copy of t's n bytes into dst, in row-major order; copies_wait waits for it. */
 static clt_status to_host(clt_dist *d, clt_tensor *t, void *dst, size_t n)
 {
-    (void)d;
-    return clt_tensor_read_async(t, dst, n, NULL);
+    clt_status st = clt_tensor_read_async(t, dst, n, &d->copies[d->ncopies]);
+    d->ncopies += st == CLT_OK;
+    return st;
 }
 
-/* A new tensor like `like` (shape, dtype, device) holding the n bytes at src. */
-static clt_tensor *from_host(clt_dist *d, clt_tensor *like, const void *src, size_t n)
+/* A new 1-d tensor of dtype on d's device holding the n bytes at src, their copy queued
+ * (copies_wait waits for it): one copy for a bucket's averages, whose gradients become views
+ * of it (part). NULL with the last error set. */
+static clt_tensor *from_host(clt_dist *d, clt_dtype dtype, const void *src, size_t n)
 {
-    clt_tensor *t = clt_tensor_empty(clt_tensor_ndim(like), clt_tensor_shape(like),
-                                     clt_tensor_dtype(like), clt_tensor_device(like));
-    (void)d;
-    if (t && clt_tensor_write_async(t, src, n, NULL) != CLT_OK) {
+    int64_t count = (int64_t)(n / clt_dtype_size(dtype));
+    clt_tensor *t = clt_tensor_empty(1, &count, dtype, d->device);
+    if (t && clt_tensor_write_async(t, src, n, &d->copies[d->ncopies]) != CLT_OK) {
         clt_tensor_release(t);
         return NULL;
     }
+    d->ncopies += t != NULL;
     return t;
+}
+
+/* The elements of flat from `at` on, as many as like has, in like's shape: a view of flat. NULL
+ * with the last error set. */
+static clt_tensor *part(clt_tensor *flat, int64_t at, clt_tensor *like)
+{
+    clt_tensor *run = clt_narrow(flat, 0, at, clt_tensor_numel(like));
+    clt_tensor *view = run ? clt_view(run, clt_tensor_ndim(like), clt_tensor_shape(like)) : NULL;
+    clt_tensor_release(run);
+    return view;
+}
+
+/* Waits for every copy to_host and from_host queued, and releases them: st, or the first
+ * failure among them (the last error says which) where st is CLT_OK. */
+static clt_status copies_wait(clt_dist *d, clt_status st)
+{
+    for (int k = 0; k < d->ncopies; k++) {
+        clt_status waited = clt_event_wait(d->copies[k]);
+        st = st == CLT_OK ? waited : st;
+        clt_event_release(d->copies[k]);
+    }
+    d->ncopies = 0;
+    return st;
 }
 
 /* ---- agreement --------------------------------------------------------------------------------- */
@@ -401,18 +431,20 @@ static clt_status average_bucket(clt_dist *d, const char *fn, tensors *ts, int f
         clt_tensor_release(g);
         at += n;
     }
+    st = copies_wait(d, st);
     if ((st = mean_over_ranks(d, fn, buf, bytes / esize, dtype, st, pending)) != CLT_OK)
         return st;
-    at = 0;
-    for (int i = first; i < last && st == CLT_OK; i++) { /* each gradient replaced by the average */
-        clt_tensor *p = ts->items[i];
-        size_t n = (size_t)clt_tensor_numel(p) * esize;
-        clt_tensor *avg = from_host(d, p, buf + at, n);
+    clt_tensor *flat = from_host(d, dtype, buf, bytes); /* each gradient replaced by its average */
+    st = flat ? CLT_OK : clt_last_status();
+    int64_t elem = 0;
+    for (int i = first; i < last && st == CLT_OK; i++) {
+        clt_tensor *p = ts->items[i], *avg = part(flat, elem, p);
         st = avg ? clt_tensor_set_grad(p, avg) : clt_last_status();
         clt_tensor_release(avg);
-        at += n;
+        elem += clt_tensor_numel(p);
     }
-    carry(pending, st);
+    clt_tensor_release(flat);
+    carry(pending, copies_wait(d, st)); /* the staging is free again */
     return CLT_OK;
 }
 
@@ -502,13 +534,14 @@ static clt_status average_slots(pass *p, int b, clt_status mine)
             st = to_host(p->d, *p->slot[i], buf + at, n);
         at += n;
     }
+    st = copies_wait(p->d, st);
     if ((st = mean_over_ranks(p->d, fn_backward, buf, count, dtype, st, &p->pending)) != CLT_OK)
         return st;
-    at = 0;
+    clt_tensor *flat = from_host(p->d, dtype, buf, bk->bytes);
+    st = flat ? CLT_OK : clt_last_status();
+    int64_t elem = 0;
     for (int i = bk->first; i < bk->last && st == CLT_OK; i++) {
-        clt_tensor *param = p->ts->items[i];
-        size_t n = (size_t)clt_tensor_numel(param) * esize;
-        clt_tensor *avg = from_host(p->d, param, buf + at, n);
+        clt_tensor *param = p->ts->items[i], *avg = part(flat, elem, param);
         if (!avg) {
             st = clt_last_status();
         } else if (p->slot[i]) { /* the pass's gradient, replaced by the average */
@@ -517,9 +550,10 @@ static clt_status average_slots(pass *p, int b, clt_status mine)
         } else { /* applied when the pass ends */
             p->late[i] = avg;
         }
-        at += n;
+        elem += clt_tensor_numel(param);
     }
-    carry(&p->pending, st);
+    clt_tensor_release(flat);
+    carry(&p->pending, copies_wait(p->d, st)); /* the staging is free again */
     return CLT_OK;
 }
 

@@ -3,7 +3,8 @@
  *   train     N steps of Adam over 2 ranks, each on its half of every batch with the gradients
  *             averaged, end with the parameters one process gets training on the whole batch
  *             (within 1e-5 relative), the same on every rank; rank 1 starts from other values,
- *             which clt_dist_sync_module replaces by rank 0's
+ *             which clt_dist_sync_module replaces by rank 0's; on cpu the gradients are views
+ *             of one tensor, one after the other
  *   overlap   the same with clt_dist_backward, buckets averaged on a thread of their own
  *   overlap_single  the same with MPI on the main thread only (MPI_Init)
  *   backward_failure  clt_dist_backward failing on rank 1 fails on every rank, no gradient kept
@@ -113,6 +114,21 @@ static int check_train(clt_dist *d)
     int n = parameters(m, mine, 512);
     if (n < 0)
         return fail(rank, "reading the parameters");
+    /* 0.bias (48 bytes) and 2.weight (144) share a bucket of 200 bytes: on cpu, where the data
+     * can be seen, their averages are views of one tensor, one after the other */
+    if (!overlap && dev == clt_device_cpu()) {
+        clt_tensor *bias = clt_module_get_parameter(m, "0.bias");
+        clt_tensor *gb = clt_tensor_grad(bias);
+        clt_tensor *gw = clt_tensor_grad(clt_module_get_parameter(m, "2.weight"));
+        const float *b = gb ? clt_tensor_data(gb) : NULL, *w = gw ? clt_tensor_data(gw) : NULL;
+        if (!b || !w || !clt_tensor_is_contiguous(gw) || w != b + clt_tensor_numel(bias)) {
+            fprintf(stderr, "mpi_check (rank %d): 2.weight's averaged gradient (%p) does not "
+                    "follow 0.bias's (%p) in their bucket\n", rank, (void *)w, (void *)b);
+            return 1;
+        }
+        clt_tensor_release(gb);
+        clt_tensor_release(gw);
+    }
     /* every rank the same as rank 0 */
     memcpy(theirs, mine, sizeof theirs);
     MPI_Bcast(theirs, n, MPI_FLOAT, 0, MPI_COMM_WORLD);
