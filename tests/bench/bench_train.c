@@ -2,28 +2,38 @@
  * SGD step, waiting for the device) of a 784-256-10 MLP and of the CNN of
  * samples/train_digits.c (on 8x8 single-channel images), batch 128 of random data, on cpu and
  * on every gpu:N. The references, measured in the same run: PyTorch on the CPU, its faster of
- * one thread and as many threads as the cpu device has (CLT_NUM_THREADS, else one a core), both reported, by tests/bench/train_torch.py when an
- * interpreter with torch is found
- * ($PYTHON, python3, /usr/bin/python3); and for the MLP the same step written by hand with
- * cblas_sgemm (two products forward, three backward) and plain loops, the reference when
+ * one thread and as many threads as the cpu device has (CLT_NUM_THREADS, else one a core), both
+ * reported, by tests/bench/train_torch.py when an interpreter with torch is found ($PYTHON,
+ * python3, /usr/bin/python3): each case's steps are timed in ROUNDS blocks, the library's and
+ * PyTorch's in turn (PyTorch's in one process per thread count, kept between blocks), so that a
+ * change in the machine's speed during the run (a virtual machine's neighbours) moves both
+ * sides alike; and for the MLP the same step written by hand
+ * with cblas_sgemm (two products forward, three backward) and plain loops, the reference when
  * PyTorch is missing ("pytorch": "none"; the CNN then has none). One JSON line per case:
- * medians of repeated steps after a warm-up. Not run by ctest. */
+ * medians of REPEATS steps after a warm-up. Not run by ctest. */
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cltensor.h>
 
 #include "bench_util.h"
 
 #define BATCH 128
-/* Steps before the timed ones, for every device and for PyTorch alike: on PoCL a step of the MLP
- * took 1.5-1.9 ms for its first 25 steps, 1.2-1.3 ms from the 50th and 1.1-1.2 ms from the 100th
- * (2-core Zen 4 EPYC; no such drift on cpu), so that five steps' warm-up timed PoCL's start. */
+/* Steps before each block's timed ones, for every device and for PyTorch alike: on PoCL a step
+ * of the MLP took 1.5-1.9 ms for its first 25 steps, 1.2-1.3 ms from the 50th and 1.1-1.2 ms
+ * from the 100th (2-core Zen 4 EPYC; no such drift on cpu), and it drifts again after the
+ * other side's block: blocks of ten timed steps after ten untimed ones measured it at 1.34 ms,
+ * against 0.93-1.08 ms in one run of 200 steps. */
 #define WARMUP 100
-#define REPEATS 100
+#define REPEATS 150
+#define ROUNDS 3 /* blocks of REPEATS / ROUNDS timed steps, each side's in turn */
+/* The pause after a block of PyTorch's: its OpenBLAS threads keep spinning for about 0.1 s
+ * after their last call (see blas_step_time), which would take a core from the next block. */
+#define SETTLE_S 0.15
 #define LR 0.01
 
 #define CHECK(expr)                                                                            \
@@ -67,35 +77,49 @@ static clt_module *cnn_new(void)
                       7);
 }
 
-/* The median time of a whole training step of model on dev, input of `shape`. */
-static double step_time(clt_module *model, int ndim, const int64_t *shape, clt_device *dev)
+/* A model training on a device: its batch, labels and optimizer. */
+typedef struct lib_run {
+    clt_module *model;
+    clt_device *dev;
+    clt_tensor *x, *y;
+    clt_optimizer *optimizer;
+} lib_run;
+
+static lib_run lib_start(clt_module *model, int ndim, const int64_t *shape, clt_device *dev)
 {
     int64_t labels[BATCH];
     for (int i = 0; i < BATCH; i++)
         labels[i] = (i * 7) % 10;
-    clt_tensor *x = clt_tensor_randn(ndim, shape, CLT_F32, dev);
-    clt_tensor *y = clt_tensor_from_data(CLT_SHAPE(BATCH), labels, CLT_I64, dev);
-    CHECK(x && y && clt_module_to(model, dev) == CLT_OK);
-    clt_optimizer *optimizer = clt_optim_sgd_module(model, BENCH_SGD(LR, 0));
-    CHECK(optimizer);
-    double t[REPEATS];
-    for (int r = -WARMUP; r < REPEATS; r++) {
+    lib_run r = {model, dev, clt_tensor_randn(ndim, shape, CLT_F32, dev),
+                 clt_tensor_from_data(CLT_SHAPE(BATCH), labels, CLT_I64, dev), NULL};
+    CHECK(r.x && r.y && clt_module_to(model, dev) == CLT_OK);
+    CHECK(r.optimizer = clt_optim_sgd_module(model, BENCH_SGD(LR, 0)));
+    return r;
+}
+
+/* `steps` whole training steps, each one's seconds into t (unless NULL). */
+static void lib_steps(lib_run *r, int steps, double *t)
+{
+    for (int s = 0; s < steps; s++) {
         double t0 = now_s();
-        clt_optim_zero_grad(optimizer);
-        clt_tensor *logits = clt_module_forward(model, x);
-        clt_tensor *loss = logits ? clt_cross_entropy(logits, y, NULL) : NULL;
+        clt_optim_zero_grad(r->optimizer);
+        clt_tensor *logits = clt_module_forward(r->model, r->x);
+        clt_tensor *loss = logits ? clt_cross_entropy(logits, r->y, NULL) : NULL;
         CHECK(loss && clt_backward(loss, NULL, false) == CLT_OK);
-        CHECK(clt_optim_step(optimizer) == CLT_OK && clt_device_synchronize(dev) == CLT_OK);
+        CHECK(clt_optim_step(r->optimizer) == CLT_OK && clt_device_synchronize(r->dev) == CLT_OK);
         double t1 = now_s();
         clt_tensor_release(loss);
         clt_tensor_release(logits);
-        if (r >= 0)
-            t[r] = t1 - t0;
+        if (t)
+            t[s] = t1 - t0;
     }
-    clt_optim_free(optimizer);
-    clt_tensor_release(y);
-    clt_tensor_release(x);
-    return median(t, REPEATS);
+}
+
+static void lib_end(lib_run *r)
+{
+    clt_optim_free(r->optimizer);
+    clt_tensor_release(r->y);
+    clt_tensor_release(r->x);
 }
 
 /* ---- the MLP step by hand: cblas_sgemm and loops --------------------------------------------- */
@@ -188,80 +212,141 @@ static double blas_step_time(void)
 
 /* ---- PyTorch --------------------------------------------------------------------------------- */
 
-typedef struct torch_ref {
-    char version[64]; /* "" when PyTorch was not found */
-    int threads;
-    double mlp_s, cnn_s;
-    double mlp_busy, cnn_busy; /* the process's CPU time over wall time: cores kept busy */
-} torch_ref;
+/* train_torch.py with a number of threads, running blocks of steps on request; version "" when
+ * PyTorch was not found. */
+typedef struct torch_server {
+    FILE *to, *from;
+    pid_t pid;
+    char version[64];
+} torch_server;
 
-/* Runs train_torch.py with the first interpreter that imports torch; false if none does. */
-static bool run_torch(int threads, torch_ref *ref)
+static void torch_start(torch_server *s, int threads)
 {
-    char args[256], line[512];
-    *ref = (torch_ref){"", 0, 0, 0, 0, 0};
-    snprintf(args, sizeof args, "--threads %d --batch %d --warmup %d --repeats %d", threads, BATCH,
-             WARMUP, REPEATS);
-    FILE *p = bench_torch_popen(BENCH_TRAIN_TORCH_PY, args);
-    if (!p)
+    char args[64];
+    *s = (torch_server){NULL, NULL, -1, ""};
+    snprintf(args, sizeof args, "--threads %d --batch %d", threads, BATCH);
+    s->pid = bench_torch_spawn(BENCH_TRAIN_TORCH_PY, args, &s->to, &s->from);
+}
+
+static void torch_stop(torch_server *s)
+{
+    if (s->pid < 0)
+        return;
+    fclose(s->to); /* the end of its input ends it */
+    fclose(s->from);
+    waitpid(s->pid, NULL, 0);
+    s->pid = -1;
+}
+
+/* `steps` of PyTorch's steps of `model`: each one's seconds into t (unless NULL), the block's
+ * CPU and wall seconds added to *cpu and *wall. False (and this server stopped) when the script
+ * fails. */
+static bool torch_steps(torch_server *s, const char *model, int steps, double *t, double *cpu,
+                        double *wall)
+{
+    static char line[1 << 16];
+    char name[16], version[64];
+    int th, at;
+    double c, w;
+    if (s->pid < 0)
         return false;
-    while (fgets(line, sizeof line, p)) {
-        char model[16], version[64];
-        int th;
-        double t, busy = 0;
-        if (sscanf(line,
-                   "{\"model\": \"%15[^\"]\", \"torch\": \"%63[^\"]\", \"threads\": %d, "
-                   "\"batch\": %*d, \"time_s\": %lf, \"cores_busy\": %lf",
-                   model, version, &th, &t, &busy) < 4)
-            continue;
-        snprintf(ref->version, sizeof ref->version, "%s", version);
-        ref->threads = th;
-        bool mlp = strcmp(model, "mlp") == 0;
-        *(mlp ? &ref->mlp_s : &ref->cnn_s) = t;
-        *(mlp ? &ref->mlp_busy : &ref->cnn_busy) = busy;
+    fprintf(s->to, "%s %d\n", model, steps);
+    fflush(s->to);
+    if (!fgets(line, sizeof line, s->from) ||
+        sscanf(line,
+               "{\"model\": \"%15[^\"]\", \"torch\": \"%63[^\"]\", \"threads\": %d, "
+               "\"batch\": %*d, \"cpu_s\": %lf, \"wall_s\": %lf, \"times\": [%n",
+               name, version, &th, &c, &w, &at) < 5) {
+        torch_stop(s);
+        s->version[0] = '\0';
+        return false;
     }
-    return pclose(p) == 0 && ref->mlp_s > 0 && ref->cnn_s > 0;
+    const char *p = line + at;
+    for (int k = 0; k < steps; k++) {
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p) {
+            torch_stop(s);
+            s->version[0] = '\0';
+            return false;
+        }
+        if (t)
+            t[k] = v;
+        p = end + (*end == ',');
+    }
+    snprintf(s->version, sizeof s->version, "%s", version);
+    *cpu += c, *wall += w;
+    return true;
 }
 
-/* The faster of PyTorch's two runs for one model (mlp true: the MLP): its time, threads and
- * cores kept busy. */
-static double torch_best(const torch_ref *runs, bool mlp, int *threads, double *busy)
+static void pause_s(double seconds)
 {
-    double best = 0;
-    for (int i = 0; i < 2; i++) {
-        double t = mlp ? runs[i].mlp_s : runs[i].cnn_s;
-        if (runs[i].version[0] && t > 0 && (best == 0 || t < best))
-            best = t, *threads = runs[i].threads,
-            *busy = mlp ? runs[i].mlp_busy : runs[i].cnn_busy;
-    }
-    return best;
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    nanosleep(&ts, NULL);
 }
 
-static void report(const char *name, clt_device *dev, double t, const torch_ref *runs, bool mlp,
-                   double blas_s)
+/* One case's medians: the library's step and PyTorch's with each server's threads (0 where
+ * PyTorch was not found), with the cores PyTorch kept busy. */
+typedef struct measured {
+    double lib_s, torch_s[2], torch_busy[2];
+} measured;
+
+/* Times model on dev: ROUNDS rounds of a block of the library's steps and a block of each
+ * PyTorch server's (one thread, and the cpu device's threads where that is more: torch[1] not
+ * started otherwise), each block WARMUP untimed steps and REPEATS / ROUNDS timed ones; the
+ * medians. */
+static measured measure(torch_server torch[2], const char *model_name, clt_module *model,
+                        int ndim, const int64_t *shape, clt_device *dev)
 {
-    const torch_ref *torch = &runs[0];
-    int best_threads = 0;
-    double busy = 0, torch_s = torch_best(runs, mlp, &best_threads, &busy);
+    enum { BLOCK = REPEATS / ROUNDS };
+    static double lib_t[REPEATS], torch_t[2][REPEATS];
+    double cpu[2] = {0, 0}, wall[2] = {0, 0}, ignored = 0;
+    int settings = torch[1].pid >= 0 ? 2 : 1;
+    measured m = {0, {0, 0}, {0, 0}};
+    lib_run run = lib_start(model, ndim, shape, dev);
+    for (int r = 0; r < ROUNDS; r++) {
+        lib_steps(&run, WARMUP, NULL);
+        lib_steps(&run, BLOCK, lib_t + r * BLOCK);
+        for (int k = 0; k < settings; k++)
+            if (torch_steps(&torch[k], model_name, WARMUP, NULL, &ignored, &ignored) &&
+                torch_steps(&torch[k], model_name, BLOCK, torch_t[k] + r * BLOCK, &cpu[k],
+                            &wall[k]))
+                pause_s(SETTLE_S);
+    }
+    lib_end(&run);
+    m.lib_s = median(lib_t, REPEATS);
+    for (int k = 0; k < settings; k++)
+        if (torch[k].pid >= 0)
+            m.torch_s[k] = median(torch_t[k], REPEATS), m.torch_busy[k] = cpu[k] / wall[k];
+    if (settings == 1)
+        m.torch_s[1] = m.torch_s[0], m.torch_busy[1] = m.torch_busy[0];
+    return m;
+}
+
+static void report(const char *name, clt_device *dev, const measured *m, const char *torch,
+                   const int threads[2], double blas_s)
+{
+    double t = m->lib_s;
+    int best = m->torch_s[1] > 0 && (m->torch_s[0] <= 0 || m->torch_s[1] < m->torch_s[0]);
+    if (m->torch_s[best] <= 0)
+        torch = ""; /* (every server failed) */
     printf("{\"name\": \"%s\", \"device\": \"%s\", \"batch\": %d, \"time_s\": %.6e, "
            "\"samples_per_s\": %.0f, \"pytorch\": \"%s\"",
-           name, clt_device_name(dev), BATCH, t, BATCH / t,
-           torch->version[0] ? torch->version : "none");
-    if (torch->version[0])
+           name, clt_device_name(dev), BATCH, t, BATCH / t, torch[0] ? torch : "none");
+    if (torch[0])
         printf(", \"reference\": \"PyTorch CPU, faster of 1 and %d threads\", "
                "\"reference_threads\": %d, \"reference_cores_busy\": %.2f, "
-               "\"reference_time_s\": %.6e, "
-               "\"ratio_to_reference\": %.3f, \"pytorch_%d_threads_time_s\": %.6e, "
-               "\"pytorch_%d_threads_time_s\": %.6e", runs[1].threads ? runs[1].threads : 1,
-               best_threads, busy, torch_s, t / torch_s, runs[0].threads,
-               mlp ? runs[0].mlp_s : runs[0].cnn_s, runs[1].threads ? runs[1].threads : 1,
-               mlp ? runs[1].mlp_s : runs[1].cnn_s);
+               "\"reference_time_s\": %.6e, \"ratio_to_reference\": %.3f, "
+               "\"interleaved_rounds\": %d, \"pytorch_%d_threads_time_s\": %.6e, "
+               "\"pytorch_%d_threads_time_s\": %.6e",
+               threads[1], threads[best], m->torch_busy[best], m->torch_s[best],
+               t / m->torch_s[best], ROUNDS, threads[0], m->torch_s[0], threads[1], m->torch_s[1]);
     else if (blas_s > 0)
         printf(", \"reference\": \"cblas_sgemm step\", \"reference_time_s\": %.6e, "
                "\"ratio_to_reference\": %.3f", blas_s, t / blas_s);
     else
         printf(", \"reference\": \"none\"");
-    if (torch->version[0] && blas_s > 0)
+    if (torch[0] && blas_s > 0)
         printf(", \"cblas_sgemm_step_time_s\": %.6e, \"ratio_to_cblas_sgemm_step\": %.3f", blas_s,
                t / blas_s);
     printf("}\n");
@@ -272,16 +357,18 @@ int main(void)
 {
     clt_device *cpu = clt_device_cpu();
     CHECK(cpu);
-    int threads = clt_get_num_threads();
-    torch_ref torch[2]; /* one thread, and OpenBLAS's threads (or one again) */
-    if (!run_torch(1, &torch[0]))
-        torch[0].version[0] = '\0';
-    if (threads <= 1 || !run_torch(threads, &torch[1]))
-        torch[1] = torch[0];
+    /* PyTorch with one thread, and with the cpu device's threads where that is more */
+    int threads[2] = {1, clt_get_num_threads() > 1 ? clt_get_num_threads() : 1};
+    torch_server torch[2];
+    torch_start(&torch[0], threads[0]);
+    if (threads[1] > 1)
+        torch_start(&torch[1], threads[1]);
+    else
+        torch[1] = (torch_server){NULL, NULL, -1, ""};
     int gpus = clt_device_count();
     CHECK(gpus >= 0);
-    double *times = calloc(2 * (size_t)(gpus + 1), sizeof *times);
-    CHECK(times);
+    measured *runs = calloc(2 * (size_t)(gpus + 1), sizeof *runs);
+    CHECK(runs);
     for (int d = -1; d < gpus; d++) {
         char name[16];
         snprintf(name, sizeof name, "gpu:%d", d);
@@ -289,12 +376,16 @@ int main(void)
         CHECK(dev);
         clt_manual_seed(0);
         clt_module *mlp = mlp_new(), *cnn = cnn_new();
-        times[2 * (d + 1)] = step_time(mlp, CLT_SHAPE(BATCH, 784), dev);
-        times[2 * (d + 1) + 1] = step_time(cnn, CLT_SHAPE(BATCH, 1, 8, 8), dev);
+        runs[2 * (d + 1)] = measure(torch, "mlp", mlp, CLT_SHAPE(BATCH, 784), dev);
+        runs[2 * (d + 1) + 1] = measure(torch, "cnn", cnn, CLT_SHAPE(BATCH, 1, 8, 8), dev);
         clt_module_release(cnn);
         clt_module_release(mlp);
         CHECK(clt_device_synchronize(dev) == CLT_OK);
     }
+    char version[64];
+    snprintf(version, sizeof version, "%s", torch[0].version[0] ? torch[0].version : torch[1].version);
+    torch_stop(&torch[0]);
+    torch_stop(&torch[1]);
     /* the hand-written step after the library's: run before them (with OpenBLAS on two
      * threads), OpenBLAS's worker kept spinning for a while after its last call and took a
      * core from the cpu device's pool, whose steps measured 1.6-1.8 times slower on a 2-core
@@ -304,9 +395,10 @@ int main(void)
         char name[16];
         snprintf(name, sizeof name, "gpu:%d", d);
         clt_device *dev = d < 0 ? cpu : clt_device_get(name);
-        report("train step mlp 784-256-10", dev, times[2 * (d + 1)], torch, true, blas_s);
-        report("train step cnn 8x8 (train_digits)", dev, times[2 * (d + 1) + 1], torch, false, 0);
+        report("train step mlp 784-256-10", dev, &runs[2 * (d + 1)], version, threads, blas_s);
+        report("train step cnn 8x8 (train_digits)", dev, &runs[2 * (d + 1) + 1], version, threads,
+               0);
     }
-    free(times);
+    free(runs);
     return 0;
 }

@@ -1,13 +1,21 @@
-"""PyTorch reference for bench_train: the time of one training step (zero_grad, forward,
-cross_entropy, backward, SGD step) of the same two models on the same batch, on the CPU with a
-given number of threads. Prints one JSON line per model:
-{"model": "mlp", "torch": "2.1.0", "threads": 2, "batch": 128, "time_s": ...,
- "cores_busy": 1.9}
-Run by build/tests/bench/bench_train; usage: train_torch.py --threads N --batch B --repeats R
+"""PyTorch reference for bench_train: training steps (zero_grad, forward, cross_entropy,
+backward, SGD step) of the same two models on the same batch, on the CPU, run in blocks that
+bench_train asks for in turn with its own, so that both are timed under the same conditions.
+
+  train_torch.py --threads N --batch B
+
+Sets torch.set_num_threads(N) once (changing it back and forth in one process made the later
+blocks with two threads twice as slow as the first), then reads one request a line on stdin,
+"MODEL STEPS" (MODEL mlp or cnn), runs STEPS steps of that model and prints one JSON line:
+{"model": "mlp", "torch": "2.1.0", "threads": 1, "batch": 128, "cpu_s": ..., "wall_s": ...,
+ "times": [seconds of each step, ...]}
+cpu_s over wall_s is the cores the block kept busy: torch.set_num_threads sets PyTorch's own
+threads, but a build on the system's BLAS (Debian's) runs its products on OpenBLAS's threads,
+one a core whatever it is set to. Ends at end of input.
 """
 import argparse
 import json
-import statistics
+import sys
 import time
 
 import torch
@@ -28,46 +36,41 @@ class DigitsCNN(nn.Module):
         return self.layers(x)
 
 
-def step_time(model, x, y, warmup, repeats):
-    """The median step's seconds, and the process's CPU time over its wall time across the timed
-    steps: torch.set_num_threads sets PyTorch's own threads, but a build on the system's BLAS
-    (Debian's) runs its products on OpenBLAS's threads, one a core whatever it is set to."""
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+def block(model, optimizer, x, y, steps):
+    """Each step's seconds, and the block's CPU and wall seconds."""
     times = []
-    for r in range(warmup + repeats):
-        if r == warmup:
-            cpu0, wall0 = time.process_time(), time.perf_counter()
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    for _ in range(steps):
         t0 = time.perf_counter()
         optimizer.zero_grad()
         loss = F.cross_entropy(model(x), y)
         loss.backward()
         optimizer.step()
-        if r >= warmup:
-            times.append(time.perf_counter() - t0)
-    busy = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
-    return statistics.median(times), busy
+        times.append(time.perf_counter() - t0)
+    return times, time.process_time() - cpu0, time.perf_counter() - wall0
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--threads", type=int, required=True)
     p.add_argument("--batch", type=int, default=128)
-    p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--repeats", type=int, default=30)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     y = torch.randint(0, 10, (a.batch,))
-    cases = [
-        ("mlp", nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10)),
-         torch.randn(a.batch, 784)),
-        ("cnn", DigitsCNN(), torch.randn(a.batch, 1, 8, 8)),
-    ]
-    for name, model, x in cases:
-        t, busy = step_time(model, x, y, a.warmup, a.repeats)
+    cases = {
+        "mlp": (nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10)),
+                torch.randn(a.batch, 784)),
+        "cnn": (DigitsCNN(), torch.randn(a.batch, 1, 8, 8)),
+    }
+    optimizers = {name: torch.optim.SGD(m.parameters(), lr=0.01) for name, (m, _) in cases.items()}
+    for line in sys.stdin:
+        name, steps = line.split()
+        model, x = cases[name]
+        times, cpu, wall = block(model, optimizers[name], x, y, int(steps))
         print(json.dumps({"model": name, "torch": torch.__version__,
-                          "threads": torch.get_num_threads(), "batch": a.batch, "time_s": t,
-                          "cores_busy": round(busy, 2)}),
+                          "threads": torch.get_num_threads(), "batch": a.batch, "cpu_s": cpu,
+                          "wall_s": wall, "times": times}),
               flush=True)
 
 
