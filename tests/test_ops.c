@@ -453,6 +453,71 @@ START_TEST(test_views_bad_input)
 }
 END_TEST
 
+/* clt_cat of contiguous parts of one dtype, each one run of the result (the backends' copy_runs,
+ * 8 parts a launch): 11 parts of 0 to 13 elements, views with offsets among them, in f32, i64
+ * and u8 (elements of 4, 8 and 1 bytes); along dimension 1 of (1, n) parts too, and of (2, n)
+ * parts, which are not runs; and the gradient through it. */
+START_TEST(test_cat_runs)
+{
+    clt_device *dev = test_device(_i);
+    enum { PARTS = 11 };
+    static const int64_t len[PARTS] = {5, 0, 7, 1, 3, 9, 2, 4, 6, 8, 13};
+    static const clt_dtype dtypes[] = {CLT_F32, CLT_I64, CLT_U8};
+    int64_t want[PARTS * 13], n = 0;
+    for (int k = 0; k < PARTS; k++)
+        for (int64_t e = 0; e < len[k]; e++)
+            want[n++] = k * 20 + e;
+    for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; d++) {
+        clt_tensor *parts[PARTS], *rows[PARTS];
+        for (int k = 0; k < PARTS; k++) {
+            int64_t off = k % 3;
+            clt_tensor *base = clt_tensor_arange((double)(k * 20 - off), (double)(k * 20 + len[k]),
+                                                 1, dtypes[d], dev);
+            parts[k] = clt_narrow(base, 0, off, len[k]);
+            rows[k] = clt_view(parts[k], CLT_SHAPE(1, len[k]));
+            ck_assert_msg(parts[k] && rows[k], "%s", clt_last_error());
+            clt_tensor_release(base);
+        }
+        char what[64];
+        clt_tensor *flat = clt_cat(parts, PARTS, 0), *wide = clt_cat(rows, PARTS, 1);
+        clt_tensor *f64 = flat ? clt_tensor_to_dtype(flat, CLT_I64) : NULL;
+        clt_tensor *w64 = wide ? clt_tensor_to_dtype(wide, CLT_I64) : NULL;
+        snprintf(what, sizeof what, "%s parts along 0", clt_dtype_name(dtypes[d]));
+        expect_i64(f64, want, n, what);
+        snprintf(what, sizeof what, "%s (1, n) parts along 1", clt_dtype_name(dtypes[d]));
+        expect_i64(w64, want, n, what);
+        ck_assert_int_eq(clt_tensor_size(wide, 1), n);
+        clt_tensor *all[] = {w64, f64, wide, flat};
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+            clt_tensor_release(all[i]);
+        for (int k = 0; k < PARTS; k++)
+            clt_tensor_release(rows[k]), clt_tensor_release(parts[k]);
+    }
+    /* (2, n) parts along 1: two runs each, copied one part at a time */
+    clt_tensor *a6 = clt_tensor_arange(0, 6, 1, CLT_I64, dev), *b4 = clt_tensor_arange(6, 10, 1, CLT_I64, dev);
+    clt_tensor *a = clt_view(a6, CLT_SHAPE(2, 3)), *b = clt_view(b4, CLT_SHAPE(2, 2));
+    clt_tensor *ab = clt_cat((clt_tensor *[]){a, b}, 2, 1);
+    expect_i64(ab, (int64_t[]){0, 1, 2, 6, 7, 3, 4, 5, 8, 9}, 10, "(2, n) parts along 1");
+    clt_tensor *made[] = {ab, b, a, b4, a6};
+    for (size_t i = 0; i < sizeof made / sizeof *made; i++)
+        clt_tensor_release(made[i]);
+    /* the gradient of sum(cat(x, y) * weights): each part's own weights */
+    clt_tensor *x = clt_tensor_arange(0, 3, 1, CLT_F32, dev), *y = clt_tensor_arange(0, 4, 1, CLT_F32, dev);
+    clt_tensor_set_requires_grad(x, true);
+    clt_tensor_set_requires_grad(y, true);
+    clt_tensor *weights = clt_tensor_arange(10, 17, 1, CLT_F32, dev);
+    clt_tensor *xy = clt_cat((clt_tensor *[]){x, y}, 2, 0);
+    clt_tensor *prod = xy ? clt_mul(xy, weights) : NULL, *total = prod ? clt_sum(prod, NULL, 0, false) : NULL;
+    ck_assert_msg(total && clt_backward(total, NULL, false) == CLT_OK, "%s", clt_last_error());
+    clt_tensor *gx = clt_tensor_grad(x), *gy = clt_tensor_grad(y);
+    expect(gx, (double[]){10, 11, 12}, 3, 0, "cat's gradient, first part"); /* (released) */
+    expect(gy, (double[]){13, 14, 15, 16}, 4, 0, "cat's gradient, second part");
+    clt_tensor *rest[] = {total, prod, xy, weights, y, x};
+    for (size_t i = 0; i < sizeof rest / sizeof *rest; i++)
+        clt_tensor_release(rest[i]);
+}
+END_TEST
+
 START_TEST(test_cat_stack)
 {
     clt_device *dev = test_device(_i);
@@ -824,6 +889,7 @@ Suite *suite_ops(void)
     ADD_DEVICE_TEST(tc, test_views_share_storage);
     ADD_DEVICE_TEST(tc, test_views_bad_input);
     ADD_DEVICE_TEST(tc, test_cat_stack);
+    ADD_DEVICE_TEST(tc, test_cat_runs);
     ADD_DEVICE_TEST(tc, test_in_place);
     ADD_DEVICE_TEST(tc, test_in_place_overlap);
     ADD_DEVICE_TEST(tc, test_views_size_limits);

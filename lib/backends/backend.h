@@ -352,6 +352,22 @@ typedef struct clt__optim_call {
     bool nesterov, first;
 } clt__optim_call;
 
+/* Copies of up to CLT__COPY_GROUP runs of contiguous elements of one dtype into one buffer in
+ * one launch (the parts of clt_cat): run j's n elements from src at src_offset to dst at
+ * dst_offset, offsets in elements. The runs do not overlap one another in dst, nor dst their
+ * sources. */
+#define CLT__COPY_GROUP 8
+typedef struct clt__copy_run {
+    void *src;
+    size_t src_offset, dst_offset, n;
+} clt__copy_run;
+typedef struct clt__copies_call {
+    clt_dtype dtype;
+    int count;
+    void *dst;
+    clt__copy_run run[CLT__COPY_GROUP];
+} clt__copies_call;
+
 /* The backend's table, declared once: X(name, return type, parameters, REQUIRED or OPTIONAL).
  * Buffers are opaque handles (`void *`); offsets are in bytes for transfers and fills and in
  * elements for kernels. Every function sets the last error, naming `fn`, when it fails. Work on
@@ -386,6 +402,9 @@ typedef struct clt__optim_call {
       (const char *fn, clt_device *dev, void *src, size_t src_offset, clt_device *to, void *dst,  \
        size_t dst_offset, size_t nbytes),                                                         \
       REQUIRED)                                                                                   \
+    /* The runs of clt__copies_call, in one launch. */                                         \
+    X(copy_runs, clt_status, (const char *fn, clt_device *dev, const clt__copies_call *call),     \
+      OPTIONAL)                                                                                   \
     /* Repeats a pattern of pattern_size bytes over nbytes (a multiple of it) from offset. */     \
     X(fill, clt_status,                                                                           \
       (const char *fn, clt_device *dev, void *buf, size_t offset, const void *pattern,            \

@@ -26,6 +26,8 @@ struct clt_dist {
     clt_host_buffer *pinned; /* the staging of a bucket, kept for the next one */
     clt_event *copies[MAX_TENSORS]; /* a bucket's queued copies (copies_wait) */
     int ncopies;
+    clt_tensor *grads[MAX_TENSORS]; /* a bucket's gradients (NULL: none) */
+    clt_tensor *parts[MAX_TENSORS]; /* and flattened (bucket_to_host) */
 };
 
 /* ---- staging ----------------------------------------------------------------------------------- */
@@ -52,11 +54,30 @@ static unsigned char *staging(clt_dist *d, const char *fn, size_t bytes)
     return clt_host_buffer_data(d->pinned);
 }
 
-/* Queues the copy of t's n bytes into dst, in row-major order; copies_wait waits for it. */
-static clt_status to_host(clt_dist *d, clt_tensor *t, void *dst, size_t n)
+/* Queues the copy of a bucket's gradients into dst, one after the other in row-major order
+ * (grads[k] NULL: params[k]'s numel zeros; all of `dtype`): joined on the device into one
+ * tensor (clt_cat: one launch for up to 8), then one transfer; copies_wait waits for it. */
+static clt_status bucket_to_host(clt_dist *d, clt_tensor *const *grads, clt_tensor *const *params,
+                                 int count, clt_dtype dtype, void *dst, size_t bytes)
 {
-    clt_status st = clt_tensor_read_async(t, dst, n, &d->copies[d->ncopies]);
-    d->ncopies += st == CLT_OK;
+    clt_status st = CLT_OK;
+    bool previous = clt_grad_set_enabled(false);
+    int made = 0;
+    for (; made < count && st == CLT_OK; made++) {
+        int64_t n = clt_tensor_numel(params[made]);
+        d->parts[made] = grads[made] ? clt_reshape(grads[made], 1, &n)
+                                     : clt_tensor_zeros(1, &n, dtype, d->device);
+        st = d->parts[made] ? CLT_OK : clt_last_status();
+    }
+    clt_tensor *flat = st == CLT_OK ? clt_cat(d->parts, count, 0) : NULL;
+    if (st == CLT_OK && !flat)
+        st = clt_last_status();
+    if (st == CLT_OK && (st = clt_tensor_read_async(flat, dst, bytes, &d->copies[d->ncopies])) == CLT_OK)
+        d->ncopies++;
+    clt_tensor_release(flat);
+    for (int k = 0; k < made; k++)
+        clt_tensor_release(d->parts[k]);
+    clt_grad_set_enabled(previous);
     return st;
 }
 
@@ -420,17 +441,14 @@ static clt_status average_bucket(clt_dist *d, const char *fn, tensors *ts, int f
                                  size_t bytes, carried *pending)
 {
     clt_dtype dtype = clt_tensor_dtype(ts->items[first]);
-    size_t esize = clt_dtype_size(dtype), at = 0;
+    size_t esize = clt_dtype_size(dtype);
     unsigned char *buf = staging(d, fn, bytes + esize); /* no allocation: never NULL */
-    clt_status st = CLT_OK;
-    for (int i = first; i < last && st == CLT_OK; i++) {
-        clt_tensor *g = clt_tensor_grad(ts->items[i]);
-        size_t n = (size_t)clt_tensor_numel(ts->items[i]) * esize;
-        if (g) /* (none: zeros) */
-            st = to_host(d, g, buf + at, n);
-        clt_tensor_release(g);
-        at += n;
-    }
+    clt_tensor **grads = d->grads;
+    for (int i = first; i < last; i++)
+        grads[i - first] = clt_tensor_grad(ts->items[i]); /* (none: zeros) */
+    clt_status st = bucket_to_host(d, grads, ts->items + first, last - first, dtype, buf, bytes);
+    for (int i = first; i < last; i++)
+        clt_tensor_release(grads[i - first]);
     st = copies_wait(d, st);
     if ((st = mean_over_ranks(d, fn, buf, bytes / esize, dtype, st, pending)) != CLT_OK)
         return st;
@@ -525,15 +543,14 @@ static clt_status average_slots(pass *p, int b, clt_status mine)
 {
     const bucket *bk = &p->buckets[b];
     clt_dtype dtype = clt_tensor_dtype(p->ts->items[bk->first]);
-    size_t esize = clt_dtype_size(dtype), at = 0, count = bk->bytes / esize;
+    size_t esize = clt_dtype_size(dtype), count = bk->bytes / esize;
     unsigned char *buf = staging(p->d, fn_backward, bk->bytes + esize); /* never NULL: sized */
-    clt_status st = mine;
-    for (int i = bk->first; i < bk->last && st == CLT_OK; i++) {
-        size_t n = (size_t)clt_tensor_numel(p->ts->items[i]) * esize;
-        if (p->slot[i]) /* (none: zeros) */
-            st = to_host(p->d, *p->slot[i], buf + at, n);
-        at += n;
-    }
+    clt_tensor **grads = p->d->grads;
+    for (int i = bk->first; i < bk->last; i++)
+        grads[i - bk->first] = p->slot[i] ? *p->slot[i] : NULL; /* (none: zeros) */
+    clt_status st = mine != CLT_OK ? mine
+                                   : bucket_to_host(p->d, grads, p->ts->items + bk->first,
+                                                    bk->last - bk->first, dtype, buf, bk->bytes);
     st = copies_wait(p->d, st);
     if ((st = mean_over_ranks(p->d, fn_backward, buf, count, dtype, st, &p->pending)) != CLT_OK)
         return st;

@@ -460,6 +460,40 @@ clt_status clt_fill_(clt_tensor *x, double value)
 
 /* ---- joining --------------------------------------------------------------------------------------- */
 
+/* Where each part is one run of out's elements (out's dimensions before dim all of size 1),
+ * contiguous and of out's dtype, and the backend copies runs: every part copied, CLT__COPY_GROUP
+ * a launch, and true; else false, nothing done (the parts are then copied one at a time). */
+static bool cat_runs(const char *fn, clt_tensor *out, clt_tensor *const *xs, int n, int dim,
+                     clt_status *st)
+{
+    clt_device *dev = out->storage->device;
+    int64_t outer = 1, inner = 1, at = 0;
+    for (int d = 0; d < dim; d++)
+        outer *= out->shape[d];
+    for (int d = dim + 1; d < out->ndim; d++)
+        inner *= out->shape[d];
+    if (outer != 1 || !dev->backend->copy_runs)
+        return false;
+    for (int i = 0; i < n; i++)
+        if (xs[i]->dtype != out->dtype || !clt_tensor_is_contiguous(xs[i]))
+            return false;
+    clt__copies_call call = {.dtype = out->dtype, .dst = out->storage->buf};
+    *st = CLT_OK;
+    for (int i = 0; i < n && *st == CLT_OK; i++) {
+        if (xs[i]->numel)
+            call.run[call.count++] = (clt__copy_run){.src = xs[i]->storage->buf,
+                                                     .src_offset = (size_t)xs[i]->offset,
+                                                     .dst_offset = (size_t)(out->offset + at),
+                                                     .n = (size_t)xs[i]->numel};
+        at += xs[i]->shape[dim] * inner;
+        if (call.count == CLT__COPY_GROUP || (i == n - 1 && call.count)) {
+            *st = dev->backend->copy_runs(fn, dev, &call);
+            call.count = 0;
+        }
+    }
+    return true;
+}
+
 clt_tensor *clt_cat(clt_tensor *const *xs, int n, int dim)
 {
     static const char *const fn = "clt_cat";
@@ -500,7 +534,13 @@ clt_tensor *clt_cat(clt_tensor *const *xs, int n, int dim)
     }
     rec = clt__grad_begin(xs, n, &prev);
     out = clt__tensor_new(fn, xs[0]->storage->device, dt, xs[0]->ndim, shape);
-    for (int i = 0; out && i < n; i++) {
+    clt_status runs_st = CLT_OK;
+    bool copied = out && cat_runs(fn, out, xs, n, dim, &runs_st);
+    if (runs_st != CLT_OK) {
+        clt_tensor_release(out);
+        out = NULL;
+    }
+    for (int i = 0; out && !copied && i < n; i++) {
         clt_tensor *part = clt_narrow(out, dim, at, xs[i]->shape[dim]);
         clt_status st = part ? clt_copy_(part, xs[i]) : clt_last_status();
         clt_tensor_release(part);

@@ -9,6 +9,7 @@
  *   overlap_single  the same with MPI on the main thread only (MPI_Init)
  *   backward_failure  clt_dist_backward failing on rank 1 fails on every rank, no gradient kept
  *   errors    NULL arguments, and f16 parameters, which neither way of averaging takes
+ *   unused    a parameter without a gradient on one rank counts as zeros there, both ways
  *   sampler   the loader's shards over the ranks hold every item exactly once per epoch
  *   mismatch  ranks holding different models: clt_dist_sync_module fails on every rank
  *   badinit   a rank that cannot initialise (CLT_VISIBLE_DEVICES names no device there): every
@@ -244,6 +245,70 @@ static int check_backward_failure(clt_dist *d)
     return result;
 }
 
+/* A parameter that has no gradient on one rank counts as zeros there: rank 0's loss is the
+ * model's cross entropy, rank 1's the sum of 0.weight alone (a gradient of ones for it, none
+ * for the other parameters), so that the averages are (g + 1) / 2 for 0.weight and g / 2 for
+ * the rest, g rank 0's own gradient; with clt_backward + clt_dist_average_gradients, then with
+ * clt_dist_backward (buckets of 200 bytes, so that some buckets have no gradient at all on
+ * rank 1). */
+static int check_unused(clt_dist *d)
+{
+    static const char *const names[4] = {"0.weight", "0.bias", "2.weight", "2.bias"};
+    int rank = clt_dist_rank(d);
+    clt_device *dev = clt_dist_device(d);
+    clt_module *m = mlp(1, HIDDEN);
+    clt_tensor *x, *y;
+    float g[512], got[512];
+    if (!m || clt_module_to(m, dev) != CLT_OK)
+        return fail(rank, "the model");
+    batch(dev, 0, ROWS, &x, &y);
+    for (int way = 0; way < 2; way++) {
+        int n = 0, at = 0;
+        clt_tensor *out = clt_module_forward(m, x);
+        clt_tensor *ce = out ? clt_cross_entropy(out, y, NULL) : NULL;
+        /* rank 0's own gradient, from the same loss */
+        if (!ce || clt_backward(ce, NULL, true) != CLT_OK)
+            return fail(rank, "the reference backward");
+        for (int i = 0; i < 4; i++) {
+            clt_tensor *p = clt_module_get_parameter(m, names[i]), *pg = clt_tensor_grad(p);
+            int64_t k = clt_tensor_numel(p);
+            if (!pg || clt_tensor_copy_to_host(pg, g + n, (size_t)k * sizeof *g) != CLT_OK)
+                return fail(rank, "reading the gradient");
+            n += (int)k;
+            clt_tensor_release(pg);
+            clt_tensor_set_grad(p, NULL);
+        }
+        MPI_Bcast(g, n, MPI_FLOAT, 0, MPI_COMM_WORLD);
+        clt_tensor *loss = rank == 0 ? clt_tensor_retain(ce)
+                                     : clt_sum(clt_module_get_parameter(m, "0.weight"), NULL, 0, false);
+        clt_status st = way == 0 ? clt_backward(loss, NULL, false) : clt_dist_backward(d, m, loss);
+        if (st != CLT_OK || (way == 0 && clt_dist_average_gradients(d, m) != CLT_OK))
+            return fail(rank, way == 0 ? "clt_dist_average_gradients" : "clt_dist_backward");
+        for (int i = 0; i < 4; i++) {
+            clt_tensor *p = clt_module_get_parameter(m, names[i]), *pg = clt_tensor_grad(p);
+            int64_t k = clt_tensor_numel(p);
+            if (!pg || clt_tensor_copy_to_host(pg, got + at, (size_t)k * sizeof *got) != CLT_OK)
+                return fail(rank, "reading the average");
+            for (int64_t e = 0; e < k; e++, at++) {
+                float want = (g[at] + (i == 0 ? 1.0f : 0.0f)) / 2;
+                if (fabsf(got[at] - want) > 1e-6f * fmaxf(1.0f, fabsf(want))) {
+                    fprintf(stderr, "mpi_check (rank %d): %s element %lld averaged to %.9g, want "
+                            "%.9g (way %d)\n", rank, names[i], (long long)e, got[at], want, way);
+                    return 1;
+                }
+            }
+            clt_tensor_release(pg);
+            clt_tensor_set_grad(p, NULL);
+        }
+        clt_tensor_release(loss), clt_tensor_release(ce), clt_tensor_release(out);
+    }
+    printf("mpi_check unused (rank %d): a parameter without a gradient counts as zeros, both "
+           "ways\n", rank);
+    clt_tensor_release(x), clt_tensor_release(y);
+    clt_module_release(m);
+    return 0;
+}
+
 /* Bad input: a NULL handle or module is an error on the calling rank; parameters that are not
  * f32 or f64 make both ways of averaging fail on every rank with CLT_ERR_DTYPE. */
 static int check_errors(clt_dist *d)
@@ -322,6 +387,8 @@ int main(int argc, char **argv)
         result = check_train(d);
     } else if (!strcmp(mode, "errors")) {
         result = check_errors(d);
+    } else if (!strcmp(mode, "unused")) {
+        result = check_unused(d);
     } else if (!strcmp(mode, "backward_failure")) {
         result = check_backward_failure(d);
     } else if (!strcmp(mode, "sampler")) {
@@ -329,7 +396,7 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "mismatch")) {
         result = check_mismatch(d);
     } else {
-        fprintf(stderr, "usage: mpi_check train|overlap|overlap_single|backward_failure|errors|sampler|mismatch|badinit\n");
+        fprintf(stderr, "usage: mpi_check train|overlap|overlap_single|backward_failure|errors|unused|sampler|mismatch|badinit\n");
         result = 2;
     }
     if (d)

@@ -52,7 +52,17 @@ START_TEST(test_kernels_exact)
         clt_tensor *gv = clt_slice(g, 0, 1, 7, 2), *hv = clt_slice(hs, 0, 1, 7, 2);
         clt_tensor *gc = clt_contiguous(gv), *hc = clt_contiguous(hv);
         assert_same(gc, hc, "strided copy");
-        clt_tensor *all[] = {hc, gc, hv, gv, fh, f, g, hs, h};
+        /* runs joined in one launch (ew_copy_runs): nine parts, offsets and an empty one */
+        clt_tensor *gp[9], *hp[9];
+        for (int k = 0; k < 9; k++) {
+            gp[k] = clt_narrow(g, 0, k % 3, k % 5);
+            hp[k] = clt_narrow(hs, 0, k % 3, k % 5);
+        }
+        clt_tensor *gj = clt_cat(gp, 9, 0), *hj = clt_cat(hp, 9, 0);
+        assert_same(gj, hj, "cat of runs");
+        for (int k = 0; k < 9; k++)
+            clt_tensor_release(gp[k]), clt_tensor_release(hp[k]);
+        clt_tensor *all[] = {hj, gj, hc, gc, hv, gv, fh, f, g, hs, h};
         for (size_t k = 0; k < sizeof all / sizeof *all; k++)
             clt_tensor_release(all[k]);
     }

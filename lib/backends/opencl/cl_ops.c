@@ -166,6 +166,32 @@ clt_status clt__cl_elementwise(const char *fn, clt_device *dev, const clt__ew_ca
                        ew_kernels[c->op][0], CLT__CL_ARGS(args), c->n);
 }
 
+clt_status clt__cl_copy_runs(const char *fn, clt_device *dev, const clt__copies_call *c)
+{
+    cl_mem dst = c->dst, src[CLT__COPY_GROUP];
+    cl_ulong so[CLT__COPY_GROUP], d[CLT__COPY_GROUP], n[CLT__COPY_GROUP];
+    clt__cl_arg args[1 + 4 * CLT__COPY_GROUP + 2];
+    cl_int count = c->count, blocked = clt__cl_run_layout(dev);
+    size_t total = 0;
+    int at = 0;
+    args[at++] = (clt__cl_arg){sizeof dst, &dst};
+    for (int j = 0; j < CLT__COPY_GROUP; j++) { /* runs past count: none, any buffer */
+        const clt__copy_run *r = &c->run[j < c->count ? j : 0];
+        src[j] = r->src, so[j] = r->src_offset, d[j] = r->dst_offset;
+        n[j] = j < c->count ? r->n : 0;
+        total += n[j];
+        args[at++] = (clt__cl_arg){sizeof src[j], &src[j]};
+        args[at++] = (clt__cl_arg){sizeof so[j], &so[j]};
+        args[at++] = (clt__cl_arg){sizeof d[j], &d[j]};
+        args[at++] = (clt__cl_arg){sizeof n[j], &n[j]};
+    }
+    args[at++] = (clt__cl_arg){sizeof count, &count};
+    args[at++] = (clt__cl_arg){sizeof blocked, &blocked};
+    return clt__cl_run(fn, dev, "elementwise:copy",
+                       clt__dtype(clt__cl_bits_dtype(clt_dtype_size(c->dtype)))->options,
+                       "ew_copy_runs", args, at, total);
+}
+
 /* Fills with a kernel (ew_fill of the dtype whose storage has the pattern's size) rather than
  * clEnqueueFillBuffer, so that checking tools such as Oclgrind see the memory written. */
 clt_status clt__cl_fill(const char *fn, clt_device *dev, void *buf, size_t offset,

@@ -58,6 +58,21 @@ CLT_FN void clt_run_span(ulong n, ulong *b, ulong *e)
         }                                                                                      \
     } while (0)
 
+/* The kernels over up to 8 tensors (optim_step, ew_copy_runs) take tensor 0's arguments, then
+ * switch to tensor j's with TAKE(j) for j of 1 to 7. */
+#define CLT_TAKE_ONE_OF_8(j, TAKE)                                                             \
+    switch (j) {                                                                               \
+        TAKE(1);                                                                               \
+        TAKE(2);                                                                               \
+        TAKE(3);                                                                               \
+        TAKE(4);                                                                               \
+        TAKE(5);                                                                               \
+        TAKE(6);                                                                               \
+        TAKE(7);                                                                               \
+    default:                                                                                   \
+        break;                                                                                 \
+    }
+
 /* Kernel selection: a program built with -DCLT_ONLY -DCLT_PICK_<name>=1 holds kernel <name>
  * alone, so that a driver compiles only what runs; without CLT_ONLY it holds every kernel of its
  * file. A kernel's definition sits under `#if CLT_WANTED(name)`, or, inside a macro, in

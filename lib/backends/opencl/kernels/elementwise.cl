@@ -162,6 +162,30 @@ __kernel void ew_copy(EW_PARAMS(ST, ST))
 }
 #endif
 
+/* Up to 8 runs of contiguous elements into dst (backend.h's clt__copies_call): run j's n_j
+ * elements from src_j at src_off_j to dst at dst_off_j (runs past `count` have none), each run
+ * spread over every work-item in turn; built for the dtype whose storage has the elements'
+ * size. */
+#define RUN_PARAMS(J) __global const ST *src##J, ulong src_off##J, ulong dst_off##J, ulong n##J
+#define RUN_TAKE(J)                                                                            \
+    case J:                                                                                    \
+        src = src##J, so = src_off##J, d = dst_off##J, n = n##J;                               \
+        break
+
+#if CLT_WANTED(copy)
+__kernel void ew_copy_runs(__global ST *dst, RUN_PARAMS(0), RUN_PARAMS(1), RUN_PARAMS(2),
+                           RUN_PARAMS(3), RUN_PARAMS(4), RUN_PARAMS(5), RUN_PARAMS(6),
+                           RUN_PARAMS(7), int count, int blocked)
+{
+    for (int j = 0; j < count; j++) {
+        __global const ST *src = src0;
+        ulong so = src_off0, d = dst_off0, n = n0;
+        CLT_TAKE_ONE_OF_8(j, RUN_TAKE);
+        CLT_RUN(n, blocked, dst[d + i] = src[so + i]);
+    }
+}
+#endif
+
 /* n elements from offset `off` set to `value` (the stored bits). */
 #if CLT_WANTED(fill)
 __kernel void ew_fill(__global ST *out, ulong off, ulong n, ST value, int blocked)

@@ -44,17 +44,7 @@ __kernel void optim_step(OPTIM_TENSOR(0), OPTIM_TENSOR(1), OPTIM_TENSOR(2), OPTI
         __global ST *param = param0, *ms = ms0, *vs = vs0;
         __global const ST *grad = grad0;
         ulong p_off = p_off0, g_off = g_off0, n = n0;
-        switch (j) {
-            OPTIM_TAKE(1);
-            OPTIM_TAKE(2);
-            OPTIM_TAKE(3);
-            OPTIM_TAKE(4);
-            OPTIM_TAKE(5);
-            OPTIM_TAKE(6);
-            OPTIM_TAKE(7);
-        default:
-            break;
-        }
+        CLT_TAKE_ONE_OF_8(j, OPTIM_TAKE);
         if (kind == 1)
             OPTIM_RUN(1, 1);
         else if (kind == 2)
