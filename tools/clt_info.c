@@ -196,7 +196,8 @@ static void header(void)
     static const char *const vars[] = {"CLT_VISIBLE_DEVICES", "CLT_SUBDEVICES", "CLT_KERNEL_DIR",
                                        "CLT_CACHE_DIR", "CLT_CACHE_SIZE", "CLT_GEMM",
                                        "CLT_WINOGRAD", "CLT_NUM_THREADS", "CLT_LOG",
-                                       "CLT_DEVICE_MEMORY_LIMIT", "OCL_ICD_VENDORS"};
+                                       "CLT_DEVICE_MEMORY_LIMIT", "CLT_BATCH_WORKERS",
+                                       "OCL_ICD_VENDORS"};
     clt_cache_info cache;
     char size[32], limit[32];
 

@@ -64,7 +64,8 @@ CLT_API clt_status clt_dist_average_gradients(clt_dist *d, clt_module *m);
  * buckets of bucket_bytes in the reverse of registration order (the order a backward completes
  * them), and each bucket is all-reduced as soon as its gradients are complete, by a thread of
  * its own while the pass computes the rest when MPI allows calls from another thread
- * (MPI_Init_thread with MPI_THREAD_SERIALIZED or more), else on this thread. The gradient this
+ * (MPI_Init_thread with MPI_THREAD_SERIALIZED or more) and there is more than one bucket, else
+ * on this thread. The gradient this
  * pass adds is averaged: with the gradients zeroed before each step, the result is that of
  * clt_backward then clt_dist_average_gradients. CLT_OK on every rank, or the same failure on
  * every rank, no gradient changed (but for parameters the pass gave no gradient on this rank

@@ -621,10 +621,12 @@ static void leaf_ready(void *user, clt_tensor *leaf, clt_tensor **grad)
         return; /* not one of the module's parameters */
     pthread_mutex_lock(&p->lock);
     p->slot[i] = grad;
+    int complete = p->complete;
     if (--p->buckets[p->bucket_of[i]].missing == 0)
         while (p->complete < p->nbuckets && p->buckets[p->complete].missing == 0)
             p->complete++;
-    pthread_cond_signal(&p->cond);
+    if (p->complete != complete) /* (woken for nothing, the thread would take turns with this one) */
+        pthread_cond_signal(&p->cond);
     pthread_mutex_unlock(&p->lock);
     if (!p->threaded) /* MPI only on this thread: the buckets now complete, here */
         for (int b = p->averaged; b < p->complete && p->st == CLT_OK; b++) {
@@ -709,7 +711,8 @@ clt_status clt_dist_backward(clt_dist *d, clt_module *m, clt_tensor *loss)
         pthread_mutex_init(&p->lock, NULL);
         pthread_cond_init(&p->cond, NULL);
         MPI_Query_thread(&provided);
-        p->threaded = provided >= MPI_THREAD_SERIALIZED &&
+        /* one bucket completes as the pass ends: nothing to overlap, no thread to start */
+        p->threaded = p->nbuckets > 1 && provided >= MPI_THREAD_SERIALIZED &&
                       pthread_create(&p->thread, NULL, comm_thread, p) == 0;
         clt_backward_hooks hooks = {.leaf_ready = leaf_ready, .finish = finish, .user = p};
         st = clt_backward_ex(loss, NULL, false, &hooks);

@@ -1,8 +1,11 @@
 /* OpenCL suite: the OpenCL backend's own device tests: which devices it can use, its interop
  * objects (and their refusal for other backends' devices; what a buffer handed out means for
- * what the library knows of its values), and kernel builds from
+ * what the library knows of its values), kernel builds from
  * CLT_KERNEL_DIR (a source that does not build, a missing file, sources equal to the embedded
- * ones). */
+ * ones), and the scheduling policy of a CPU device's runtime threads. */
+#define _GNU_SOURCE /* SCHED_BATCH */
+#include <dirent.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -13,6 +16,48 @@
 #include "tensor/tensor_internal.h"
 
 bool clt__cl_usable(const char *c_version, const char *profile, const char **why);
+
+/* The process's threads under SCHED_BATCH (-1 where /proc cannot be read). */
+static int batch_threads(void)
+{
+    DIR *dir = opendir("/proc/self/task");
+    struct dirent *e;
+    int n = 0;
+    if (!dir)
+        return -1;
+    while ((e = readdir(dir)))
+        if (e->d_name[0] != '.' && sched_getscheduler(atoi(e->d_name)) == SCHED_BATCH)
+            n++;
+    closedir(dir);
+    return n;
+}
+
+/* PoCL's worker threads, started while the platforms are listed, run under SCHED_BATCH, the
+ * calling thread keeping SCHED_OTHER (case 0); CLT_BATCH_WORKERS=0 leaves every thread alone
+ * (case 1); with a device that is not a CPU listed as well (Oclgrind's), the threads started
+ * while listing go back to SCHED_OTHER (case 2). */
+START_TEST(test_device_batch_workers)
+{
+#ifdef __linux__
+    if (!test_use_vendors(true, _i == 2))
+        return;
+    if (_i == 1)
+        setenv("CLT_BATCH_WORKERS", "0", 1);
+    ck_assert_int_eq(sched_getscheduler(0), SCHED_OTHER);
+    ck_assert_int_ge(clt_device_count(), 1);
+    clt_tensor *t = clt_tensor_ones(CLT_SHAPE(4), CLT_F32, clt_device_get("gpu:0"));
+    ck_assert_msg(t && clt_device_synchronize(clt_device_get("gpu:0")) == CLT_OK, "%s",
+                  clt_last_error());
+    int batch = batch_threads();
+    if (_i == 0)
+        ck_assert_msg(batch >= 1, "no thread of PoCL's runs under SCHED_BATCH (%d)", batch);
+    else
+        ck_assert_msg(batch == 0, "%d threads run under SCHED_BATCH (case %d)", batch, _i);
+    ck_assert_int_eq(sched_getscheduler(0), SCHED_OTHER);
+    clt_tensor_release(t);
+#endif
+}
+END_TEST
 
 /* Devices the kernels cannot run on are left out of the list. */
 START_TEST(test_device_usable_versions)
@@ -215,6 +260,7 @@ Suite *suite_opencl(void)
     Suite *s = suite_create("opencl");
     TCase *tc = test_case("opencl", 600);
     tcase_add_test(tc, test_device_usable_versions);
+    tcase_add_loop_test(tc, test_device_batch_workers, 0, 3);
     tcase_add_test(tc, test_device_interop_other_backend);
     ADD_DEVICE_TEST(tc, test_device_opencl_interop);
     tcase_add_test(tc, test_device_kernel_build_failure);

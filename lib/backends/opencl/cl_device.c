@@ -293,7 +293,7 @@ static clt_status add_split(cl_platform_id platform, cl_device_id id, unsigned n
 /* Appends the devices of one platform that belong to this pass (GPU/accelerator or CPU), CPU
  * types split into `subdevices` parts when that is above 1. */
 static clt_status add_platform(cl_platform_id platform, bool cpu_pass, unsigned subdevices,
-                               clt_device ***devices, int *count)
+                               clt_device ***devices, int *count, bool *not_cpu)
 {
     cl_uint n = 0;
     cl_device_id *ids;
@@ -314,6 +314,7 @@ static clt_status add_platform(cl_platform_id platform, bool cpu_pass, unsigned 
         clGetDeviceInfo(ids[i], CL_DEVICE_COMPILER_AVAILABLE, sizeof compiler, &compiler, NULL);
         clt_device_type type = classify(t);
         char c_version[128], profile[64], name[256];
+        *not_cpu |= type != CLT_DEVICE_CPU;
         const char *why = available ? "it has no compiler" : "it is unavailable";
         bool split = false;
         if ((type == CLT_DEVICE_CPU) != cpu_pass)
@@ -341,25 +342,31 @@ clt_status clt__cl_enumerate(const char *fn, unsigned subdevices, clt_device ***
 {
     cl_uint np = 0;
     cl_platform_id *platforms;
+    clt__cl_batch batch; /* the runtimes start their threads while listed */
+    clt__cl_batch_begin(&batch, true);
     cl_int err = clGetPlatformIDs(0, NULL, &np);
     clt_status st = CLT_OK;
+    bool not_cpu = false;
 
     clt__cl_check_vendors(); /* the loader has loaded what it could */
-    if (err == CL_PLATFORM_NOT_FOUND_KHR || (err == CL_SUCCESS && np == 0))
+    if (err != CL_SUCCESS || np == 0) {
+        clt__cl_batch_end(&batch, false);
+        if (err != CL_SUCCESS && err != CL_PLATFORM_NOT_FOUND_KHR)
+            clt__log(CLT_LOG_WARN, "clGetPlatformIDs failed (%d): using cpu only", (int)err);
         return CLT_OK; /* no OpenCL at all: only cpu */
-    if (err != CL_SUCCESS) {
-        clt__log(CLT_LOG_WARN, "clGetPlatformIDs failed (%d): using cpu only", (int)err);
-        return CLT_OK;
     }
     platforms = calloc(np, sizeof *platforms);
-    if (!platforms)
+    if (!platforms) {
+        clt__cl_batch_end(&batch, false);
         return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory listing platforms");
+    }
     if (clGetPlatformIDs(np, platforms, NULL) != CL_SUCCESS)
         np = 0;
     for (int pass = 0; pass < 2 && st == CLT_OK; pass++)
         for (cl_uint p = 0; p < np && st == CLT_OK; p++)
-            st = add_platform(platforms[p], pass == 1, subdevices, devices, count);
+            st = add_platform(platforms[p], pass == 1, subdevices, devices, count, &not_cpu);
     free(platforms);
+    clt__cl_batch_end(&batch, np > 0 && !not_cpu); /* a GPU's driver threads as they were */
     if (st != CLT_OK)
         return clt__error(st, fn, "out of host memory listing OpenCL devices");
     return CLT_OK;
@@ -380,6 +387,9 @@ clt_status clt__cl_start(const char *fn, clt_device *dev)
         cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)cd->platform,
                                          0};
         clt__cl_group *g = cd->group;
+        clt__cl_batch batch; /* the threads a CPU device's runtime starts for its queues */
+        if (dev->info.type == CLT_DEVICE_CPU)
+            clt__cl_batch_begin(&batch, false);
         if (g) { /* the group's context, made by its first member to start */
             pthread_mutex_lock(&g->lock);
             if (!g->context)
@@ -401,6 +411,8 @@ clt_status clt__cl_start(const char *fn, clt_device *dev)
             if (err != CL_SUCCESS)
                 clReleaseContext(cd->context);
         }
+        if (dev->info.type == CLT_DEVICE_CPU)
+            clt__cl_batch_end(&batch, true);
         if (err == CL_SUCCESS)
             cd->started = true;
         else

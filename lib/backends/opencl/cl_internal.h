@@ -149,6 +149,19 @@ bool clt__cl_usable(const char *c_version, const char *profile, const char **why
 /* Creates the device's context and queue on first use (under the device lock). */
 clt_status clt__cl_start(const char *fn, clt_device *dev);
 
+/* A while in which the threads the calling thread starts (an OpenCL runtime's) run under
+ * SCHED_BATCH (cl_workers.c): begin switches the calling thread to it, where it is SCHED_OTHER
+ * and CLT_BATCH_WORKERS is not 0, noting the process's threads first with `note`; end switches
+ * it back, and without `keep` the threads started in between too (those a GPU's driver may own).
+ * Nothing happens off Linux. */
+typedef struct clt__cl_batch {
+    int *tids; /* the threads noted at the beginning */
+    int count;
+    bool begun;
+} clt__cl_batch;
+void clt__cl_batch_begin(clt__cl_batch *w, bool note);
+void clt__cl_batch_end(clt__cl_batch *w, bool keep);
+
 /* The dtype whose programs move elements of `size` bytes as bits (fills, transposes): u8, f16,
  * i32 or i64. */
 clt_dtype clt__cl_bits_dtype(size_t size);
