@@ -32,24 +32,36 @@ static int batch_threads(void)
     return n;
 }
 
-/* PoCL's worker threads, started while the platforms are listed, run under SCHED_BATCH, the
- * calling thread keeping SCHED_OTHER (case 0); CLT_BATCH_WORKERS=0 leaves every thread alone
- * (case 1); with a device that is not a CPU listed as well (Oclgrind's), the threads started
- * while listing go back to SCHED_OTHER (case 2). */
+/* In a process that may run on one core, PoCL's worker threads, started while the platforms are
+ * listed, run under SCHED_BATCH, the calling thread keeping SCHED_OTHER (case 0);
+ * CLT_BATCH_WORKERS=0 leaves every thread alone (case 1); with a device that is not a CPU listed
+ * as well (Oclgrind's), the threads started while listing go back to SCHED_OTHER (case 2); on
+ * every core the process may use, nothing changes by default (case 3), and CLT_BATCH_WORKERS=1
+ * does it there too (case 4). */
 START_TEST(test_device_batch_workers)
 {
 #ifdef __linux__
     if (!test_use_vendors(true, _i == 2))
         return;
-    if (_i == 1)
-        setenv("CLT_BATCH_WORKERS", "0", 1);
+    if (_i == 1 || _i == 4)
+        setenv("CLT_BATCH_WORKERS", _i == 1 ? "0" : "1", 1);
+    if (_i <= 2) { /* one core: the one this runs on */
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(sched_getcpu(), &one);
+        ck_assert_int_eq(sched_setaffinity(0, sizeof one, &one), 0);
+    }
     ck_assert_int_eq(sched_getscheduler(0), SCHED_OTHER);
     ck_assert_int_ge(clt_device_count(), 1);
     clt_tensor *t = clt_tensor_ones(CLT_SHAPE(4), CLT_F32, clt_device_get("gpu:0"));
     ck_assert_msg(t && clt_device_synchronize(clt_device_get("gpu:0")) == CLT_OK, "%s",
                   clt_last_error());
     int batch = batch_threads();
-    if (_i == 0)
+    cpu_set_t allowed;
+    ck_assert_int_eq(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+    if (_i == 3 && CPU_COUNT(&allowed) == 1)
+        batch = 0; /* (a machine of one core: case 0 again) */
+    if (_i == 0 || _i == 4)
         ck_assert_msg(batch >= 1, "no thread of PoCL's runs under SCHED_BATCH (%d)", batch);
     else
         ck_assert_msg(batch == 0, "%d threads run under SCHED_BATCH (case %d)", batch, _i);
@@ -260,7 +272,7 @@ Suite *suite_opencl(void)
     Suite *s = suite_create("opencl");
     TCase *tc = test_case("opencl", 600);
     tcase_add_test(tc, test_device_usable_versions);
-    tcase_add_loop_test(tc, test_device_batch_workers, 0, 3);
+    tcase_add_loop_test(tc, test_device_batch_workers, 0, 5);
     tcase_add_test(tc, test_device_interop_other_backend);
     ADD_DEVICE_TEST(tc, test_device_opencl_interop);
     tcase_add_test(tc, test_device_kernel_build_failure);

@@ -1,5 +1,6 @@
 /* The scheduling policy of the threads a CPU device's OpenCL runtime runs its kernels on (PoCL's
- * workers, Rusticl's llvmpipe threads): SCHED_BATCH, on Linux, unless CLT_BATCH_WORKERS=0.
+ * workers, Rusticl's llvmpipe threads): SCHED_BATCH, on Linux, where the process may run on one
+ * core only (CLT_BATCH_WORKERS=1: always, 0: never).
  *
  * Such a worker sleeps until a command is queued. Woken as an ordinary thread, it preempts the
  * thread that queued the command; where both share a core (an MPI rank bound to one, more
@@ -7,7 +8,11 @@
  * ahead while the worker computes. PoCL's step of the digits CNN at batch 32 on one core took
  * 1.33-1.35 ms, its steps varying by 0.2 ms, against 0.86 ms, varying by 0.03 ms, with its
  * workers under SCHED_BATCH, whose threads are not preempted by a waking one (2-core Zen 4 EPYC).
- * On cores of their own nothing changes.
+ * Where the workers need the cores the host thread runs on, the other way round, a worker that
+ * waits for the host's time slice to end holds up the whole kernel: the same CNN at batch 128 on
+ * PoCL's two workers over two cores took 2.2-2.4 ms, and 2.8-3.8 ms with them under SCHED_BATCH.
+ * So by default only a process that may run on one core (sched_getaffinity) does this;
+ * CLT_BATCH_WORKERS=1 does it always, 0 never.
  *
  * The runtimes start their threads from the thread that lists the platforms or creates a
  * context, and a new thread inherits its creator's policy: the calling thread runs under
@@ -27,12 +32,16 @@
 #include <sched.h>
 #include <sys/types.h>
 
+/* CLT_BATCH_WORKERS: 1 always, 0 never, unset only where the process may run on one core. */
 static bool wanted(void)
 {
     const char *v = getenv("CLT_BATCH_WORKERS");
-    if (v && *v && strcmp(v, "0") && strcmp(v, "1"))
+    cpu_set_t allowed;
+    if (v && (!strcmp(v, "0") || !strcmp(v, "1")))
+        return v[0] == '1';
+    if (v && *v)
         clt__log(CLT_LOG_WARN, "CLT_BATCH_WORKERS=\"%s\" is neither 0 nor 1: ignored", v);
-    return !v || strcmp(v, "0") != 0;
+    return sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) == 1;
 }
 
 /* The ids of the process's threads into w (none where /proc cannot be read). */
