@@ -213,7 +213,8 @@ START_TEST(test_gemm_tuning_fallback)
 END_TEST
 
 /* A dot kernel that gives wrong results: never chosen, nor for narrow products with B
- * transposed (packed runs those), and products are right. */
+ * transposed (packed runs those), and products are right; the untimed class of 2048 and more
+ * keeps packed. */
 START_TEST(test_gemm_tuning_no_dot)
 {
     static char log[8192];
@@ -225,6 +226,12 @@ START_TEST(test_gemm_tuning_no_dot)
     break_gemm_kernel("bt[q] = bb + (ulong)min(j0 + q, n - 1) * ldb;"); /* dot */
     tune_here(CLT__GEMM_DOT, "GEMM variant dot on gpu:0 (f32) gave wrong results", log, choice);
     ck_assert_int_eq(choice[CLT__GEMM_NARROW], CLT__GEMM_PACKED);
+    /* the class of 2048 and more is not timed: it keeps the default, whatever won at 1024 */
+    ck_assert_int_eq(choice[CLT__GEMM_CLASSES - 1], CLT__GEMM_PACKED);
+    clt__gemm_call huge = {.dtype = CLT_F32, .m = 2048, .n = 2048, .k = 2048, .batch = 1};
+    clt__gemm_call big = {.dtype = CLT_F32, .m = 1024, .n = 1024, .k = 1024, .batch = 1};
+    ck_assert_int_eq(clt__gemm_class(&huge), CLT__GEMM_CLASSES - 1);
+    ck_assert_int_eq(clt__gemm_class(&big), CLT__GEMM_CLASSES - 2);
     clt__gemm_call narrow = {.dtype = CLT_F32, .m = 7, .n = 3, .k = 300, .batch = 1,
                              .trans_b = true};
     ck_assert_int_eq(clt__cl_gemm_choose("test", clt_device_get("gpu:0"), &narrow, &v), CLT_OK);

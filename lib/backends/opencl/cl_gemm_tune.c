@@ -7,7 +7,9 @@
  * every candidate (see candidate()) is verified on awkward shapes (every transpose, odd sizes,
  * offsets, batch strides, alpha and beta) against the exact result, then the verified ones are
  * timed on an n x n x n product for n = 64 ... 1024 within a few seconds; each size class takes
- * the fastest. A variant that fails verification is never chosen. The choices are stored in the
+ * the fastest, but for the class of 2048 and more, which keeps the default: timed at 1024, a
+ * winner there could be the loser above (direct won at 1024 on a Zen 4 EPYC, 207 against 145
+ * GFLOP/s, and then ran 2048 at 81-91 GFLOP/s against packed's 200). A variant that fails verification is never chosen. The choices are stored in the
  * disk cache (under a key holding the device, its driver, the library version and kernels/gemm.cl),
  * so that later processes start tuned. CLT_GEMM=<variant> skips all of this. */
 #include <math.h>
@@ -25,7 +27,7 @@
                               * keep the default (a slow device, a simulator) */
 #define TUNE_WALL_S 3.0      /* seconds of tuning (compiles and checks included) past which no
                               * larger class is timed */
-#define TUNE_FORMAT "cltensor gemm tuning 5\n"
+#define TUNE_FORMAT "cltensor gemm tuning 6\n"
 
 static double now_s(void)
 {
@@ -378,7 +380,8 @@ static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigne
         choice[cls] = CLT__GEMM_CLBLAST;
         /* each class costs about 8 times the last: stop before the budget would be passed, the
          * classes left taking the default (when it passed verification) */
-        if (cls > 0 && (spent + 8 * last > TUNE_BUDGET_S || now_s() - start > TUNE_WALL_S)) {
+        if (cls > 0 && (size > TUNE_MAX_N || spent + 8 * last > TUNE_BUDGET_S ||
+                        now_s() - start > TUNE_WALL_S)) {
             choice[cls] = ok[fallback[cls]] ? fallback[cls] : choice[cls - 1];
             continue;
         }

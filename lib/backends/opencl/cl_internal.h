@@ -26,7 +26,8 @@ typedef enum clt__gemm_variant {
 extern const char *const clt__gemm_variant_names[CLT__GEMM_VARIANTS];
 
 /* GEMMs are tuned per size class: the cube root of m n k about 64, 128, 256, 512, 1024 and
- * more (clt__gemm_class). A device's choices are one variant a class, then the variant for a
+ * 2048 or more (clt__gemm_class; the last is never timed, see cl_gemm_tune.c). A device's
+ * choices are one variant a class, then the variant for a
  * product its class's variant cannot run (direct with B transposed): packed when it passed
  * verification, else CLBlast; then, for products with B transposed and few rows (a
  * transformer's decoding step, nn.Linear on a small batch), where packing B can cost more than
@@ -37,7 +38,7 @@ extern const char *const clt__gemm_variant_names[CLT__GEMM_VARIANTS];
  * compute a whole panel's columns for a few), and products with B as it is stored and at most
  * CLT__GEMM_SHORT_ROWS rows (CLT__GEMM_SHORT: direct, where each packed panel would be read by
  * a few work-items only). */
-#define CLT__GEMM_CLASSES 5
+#define CLT__GEMM_CLASSES 6
 #define CLT__GEMM_FALLBACK CLT__GEMM_CLASSES  /* the index of the second kind of choice */
 #define CLT__GEMM_FEW (CLT__GEMM_CLASSES + 1) /* and of the third */
 #define CLT__GEMM_FEW_CLASSES 4
