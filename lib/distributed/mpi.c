@@ -3,8 +3,8 @@
  * agreement: each rank contributes its status, and a failure anywhere is raised on every rank,
  * with the failing rank's message, so that no rank is left waiting in a collective the others
  * skipped. Gradients travel through the device's pinned host memory (clt_host_buffer: page-locked
- * on OpenCL devices, ordinary memory on cpu), read and written by the device's own copies: a
- * bucket's copies are queued together and waited for once, not one round trip a tensor.
+ * on OpenCL devices, ordinary memory on cpu), read and written by the device's own copies: one
+ * copy a bucket each way, not one a tensor.
  * clt_dist_backward all-reduces buckets of gradients from the backward pass's hooks, on a thread
  * of its own when MPI allows. */
 #include <pthread.h>
@@ -24,8 +24,6 @@ struct clt_dist {
     clt_device *device;
     size_t bucket_bytes;
     clt_host_buffer *pinned; /* the staging of a bucket, kept for the next one */
-    clt_event *copies[MAX_TENSORS]; /* a bucket's queued copies (copies_wait) */
-    int ncopies;
     clt_tensor *grads[MAX_TENSORS]; /* a bucket's gradients (NULL: none) */
     clt_tensor *parts[MAX_TENSORS]; /* and flattened (bucket_to_host) */
 };
@@ -54,9 +52,9 @@ static unsigned char *staging(clt_dist *d, const char *fn, size_t bytes)
     return clt_host_buffer_data(d->pinned);
 }
 
-/* Queues the copy of a bucket's gradients into dst, one after the other in row-major order
- * (grads[k] NULL: params[k]'s numel zeros; all of `dtype`): joined on the device into one
- * tensor (clt_cat: one launch for up to 8), then one transfer; copies_wait waits for it. */
+/* Copies a bucket's gradients into dst, one after the other in row-major order (grads[k] NULL:
+ * params[k]'s numel zeros; all of `dtype`): joined on the device into one tensor (clt_cat: one
+ * launch for up to 8), then one transfer. */
 static clt_status bucket_to_host(clt_dist *d, clt_tensor *const *grads, clt_tensor *const *params,
                                  int count, clt_dtype dtype, void *dst, size_t bytes)
 {
@@ -72,8 +70,8 @@ static clt_status bucket_to_host(clt_dist *d, clt_tensor *const *grads, clt_tens
     clt_tensor *flat = st == CLT_OK ? clt_cat(d->parts, count, 0) : NULL;
     if (st == CLT_OK && !flat)
         st = clt_last_status();
-    if (st == CLT_OK && (st = clt_tensor_read_async(flat, dst, bytes, &d->copies[d->ncopies])) == CLT_OK)
-        d->ncopies++;
+    if (st == CLT_OK)
+        st = clt_tensor_read_async(flat, dst, bytes, NULL);
     clt_tensor_release(flat);
     for (int k = 0; k < made; k++)
         clt_tensor_release(d->parts[k]);
@@ -81,18 +79,16 @@ static clt_status bucket_to_host(clt_dist *d, clt_tensor *const *grads, clt_tens
     return st;
 }
 
-/* A new 1-d tensor of dtype on d's device holding the n bytes at src, their copy queued
- * (copies_wait waits for it): one copy for a bucket's averages, whose gradients become views
- * of it (part). NULL with the last error set. */
+/* A new 1-d tensor of dtype on d's device holding the n bytes at src: one copy for a bucket's
+ * averages, whose gradients become views of it (part). NULL with the last error set. */
 static clt_tensor *from_host(clt_dist *d, clt_dtype dtype, const void *src, size_t n)
 {
     int64_t count = (int64_t)(n / clt_dtype_size(dtype));
     clt_tensor *t = clt_tensor_empty(1, &count, dtype, d->device);
-    if (t && clt_tensor_write_async(t, src, n, &d->copies[d->ncopies]) != CLT_OK) {
+    if (t && clt_tensor_write_async(t, src, n, NULL) != CLT_OK) {
         clt_tensor_release(t);
         return NULL;
     }
-    d->ncopies += t != NULL;
     return t;
 }
 
@@ -104,19 +100,6 @@ static clt_tensor *part(clt_tensor *flat, int64_t at, clt_tensor *like)
     clt_tensor *view = run ? clt_view(run, clt_tensor_ndim(like), clt_tensor_shape(like)) : NULL;
     clt_tensor_release(run);
     return view;
-}
-
-/* Waits for every copy to_host and from_host queued, and releases them: st, or the first
- * failure among them (the last error says which) where st is CLT_OK. */
-static clt_status copies_wait(clt_dist *d, clt_status st)
-{
-    for (int k = 0; k < d->ncopies; k++) {
-        clt_status waited = clt_event_wait(d->copies[k]);
-        st = st == CLT_OK ? waited : st;
-        clt_event_release(d->copies[k]);
-    }
-    d->ncopies = 0;
-    return st;
 }
 
 /* ---- agreement --------------------------------------------------------------------------------- */
@@ -449,7 +432,6 @@ static clt_status average_bucket(clt_dist *d, const char *fn, tensors *ts, int f
     clt_status st = bucket_to_host(d, grads, ts->items + first, last - first, dtype, buf, bytes);
     for (int i = first; i < last; i++)
         clt_tensor_release(grads[i - first]);
-    st = copies_wait(d, st);
     if ((st = mean_over_ranks(d, fn, buf, bytes / esize, dtype, st, pending)) != CLT_OK)
         return st;
     clt_tensor *flat = from_host(d, dtype, buf, bytes); /* each gradient replaced by its average */
@@ -462,7 +444,7 @@ static clt_status average_bucket(clt_dist *d, const char *fn, tensors *ts, int f
         elem += clt_tensor_numel(p);
     }
     clt_tensor_release(flat);
-    carry(pending, copies_wait(d, st)); /* the staging is free again */
+    carry(pending, st);
     return CLT_OK;
 }
 
@@ -551,7 +533,6 @@ static clt_status average_slots(pass *p, int b, clt_status mine)
     clt_status st = mine != CLT_OK ? mine
                                    : bucket_to_host(p->d, grads, p->ts->items + bk->first,
                                                     bk->last - bk->first, dtype, buf, bk->bytes);
-    st = copies_wait(p->d, st);
     if ((st = mean_over_ranks(p->d, fn_backward, buf, count, dtype, st, &p->pending)) != CLT_OK)
         return st;
     clt_tensor *flat = from_host(p->d, dtype, buf, bk->bytes);
@@ -570,7 +551,7 @@ static clt_status average_slots(pass *p, int b, clt_status mine)
         elem += clt_tensor_numel(param);
     }
     clt_tensor_release(flat);
-    carry(&p->pending, copies_wait(p->d, st)); /* the staging is free again */
+    carry(&p->pending, st);
     return CLT_OK;
 }
 

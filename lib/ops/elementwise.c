@@ -467,11 +467,9 @@ static bool cat_runs(const char *fn, clt_tensor *out, clt_tensor *const *xs, int
                      clt_status *st)
 {
     clt_device *dev = out->storage->device;
-    int64_t outer = 1, inner = 1, at = 0;
+    int64_t outer = 1, at = 0;
     for (int d = 0; d < dim; d++)
         outer *= out->shape[d];
-    for (int d = dim + 1; d < out->ndim; d++)
-        inner *= out->shape[d];
     if (outer != 1 || !dev->backend->copy_runs)
         return false;
     for (int i = 0; i < n; i++)
@@ -485,7 +483,7 @@ static bool cat_runs(const char *fn, clt_tensor *out, clt_tensor *const *xs, int
                                                      .src_offset = (size_t)xs[i]->offset,
                                                      .dst_offset = (size_t)(out->offset + at),
                                                      .n = (size_t)xs[i]->numel};
-        at += xs[i]->shape[dim] * inner;
+        at += xs[i]->numel; /* (each part a run: outer is 1) */
         if (call.count == CLT__COPY_GROUP || (i == n - 1 && call.count)) {
             *st = dev->backend->copy_runs(fn, dev, &call);
             call.count = 0;

@@ -238,6 +238,14 @@ static void torch_stop(torch_server *s)
     s->pid = -1;
 }
 
+/* The script failed: the server stopped, false. */
+static bool torch_failed(torch_server *s)
+{
+    torch_stop(s);
+    s->version[0] = '\0';
+    return false;
+}
+
 /* `steps` of PyTorch's steps of `model`: each one's seconds into t (unless NULL), the block's
  * CPU and wall seconds added to *cpu and *wall. False (and this server stopped) when the script
  * fails. */
@@ -256,20 +264,14 @@ static bool torch_steps(torch_server *s, const char *model, int steps, double *t
         sscanf(line,
                "{\"model\": \"%15[^\"]\", \"torch\": \"%63[^\"]\", \"threads\": %d, "
                "\"batch\": %*d, \"cpu_s\": %lf, \"wall_s\": %lf, \"times\": [%n",
-               name, version, &th, &c, &w, &at) < 5) {
-        torch_stop(s);
-        s->version[0] = '\0';
-        return false;
-    }
+               name, version, &th, &c, &w, &at) < 5)
+        return torch_failed(s);
     const char *p = line + at;
     for (int k = 0; k < steps; k++) {
         char *end;
         double v = strtod(p, &end);
-        if (end == p) {
-            torch_stop(s);
-            s->version[0] = '\0';
-            return false;
-        }
+        if (end == p)
+            return torch_failed(s);
         if (t)
             t[k] = v;
         p = end + (*end == ',');

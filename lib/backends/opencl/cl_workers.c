@@ -29,19 +29,32 @@
 
 #ifdef __linux__
 #include <dirent.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/types.h>
 
-/* CLT_BATCH_WORKERS: 1 always, 0 never, unset only where the process may run on one core. */
-static bool wanted(void)
+/* CLT_BATCH_WORKERS: 1 always, 0 never, unset only where the process may run on one core;
+ * decided once, when the platforms are listed. */
+static bool batch_wanted;
+static pthread_once_t batch_once = PTHREAD_ONCE_INIT;
+
+static void decide(void)
 {
     const char *v = getenv("CLT_BATCH_WORKERS");
     cpu_set_t allowed;
-    if (v && (!strcmp(v, "0") || !strcmp(v, "1")))
-        return v[0] == '1';
+    if (v && (!strcmp(v, "0") || !strcmp(v, "1"))) {
+        batch_wanted = v[0] == '1';
+        return;
+    }
     if (v && *v)
         clt__log(CLT_LOG_WARN, "CLT_BATCH_WORKERS=\"%s\" is neither 0 nor 1: ignored", v);
-    return sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) == 1;
+    batch_wanted = sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) == 1;
+}
+
+static bool wanted(void)
+{
+    pthread_once(&batch_once, decide);
+    return batch_wanted;
 }
 
 /* The ids of the process's threads into w (none where /proc cannot be read). */
