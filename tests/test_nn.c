@@ -224,13 +224,17 @@ START_TEST(test_cross_entropy_rows_out_of_range)
 END_TEST
 
 /* Cross entropy without weights or smoothing runs as one device operation forward and one
- * backward (the fused rows): against the composed path (log_softmax and the gather, which
- * weights of 1 take) on 37 rows of 11 classes with ignored rows, f32 and f64, the mean loss
- * and the gradient of the logits. */
+ * backward (the fused rows, the mean or sum taken in the operation and its gradient read by the
+ * backward launch itself): against the composed path (log_softmax and the gather, which weights
+ * of 1 take) on 37 rows of 11 classes with ignored rows, f32 and f64, each reduction, the loss
+ * and the gradient of the logits for an upstream gradient other than 1 (one value a row
+ * without a reduction). */
 START_TEST(test_cross_entropy_fused)
 {
+    static const clt_reduction reductions[] = {CLT_REDUCTION_MEAN, CLT_REDUCTION_SUM,
+                                               CLT_REDUCTION_NONE};
     clt_device *dev = test_device(_i);
-    double *xv = noise(37 * 11, 21), ones[11];
+    double *xv = noise(37 * 11, 21), *gv = noise(37, 22), ones[11], upstream = 1.75;
     int64_t tv[37];
     for (int i = 0; i < 37; i++)
         tv[i] = i % 5 == 3 ? -100 : (i * 7) % 11;
@@ -240,29 +244,37 @@ START_TEST(test_cross_entropy_fused)
         clt_dtype dt = f64 ? CLT_F64 : CLT_F32;
         if (f64 && !clt_device_get_info(dev)->fp64)
             continue;
-        clt_tensor *t = clt_tensor_from_data(CLT_SHAPE(37), tv, CLT_I64, dev);
-        clt_tensor *w = make(dev, dt, ones, CLT_SHAPE(11)), *x[2], *loss[2], *grad[2];
-        for (int path = 0; path < 2; path++) {
-            clt_loss_options o = clt_loss_options_default();
-            o.weight = path ? w : NULL;
-            x[path] = make(dev, dt, xv, CLT_SHAPE(37, 11));
-            ck_assert_int_eq(clt_tensor_set_requires_grad(x[path], true), CLT_OK);
-            loss[path] = clt_cross_entropy(x[path], t, &o);
-            ck_assert_msg(loss[path] != NULL, "%s", clt_last_error());
-            ck_assert_int_eq(clt_backward(loss[path], NULL, false), CLT_OK);
-            grad[path] = clt_tensor_grad(x[path]);
+        for (int r = 0; r < 3; r++) {
+            bool rows = reductions[r] == CLT_REDUCTION_NONE;
+            int64_t n = rows ? 37 : 1;
+            clt_tensor *t = clt_tensor_from_data(CLT_SHAPE(37), tv, CLT_I64, dev);
+            clt_tensor *w = make(dev, dt, ones, CLT_SHAPE(11)), *x[2], *loss[2], *grad[2];
+            clt_tensor *g = rows ? make(dev, dt, gv, CLT_SHAPE(37))
+                                 : make(dev, dt, &upstream, 0, (int64_t[]){0});
+            for (int path = 0; path < 2; path++) {
+                clt_loss_options o = clt_loss_options_default();
+                o.weight = path ? w : NULL;
+                o.reduction = reductions[r];
+                x[path] = make(dev, dt, xv, CLT_SHAPE(37, 11));
+                ck_assert_int_eq(clt_tensor_set_requires_grad(x[path], true), CLT_OK);
+                loss[path] = clt_cross_entropy(x[path], t, &o);
+                ck_assert_msg(loss[path] != NULL, "%s", clt_last_error());
+                ck_assert_int_eq(clt_tensor_numel(loss[path]), n);
+                ck_assert_int_eq(clt_backward(loss[path], g, false), CLT_OK);
+                grad[path] = clt_tensor_grad(x[path]);
+            }
+            double *want = values(loss[1]), *gwant = values(grad[1]);
+            check(clt_tensor_retain(loss[0]), want, n, f64 ? 1e-12 : 1e-6, "fused cross entropy");
+            check(clt_tensor_retain(grad[0]), gwant, 37 * 11, f64 ? 1e-12 : 1e-6,
+                  "fused cross entropy's gradient");
+            free(gwant), free(want);
+            for (int path = 0; path < 2; path++)
+                clt_tensor_release(grad[path]), clt_tensor_release(loss[path]),
+                    clt_tensor_release(x[path]);
+            clt_tensor_release(g), clt_tensor_release(w), clt_tensor_release(t);
         }
-        double *want = values(loss[1]), *gwant = values(grad[1]);
-        check(clt_tensor_retain(loss[0]), want, 1, f64 ? 1e-12 : 1e-6, "fused cross entropy");
-        check(clt_tensor_retain(grad[0]), gwant, 37 * 11, f64 ? 1e-12 : 1e-6,
-              "fused cross entropy's gradient");
-        free(gwant), free(want);
-        for (int path = 0; path < 2; path++)
-            clt_tensor_release(grad[path]), clt_tensor_release(loss[path]),
-                clt_tensor_release(x[path]);
-        clt_tensor_release(w), clt_tensor_release(t);
     }
-    free(xv);
+    free(gv), free(xv);
 }
 END_TEST
 

@@ -238,8 +238,11 @@ typedef struct clt__conv_call {
  * 0..classes-1 or to equal `ignore`); m is a row's largest logit and s = sum_c exp(x_c - m),
  * summed in class order:
  *   forward   out[r] = log(s) - (x_t - m), 0 where the target is `ignore`;
- *   backward  out[r, c] = g[r] (exp(x_c - m) / s - (c == t)), with g the rows values of the
- *             forward output's gradient; 0 in rows whose target is `ignore`.
+ *   backward  out[r, c] = (g[r * g_step] / g_divisor) (exp(x_c - m) / s - (c == t)), with g
+ *             the forward output's gradient: one value a row (g_step 1, g_divisor 1), or the
+ *             gradient of the rows' sum (g_step 0) or of their mean (g_step 0, g_divisor the
+ *             rows counted), the division in the compute dtype; 0 in rows whose target is
+ *             `ignore`.
  * Contiguous operands, offsets in elements. */
 typedef struct clt__xent_call {
     clt_dtype dtype;
@@ -248,6 +251,8 @@ typedef struct clt__xent_call {
     int64_t ignore;
     void *logits, *target, *g, *out;
     size_t logits_offset, target_offset, g_offset, out_offset;
+    size_t g_step;    /* backward: 1, or 0 for one gradient shared by every row */
+    double g_divisor; /* backward: what divides the gradient (1 but for a mean) */
 } clt__xent_call;
 
 /* Winograd's minimal filtering F(2 x 2, 3 x 3) (Lavin and Gray, "Fast Algorithms for Convolutional

@@ -426,7 +426,8 @@ static clt_status class_rows(const char *fn, clt_tensor *x, clt_tensor *target, 
     return CLT_OK;
 }
 
-/* The gradient of cross entropy's rows (the device's fused backward pass). */
+/* The gradient of cross entropy's rows, or of their sum or mean (a.i1 set, a.s0 the divisor):
+ * the device's fused backward pass, which reads the reduced loss's gradient itself. */
 static clt_status xent_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
 {
     clt_tensor *x = clt__node_saved(n, 0), *t = clt__node_saved(n, 1);
@@ -445,6 +446,8 @@ static clt_status xent_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
                         .target_offset = t->offset,
                         .g = g->storage->buf,
                         .g_offset = g->offset,
+                        .g_step = n->a.i1 ? 0 : 1,
+                        .g_divisor = n->a.s0,
                         .out = out->storage->buf,
                         .out_offset = out->offset};
     clt_status st = out->numel ? CLT__BACKEND_CALL(cross_entropy, "clt_backward", dev, x->dtype, &c)
@@ -459,26 +462,28 @@ static clt_status xent_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
 
 static const clt__derivative xent_derivative = {"CrossEntropyBackward", xent_bw, 1u | 2u};
 
-/* Cross entropy's per-row losses of logits (N, C) with targets (N,), none weighted or smoothed,
- * as one device operation forward and one backward (instead of log_softmax's and the gather's
- * dozen); the targets are checked, and the rows that are not ignored counted into *denominator,
- * from their known range (clt__tensor_range: a batch of labels written from the host, none of
- * them ignore) where it shows every target in 0..C-1, else on the host: reading them back
- * would make the host wait for the forward pass. NULL with the error set. */
-static clt_tensor *xent_rows(const char *fn, clt_tensor *x, clt_tensor *target, int64_t ignore,
-                             double *denominator)
+/* Cross entropy of logits (N, C) with targets (N,), none weighted or smoothed: the per-row
+ * losses, or their sum or mean over the rows not ignored (`reduction`), recorded as one
+ * operation whose backward pass is one device launch (instead of log_softmax's and the
+ * gather's dozen, and the reduction's gradient and its broadcast copy: the backward pass reads
+ * the reduced loss's gradient itself). The targets are checked, and the rows that are not
+ * ignored counted, from their known range (clt__tensor_range: a batch of labels written from
+ * the host, none of them ignore) where it shows every target in 0..C-1, else on the host:
+ * reading them back would make the host wait for the forward pass. NULL with the error set. */
+static clt_tensor *xent_loss(const char *fn, clt_tensor *x, clt_tensor *target, int64_t ignore,
+                             clt_reduction reduction)
 {
     int64_t n = x->shape[0], c = x->shape[1], lo, hi;
+    double denominator = 0;
     if (!clt__is_host(target->storage->device) && clt__tensor_range(target, &lo, &hi) &&
         lo >= 0 && hi < c && (ignore < lo || ignore > hi)) {
-        *denominator = (double)n;
+        denominator = (double)n;
     } else {
         int64_t *t = clt__host_indices(fn, target, c, true, ignore, "target");
         if (!t)
             return NULL;
-        *denominator = 0;
         for (int64_t i = 0; i < n; i++)
-            *denominator += t[i] != ignore;
+            denominator += t[i] != ignore;
         clt__free(t);
     }
     clt_tensor *in[2] = {clt__contiguous(fn, x), NULL}, *out = NULL;
@@ -503,9 +508,15 @@ static clt_tensor *xent_rows(const char *fn, clt_tensor *x, clt_tensor *target, 
             out = NULL;
         }
     }
+    if (out)
+        out = reduce_loss(out, reduction, denominator);
     clt__grad_end(prev);
     if (rec && out)
-        out = clt__record(fn, &xent_derivative, in, 2, out, &(clt__node_args){.i0 = ignore});
+        out = clt__record(fn, &xent_derivative, in, 2, out,
+                          &(clt__node_args){.i0 = ignore,
+                                            .i1 = reduction != CLT_REDUCTION_NONE,
+                                            .s0 = reduction == CLT_REDUCTION_MEAN ? denominator
+                                                                                  : 1});
 done:
     clt_tensor_release(in[1]);
     clt_tensor_release(in[0]);
@@ -521,6 +532,7 @@ static clt_tensor *class_loss(const char *fn, clt_tensor *x, clt_tensor *target,
     clt_tensor *rows = NULL, *t = NULL, *lp = NULL, *keep = NULL, *nll = NULL, *smooth = NULL,
                *out = NULL;
     double *w = NULL, denominator = 0;
+    clt_reduction reduction; /* what is left to apply to the rows' losses */
     if (clt__tensor_check(fn, x) != CLT_OK || clt__tensor_check(fn, target) != CLT_OK ||
         same_device(fn, x, target) != CLT_OK || clt__need_floating(fn, x) != CLT_OK)
         return NULL;
@@ -530,6 +542,7 @@ static clt_tensor *class_loss(const char *fn, clt_tensor *x, clt_tensor *target,
     }
     if (loss_options(fn, options, x, x->shape[x->ndim == 1 ? 0 : 1], &o, &w) != CLT_OK)
         return NULL;
+    reduction = o.reduction;
     if (!logits && o.label_smoothing != 0) {
         clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                    "label_smoothing %g: only clt_cross_entropy smooths labels",
@@ -539,10 +552,12 @@ static clt_tensor *class_loss(const char *fn, clt_tensor *x, clt_tensor *target,
     if (class_rows(fn, x, target, &rows, &t) != CLT_OK)
         goto done;
     if (logits && rows->ndim == 2 && !w && o.label_smoothing == 0 &&
-        rows->storage->device->backend->cross_entropy)
-        nll = xent_rows(fn, rows, t, o.ignore_index, &denominator);
-    else if ((lp = logits ? clt_log_softmax(rows, rows->ndim - 1) : clt_tensor_retain(rows)))
+        rows->storage->device->backend->cross_entropy) {
+        nll = xent_loss(fn, rows, t, o.ignore_index, o.reduction);
+        reduction = CLT_REDUCTION_NONE; /* reduced already */
+    } else if ((lp = logits ? clt_log_softmax(rows, rows->ndim - 1) : clt_tensor_retain(rows))) {
         nll = nll_rows(fn, lp, t, &o, w, &keep, &denominator);
+    }
     if (nll && o.label_smoothing != 0) {
         double e = o.label_smoothing, classes = (double)lp->shape[lp->ndim - 1];
         clt_tensor *s = smooth_rows(lp, keep, o.weight);
@@ -557,7 +572,7 @@ static clt_tensor *class_loss(const char *fn, clt_tensor *x, clt_tensor *target,
         out = clt_reshape(nll, target->ndim, target->shape);
     else
         out = nll ? clt_tensor_retain(nll) : NULL;
-    out = out ? reduce_loss(out, o.reduction, denominator) : NULL;
+    out = out ? reduce_loss(out, reduction, denominator) : NULL;
     if (!out && strncmp(clt_last_error(), fn, strlen(fn)) != 0)
         clt__rename_error(fn);
 done:

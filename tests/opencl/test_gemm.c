@@ -329,6 +329,39 @@ START_TEST(test_gemm_defaults)
 }
 END_TEST
 
+/* Few rows by a transposed B with k at least CLT__GEMM_LONG_RATIO times n (a convolution's
+ * weight gradient) run dot even where the few-row choice is packed: the long panels would be
+ * read out of cache by a few tiles each. More rows, or a shorter k, keep the tuned choice. */
+START_TEST(test_gemm_long_k)
+{
+    clt_device *dev = test_device(_i);
+    clt__gemm_variant v;
+    if (clt__is_host(dev) || clt__cl(dev)->native_float_width == 1)
+        return;
+    unsetenv("CLT_GEMM");
+    setenv("CLT_CACHE_DIR", test_temp_dir(), 1); /* no stored choices */
+    clt__gemm_call c = {.dtype = CLT_F32, .m = 32, .n = 144, .k = 1152, .batch = 1,
+                        .trans_b = true};
+    ck_assert_int_eq(clt__cl_gemm_choose("test", dev, &c, &v), CLT_OK); /* the defaults */
+    clt__cl_device *cd = clt__cl(dev);
+    ck_assert_int_eq(cd->gemm_choice[0][CLT__GEMM_NARROW], CLT__GEMM_DOT);
+    for (int f = 0; f < CLT__GEMM_FEW_CLASSES; f++)
+        cd->gemm_choice[0][CLT__GEMM_FEW + f] = CLT__GEMM_PACKED;
+    ck_assert_int_eq(clt__cl_gemm_choose("test", dev, &c, &v), CLT_OK);
+    ck_assert_int_eq(v, CLT__GEMM_DOT);
+    c.k = 1151;
+    ck_assert_int_eq(clt__cl_gemm_choose("test", dev, &c, &v), CLT_OK);
+    ck_assert_int_eq(v, CLT__GEMM_PACKED);
+    c.m = CLT__GEMM_LONG_ROWS + 1, c.k = 8192;
+    ck_assert_int_eq(clt__cl_gemm_choose("test", dev, &c, &v), CLT_OK);
+    ck_assert_int_eq(v, CLT__GEMM_PACKED);
+    /* B as stored: no dot (it needs B transposed) */
+    c.m = 32, c.trans_b = false;
+    ck_assert_int_eq(clt__cl_gemm_choose("test", dev, &c, &v), CLT_OK);
+    ck_assert_int_ne(v, CLT__GEMM_DOT);
+}
+END_TEST
+
 /* CLT_GEMM names the variant every product uses; a name that is none is an error. */
 START_TEST(test_gemm_forced)
 {
@@ -354,6 +387,7 @@ Suite *suite_gemm(void)
     ADD_DEVICE_TEST(tc, test_gemm_clblast_status);
     ADD_DEVICE_TEST(tc, test_gemm_variants);
     ADD_DEVICE_TEST(tc, test_gemm_defaults);
+    ADD_DEVICE_TEST(tc, test_gemm_long_k);
     tcase_add_test(tc, test_gemm_tuning);
     tcase_add_test(tc, test_gemm_tuning_fallback);
     tcase_add_test(tc, test_gemm_tuning_no_dot);

@@ -1120,7 +1120,7 @@ static inline double pick_double(bool b, double x, double y)
                 continue;                                                                      \
             }                                                                                  \
             ST *o = (ST *)c->out + c->out_offset + r * c->classes;                             \
-            CT g = LOAD(((const ST *)c->g)[c->g_offset + r]);                                  \
+            CT g = LOAD(((const ST *)c->g)[c->g_offset + r * c->g_step]) / (CT)c->g_divisor;   \
             for (size_t k = 0; k < c->classes; k++)                                            \
                 o[k] = STORE(t == c->ignore                                                    \
                                  ? (CT)0                                                       \

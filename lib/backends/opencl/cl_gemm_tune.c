@@ -575,7 +575,8 @@ static clt_status choose(const char *fn, clt_device *dev, const clt__gemm_call *
     if (forced < 0 && by_shape &&
         (*v == CLT__GEMM_PACKED || (c->trans_b && *v == CLT__GEMM_DIRECT))) {
         /* where packing does not pay: by the shape (cl_internal.h) */
-        if (c->trans_b && 2 * c->n <= clt__cl_gemm_panel_width(dev, c->dtype))
+        if (c->trans_b && (2 * c->n <= clt__cl_gemm_panel_width(dev, c->dtype) ||
+                           (c->m <= CLT__GEMM_LONG_ROWS && c->k / CLT__GEMM_LONG_RATIO >= c->n)))
             *v = choice[CLT__GEMM_NARROW];
         else if (!c->trans_b && c->m <= CLT__GEMM_SHORT_ROWS)
             *v = choice[CLT__GEMM_SHORT];

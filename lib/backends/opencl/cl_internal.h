@@ -34,8 +34,10 @@ extern const char *const clt__gemm_variant_names[CLT__GEMM_VARIANTS];
  * the product, one variant for each bound of m in CLT__GEMM_FEW_ROWS (dot or the one before,
  * tuned on m x 512 x 512). Last, what runs instead of packed where packing does not pay, by
  * the shape alone (each the variant when it passed verification, else the fallback): products with
- * B transposed and at most half a panel of columns (CLT__GEMM_NARROW: dot, where packed would
- * compute a whole panel's columns for a few), and products with B as it is stored and at most
+ * B transposed and at most half a panel of columns, or at most CLT__GEMM_LONG_ROWS rows and k at
+ * least CLT__GEMM_LONG_RATIO times n (CLT__GEMM_NARROW: dot, where packed would compute a whole
+ * panel's columns for a few, or read panels as long as k, out of cache, for a few tiles each: a
+ * convolution's weight gradient), and products with B as it is stored and at most
  * CLT__GEMM_SHORT_ROWS rows (CLT__GEMM_SHORT: direct, where each packed panel would be read by
  * a few work-items only). */
 #define CLT__GEMM_CLASSES 6
@@ -49,6 +51,8 @@ extern const char *const clt__gemm_variant_names[CLT__GEMM_VARIANTS];
 #define CLT__GEMM_NARROW (CLT__GEMM_FEW + CLT__GEMM_FEW_CLASSES) /* and of the last two */
 #define CLT__GEMM_SHORT (CLT__GEMM_NARROW + 1)
 #define CLT__GEMM_SHORT_ROWS 32
+#define CLT__GEMM_LONG_ROWS 32
+#define CLT__GEMM_LONG_RATIO 8
 #define CLT__GEMM_CHOICES (CLT__GEMM_SHORT + 1)
 
 /* A built program and the kernels taken from it so far. A program's name is a file of cl/

@@ -269,14 +269,28 @@ clt_status clt__cl_cross_entropy(const char *fn, clt_device *dev, const clt__xen
     cl_mem out = c->out, logits = c->logits, target = c->target;
     cl_mem g = c->backward ? c->g : c->logits; /* unused forward */
     cl_ulong oo = c->out_offset, lo = c->logits_offset, to = c->target_offset;
-    cl_ulong go = c->backward ? c->g_offset : 0, rows = c->rows, classes = c->classes;
+    cl_ulong go = c->backward ? c->g_offset : 0, step = c->backward ? c->g_step : 1;
+    cl_ulong rows = c->rows, classes = c->classes;
+    cl_double divisor64 = c->backward ? c->g_divisor : 1;
+    cl_float divisor32 = (cl_float)divisor64;
     cl_long ignore = c->ignore;
     cl_int backward = c->backward;
     const clt__cl_arg args[] = {
-        {sizeof out, &out},       {sizeof oo, &oo},         {sizeof logits, &logits},
-        {sizeof lo, &lo},         {sizeof target, &target}, {sizeof to, &to},
-        {sizeof g, &g},           {sizeof go, &go},         {sizeof rows, &rows},
-        {sizeof classes, &classes}, {sizeof ignore, &ignore}, {sizeof backward, &backward},
+        {sizeof out, &out},
+        {sizeof oo, &oo},
+        {sizeof logits, &logits},
+        {sizeof lo, &lo},
+        {sizeof target, &target},
+        {sizeof to, &to},
+        {sizeof g, &g},
+        {sizeof go, &go},
+        {sizeof step, &step},
+        c->dtype == CLT_F64 ? (clt__cl_arg){sizeof divisor64, &divisor64}
+                            : (clt__cl_arg){sizeof divisor32, &divisor32},
+        {sizeof rows, &rows},
+        {sizeof classes, &classes},
+        {sizeof ignore, &ignore},
+        {sizeof backward, &backward},
     };
     return clt__cl_launch(fn, dev, "loss", clt__dtype(c->dtype)->options, "cross_entropy",
                           CLT__CL_ARGS(args), c->rows, NULL);

@@ -9,13 +9,14 @@
 #define LOAD(v) CLT_CAT(clt_load_, DT)(v)
 #define STORE(v) CLT_CAT(CLT_CAT(CLT_CAT(clt_, KIND), _to_), DT)(v)
 
-/* out[r] = log(s) - (x_t - m), or with backward out[r, c] = g[r] (exp(x_c - m) / s - (c == t));
- * 0 (the row's loss or every gradient of it) where the target is `ignore`. A target outside
- * 0..classes-1 (which the host's checks keep out) reads nothing: its loss is NaN. */
+/* out[r] = log(s) - (x_t - m), or with backward out[r, c] = (g[r * g_step] / g_divisor)
+ * (exp(x_c - m) / s - (c == t)); 0 (the row's loss or every gradient of it) where the target is
+ * `ignore`. A target outside 0..classes-1 (which the host's checks keep out) reads nothing: its
+ * loss is NaN. */
 __kernel void cross_entropy(__global ST *out, ulong out_off, __global const ST *logits,
                             ulong logits_off, __global const long *target, ulong target_off,
-                            __global const ST *g, ulong g_off, ulong rows, ulong classes,
-                            long ignore, int backward)
+                            __global const ST *g, ulong g_off, ulong g_step, CT g_divisor,
+                            ulong rows, ulong classes, long ignore, int backward)
 {
     ulong r = get_global_id(0);
     if (r >= rows)
@@ -33,7 +34,7 @@ __kernel void cross_entropy(__global ST *out, ulong out_off, __global const ST *
         return;
     }
     __global ST *o = out + out_off + r * classes;
-    CT gr = LOAD(g[g_off + r]);
+    CT gr = LOAD(g[g_off + r * g_step]) / g_divisor;
     for (ulong k = 0; k < classes; k++)
         o[k] = STORE(t == ignore ? (CT)0 : gr * (exp(LOAD(x[k]) - m) / s - (CT)((long)k == t)));
 }
