@@ -130,7 +130,8 @@ static inline bool clt__gemm_has_epilogue(const clt__gemm_call *c)
  * the i64 index within the row of the largest (smallest) element, the first among equals, a NaN
  * counting as beyond every number (the first NaN wins); SQDEV, floating only, gives in the SUM
  * dtype sum((x - m)^2) - sum(x - m)^2 / len with m the row's entry of `mean` (also in the SUM
- * dtype): the corrected two-pass sum of squared deviations. */
+ * dtype): the corrected two-pass sum of squared deviations; MEAN, floating only, gives the SUM
+ * divided by len, in the SUM dtype (one launch for clt_mean). */
 typedef enum clt__reduce_op {
     CLT_REDUCE_SUM,
     CLT_REDUCE_AMAX,
@@ -138,6 +139,7 @@ typedef enum clt__reduce_op {
     CLT_REDUCE_ARGMAX,
     CLT_REDUCE_ARGMIN,
     CLT_REDUCE_SQDEV,
+    CLT_REDUCE_MEAN,
 } clt__reduce_op;
 
 static inline clt_dtype clt__reduce_dtype(clt__reduce_op op, clt_dtype in)

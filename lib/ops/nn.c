@@ -224,12 +224,18 @@ clt_tensor *clt_embedding(clt_tensor *indices, clt_tensor *weight)
 
 /* ---- losses ----------------------------------------------------------------------------------- */
 
-/* Applies the reduction to per-element losses; mean divides by `count`. Consumes `loss`. */
+/* Applies the reduction to per-element losses; mean divides by `count` (clt_mean's one launch
+ * where that is every element). Consumes `loss`. */
 static clt_tensor *reduce_loss(clt_tensor *loss, clt_reduction reduction, double count)
 {
     clt_tensor *s, *out;
     if (!loss || reduction == CLT_REDUCTION_NONE)
         return loss;
+    if (reduction == CLT_REDUCTION_MEAN && loss->numel > 0 && count == (double)loss->numel) {
+        out = clt_mean(loss, NULL, 0, false);
+        clt_tensor_release(loss);
+        return out;
+    }
     s = clt_sum(loss, NULL, 0, false);
     clt_tensor_release(loss);
     if (!s || reduction == CLT_REDUCTION_SUM)

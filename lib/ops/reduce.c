@@ -265,10 +265,14 @@ static clt_tensor *mean_impl(clt_tensor *x, const int *dims, int ndims, bool kee
     xc = arrange(fn, x, &p);
     if (!xc)
         return NULL;
-    s = reduce_new(fn, CLT_REDUCE_SUM, xc, p.rows, p.len, p.inner, p.ndim, p.shape, NULL);
-    if (s)
-        m = named(fn, clt_div_scalar(s, (double)p.len)); /* 0 / 0 = NaN without elements */
-    clt_tensor_release(s);
+    if (p.len > 0 && p.inner <= 1) { /* one launch: the sum divided where it is made */
+        m = reduce_new(fn, CLT_REDUCE_MEAN, xc, p.rows, p.len, 0, p.ndim, p.shape, NULL);
+    } else { /* down columns, or no elements (0 / 0 = NaN) */
+        s = reduce_new(fn, CLT_REDUCE_SUM, xc, p.rows, p.len, p.inner, p.ndim, p.shape, NULL);
+        if (s)
+            m = named(fn, clt_div_scalar(s, (double)p.len));
+        clt_tensor_release(s);
+    }
     clt_tensor_release(xc);
     return finish(fn, m, x->dtype);
 }

@@ -353,7 +353,7 @@ static void piece_run(const reduce_job *j, size_t r, size_t from, size_t to, pie
     const char *row = row_at(j, r);
     bool sqdev = c->op == CLT_REDUCE_SQDEV;
     size_t mo = c->mean_offset + r;
-    if (c->op == CLT_REDUCE_SUM || sqdev) {
+    if (c->op == CLT_REDUCE_SUM || c->op == CLT_REDUCE_MEAN || sqdev) {
         if (j->is_flt)
             csum_flt(row, c->dtype, from, to, sqdev, sqdev ? ((const float *)c->mean)[mo] : 0,
                      &p->f);
@@ -376,12 +376,14 @@ static void row_finish(const reduce_job *j, size_t r, piece_result *p, size_t pi
 {
     const clt__reduce_call *c = j->c;
     size_t o = c->out_offset + r, len = c->len;
-    bool sqdev = c->op == CLT_REDUCE_SQDEV;
-    if (c->op == CLT_REDUCE_SUM || sqdev) {
-        if (j->is_flt) {
-            ((float *)c->out)[o] = csum_result_flt(&p->f, sizeof *p, pieces, sqdev, len);
+    bool sqdev = c->op == CLT_REDUCE_SQDEV, mean = c->op == CLT_REDUCE_MEAN;
+    if (c->op == CLT_REDUCE_SUM || mean || sqdev) {
+        if (j->is_flt) { /* a mean: the sum in its dtype, then divided, as the kernels do */
+            float s = csum_result_flt(&p->f, sizeof *p, pieces, sqdev, len);
+            ((float *)c->out)[o] = mean ? s / (float)len : s;
         } else if (j->is_dbl) {
-            ((double *)c->out)[o] = csum_result_dbl(&p->d, sizeof *p, pieces, sqdev, len);
+            double s = csum_result_dbl(&p->d, sizeof *p, pieces, sqdev, len);
+            ((double *)c->out)[o] = mean ? s / (double)len : s;
         } else {
             clt_u64 s = 0;
             for (size_t k = 0; k < pieces; k++)
@@ -464,8 +466,9 @@ clt_status clt__host_reduce(const char *fn, clt_device *dev, const clt__reduce_c
                     .largest = c->op == CLT_REDUCE_ARGMAX || c->op == CLT_REDUCE_AMAX};
     (void)dev;
 
-    if (c->op == CLT_REDUCE_SQDEV && !j.is_flt && !j.is_dbl)
-        return clt__error(CLT_ERR_DTYPE, fn, "squared deviations of dtype %s on cpu",
+    if ((c->op == CLT_REDUCE_SQDEV || c->op == CLT_REDUCE_MEAN) && !j.is_flt && !j.is_dbl)
+        return clt__error(CLT_ERR_DTYPE, fn, "%s of dtype %s on cpu",
+                          c->op == CLT_REDUCE_MEAN ? "a mean" : "squared deviations",
                           clt_dtype_name(c->dtype));
     size_t cost = c->op == CLT_REDUCE_SQDEV ? 2 * c->len : c->len;
     if (c->len < 2 * PIECE_MIN) {

@@ -30,6 +30,7 @@ static const char *red_name(clt__reduce_op op)
     case CLT_REDUCE_AMIN: return "amin";
     case CLT_REDUCE_ARGMAX: return "argmax";
     case CLT_REDUCE_ARGMIN: return "argmin";
+    case CLT_REDUCE_MEAN: return "mean";
     default: return "sqdev";
     }
 }
@@ -37,7 +38,9 @@ static const char *red_name(clt__reduce_op op)
 /* The program of an operation's kernels: its part of kernels/reduce.cl. */
 static const char *red_program(clt__reduce_op op)
 {
-    return op == CLT_REDUCE_SUM || op == CLT_REDUCE_SQDEV ? "reduce:sums" : "reduce:extremes";
+    return op == CLT_REDUCE_SUM || op == CLT_REDUCE_SQDEV || op == CLT_REDUCE_MEAN
+               ? "reduce:sums"
+               : "reduce:extremes";
 }
 
 /* Column sums (inner > 1): sum_columns over rows * inner columns, CLT_RUN's launch. */
@@ -71,8 +74,10 @@ clt_status clt__cl_reduce(const char *fn, clt_device *dev, const clt__reduce_cal
     void *tmp_buf = NULL;
     clt_status st;
 
-    if (c->op == CLT_REDUCE_SQDEV && clt__reduce_dtype(CLT_REDUCE_SUM, c->dtype) == CLT_I64)
-        return clt__error(CLT_ERR_DTYPE, fn, "squared deviations of dtype %s on %s",
+    if ((c->op == CLT_REDUCE_SQDEV || c->op == CLT_REDUCE_MEAN) &&
+        clt__reduce_dtype(CLT_REDUCE_SUM, c->dtype) == CLT_I64)
+        return clt__error(CLT_ERR_DTYPE, fn, "%s of dtype %s on %s",
+                          c->op == CLT_REDUCE_MEAN ? "a mean" : "squared deviations",
                           clt_dtype_name(c->dtype), dev->name);
     const clt__cl_arg args[] = {
         {sizeof x, &x},         {sizeof x_off, &x_off}, {sizeof len, &len},

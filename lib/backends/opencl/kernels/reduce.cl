@@ -186,6 +186,22 @@ CLT_FN void sum_vrun(__global const ST *row, ulong k, ulong end, CT m, sum_state
         csum_add(st, LOAD(row[k]));
 }
 
+/* ---- mean: the sum divided by len ------------------------------------------------------------ */
+
+typedef csum mean_state;
+CLT_FN mean_state mean_init(void) { return csum_init(); }
+CLT_FN void mean_add(mean_state *st, CT x, clt_u64 k, CT m) { sum_add(st, x, k, m); }
+CLT_FN void mean_combine(mean_state *a, mean_state b) { csum_combine(a, b); }
+CLT_FN CT mean_result(mean_state st, __global const ST *row, clt_u64 len)
+{
+    (void)row;
+    return csum_value(st) / (CT)len;
+}
+CLT_FN void mean_vrun(__global const ST *row, ulong k, ulong end, CT m, mean_state *st)
+{
+    sum_vrun(row, k, end, m, st);
+}
+
 /* ---- sqdev: sum((x - m)^2) - sum(x - m)^2 / len ------------------------------------------- */
 
 typedef struct { csum q, d; } sqdev_state;
@@ -508,11 +524,13 @@ __kernel void sum_columns(__global const ST *x, ulong x_off, ulong len, ulong in
 }
 #endif
 
-/* The parts (CLT_WANTED, common.cl): sums (sum, sqdev, sum_columns) and extremes (the rest). */
+/* The parts (CLT_WANTED, common.cl): sums (sum, sqdev, mean, sum_columns) and extremes (the
+ * rest). */
 #if CLT_WANTED(sums)
 RED_KERNELS(sum, CT)
 #if !CLT_KIND_INT
 RED_KERNELS(sqdev, CT)
+RED_KERNELS(mean, CT)
 #endif
 #endif
 #if CLT_WANTED(extremes)
