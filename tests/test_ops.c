@@ -493,6 +493,28 @@ START_TEST(test_cat_runs)
         for (int k = 0; k < PARTS; k++)
             clt_tensor_release(rows[k]), clt_tensor_release(parts[k]);
     }
+    /* on cpu, parts still landing from the device (non-blocking copies queued behind a long
+     * product): the joined copy waits for them */
+    if (!clt__is_host(dev)) {
+        enum { N = 1 << 20 };
+        clt_tensor *big = clt_tensor_ones(CLT_SHAPE(512, 512), CLT_F32, dev), *prods[4];
+        for (int k = 0; k < 4; k++)
+            prods[k] = clt_matmul(big, big);
+        clt_tensor *src = clt_tensor_arange(0, N, 1, CLT_F32, dev);
+        clt_tensor *down = clt_tensor_to_ex(src, &(clt_to_options){.device = clt_device_cpu(),
+                                                                   .non_blocking = true});
+        ck_assert_msg(down, "%s", clt_last_error());
+        clt_tensor *twice = clt_cat((clt_tensor *[]){down, down}, 2, 0);
+        ck_assert_msg(twice, "%s", clt_last_error());
+        const float *v = clt_tensor_data(twice);
+        for (int64_t i = 0; i < 2 * (int64_t)N; i += 4099)
+            ck_assert_msg(v[i] == (float)(i % N), "element %lld is %g", (long long)i, v[i]);
+        ck_assert(v[2 * N - 1] == (float)(N - 1));
+        clt_tensor_release(twice), clt_tensor_release(down), clt_tensor_release(src);
+        for (int k = 0; k < 4; k++)
+            clt_tensor_release(prods[k]);
+        clt_tensor_release(big);
+    }
     /* (2, n) parts along 1: two runs each, copied one part at a time */
     clt_tensor *a6 = clt_tensor_arange(0, 6, 1, CLT_I64, dev), *b4 = clt_tensor_arange(6, 10, 1, CLT_I64, dev);
     clt_tensor *a = clt_view(a6, CLT_SHAPE(2, 3)), *b = clt_view(b4, CLT_SHAPE(2, 2));

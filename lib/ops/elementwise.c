@@ -477,6 +477,8 @@ static bool cat_runs(const char *fn, clt_tensor *out, clt_tensor *const *xs, int
             return false;
     clt__copies_call call = {.dtype = out->dtype, .dst = out->storage->buf};
     *st = CLT_OK;
+    for (int i = 0; i < n && *st == CLT_OK; i++) /* a copy still landing in a part (cpu) */
+        *st = clt__storage_sync(fn, xs[i]->storage);
     for (int i = 0; i < n && *st == CLT_OK; i++) {
         if (xs[i]->numel)
             call.run[call.count++] = (clt__copy_run){.src = xs[i]->storage->buf,
