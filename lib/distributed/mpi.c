@@ -25,7 +25,7 @@ struct clt_dist {
     size_t bucket_bytes;
     clt_host_buffer *pinned; /* the staging of a bucket, kept for the next one */
     clt_tensor *grads[MAX_TENSORS]; /* a bucket's gradients (NULL: none) */
-    clt_tensor *parts[MAX_TENSORS]; /* and flattened (bucket_to_host) */
+    clt_tensor *parts[MAX_TENSORS]; /* and flattened (bucket_to_host), then their averages */
 };
 
 /* ---- staging ----------------------------------------------------------------------------------- */
@@ -79,27 +79,30 @@ static clt_status bucket_to_host(clt_dist *d, clt_tensor *const *grads, clt_tens
     return st;
 }
 
-/* A new 1-d tensor of dtype on d's device holding the n bytes at src: one copy for a bucket's
- * averages, whose gradients become views of it (part). NULL with the last error set. */
-static clt_tensor *from_host(clt_dist *d, clt_dtype dtype, const void *src, size_t n)
+/* A bucket's averages, the `bytes` at src, back on d's device in one copy: avgs[k] a view of it
+ * in params[k]'s shape for k < count (each a new reference), or, on a failure, none and the
+ * last error set. */
+static clt_status averages_from_host(clt_dist *d, clt_dtype dtype, const void *src, size_t bytes,
+                                     clt_tensor *const *params, int count, clt_tensor **avgs)
 {
-    int64_t count = (int64_t)(n / clt_dtype_size(dtype));
-    clt_tensor *t = clt_tensor_empty(1, &count, dtype, d->device);
-    if (t && clt_tensor_write_async(t, src, n, NULL) != CLT_OK) {
-        clt_tensor_release(t);
-        return NULL;
+    int64_t n = (int64_t)(bytes / clt_dtype_size(dtype)), at = 0;
+    clt_tensor *flat = clt_tensor_empty(1, &n, dtype, d->device);
+    clt_status st = flat ? clt_tensor_write_async(flat, src, bytes, NULL) : clt_last_status();
+    int made = 0;
+    for (; made < count && st == CLT_OK; made++) {
+        int64_t len = clt_tensor_numel(params[made]);
+        clt_tensor *run = clt_narrow(flat, 0, at, len);
+        avgs[made] = run ? clt_view(run, clt_tensor_ndim(params[made]),
+                                    clt_tensor_shape(params[made]))
+                         : NULL;
+        clt_tensor_release(run);
+        st = avgs[made] ? CLT_OK : clt_last_status();
+        at += len;
     }
-    return t;
-}
-
-/* The elements of flat from `at` on, as many as like has, in like's shape: a view of flat. NULL
- * with the last error set. */
-static clt_tensor *part(clt_tensor *flat, int64_t at, clt_tensor *like)
-{
-    clt_tensor *run = clt_narrow(flat, 0, at, clt_tensor_numel(like));
-    clt_tensor *view = run ? clt_view(run, clt_tensor_ndim(like), clt_tensor_shape(like)) : NULL;
-    clt_tensor_release(run);
-    return view;
+    for (int k = 0; st != CLT_OK && k < made; k++)
+        clt_tensor_release(avgs[k]);
+    clt_tensor_release(flat);
+    return st;
 }
 
 /* ---- agreement --------------------------------------------------------------------------------- */
@@ -434,16 +437,15 @@ static clt_status average_bucket(clt_dist *d, const char *fn, tensors *ts, int f
         clt_tensor_release(grads[i - first]);
     if ((st = mean_over_ranks(d, fn, buf, bytes / esize, dtype, st, pending)) != CLT_OK)
         return st;
-    clt_tensor *flat = from_host(d, dtype, buf, bytes); /* each gradient replaced by its average */
-    st = flat ? CLT_OK : clt_last_status();
-    int64_t elem = 0;
-    for (int i = first; i < last && st == CLT_OK; i++) {
-        clt_tensor *p = ts->items[i], *avg = part(flat, elem, p);
-        st = avg ? clt_tensor_set_grad(p, avg) : clt_last_status();
-        clt_tensor_release(avg);
-        elem += clt_tensor_numel(p);
+    clt_tensor **avgs = d->parts; /* each gradient replaced by its average */
+    clt_status made = averages_from_host(d, dtype, buf, bytes, ts->items + first, last - first,
+                                         avgs);
+    st = made;
+    for (int i = first; i < last && made == CLT_OK; i++) {
+        if (st == CLT_OK)
+            st = clt_tensor_set_grad(ts->items[i], avgs[i - first]);
+        clt_tensor_release(avgs[i - first]);
     }
-    clt_tensor_release(flat);
     carry(pending, st);
     return CLT_OK;
 }
@@ -535,22 +537,18 @@ static clt_status average_slots(pass *p, int b, clt_status mine)
                                                     bk->last - bk->first, dtype, buf, bk->bytes);
     if ((st = mean_over_ranks(p->d, fn_backward, buf, count, dtype, st, &p->pending)) != CLT_OK)
         return st;
-    clt_tensor *flat = from_host(p->d, dtype, buf, bk->bytes);
-    st = flat ? CLT_OK : clt_last_status();
-    int64_t elem = 0;
+    clt_tensor **avgs = p->d->parts;
+    st = averages_from_host(p->d, dtype, buf, bk->bytes, p->ts->items + bk->first,
+                            bk->last - bk->first, avgs);
     for (int i = bk->first; i < bk->last && st == CLT_OK; i++) {
-        clt_tensor *param = p->ts->items[i], *avg = part(flat, elem, param);
-        if (!avg) {
-            st = clt_last_status();
-        } else if (p->slot[i]) { /* the pass's gradient, replaced by the average */
+        clt_tensor *avg = avgs[i - bk->first];
+        if (p->slot[i]) { /* the pass's gradient, replaced by the average */
             clt_tensor_release(*p->slot[i]);
             *p->slot[i] = avg;
         } else { /* applied when the pass ends */
             p->late[i] = avg;
         }
-        elem += clt_tensor_numel(param);
     }
-    clt_tensor_release(flat);
     carry(&p->pending, st);
     return CLT_OK;
 }

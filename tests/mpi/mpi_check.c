@@ -14,6 +14,9 @@
  *   mismatch  ranks holding different models: clt_dist_sync_module fails on every rank
  *   badinit   a rank that cannot initialise (CLT_VISIBLE_DEVICES names no device there): every
  *             rank's clt_dist_init fails with that rank's error, none waits for ever
+ *   average_failure  (mpi_fault_check, built with the library's objects and MPI_CHECK_FAULTS)
+ *             each allocation of averaging on rank 1 failing in turn fails the average on
+ *             every rank, naming rank 1 on rank 0, and the next average succeeds
  * Exit status 0 when the check holds on this rank. */
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +25,9 @@
 
 #include <cltensor.h>
 #include <cltensor/distributed.h>
+#ifdef MPI_CHECK_FAULTS
+#include "core/core.h" /* clt__fault_inject */
+#endif
 
 enum { ROWS = 16, IN = 6, HIDDEN = 12, OUT = 3, STEPS = 5, ITEMS = 24 };
 
@@ -339,6 +345,75 @@ static int check_errors(clt_dist *d)
     return 0;
 }
 
+#ifdef MPI_CHECK_FAULTS
+static int clear_grad(const char *name, clt_tensor *p, void *user)
+{
+    (void)name, (void)user;
+    return clt_tensor_set_grad(p, NULL);
+}
+
+/* clt_dist_average_gradients with rank 1's k-th allocation of `kind` failing, k = 1, 2, ...
+ * until one succeeds on every rank: each failure fails every rank (rank 0 naming rank 1), and
+ * the average after it agrees on both ranks. */
+static int check_average_failure(clt_dist *d)
+{
+    int rank = clt_dist_rank(d);
+    clt_device *dev = clt_dist_device(d);
+    clt__alloc_kind kind = strcmp(clt_device_name(dev), "cpu") ? CLT__DEVICE : CLT__HOST;
+    clt_module *m = mlp(1, HIDDEN);
+    clt_tensor *x, *y;
+    static const char *const names[4] = {"0.weight", "0.bias", "2.weight", "2.bias"};
+    float mine[IN * HIDDEN], other[IN * HIDDEN];
+    long k = 1;
+    int bad = 0;
+    if (!m || clt_module_to(m, dev) != CLT_OK)
+        return fail(rank, "the model");
+    batch(dev, rank * (ROWS / 2), ROWS / 2, &x, &y);
+    for (;; k++) {
+        clt_module_foreach_parameter(m, clear_grad, NULL);
+        clt_tensor *out = clt_module_forward(m, x);
+        clt_tensor *loss = out ? clt_cross_entropy(out, y, NULL) : NULL;
+        if (!loss || clt_backward(loss, NULL, false) != CLT_OK)
+            return fail(rank, "the backward");
+        clt_tensor_release(loss), clt_tensor_release(out);
+        if (rank == 1)
+            clt__fault_inject(kind, k);
+        clt_status st = clt_dist_average_gradients(d, m);
+        clt__fault_inject(kind, 0);
+        if (st == CLT_OK) /* (on every rank alike: the status is agreed) */
+            break;
+        if (rank == 0 ? !strstr(clt_last_error(), "rank 1")
+                      : st != CLT_ERR_OUT_OF_MEMORY && st != CLT_ERR_DEVICE_OUT_OF_MEMORY) {
+            fprintf(stderr, "mpi_check (rank %d): allocation %ld: status %d, \"%s\"\n", rank, k,
+                    st, clt_last_error());
+            bad = 1; /* (the other rank goes on: no return before the loop ends) */
+        }
+    }
+    if (k < 3) /* the staging, the averages' tensor: at least two allocations failed in turn */
+        return fail(rank, "fewer allocations in averaging than expected");
+    for (int i = 0; i < 4; i++) { /* every bucket averaged: the same gradients on both ranks */
+        clt_tensor *p = clt_module_get_parameter(m, names[i]), *g = clt_tensor_grad(p);
+        size_t bytes = (size_t)clt_tensor_numel(p) * sizeof *mine;
+        if (!g || clt_tensor_copy_to_host(g, mine, bytes) != CLT_OK)
+            return fail(rank, "reading the average");
+        clt_tensor_release(g);
+        memcpy(other, mine, bytes);
+        MPI_Bcast(other, (int)(bytes / sizeof *mine), MPI_FLOAT, 0, MPI_COMM_WORLD);
+        if (memcmp(mine, other, bytes) != 0) {
+            fprintf(stderr, "mpi_check (rank %d): %s's average differs between the ranks after "
+                    "%ld failures\n", rank, names[i], k - 1);
+            bad = 1;
+        }
+    }
+    if (!bad)
+        printf("mpi_check average_failure (rank %d): %ld allocations failed in turn\n", rank,
+               k - 1);
+    clt_tensor_release(x), clt_tensor_release(y);
+    clt_module_release(m);
+    return bad;
+}
+#endif
+
 static int check_mismatch(clt_dist *d)
 {
     int rank = clt_dist_rank(d);
@@ -395,6 +470,10 @@ int main(int argc, char **argv)
         result = check_sampler(d);
     } else if (!strcmp(mode, "mismatch")) {
         result = check_mismatch(d);
+#ifdef MPI_CHECK_FAULTS
+    } else if (!strcmp(mode, "average_failure")) {
+        result = check_average_failure(d);
+#endif
     } else {
         fprintf(stderr, "usage: mpi_check train|overlap|overlap_single|backward_failure|errors|unused|sampler|mismatch|badinit\n");
         result = 2;
