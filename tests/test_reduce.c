@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "ops/ops_internal.h"
 
 /* ---- random numbers ------------------------------------------------------------------------- */
 
@@ -1216,11 +1217,37 @@ START_TEST(test_reduce_max_with_indices)
 }
 END_TEST
 
+/* The backends refuse a mean and squared deviations of an integer dtype (clt_mean and clt_var
+ * refuse them first), naming the operation, the dtype and the device, and write nothing. */
+START_TEST(test_reduce_backend_floating_only)
+{
+    clt_device *dev = test_device(_i);
+    static const clt__reduce_op ops[] = {CLT_REDUCE_MEAN, CLT_REDUCE_SQDEV};
+    static const char *const what[] = {"a mean of dtype i64", "squared deviations of dtype i64"};
+    clt_tensor *x = clt_tensor_arange(0, 6, 1, CLT_I64, dev);
+    clt_tensor *out = clt_tensor_full(CLT_SHAPE(1), 7, CLT_I64, dev);
+    for (int k = 0; k < 2; k++) {
+        clt__reduce_call c = {.op = ops[k], .dtype = CLT_I64, .rows = 1, .len = 6,
+                              .in = x->storage->buf, .in_offset = x->offset,
+                              .out = out->storage->buf, .out_offset = out->offset,
+                              .mean = out->storage->buf, .mean_offset = out->offset};
+        ck_assert_int_eq(CLT__BACKEND_CALL(reduce, "test", dev, CLT_I64, &c), CLT_ERR_DTYPE);
+        ck_assert_error_has(what[k]);
+        ck_assert_error_has(dev->name);
+    }
+    int64_t kept = 0;
+    ck_assert_int_eq(clt_tensor_copy_to_host(out, &kept, sizeof kept), CLT_OK);
+    ck_assert_int_eq(kept, 7);
+    clt_tensor_release(out), clt_tensor_release(x);
+}
+END_TEST
+
 Suite *suite_reduce(void)
 {
     Suite *s = suite_create("reduce");
     TCase *tc = test_case("reduce", 300);
     ADD_DEVICE_TEST(tc, test_reduce_small_expected);
+    ADD_DEVICE_TEST(tc, test_reduce_backend_floating_only);
     ADD_DEVICE_TEST(tc, test_reduce_matches_host);
     ADD_DEVICE_TEST(tc, test_reduce_sizes);
     ADD_DEVICE_TEST(tc, test_reduce_sum_1e7_accurate);
