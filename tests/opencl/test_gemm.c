@@ -57,6 +57,8 @@ static const test_gemm_case gemm_cases[] = {
     {37, 70, 19, 2, true, false, 0.5, 0, true, TEST_EP_BIAS | TEST_EP_ROWS | TEST_EP_RELU},
     {70, 5, 33, 1, false, false, 1, 0, false, TEST_EP_BIAS | TEST_EP_RELU},
     {9, 66, 12, 3, false, true, 1, 1, false, TEST_EP_RELU},
+    /* a last panel of whole vectors, a cut one and none (AVX-512's 64-wide f32 panels) */
+    {6, 104, 20, 2, true, false, 1, 0, false, TEST_EP_BIAS | TEST_EP_RELU},
 };
 
 /* Every variant of the OpenCL backend, f32 and f64, on every case: transposes, sizes off the
@@ -362,6 +364,48 @@ START_TEST(test_gemm_long_k)
 }
 END_TEST
 
+/* The packed variant with a transposed B and A the smaller operand runs C^T = op(B)^T op(A)^T,
+ * packing op(A)^T (the panels then as many as A's rows take) and storing C^T down C's columns:
+ * right with either A, alpha and beta, a bias along C's rows or columns, ReLU, a batch with a
+ * shared B, f32 and f64. A product of few rows, or with B as stored, packs op(B) as before. */
+START_TEST(test_gemm_packs_smaller)
+{
+    clt_device *dev = test_device(_i);
+    if (clt__is_host(dev))
+        return;
+    srand(9);
+    for (int d = 0; d < 2; d++) {
+        clt_dtype dt = d ? CLT_F64 : CLT_F32;
+        if (dt == CLT_F64 && !dev->info.fp64)
+            continue;
+        size_t pw = clt__cl_gemm_panel_width(dev, dt), elem = clt_dtype_size(dt);
+        const test_gemm_case cases[] = {
+            {pw, 3 * pw + 5, 21, 1, false, true, 1, 0, false, TEST_EP_BIAS | TEST_EP_RELU},
+            {2 * pw - 1, 3 * pw + 1, 9, 3, true, true, 0.5, 2, true, 0},
+            {2 * pw, 4 * pw + 3, 17, 2, false, true, 1, 0, false, TEST_EP_BIAS | TEST_EP_ROWS},
+            {pw, 3 * pw, 30, 1, false, true, -1, 1, false, TEST_EP_RELU},
+        }; /* each makes no more tiles transposed, for any panel width of 3 or more */
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+            const test_gemm_case *gc = &cases[i];
+            clt__gemm_call c = {.dtype = dt, .m = gc->m, .n = gc->n, .k = gc->k,
+                                .batch = gc->batch, .trans_a = gc->ta, .trans_b = true};
+            size_t a_panels = (gc->m + pw - 1) / pw;
+            ck_assert_uint_eq(clt__cl_gemm_panel_bytes(dev, &c),
+                              gc->batch * a_panels * pw * gc->k * elem);
+            test_gemm_check(dev, dt, CLT__GEMM_PACKED, gc);
+        }
+        /* one row (C^T would take more tiles where panels are wider than 4), or B as stored:
+         * op(B)'s panels */
+        clt__gemm_call few = {.dtype = dt, .m = 1, .n = 3 * pw, .k = 8, .batch = 1,
+                              .trans_b = true};
+        if (pw > 4)
+            ck_assert_uint_eq(clt__cl_gemm_panel_bytes(dev, &few), 3 * pw * 8 * elem);
+        few.m = pw, few.trans_b = false;
+        ck_assert_uint_eq(clt__cl_gemm_panel_bytes(dev, &few), 3 * pw * 8 * elem);
+    }
+}
+END_TEST
+
 /* CLT_GEMM names the variant every product uses; a name that is none is an error. */
 START_TEST(test_gemm_forced)
 {
@@ -388,6 +432,7 @@ Suite *suite_gemm(void)
     ADD_DEVICE_TEST(tc, test_gemm_variants);
     ADD_DEVICE_TEST(tc, test_gemm_defaults);
     ADD_DEVICE_TEST(tc, test_gemm_long_k);
+    ADD_DEVICE_TEST(tc, test_gemm_packs_smaller);
     tcase_add_test(tc, test_gemm_tuning);
     tcase_add_test(tc, test_gemm_tuning_fallback);
     tcase_add_test(tc, test_gemm_tuning_no_dot);

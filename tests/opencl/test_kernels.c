@@ -657,9 +657,9 @@ START_TEST(test_kernels_transpose)
 }
 END_TEST
 
-/* The library's GEMM kernels (packing, packed, direct, tiled), f32 and f64, on shapes with
- * partial tiles, transposes, batches, a beta and the epilogue (CLBlast's kernels are not the
- * library's). */
+/* The library's GEMM kernels (packing, packed, direct, tiled, dot), f32 and f64, on shapes
+ * with partial tiles, transposes, batches, a beta and the epilogue (CLBlast's kernels are not
+ * the library's). */
 START_TEST(test_kernels_gemm)
 {
     static const test_gemm_case cases[] = {
@@ -673,6 +673,24 @@ START_TEST(test_kernels_gemm)
             for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
                 if (!d || dev->info.fp64)
                     test_gemm_check(dev, d ? CLT_F64 : CLT_F32, (clt__gemm_variant)v, &cases[i]);
+    /* by the device's panel width: packed storing C^T (op(A)^T packed), and direct's last
+     * panel with a whole vector and a cut one */
+    for (int d = 0; d < 2; d++) {
+        clt_dtype dt = d ? CLT_F64 : CLT_F32;
+        size_t pw = clt__cl_gemm_panel_width(dev, dt);
+        size_t vw = d ? clt__cl(dev)->vw_double : clt__cl(dev)->vw_float;
+        const test_gemm_case transposed[] = {
+            {pw, 3 * pw + 5, 9, 2, false, true, 0.5, 2, false, 0},
+            {2 * pw, 4 * pw + 3, 5, 1, true, true, 1, 0, true,
+             TEST_EP_BIAS | TEST_EP_ROWS | TEST_EP_RELU}};
+        const test_gemm_case tail = {3, pw + vw + 1, 7, 1, false, false, 1, 0, false,
+                                     TEST_EP_BIAS};
+        if (d && !dev->info.fp64)
+            continue;
+        for (size_t i = 0; i < 2; i++)
+            test_gemm_check(dev, dt, CLT__GEMM_PACKED, &transposed[i]);
+        test_gemm_check(dev, dt, CLT__GEMM_DIRECT, &tail);
+    }
 }
 END_TEST
 

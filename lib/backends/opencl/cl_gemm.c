@@ -129,8 +129,36 @@ size_t clt__cl_gemm_panel_width(clt_device *dev, clt_dtype dtype)
                             : cd->gemm_nv[0] * (size_t)cd->vw_float;
 }
 
-size_t clt__cl_gemm_panel_bytes(clt_device *dev, const clt__gemm_call *c)
+/* Whether the packed variant runs the call as C^T = op(B)^T op(A)^T, packing op(A)^T instead
+ * of op(B). Packing a transposed B (nn.Linear's weight) reads it across its rows, which costs as
+ * much as a third of the product; op(A)^T is the cheaper copy where it makes fewer panels and
+ * the tiles that cover the transpose are no more than those that cover C (few rows stay as
+ * they are: C^T would be one mostly empty panel). */
+static bool packs_a(clt_device *dev, const clt__gemm_call *c)
 {
+    size_t pw = clt__cl_gemm_panel_width(dev, c->dtype);
+    size_t tiles = (c->m + 3) / 4 * ((c->n + pw - 1) / pw) * pw * 4,
+           tiles_t = (c->n + 3) / 4 * ((c->m + pw - 1) / pw) * pw * 4;
+    return c->trans_b && (c->m + pw - 1) / pw < (c->n + pw - 1) / pw && tiles_t <= tiles;
+}
+
+/* The call for C^T = op(B)^T op(A)^T: A and B swapped, each transposed, C's rows and columns
+ * (and so the bias's) exchanged; C itself is left to the caller (packed_product's groups). */
+static clt__gemm_call transposed_call(const clt__gemm_call *c)
+{
+    clt__gemm_call t = *c;
+    t.trans_a = !c->trans_b, t.trans_b = !c->trans_a;
+    t.m = c->n, t.n = c->m;
+    t.a = c->b, t.a_offset = c->b_offset, t.lda = c->ldb, t.a_stride = c->b_stride;
+    t.b = c->a, t.b_offset = c->a_offset, t.ldb = c->lda, t.b_stride = c->a_stride;
+    t.bias_rows = !c->bias_rows;
+    return t;
+}
+
+size_t clt__cl_gemm_panel_bytes(clt_device *dev, const clt__gemm_call *call)
+{
+    clt__gemm_call t;
+    const clt__gemm_call *c = packs_a(dev, call) ? (t = transposed_call(call), &t) : call;
     size_t pw = clt__cl_gemm_panel_width(dev, c->dtype), np = (c->n + pw - 1) / pw, bytes = 0;
     size_t elem = clt_dtype_size(c->dtype);
     if (!clt__mul_size(c->batch, np * pw, &bytes) || !clt__mul_size(bytes, c->k, &bytes) ||
@@ -247,13 +275,43 @@ static clt_status packed_product(const char *fn, clt_device *dev, const clt__gem
                              "gemm_packed", args, nargs, 3, global, one, NULL);
 }
 
+/* The packed variant: op(B) into panels and gemm_packed over them; or, where packs_a, op(A)^T
+ * into panels and C^T = op(B)^T op(A)^T stored down C's columns. */
+static clt_status packed_gemm(const char *fn, clt_device *dev, const clt__gemm_call *call,
+                              cl_mem panels)
+{
+    clt__gemm_call t = *call;
+    size_t cg = call->n, cg_stride = 0;
+    if (packs_a(dev, call)) {
+        t = transposed_call(call);
+        t.ldc = 1, cg = 1, cg_stride = call->ldc;
+    }
+    const clt__gemm_call *c = &t;
+    const bool f64 = c->dtype == CLT_F64;
+    cl_int n = (cl_int)c->n, k = (cl_int)c->k;
+    cl_ulong b_off = c->b_offset, b_rs = c->trans_b ? 1 : c->ldb, b_cs = c->trans_b ? c->ldb : 1;
+    cl_ulong b_bs = c->b_stride;
+    cl_mem b = c->b;
+    size_t pw = clt__cl_gemm_panel_width(dev, c->dtype), np = (c->n + pw - 1) / pw;
+    size_t vw = f64 ? clt__cl(dev)->vw_double : clt__cl(dev)->vw_float;
+    clt__cl_arg pack[] = {{sizeof n, &n},  {sizeof k, &k},  {sizeof b, &b},
+                          {8, &b_off},     {8, &b_rs},      {8, &b_cs},
+                          {8, &b_bs},      {sizeof panels, &panels}};
+    size_t pack_global[3] = {c->trans_b && b_cs != 1 ? (c->k + vw - 1) / vw : c->k, np,
+                             c->batch}; /* gemm_pack's rows of a transpose go VW at a time */
+    clt_status st = clt__cl_launch_nd(fn, dev, "gemm:packed",
+                                      f64 ? CLT__CL_GEMM_F64 : CLT__CL_GEMM_F32, "gemm_pack",
+                                      pack, (int)(sizeof pack / sizeof *pack), 3, pack_global,
+                                      NULL, NULL);
+    return st == CLT_OK ? packed_product(fn, dev, c, panels, cg, cg_stride) : st;
+}
+
 /* Launches one of the library's GEMM kernels with the call's operands. */
 static clt_status run_ours(const char *fn, clt_device *dev, clt__gemm_variant v,
                            const clt__gemm_call *c, cl_mem panels)
 {
     const bool f64 = c->dtype == CLT_F64;
     const char *options = f64 ? CLT__CL_GEMM_F64 : CLT__CL_GEMM_F32;
-    cl_int n = (cl_int)c->n, k = (cl_int)c->k;
     cl_ulong b_off = c->b_offset, b_rs = c->trans_b ? 1 : c->ldb, b_cs = c->trans_b ? c->ldb : 1;
     cl_ulong b_bs = c->b_stride, c_off = c->c_offset, ldc = c->ldc, c_bs = c->c_stride;
     cl_mem b = c->b, out = c->c;
@@ -262,8 +320,9 @@ static clt_status run_ours(const char *fn, clt_device *dev, clt__gemm_variant v,
     epilogue_args e;
     clt__cl_arg args[24];
     int nargs = head_args(c, &s, args);
-    clt_status st;
 
+    if (v == CLT__GEMM_PACKED)
+        return packed_gemm(fn, dev, c, panels);
     if (v == CLT__GEMM_TILED) {
         size_t global[3] = {16 * ((c->n + 63) / 64), 16 * ((c->m + 63) / 64), c->batch};
         size_t local[3] = {16, 16, 1};
@@ -287,26 +346,14 @@ static clt_status run_ours(const char *fn, clt_device *dev, clt__gemm_variant v,
         return clt__cl_launch_nd(fn, dev, "gemm:dot", options, "gemm_dot", args, nargs, 3,
                                  dot_global, one, NULL);
     }
-    if (v == CLT__GEMM_DIRECT) {
-        clt__cl_arg rest[] = {{sizeof b, &b},     {8, &b_off}, {8, &b_rs}, {8, &b_bs},
-                              {sizeof out, &out}, {8, &c_off}, {8, &ldc},  {8, &c_bs}};
-        memcpy(args + nargs, rest, sizeof rest);
-        nargs += (int)(sizeof rest / sizeof *rest);
-        nargs += epilogue_args_of(c, &e, args + nargs);
-        return clt__cl_launch_nd(fn, dev, "gemm:direct", options, "gemm_direct", args, nargs, 3,
-                                 global, one, NULL);
-    }
-    clt__cl_arg pack[] = {{sizeof n, &n},  {sizeof k, &k},  {sizeof b, &b},
-                          {8, &b_off},     {8, &b_rs},      {8, &b_cs},
-                          {8, &b_bs},      {sizeof panels, &panels}};
-    size_t vw = f64 ? clt__cl(dev)->vw_double : clt__cl(dev)->vw_float;
-    size_t pack_global[3] = {c->trans_b && b_cs != 1 ? (c->k + vw - 1) / vw : c->k, np,
-                             c->batch}; /* gemm_pack's rows of a transpose go VW at a time */
-    st = clt__cl_launch_nd(fn, dev, "gemm:packed", options, "gemm_pack", pack,
-                           (int)(sizeof pack / sizeof *pack), 3, pack_global, NULL, NULL);
-    if (st != CLT_OK)
-        return st;
-    return packed_product(fn, dev, c, panels, c->n, 0);
+    /* direct */
+    clt__cl_arg rest[] = {{sizeof b, &b},     {8, &b_off}, {8, &b_rs}, {8, &b_bs},
+                          {sizeof out, &out}, {8, &c_off}, {8, &ldc},  {8, &c_bs}};
+    memcpy(args + nargs, rest, sizeof rest);
+    nargs += (int)(sizeof rest / sizeof *rest);
+    nargs += epilogue_args_of(c, &e, args + nargs);
+    return clt__cl_launch_nd(fn, dev, "gemm:direct", options, "gemm_direct", args, nargs, 3,
+                             global, one, NULL);
 }
 
 clt_status clt__cl_gemm_run(const char *fn, clt_device *dev, clt__gemm_variant v,
