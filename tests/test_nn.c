@@ -1314,6 +1314,69 @@ START_TEST(test_conv2d)
 }
 END_TEST
 
+/* 2 x 2 max pooling (MaxPool2d(2) and its kin: OpenCL devices run windows wholly inside the
+ * image through four taps in a row) against the windows scanned here: strides 2 and 1, dilation,
+ * padding (windows inside and clipped ones side by side), NaN at each tap position of some
+ * window, equal taps (the first wins), f32, f64 and f16; the values and the indices. */
+START_TEST(test_max_pool_2x2)
+{
+    static const clt_pool2d_options cases[] = {
+        {.kernel = {2, 2}},
+        {.kernel = {2, 2}, .stride = {1, 1}},
+        {.kernel = {2, 2}, .stride = {1, 2}, .padding = {1, 1}},
+        {.kernel = {2, 2}, .stride = {2, 1}, .dilation = {2, 3}},
+    };
+    static const clt_dtype dtypes[] = {CLT_F32, CLT_F64, CLT_F16};
+    clt_device *dev = test_device(_i);
+    const int planes = 3, h = 7, w = 8;
+    double *xv = noise(planes * h * w, 21);
+    for (int i = 0; i < planes * h * w; i++) /* halves: equal taps */
+        xv[i] = round(xv[i] * 2) / 2;
+    xv[9] = xv[18] = xv[56 + 20] = xv[112 + 35] = NAN; /* top left, top right, bottom left, ... */
+    for (size_t t = 0; t < sizeof dtypes / sizeof *dtypes; t++) {
+        if (!test_has_dtype(dev, dtypes[t]))
+            continue;
+        clt_tensor *x = make(dev, dtypes[t], xv, CLT_SHAPE(1, planes, h, w));
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+            const clt_pool2d_options *o = &cases[k];
+            int sh = o->stride[0] ? o->stride[0] : 2, sw = o->stride[1] ? o->stride[1] : 2;
+            int dh = o->dilation[0] ? o->dilation[0] : 1, dw = o->dilation[1] ? o->dilation[1] : 1;
+            int ph = o->padding[0], pw = o->padding[1];
+            int oh = (h + 2 * ph - dh - 1) / sh + 1, ow = (w + 2 * pw - dw - 1) / sw + 1;
+            double *mx = malloc(sizeof(double) * planes * oh * ow);
+            double *ix = malloc(sizeof(double) * planes * oh * ow);
+            for (int p = 0; p < planes; p++)
+                for (int y = 0; y < oh; y++)
+                    for (int xx = 0; xx < ow; xx++) {
+                        double best = -INFINITY;
+                        int at = -1;
+                        for (int ky = 0; ky < 2; ky++)
+                            for (int kx = 0; kx < 2; kx++) {
+                                int iy = y * sh - ph + ky * dh, jx = xx * sw - pw + kx * dw;
+                                if (iy < 0 || iy >= h || jx < 0 || jx >= w)
+                                    continue;
+                                double v = xv[(p * h + iy) * w + jx];
+                                if (at < 0 || v > best || (isnan(v) && !isnan(best)))
+                                    best = v, at = iy * w + jx;
+                            }
+                        mx[(p * oh + y) * ow + xx] = best, ix[(p * oh + y) * ow + xx] = at;
+                    }
+            char what[64];
+            snprintf(what, sizeof what, "%s case %zu", clt_dtype_name(dtypes[t]), k);
+            clt_tensor *idx = NULL, *m = clt_max_pool2d(x, o, &idx);
+            ck_assert_msg(m != NULL, "%s: %s", what, clt_last_error());
+            ck_assert_int_eq(clt_tensor_size(m, 2), oh);
+            ck_assert_int_eq(clt_tensor_size(m, 3), ow);
+            check(m, mx, planes * oh * ow, 0, what); /* halves and NaN: exact in every dtype */
+            check(idx, ix, planes * oh * ow, 0, what);
+            free(mx), free(ix);
+        }
+        clt_tensor_release(x);
+    }
+    free(xv);
+}
+END_TEST
+
 START_TEST(test_pooling)
 {
     clt_device *dev = test_device(_i);
@@ -1755,6 +1818,7 @@ Suite *suite_nn(void)
     ADD_DEVICE_TEST(tc, test_cross_entropy_target_range);
     ADD_DEVICE_TEST(tc, test_cross_entropy_rows_out_of_range);
     ADD_DEVICE_TEST(tc, test_pooling);
+    ADD_DEVICE_TEST(tc, test_max_pool_2x2);
     ADD_DEVICE_TEST(tc, test_pool_ceil_mode);
     ADD_DEVICE_TEST(tc, test_cumsum_sort);
     ADD_DEVICE_TEST(tc, test_gather_masked_fill);

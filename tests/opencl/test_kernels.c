@@ -673,8 +673,8 @@ START_TEST(test_kernels_gemm)
             for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
                 if (!d || dev->info.fp64)
                     test_gemm_check(dev, d ? CLT_F64 : CLT_F32, (clt__gemm_variant)v, &cases[i]);
-    /* by the device's panel width: packed storing C^T (op(A)^T packed), and direct's last
-     * panel with a whole vector and a cut one */
+    /* by the device's panel width: packed storing C^T (op(A)^T packed), direct's last panel
+     * with a whole vector and a cut one, a whole panel with a bias along C's rows */
     for (int d = 0; d < 2; d++) {
         clt_dtype dt = d ? CLT_F64 : CLT_F32;
         size_t pw = clt__cl_gemm_panel_width(dev, dt);
@@ -685,11 +685,16 @@ START_TEST(test_kernels_gemm)
              TEST_EP_BIAS | TEST_EP_ROWS | TEST_EP_RELU}};
         const test_gemm_case tail = {3, pw + vw + 1, 7, 1, false, false, 1, 0, false,
                                      TEST_EP_BIAS};
+        const test_gemm_case rows = {5, pw + 3, 6, 1, false, false, 1, 0, false,
+                                     TEST_EP_BIAS | TEST_EP_ROWS | TEST_EP_RELU};
         if (d && !dev->info.fp64)
             continue;
         for (size_t i = 0; i < 2; i++)
             test_gemm_check(dev, dt, CLT__GEMM_PACKED, &transposed[i]);
         test_gemm_check(dev, dt, CLT__GEMM_DIRECT, &tail);
+        /* a whole panel's epilogue in vectors, the bias along the rows */
+        test_gemm_check(dev, dt, CLT__GEMM_DIRECT, &rows);
+        test_gemm_check(dev, dt, CLT__GEMM_PACKED, &rows);
     }
 }
 END_TEST

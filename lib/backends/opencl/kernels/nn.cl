@@ -130,6 +130,22 @@ __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulo
                           int sw, int ph, int pw, int dh, int dw, int is_max, int count_pad)   \
     {                                                                                          \
         IT y0 = oy * sh - ph, x0 = ox * sw - pw; /* tap 0 */                                   \
+        if (MAX && kh == 2 && kw == 2 && y0 >= 0 && x0 >= 0 && y0 + dh < H && x0 + dw < W) {   \
+            IT at[4] = {y0 * W + x0, y0 * W + x0 + dw, (y0 + dh) * W + x0,                     \
+                        (y0 + dh) * W + x0 + dw};                                              \
+            CT best = LOAD(plane[at[0]]);                                                      \
+            IT best_at = at[0];                                                                \
+            _Pragma("unroll") for (int t = 1; t < 4; t++) {                                    \
+                CT v = LOAD(plane[at[t]]);                                                     \
+                int beats = BEATS(v, best);                                                    \
+                best = PICK(beats, v, best);                                                   \
+                best_at = beats ? at[t] : best_at;                                             \
+            }                                                                                  \
+            out[i] = STORE(best);                                                              \
+            if (is_max > 1)                                                                    \
+                arg[i] = best_at;                                                              \
+            return;                                                                            \
+        }                                                                                      \
         int ya = 0, yb = kh, xa = 0, xb = kw;    /* the taps inside: [ya, yb) x [xa, xb) */     \
         while (ya < yb && y0 + (IT)ya * dh < 0)                                                \
             ya++;                                                                              \
