@@ -286,6 +286,14 @@ START_TEST(test_kernels_windows)
             assert_same(gi, hi, "max pool indices");
             clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(gi),
                 clt_tensor_release(hi);
+            /* 2 x 2 windows, those inside the image four taps in a row */
+            const clt_pool2d_options p2 = {.kernel = {2, 2}, .stride = {1, 2}, .padding = {1, 0},
+                                           .dilation = {2, 3}};
+            a = clt_max_pool2d(g, &p2, &gi), b = clt_max_pool2d(h, &p2, &hi);
+            assert_same(a, b, "2 x 2 max pool");
+            assert_same(gi, hi, "2 x 2 max pool indices");
+            clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(gi),
+                clt_tensor_release(hi);
             for (int exclude = 0; exclude < 2; exclude++) {
                 clt_pool2d_options ao = po;
                 ao.exclude_padding = exclude, ao.ceil_mode = true;

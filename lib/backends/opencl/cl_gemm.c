@@ -137,8 +137,8 @@ size_t clt__cl_gemm_panel_width(clt_device *dev, clt_dtype dtype)
 static bool packs_a(clt_device *dev, const clt__gemm_call *c)
 {
     size_t pw = clt__cl_gemm_panel_width(dev, c->dtype);
-    size_t tiles = (c->m + 3) / 4 * ((c->n + pw - 1) / pw) * pw * 4,
-           tiles_t = (c->n + 3) / 4 * ((c->m + pw - 1) / pw) * pw * 4;
+    double tiles = (double)((c->m + 3) / 4) * (double)((c->n + pw - 1) / pw), /* no overflow */
+           tiles_t = (double)((c->n + 3) / 4) * (double)((c->m + pw - 1) / pw);
     return c->trans_b && (c->m + pw - 1) / pw < (c->n + pw - 1) / pw && tiles_t <= tiles;
 }
 
