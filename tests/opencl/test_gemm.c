@@ -242,6 +242,67 @@ START_TEST(test_gemm_tuning_no_dot)
 }
 END_TEST
 
+/* The tuner's clock for test_gemm_rematch: square products of 64 take fake_first[v] seconds in
+ * a variant's first five timed runs (one measure) and fake_again[v] after; every other product
+ * is taken to favour packed. fake_runs counts each variant's runs at 64. */
+static double fake_first[CLT__GEMM_VARIANTS], fake_again[CLT__GEMM_VARIANTS];
+static int fake_runs[CLT__GEMM_VARIANTS];
+
+static double fake_clock(clt__gemm_variant v, size_t m, size_t n, bool trans_b)
+{
+    if (trans_b || m != n || n != 64)
+        return v == CLT__GEMM_PACKED ? 1e-3 : 2e-3;
+    return ++fake_runs[v] <= 5 ? fake_first[v] : fake_again[v];
+}
+
+/* Tunes gpu:0's f32 afresh with the fake clock: direct's first and second times (packed's 1 ms
+ * then packed_again), the class of 64's choice, and direct's and packed's runs at 64. */
+static clt__gemm_variant tune_faked(double direct, double direct_again, double packed_again,
+                                    int *direct_runs, int *packed_runs)
+{
+    static char log[8192];
+    clt__gemm_variant choice[CLT__GEMM_CHOICES];
+    for (int v = 0; v < CLT__GEMM_VARIANTS; v++)
+        fake_first[v] = fake_again[v] = 0.1, fake_runs[v] = 0; /* clblast, tiled: far behind */
+    fake_first[CLT__GEMM_PACKED] = 1e-3, fake_again[CLT__GEMM_PACKED] = packed_again;
+    fake_first[CLT__GEMM_DIRECT] = direct, fake_again[CLT__GEMM_DIRECT] = direct_again;
+    clt__cl(clt_device_get("gpu:0"))->gemm_state[0] = CLT__GEMM_UNKNOWN;
+    log[0] = '\0';
+    tune_here(CLT__GEMM_VARIANTS, "tuned in", log, choice);
+    *direct_runs = fake_runs[CLT__GEMM_DIRECT], *packed_runs = fake_runs[CLT__GEMM_PACKED];
+    return choice[0];
+}
+
+/* A square class's runner-up within 1.5 times the winner is timed again, in turn with the
+ * winner, each keeping its faster time: a runner-up that is faster the second time wins, one
+ * that is not loses; one further behind is not timed again. With a clock that names the
+ * times (clt__cl_gemm_tune_clock), five runs a measure. */
+START_TEST(test_gemm_rematch)
+{
+    int direct_runs, packed_runs;
+    if (!test_use_vendors(true, false))
+        return;
+    unsetenv("CLT_GEMM");
+    setenv("CLT_CACHE_DIR", "off", 1);
+    clt__cl_gemm_tune_clock = fake_clock;
+    /* 1.2 ms against 1 ms: timed again, 0.8 ms: direct wins */
+    ck_assert_int_eq(tune_faked(1.2e-3, 0.8e-3, 1e-3, &direct_runs, &packed_runs),
+                     CLT__GEMM_DIRECT);
+    ck_assert_int_eq(direct_runs, 10);
+    ck_assert_int_eq(packed_runs, 10);
+    /* 1.4 ms, then 1.1 ms against packed's 1.2 ms: each keeps its faster, packed's 1 ms */
+    ck_assert_int_eq(tune_faked(1.4e-3, 1.1e-3, 1.2e-3, &direct_runs, &packed_runs),
+                     CLT__GEMM_PACKED);
+    ck_assert_int_eq(direct_runs, 10);
+    /* 1.6 ms: not timed again, though it would be faster */
+    ck_assert_int_eq(tune_faked(1.6e-3, 0.5e-3, 1e-3, &direct_runs, &packed_runs),
+                     CLT__GEMM_PACKED);
+    ck_assert_int_eq(direct_runs, 5);
+    ck_assert_int_eq(packed_runs, 5);
+    clt__cl_gemm_tune_clock = NULL;
+}
+END_TEST
+
 /* A gemm.cl that does not build: the library's variants fail verification with the build's
  * error in a warning, and CLBlast runs every product. The failures are the tuner's own: the
  * caller's last error stays as it was. */
@@ -436,6 +497,7 @@ Suite *suite_gemm(void)
     tcase_add_test(tc, test_gemm_tuning);
     tcase_add_test(tc, test_gemm_tuning_fallback);
     tcase_add_test(tc, test_gemm_tuning_no_dot);
+    tcase_add_test(tc, test_gemm_rematch);
     tcase_add_test(tc, test_gemm_tuning_build_failure);
     tcase_add_test(tc, test_gemm_forced);
     suite_add_tcase(s, tc);

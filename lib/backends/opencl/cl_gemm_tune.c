@@ -255,8 +255,10 @@ static bool verify(const char *fn, clt_device *dev, clt__gemm_variant v, clt_dty
     return checked > 0;
 }
 
-/* Seconds one product of v takes (finished), m x n x n with B transposed or not; negative on
- * an error. */
+double (*clt__cl_gemm_tune_clock)(clt__gemm_variant v, size_t m, size_t n, bool trans_b);
+
+/* Seconds one product of v takes (finished), m x n x n with B transposed or not (the test
+ * clock's where one is set); negative on an error. */
 static double time_one(const char *fn, clt_device *dev, clt__gemm_variant v, clt_dtype dtype,
                        size_t m, size_t n, bool trans_b, const scratch *s)
 {
@@ -273,7 +275,7 @@ static double time_one(const char *fn, clt_device *dev, clt__gemm_variant v, clt
     double t0 = now_s();
     if (run(fn, dev, v, c, s) != CLT_OK || clFinish(clt__cl(dev)->queue) != CL_SUCCESS)
         return -1;
-    return now_s() - t0;
+    return clt__cl_gemm_tune_clock ? clt__cl_gemm_tune_clock(v, m, n, trans_b) : now_s() - t0;
 }
 
 /* The median of three timed runs after two more: the first may compile kernels (CLBlast builds
@@ -519,8 +521,6 @@ static void store(const char *fn, const char *key, size_t key_len, const unsigne
                         clt__gemm_variant_names[choice[cls]]);
     clt__cl_cache_store(fn, key, key_len, (const unsigned char *)text, (size_t)len);
 }
-
-enum { CLT__GEMM_UNKNOWN, CLT__GEMM_DEFAULTS, CLT__GEMM_TUNED }; /* gemm_state */
 
 /* dtype's choices on dev from the disk cache into choice: whether there were any. With tune,
  * tunes when there were none (and stores the result). Called with gemm_lock held. */

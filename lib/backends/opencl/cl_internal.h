@@ -88,6 +88,10 @@ typedef struct clt__cl_group {
     cl_device_id ids[];   /* the members, in order */
 } clt__cl_group;
 
+/* Where a device's GEMM choices for a dtype stand: not looked up yet, the defaults of its kind,
+ * or tuned (or read from the disk cache). */
+enum { CLT__GEMM_UNKNOWN, CLT__GEMM_DEFAULTS, CLT__GEMM_TUNED };
+
 typedef struct clt__cl_device {
     cl_platform_id platform;
     cl_device_id id;
@@ -114,7 +118,7 @@ typedef struct clt__cl_device {
     unsigned gemm_nv[2]; /* f32, f64: vectors in a row of the GEMM register tile (CLT_GEMM_NV_*,
                           * kernels/gemm.cl), from the native vector's size (clt__cl_gemm_nv) */
     pthread_mutex_t gemm_lock; /* guards the two below: each dtype is tuned once */
-    int gemm_state[2];         /* f32, f64: CLT__GEMM_DEFAULTS ... (cl_gemm_tune.c) */
+    int gemm_state[2];         /* f32, f64: CLT__GEMM_UNKNOWN ... (cl_gemm_tune.c) */
     unsigned char gemm_choice[2][CLT__GEMM_CHOICES]; /* clt__gemm_variant values */
     char strings[5][256]; /* backing store of info.name, vendor, platform, versions */
 } clt__cl_device;
@@ -256,6 +260,10 @@ clt_status clt__cl_gemm_choose(const char *fn, clt_device *dev, const clt__gemm_
  * that way, 12.3 ms packed. */
 clt_status clt__cl_gemm_choose_by_size(const char *fn, clt_device *dev, const clt__gemm_call *c,
                                        clt__gemm_variant *v);
+
+/* Tests only: where set, the seconds the tuner takes each timed product to have run (m x n x n,
+ * B transposed or not), the product still run and checked for errors. */
+extern double (*clt__cl_gemm_tune_clock)(clt__gemm_variant v, size_t m, size_t n, bool trans_b);
 
 /* Tunes dtype's GEMM on dev unless done or stored (clt_device_warmup); choice, when not NULL,
  * receives the CLT__GEMM_CHOICES choices. */
