@@ -179,7 +179,7 @@ CLT_FN void store_row(__global T *crow, int j0, int n, T alpha, T beta, VT *v, i
                       __global const T *bias, int i)
 {
     if (j0 + PW <= n) { /* as vectors, the epilogue's included (element by element, a
-                          * convolution's bias and ReLU made its product take 1.5 times as long) */
+                          * convolution's bias and ReLU made its product take 2.5 times as long) */
         for (int q = 0; q < NV; q++) {
             VT o = beta != 0 ? fma((VT)alpha, v[q], (VT)beta * vloadw(q, crow + j0))
                              : v[q] * alpha;
