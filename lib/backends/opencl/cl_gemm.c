@@ -310,19 +310,18 @@ static clt_status packed_gemm(const char *fn, clt_device *dev, const clt__gemm_c
 static clt_status run_ours(const char *fn, clt_device *dev, clt__gemm_variant v,
                            const clt__gemm_call *c, cl_mem panels)
 {
-    const bool f64 = c->dtype == CLT_F64;
-    const char *options = f64 ? CLT__CL_GEMM_F64 : CLT__CL_GEMM_F32;
+    if (v == CLT__GEMM_PACKED)
+        return packed_gemm(fn, dev, c, panels);
+    const char *options = c->dtype == CLT_F64 ? CLT__CL_GEMM_F64 : CLT__CL_GEMM_F32;
     cl_ulong b_off = c->b_offset, b_rs = c->trans_b ? 1 : c->ldb, b_cs = c->trans_b ? c->ldb : 1;
-    cl_ulong b_bs = c->b_stride, c_off = c->c_offset, ldc = c->ldc, c_bs = c->c_stride;
+    cl_ulong ldb = c->ldb, b_bs = c->b_stride, c_off = c->c_offset, ldc = c->ldc;
+    cl_ulong c_bs = c->c_stride;
     cl_mem b = c->b, out = c->c;
-    size_t pw = clt__cl_gemm_panel_width(dev, c->dtype), np = (c->n + pw - 1) / pw;
     gemm_scalars s;
     epilogue_args e;
     clt__cl_arg args[24];
     int nargs = head_args(c, &s, args);
 
-    if (v == CLT__GEMM_PACKED)
-        return packed_gemm(fn, dev, c, panels);
     if (v == CLT__GEMM_TILED) {
         size_t global[3] = {16 * ((c->n + 63) / 64), 16 * ((c->m + 63) / 64), c->batch};
         size_t local[3] = {16, 16, 1};
@@ -335,25 +334,17 @@ static clt_status run_ours(const char *fn, clt_device *dev, clt__gemm_variant v,
         return clt__cl_launch_nd(fn, dev, "gemm:tiled", options, "gemm_tiled", args, nargs, 3,
                                  global, local, NULL);
     }
-    size_t global[3] = {(c->m + 3) / 4, np, c->batch}, one[3] = {1, 1, 1};
-    if (v == CLT__GEMM_DOT) {
-        size_t dot_global[3] = {(c->m + 3) / 4, (c->n + 1) / 2, c->batch};
-        clt__cl_arg rest[] = {{sizeof b, &b},     {8, &b_off}, {8, &b_cs}, {8, &b_bs},
-                              {sizeof out, &out}, {8, &c_off}, {8, &ldc},  {8, &c_bs}};
-        memcpy(args + nargs, rest, sizeof rest);
-        nargs += (int)(sizeof rest / sizeof *rest);
-        nargs += epilogue_args_of(c, &e, args + nargs);
-        return clt__cl_launch_nd(fn, dev, "gemm:dot", options, "gemm_dot", args, nargs, 3,
-                                 dot_global, one, NULL);
-    }
-    /* direct */
-    clt__cl_arg rest[] = {{sizeof b, &b},     {8, &b_off}, {8, &b_rs}, {8, &b_bs},
-                          {sizeof out, &out}, {8, &c_off}, {8, &ldc},  {8, &c_bs}};
+    /* dot (B transposed) and direct (B as stored) take B by its stored rows, ldb apart */
+    const bool dot = v == CLT__GEMM_DOT;
+    size_t pw = clt__cl_gemm_panel_width(dev, c->dtype), one[3] = {1, 1, 1};
+    size_t global[3] = {(c->m + 3) / 4, dot ? (c->n + 1) / 2 : (c->n + pw - 1) / pw, c->batch};
+    clt__cl_arg rest[] = {{sizeof b, &b},     {8, &b_off}, {8, &ldb}, {8, &b_bs},
+                          {sizeof out, &out}, {8, &c_off}, {8, &ldc}, {8, &c_bs}};
     memcpy(args + nargs, rest, sizeof rest);
     nargs += (int)(sizeof rest / sizeof *rest);
     nargs += epilogue_args_of(c, &e, args + nargs);
-    return clt__cl_launch_nd(fn, dev, "gemm:direct", options, "gemm_direct", args, nargs, 3,
-                             global, one, NULL);
+    return clt__cl_launch_nd(fn, dev, dot ? "gemm:dot" : "gemm:direct", options,
+                             dot ? "gemm_dot" : "gemm_direct", args, nargs, 3, global, one, NULL);
 }
 
 clt_status clt__cl_gemm_run(const char *fn, clt_device *dev, clt__gemm_variant v,

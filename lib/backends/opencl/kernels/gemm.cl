@@ -208,9 +208,10 @@ CLT_FN void store_row(__global T *crow, int j0, int n, T alpha, T beta, VT *v, i
 /* Global (ceil(m / MR), ceil(n / PW), batch), work-groups of one work-item. C's columns lie in
  * groups of cg, cg_stride elements apart (column j of row i at (j / cg) * cg_stride + i * ldc + j
  * % cg; cg = n: one group): a convolution's product over every image's columns writes each
- * image's part of the output in place. A panel that spans two groups stores element by element;
- * with cg = 1 it goes column by column (ldc 1 and cg_stride C's ldc: C^T, for a product run as
- * (AB)^T = B^T A^T so that the smaller operand is the one packed; cl_gemm.c). */
+ * image's part of the output in place, and with cg 1, ldc 1 and cg_stride C's ldc a product run
+ * as (AB)^T = B^T A^T writes C^T down C's columns (so that the smaller operand is the one
+ * packed; cl_gemm.c). A panel that spans two groups stores element by element, its first
+ * element placed by division and the rest counted on. */
 #if CLT_WANTED(packed)
 CLT_FN void store_row_groups(__global T *crow, int j0, int n, int cg, ulong cg_stride, T alpha,
                              T beta, VT *v, int ep, __global const T *bias, int i)
@@ -218,10 +219,17 @@ CLT_FN void store_row_groups(__global T *crow, int j0, int n, int cg, ulong cg_s
     T row[PW];
     for (int q = 0; q < NV; q++)
         vstorew(v[q], q, row);
+    int jg = j0 % cg;
+    __global T *o = crow + (ulong)(j0 / cg) * cg_stride + jg;
     for (int j = 0; j < PW && j0 + j < n; j++) {
-        __global T *o = crow + (ulong)((j0 + j) / cg) * cg_stride + (j0 + j) % cg;
         *o = epilogue(beta != 0 ? fma(alpha, row[j], beta * *o) : alpha * row[j], ep, bias, i,
                       j0 + j);
+        if (++jg < cg) {
+            o++;
+        } else { /* the next group's first column */
+            jg = 0;
+            o += cg_stride - (ulong)(cg - 1);
+        }
     }
 }
 
@@ -242,19 +250,6 @@ __kernel void gemm_packed(int m, int n, int k, T alpha, T beta, __global const T
         TILE_STEP(bv);
     }
     bias += bias_off;
-    if (cg == 1) { /* each column its own group: C^T, row j of C holding column j of the tile */
-        T row[MR][PW];
-        _Pragma("unroll") for (int r = 0; r < MR; r++)
-            _Pragma("unroll") for (int q = 0; q < NV; q++) vstorew(acc[r][q], q, row[r]);
-        for (int j = 0; j < PW && j0 + j < n; j++) {
-            __global T *col = cb + (ulong)(j0 + j) * cg_stride + (ulong)i0 * ldc;
-            for (int r = 0; r < MR && i0 + r < m; r++, col += ldc)
-                *col = epilogue(beta != 0 ? fma(alpha, row[r][j], beta * *col)
-                                          : alpha * row[r][j],
-                                ep, bias, i0 + r, j0 + j);
-        }
-        return;
-    }
     int g = j0 / cg, jg = j0 % cg, last = jg + min(PW, n - j0); /* within the group: < last */
     if (last <= cg) {
         cb += (ulong)g * cg_stride, j0 = jg, n = last;
