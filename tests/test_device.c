@@ -504,6 +504,106 @@ START_TEST(test_device_subdevices_copy_ordering)
 }
 END_TEST
 
+/* clt_copy_ between the sub-devices where both sides are contiguous and alike (here parts of
+ * larger tensors, at offsets) is one copy on the devices: the source's bits land in the part and
+ * nothing else changes; the destination's version moves on, so a backward that saved it refuses;
+ * a destination that requires grad is refused with nothing changed. A transposed destination and
+ * another dtype take the general path. */
+START_TEST(test_device_subdevices_copy_into)
+{
+    if (!two_gpus(true))
+        return;
+    clt_device *g0 = clt_device_get("gpu:0"), *g1 = clt_device_get("gpu:1");
+    enum { N = 1000, AT = 100, TO = 517, LEN = 300 };
+    double hs[N], hd[N];
+    test_noise(hs, N, 21, -1, 1);
+    test_noise(hd, N, 22, -1, 1);
+    clt_tensor *s = test_tensor(g0, CLT_F32, hs, CLT_SHAPE(N));
+    clt_tensor *d = test_tensor(g1, CLT_F32, hd, CLT_SHAPE(N));
+    clt_tensor *sp = clt_narrow(s, 0, AT, LEN), *dp = clt_narrow(d, 0, TO, LEN);
+    clt_tensor *w = test_tensor(g1, CLT_F32, hd, CLT_SHAPE(LEN));
+    ck_assert_int_eq(clt_tensor_set_requires_grad(w, true), CLT_OK);
+    clt_tensor *y = clt_mul(w, dp), *loss = clt_sum(y, NULL, 0, false); /* saves dp */
+    CLT_NO_GRAD {
+        ck_assert_int_eq(clt_copy_(dp, sp), CLT_OK);
+    }
+    double *got = test_values(d);
+    for (int i = 0; i < N; i++) {
+        double want = (float)(i >= TO && i < TO + LEN ? hs[i - TO + AT] : hd[i]);
+        ELEMENT_CHECK(got[i] == want, "element %d: %.9g, expected %.9g", i, got[i], want);
+    }
+    free(got);
+    ck_assert_int_eq(clt_backward(loss, NULL, false), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("saved for its backward pass was changed in place");
+    /* into a leaf that requires grad: refused, the leaf as it was */
+    ck_assert_int_eq(clt_copy_(w, sp), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_copy_: the tensor requires grad");
+    got = test_values(w);
+    for (int i = 0; i < LEN; i++)
+        ELEMENT_CHECK(got[i] == (float)hd[i], "w[%d]: %.9g, expected %.9g", i, got[i], (float)hd[i]);
+    free(got);
+    /* transposed into, and f64 from: the general path, the same values */
+    clt_tensor *s2 = test_tensor(g0, CLT_F64, hs, CLT_SHAPE(20, 50));
+    clt_tensor *d2 = clt_tensor_zeros(CLT_SHAPE(50, 20), CLT_F32, g1), *d2t = clt_transpose(d2, 0, 1);
+    ck_assert_int_eq(clt_copy_(d2t, s2), CLT_OK);
+    got = test_values(d2);
+    for (int i = 0; i < 20; i++)
+        for (int j = 0; j < 50; j++)
+            ELEMENT_CHECK(got[j * 20 + i] == (float)hs[i * 50 + j], "(%d, %d): %.9g, expected %.9g",
+                          i, j, got[j * 20 + i], (float)hs[i * 50 + j]);
+    free(got);
+    clt_tensor_release(d2t), clt_tensor_release(d2), clt_tensor_release(s2);
+    clt_tensor_release(loss), clt_tensor_release(y), clt_tensor_release(w);
+    clt_tensor_release(dp), clt_tensor_release(sp), clt_tensor_release(d), clt_tensor_release(s);
+}
+END_TEST
+
+/* A leaf on gpu:0 used there in a product and, copied over, on gpu:1: the gradient from gpu:1 is
+ * added to gpu:0's on the devices, from both buffers, once gpu:0's product has made its part:
+ * W's row sums plus 2 x. */
+START_TEST(test_device_subdevices_peer_gradient)
+{
+    if (!two_gpus(true))
+        return;
+    clt_device *g0 = clt_device_get("gpu:0"), *g1 = clt_device_get("gpu:1");
+    enum { M = 64, K = 300, N = 3000 }; /* gpu:0's part takes milliseconds */
+    double *hx = malloc(M * K * sizeof *hx), *hw = malloc(K * N * sizeof *hw);
+    test_noise(hx, M * K, 31, -1, 1);
+    test_noise(hw, K * N, 32, -1, 1);
+    clt_tensor *x = test_tensor(g0, CLT_F64, hx, CLT_SHAPE(M, K));
+    clt_tensor *w = test_tensor(g0, CLT_F64, hw, CLT_SHAPE(K, N));
+    ck_assert_int_eq(clt_tensor_set_requires_grad(x, true), CLT_OK);
+    for (int round = 0; round < 3; round++) { /* the second and third add to a grad already there */
+        clt_tensor *p = clt_matmul(x, w), *a = clt_sum(p, NULL, 0, false);
+        clt_tensor *there = clt_tensor_to(x, g1), *sq = clt_mul(there, there);
+        clt_tensor *b = clt_sum(sq, NULL, 0, false), *back = clt_tensor_to(b, g0);
+        clt_tensor *loss = clt_add(a, back);
+        ck_assert_msg(loss != NULL, "%s", clt_last_error());
+        ck_assert_int_eq(clt_backward(loss, NULL, false), CLT_OK);
+        clt_tensor *g = clt_tensor_grad(x);
+        ck_assert_ptr_eq(clt_tensor_device(g), g0);
+        double *got = test_values(g);
+        for (int k = 0; k < K; k++) {
+            double rows = 0;
+            for (int j = 0; j < N; j++)
+                rows += hw[k * N + j];
+            for (int i = 0; i < M; i++) {
+                double want = (round + 1) * (rows + 2 * hx[i * K + k]);
+                ELEMENT_CHECK(fabs(got[i * K + k] - want) <= 1e-9 * (fabs(want) + 1),
+                              "round %d, (%d, %d): %.17g, expected %.17g", round, i, k,
+                              got[i * K + k], want);
+            }
+        }
+        free(got);
+        clt_tensor_release(g), clt_tensor_release(loss), clt_tensor_release(back);
+        clt_tensor_release(b), clt_tensor_release(sq), clt_tensor_release(there);
+        clt_tensor_release(a), clt_tensor_release(p);
+    }
+    clt_tensor_release(w), clt_tensor_release(x);
+    free(hw), free(hx);
+}
+END_TEST
+
 /* Only CPU-type devices split: Oclgrind (a GPU) stays whole and first. */
 START_TEST(test_device_subdevices_two_platforms)
 {
@@ -851,6 +951,8 @@ Suite *suite_device(void)
     tcase_add_test(tc, test_device_subdevices_ops);
     tcase_add_test(tc, test_device_subdevices_copy);
     tcase_add_test(tc, test_device_subdevices_copy_ordering);
+    tcase_add_test(tc, test_device_subdevices_copy_into);
+    tcase_add_test(tc, test_device_subdevices_peer_gradient);
     tcase_add_test(tc, test_device_subdevices_two_platforms);
     tcase_add_loop_test(tc, test_device_subdevices_visible, 0, 2);
     tcase_add_loop_test(tc, test_device_subdevices_whole, 0, 3);

@@ -159,6 +159,25 @@ static bool held_back(const clt__node *n)
     return true;
 }
 
+/* Where n copied its input from a peer device (one context: a DataParallel replica's parameter)
+ * and a gradient of the same dtype and shape has already arrived there, g is added to that one
+ * straight from this device's buffer, with no copy home first: true, *st the outcome. */
+static bool add_at_peer(clt__node *n, clt_tensor *g, clt_status *st)
+{
+    clt__node *next = n->ninputs == 1 ? n->inputs[0].next : NULL;
+    clt_tensor *sum;
+    if (n->d != &clt__d_to || !next || !next->grad || next->grad->dtype != n->inputs[0].dtype ||
+        !clt__peer_alike(next->grad, g))
+        return false;
+    sum = clt__add_peer(fn, next->grad, g);
+    *st = sum ? CLT_OK : clt__rename_error(fn);
+    if (sum) {
+        clt_tensor_release(next->grad);
+        next->grad = sum;
+    }
+    return true;
+}
+
 /* Runs node n's derivative on its accumulated gradient and passes the results on; pushes the
  * inputs whose every gradient has arrived onto the ready list, or the held-back one. */
 static clt_status run_node(clt__node *n, walk *ready, walk *held)
@@ -168,7 +187,9 @@ static clt_status run_node(clt__node *n, walk *ready, walk *held)
     if (n->ninputs > 4 && !(gi = clt__alloc_zeroed(fn, (size_t)n->ninputs * sizeof *gi)))
         return clt_last_status();
     g = clt__contiguous(fn, n->grad);
-    if (!g || n->d->backward(n, g, gi) != CLT_OK)
+    if (!g)
+        st = clt__rename_error(fn);
+    else if (!add_at_peer(n, g, &st) && n->d->backward(n, g, gi) != CLT_OK)
         st = clt__rename_error(fn);
     clt_tensor_release(g);
     for (int i = 0; i < n->ninputs; i++) {

@@ -400,15 +400,13 @@ typedef struct clt__copies_call {
       (const char *fn, clt_device *dev, void *src, size_t src_offset, void *dst,                  \
        size_t dst_offset, size_t nbytes),                                                         \
       REQUIRED)                                                                                   \
-    /* Whether copy_peer copies between dev and `to` (the same backend) on the devices. */        \
+    /* Whether dev and `to` (the same backend) use each other's buffers in what they queue (one  \
+     * context), ordered by peer_order: clt__copy_peer copies between them on the devices. */   \
     X(peer, bool, (const clt_device *dev, const clt_device *to), REQUIRED)                        \
-    /* Copies nbytes from dev's buffer src to `to`'s buffer dst (byte offsets) without a host     \
-     * round trip and without waiting: after what either device has queued so far, and before   \
-     * what `to` queues next (where peer(dev, to)). */                                            \
-    X(copy_peer, clt_status,                                                                      \
-      (const char *fn, clt_device *dev, void *src, size_t src_offset, clt_device *to, void *dst,  \
-       size_t dst_offset, size_t nbytes),                                                         \
-      REQUIRED)                                                                                   \
+    /* What `then` queues from now on runs after what dev has queued so far, and the host waits  \
+     * for neither (where peer(dev, then)). On an error the order still holds: the host waited   \
+     * for dev's queue. */                                                                       \
+    X(peer_order, clt_status, (const char *fn, clt_device *dev, clt_device *then), REQUIRED)      \
     /* The runs of clt__copies_call, in one launch. */                                         \
     X(copy_runs, clt_status, (const char *fn, clt_device *dev, const clt__copies_call *call),     \
       OPTIONAL)                                                                                   \
@@ -541,6 +539,11 @@ clt_status clt__conv2d_composed(const char *fn, clt_device *dev, const clt__conv
 clt_status clt__gemm_composed_epilogue(const char *fn, clt_device *dev, const clt__gemm_call *c,
                                        clt_status (*gemm)(const char *fn, clt_device *dev,
                                                           const clt__gemm_call *c));
+/* Copies nbytes from dev's buffer src to `to`'s buffer dst (byte offsets; peer(dev, to)) on
+ * dev, without a host round trip and without waiting: after what either device has queued so
+ * far (`to`'s earlier work may still use dst, from its pool), before what either queues next. */
+clt_status clt__copy_peer(const char *fn, clt_device *dev, void *src, size_t src_offset,
+                          clt_device *to, void *dst, size_t dst_offset, size_t nbytes);
 /* CLT_OK when every REQUIRED entry of b is set; else CLT_ERR_INTERNAL naming the first missing. */
 clt_status clt__backend_check(const char *fn, const clt__backend *b);
 

@@ -2,7 +2,8 @@
  * own for a case (see backend.h): the convolution as im2col and a product (OpenCL's conv2d, and
  * the host's for layers whose bands would not fit in a core's cache), and as Winograd's
  * transforms around 16 products (both backends' 3 x 3 convolutions at stride 1), with the choice
- * of when to take that path. */
+ * of when to take that path; and the copy between peer devices, as a device's copy between two
+ * orderings of the queues. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,4 +211,14 @@ clt_status clt__conv2d_winograd(const char *fn, clt_device *dev, const clt__conv
     if (u)
         clt__device_free(dev, u, u_cap);
     return st;
+}
+
+clt_status clt__copy_peer(const char *fn, clt_device *dev, void *src, size_t src_offset,
+                          clt_device *to, void *dst, size_t dst_offset, size_t nbytes)
+{
+    clt_status st = dev->backend->peer_order(fn, to, dev), after;
+    if (st == CLT_OK)
+        st = dev->backend->copy(fn, dev, src, src_offset, dst, dst_offset, nbytes);
+    after = dev->backend->peer_order(fn, dev, to); /* (even on an error: the order must hold) */
+    return st == CLT_OK ? after : st;
 }

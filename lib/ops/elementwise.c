@@ -81,10 +81,10 @@ static bool same_shape(const clt_tensor *x, int ndim, const int64_t *shape)
 
 /* Runs op into `out` (already the broadcast shape) from inputs already in `dtype` (where's
  * condition in bool). */
-static clt_status dispatch(const char *fn, clt__ew_op op, clt_dtype dtype, clt_tensor *out,
-                           clt_tensor *const *in, int nin, double s0, double s1)
+static clt_status dispatch_on(const char *fn, clt_device *dev, clt__ew_op op, clt_dtype dtype,
+                              clt_tensor *out, clt_tensor *const *in, int nin, double s0,
+                              double s1)
 {
-    clt_device *dev = out->storage->device;
     clt__ew_call c = {.op = op, .dtype = dtype, .ndim = out->ndim, .n = out->numel, .s0 = s0, .s1 = s1};
     bool flat = clt_tensor_is_contiguous(out);
     if (out->numel == 0)
@@ -104,6 +104,13 @@ static clt_status dispatch(const char *fn, clt__ew_op op, clt_dtype dtype, clt_t
     if (clt__storage_sync(fn, out->storage) != CLT_OK)
         return clt_last_status();
     return CLT__BACKEND_CALL(elementwise, fn, dev, c.dtype, &c);
+}
+
+/* The elementwise operation on out's device. */
+static clt_status dispatch(const char *fn, clt__ew_op op, clt_dtype dtype, clt_tensor *out,
+                           clt_tensor *const *in, int nin, double s0, double s1)
+{
+    return dispatch_on(fn, out->storage->device, op, dtype, out, in, nin, s0, s1);
 }
 
 /* The inputs converted to dtype (new references; where's condition, input 0, kept as is). */
@@ -426,13 +433,69 @@ clt_status clt_copy_(clt_tensor *x, clt_tensor *src)
     return copy_into("clt_copy_", x, src);
 }
 
+static bool peers(const clt_device *a, const clt_device *b)
+{
+    return a != b && a->backend == b->backend && a->backend->peer(a, b);
+}
+
+bool clt__peer_alike(const clt_tensor *a, const clt_tensor *b)
+{
+    return peers(a->storage->device, b->storage->device) && a->dtype == b->dtype &&
+           a->ndim == b->ndim && clt__same_shape(a, b) && clt_tensor_is_contiguous(a) &&
+           clt_tensor_is_contiguous(b);
+}
+
+clt_tensor *clt__add_peer(const char *fn, clt_tensor *a, clt_tensor *b)
+{
+    clt_device *home = a->storage->device, *at = b->storage->device;
+    clt_tensor *in[2] = {a, b}, *out = clt__tensor_new(fn, home, a->dtype, a->ndim, a->shape);
+    clt_status st, after;
+    if (!out)
+        return NULL;
+    st = home->backend->peer_order(fn, home, at); /* a's values, out's buffer free */
+    if (st == CLT_OK)
+        st = dispatch_on(fn, at, CLT_EW_add, a->dtype, out, in, 2, 0, 0);
+    after = home->backend->peer_order(fn, at, home); /* (even on an error: the order must hold) */
+    if (st == CLT_OK && after == CLT_OK)
+        return out;
+    clt_tensor_release(out);
+    return NULL;
+}
+
+/* x[...] = src where src lives on a peer of x's device (one context), with x's dtype and shape,
+ * both contiguous: one copy between the devices straight into x's buffer, with no tensor moved
+ * over first and copied again (DataParallel's refresh of its replicas). *done false: nothing
+ * done, the general path applies. */
+static clt_status copy_from_peer(const char *fn, clt_tensor *x, clt_tensor *src, bool *done)
+{
+    clt_device *from = src->storage->device, *to = x->storage->device;
+    size_t size = clt_dtype_size(x->dtype);
+    clt_status st;
+    *done = clt__peer_alike(x, src);
+    if (!*done)
+        return CLT_OK;
+    if (clt__inplace_check(fn, x, &src, 1) != CLT_OK)
+        return clt_last_status();
+    if (x->numel == 0)
+        return CLT_OK;
+    st = clt__copy_peer(fn, from, src->storage->buf, src->offset * size, to, x->storage->buf,
+                        x->offset * size, x->numel * size);
+    if (st == CLT_OK)
+        clt__tensor_bump_version(x);
+    return st;
+}
+
 /* x[...] = src, broadcast and converted, src from any device; errors name fn. */
 static clt_status copy_into(const char *fn, clt_tensor *x, clt_tensor *src)
 {
     clt_tensor *here, *conv;
     clt_status st;
+    bool done;
     if (clt__tensor_check(fn, x) != CLT_OK || clt__tensor_check(fn, src) != CLT_OK)
         return clt_last_status();
+    st = copy_from_peer(fn, x, src, &done);
+    if (done)
+        return st;
     /* copy_ is the one operation that takes a source from another device, explicitly */
     here = clt_tensor_to_ex(src, &(clt_to_options){.device = x->storage->device, .dtype = x->dtype});
     if (!here)

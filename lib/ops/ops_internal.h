@@ -23,6 +23,15 @@ clt_status clt__need_floating(const char *fn, const clt_tensor *x);
 clt_tensor *clt__ew(const char *fn, clt__ew_op op, clt_tensor *a, clt_tensor *b, double s0,
                     double s1);
 
+/* Whether a and b, of one backend, use each other's buffers (one context) and b can be added
+ * to a there by clt__add_peer: other devices, one dtype and shape, both contiguous. */
+bool clt__peer_alike(const clt_tensor *a, const clt_tensor *b);
+/* a + b, a new tensor on a's device, where clt__peer_alike(a, b): the sum computed on b's
+ * device from both buffers, after what either device has queued so far and before what either
+ * queues next, so that b is not copied over first. Not recorded for autograd (its gradients'
+ * sums); NULL with the error set, naming fn. */
+clt_tensor *clt__add_peer(const char *fn, clt_tensor *a, clt_tensor *b);
+
 /* act(x @ weight^T + bias), as clt_linear followed by the activation (CLT__ACT_RELU: clt_relu),
  * in one product with the bias and the activation in its epilogue (clt__gemm_call), recorded
  * as one operation; errors name clt_linear. */

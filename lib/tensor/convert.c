@@ -79,7 +79,7 @@ static clt_status download(const char *fn, clt_tensor *x, clt_tensor *y, bool no
 }
 
 /* OpenCL device -> another OpenCL device of another context (sub-devices of one device share
- * theirs, and copy_peer copies between them on the devices): through host memory, read
+ * theirs, and clt__copy_peer copies between them on the devices): through host memory, read
  * from the source (waiting for its queue), then written to the destination without waiting
  * for its queue, blocking or not: what is queued there later comes after the write, and the
  * staging memory is freed once the write has read it. A blocking write waited for everything
@@ -121,9 +121,8 @@ static clt_tensor *move(const char *fn, clt_tensor *x, clt_device *dev, bool non
     else if (clt__is_host(dev))
         st = download(fn, x, y, non_blocking);
     else if (src->backend == dev->backend && src->backend->peer(src, dev))
-        st = src->backend->copy_peer(fn, src, x->storage->buf,
-                                     x->offset * clt_dtype_size(x->dtype), dev, y->storage->buf,
-                                     0, y->storage->nbytes);
+        st = clt__copy_peer(fn, src, x->storage->buf, x->offset * clt_dtype_size(x->dtype), dev,
+                            y->storage->buf, 0, y->storage->nbytes);
     else
         st = through_host(fn, x, y);
     if (st == CLT_OK && x->dtype == CLT_I64) { /* what is known of the values goes with them */

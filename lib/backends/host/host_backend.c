@@ -73,12 +73,10 @@ bool clt__host_peer(const clt_device *dev, const clt_device *to)
     return false;
 }
 
-clt_status clt__host_copy_peer(const char *fn, clt_device *dev, void *src, size_t src_offset,
-                               clt_device *to, void *dst, size_t dst_offset, size_t nbytes)
+clt_status clt__host_peer_order(const char *fn, clt_device *dev, clt_device *then)
 {
-    (void)src, (void)src_offset, (void)dst, (void)dst_offset, (void)nbytes;
-    return clt__error(CLT_ERR_UNSUPPORTED, fn, "no copy between %s and %s on the devices",
-                      dev->name, to->name);
+    return clt__error(CLT_ERR_UNSUPPORTED, fn, "%s and %s are not peer devices", dev->name,
+                      then->name);
 }
 
 clt_status clt__host_fill(const char *fn, clt_device *dev, void *buf, size_t offset,

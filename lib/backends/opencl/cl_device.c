@@ -609,38 +609,28 @@ bool clt__cl_peer(const clt_device *dev, const clt_device *to)
     return g && g == ((const clt__cl_device *)to->impl)->group && dev != to;
 }
 
-/* On the source's queue, once the destination's queue has reached a marker (what it queued
- * before may still use the buffer, from its pool); the destination's queue then waits for the
- * copy at a barrier. Events of one context order the two queues; the host waits for nothing
- * (but for the copy itself where the barrier cannot be queued, so that the buffer is not
- * written after its tensor is gone). */
-clt_status clt__cl_copy_peer(const char *fn, clt_device *dev, void *src, size_t src_offset,
-                             clt_device *to, void *dst, size_t dst_offset, size_t nbytes)
+/* A marker on dev's queue and a barrier on then's waiting for it; where the barrier cannot be
+ * queued, the host waits for the marker, so that the order holds all the same. */
+clt_status clt__cl_peer_order(const char *fn, clt_device *dev, clt_device *then)
 {
-    cl_event ready = NULL, copied = NULL;
+    cl_event done = NULL;
     clt_status st = clt__cl_start(fn, dev);
     if (st == CLT_OK)
-        st = clt__cl_start(fn, to);
-    if (st != CLT_OK)
+        st = clt__cl_start(fn, then);
+    if (st != CLT_OK) /* (a device that cannot start has nothing queued, nor will have) */
         return st;
-    cl_command_queue from = clt__cl(dev)->queue, into = clt__cl(to)->queue;
-    cl_int err = clEnqueueMarkerWithWaitList(into, 0, NULL, &ready);
-    if (err != CL_SUCCESS)
-        return clt__cl_error(fn, to, err, "queueing a marker before a copy from another device");
-    err = clEnqueueCopyBuffer(from, (cl_mem)src, (cl_mem)dst, src_offset, dst_offset, nbytes, 1,
-                              &ready, &copied);
-    clReleaseEvent(ready);
-    if (err != CL_SUCCESS)
-        return clt__cl_error(fn, dev, err, "copying a buffer to another device");
-    err = clEnqueueBarrierWithWaitList(into, 1, &copied, NULL);
-    if (err != CL_SUCCESS) { /* the copy waits for the marker: submitted first */
-        clFlush(into);
-        clWaitForEvents(1, &copied);
-        st = clt__cl_error(fn, to, err, "queueing the wait for a copy from another device");
+    cl_int err = clEnqueueMarkerWithWaitList(clt__cl(dev)->queue, 0, NULL, &done);
+    if (err != CL_SUCCESS) {
+        clt__cl_synchronize(fn, dev);
+        return clt__cl_error(fn, dev, err, "queueing a marker for another device to wait for");
     }
-    clReleaseEvent(copied);
-    clFlush(from);
-    clFlush(into);
+    clFlush(clt__cl(dev)->queue);
+    err = clEnqueueBarrierWithWaitList(clt__cl(then)->queue, 1, &done, NULL);
+    if (err != CL_SUCCESS) {
+        clWaitForEvents(1, &done);
+        st = clt__cl_error(fn, then, err, "queueing a wait for another device");
+    }
+    clReleaseEvent(done);
     return st;
 }
 

@@ -78,7 +78,7 @@ typedef struct clt__cl_kernel {
 #define CLT__CL_NARGS_UNKNOWN ((cl_uint)-1)
 
 /* The sub-devices split from one device (CLT_SUBDEVICES): one context for all of them, made
- * when the first starts, so that buffers move between them on the devices (copy_peer). Shared
+ * when the first starts, so that each uses the others' buffers (peer_order). Shared
  * by their records, freed with the last. */
 typedef struct clt__cl_group {
     pthread_mutex_t lock; /* guards context */
