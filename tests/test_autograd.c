@@ -807,6 +807,42 @@ START_TEST(test_autograd_grads_not_shared)
 }
 END_TEST
 
+/* leaf_ready: notes in user the buffer of the gradient that arrived for the leaf. */
+static void note_arrived(void *user, clt_tensor *leaf, clt_tensor **grad)
+{
+    (void)leaf;
+    *(void **)user = (*grad)->storage->buf;
+}
+
+/* A leaf whose gradient arrives as a view of another node's gradient (a weight reshaped into a
+ * matrix) takes that memory as its grad, with no copy: the node lets go of its own once it has
+ * run. The values are x^T's row sums, each element once; the grad is the leaf's alone. */
+START_TEST(test_autograd_view_grad_kept)
+{
+    clt_device *dev = test_device(_i);
+    clt_tensor *x = make(dev, CLT_F32, xs, CLT_SHAPE(2, 3)), *w = make(dev, CLT_F32, xs, CLT_SHAPE(6));
+    void *arrived = NULL;
+    clt_tensor_set_requires_grad(w, true);
+    clt_tensor *wm = clt_reshape(w, CLT_SHAPE(3, 2)), *p = clt_matmul(x, wm);
+    clt_tensor *l = clt_sum(p, NULL, 0, false);
+    clt_backward_hooks hooks = {.leaf_ready = note_arrived, .user = &arrived};
+    ck_assert_int_eq(clt_backward_ex(l, NULL, false, &hooks), CLT_OK);
+    clt_tensor *g = clt_tensor_grad(w);
+    ck_assert_ptr_nonnull(arrived);
+    ck_assert_ptr_eq(g->storage->buf, arrived); /* the same memory: not copied */
+    double want[6]; /* d/dw[k][j] of sum(x @ w) = sum over rows of x[:, k] */
+    for (int k = 0; k < 3; k++)
+        want[2 * k] = want[2 * k + 1] = xs[k] + xs[3 + k];
+    expect(g, want, 6, 0, "w's grad");
+    CLT_NO_GRAD ck_assert_int_eq(clt_fill_(g, 7), CLT_OK);
+    expect(x, xs, 6, 0, "x after w's grad changed");
+    expect(w, xs, 6, 0, "w after its grad changed");
+    clt_tensor_release(g);
+    clt_tensor_release(l), clt_tensor_release(p), clt_tensor_release(wm);
+    clt_tensor_release(w), clt_tensor_release(x);
+}
+END_TEST
+
 START_TEST(test_autograd_in_place)
 {
     clt_device *dev = test_device(_i);
@@ -1236,6 +1272,7 @@ Suite *suite_autograd(void)
     ADD_DEVICE_TEST(tc, test_autograd_leaves);
     ADD_DEVICE_TEST(tc, test_autograd_accumulation);
     ADD_DEVICE_TEST(tc, test_autograd_grads_not_shared);
+    ADD_DEVICE_TEST(tc, test_autograd_view_grad_kept);
     ADD_DEVICE_TEST(tc, test_autograd_in_place);
     ADD_DEVICE_TEST(tc, test_autograd_dtypes);
     ADD_DEVICE_TEST(tc, test_autograd_mlp_matches_cpu);

@@ -179,7 +179,8 @@ static bool add_at_peer(clt__node *n, clt_tensor *g, clt_status *st)
 }
 
 /* Runs node n's derivative on its accumulated gradient and passes the results on; pushes the
- * inputs whose every gradient has arrived onto the ready list, or the held-back one. */
+ * inputs whose every gradient has arrived onto the ready list, or the held-back one; lets go of
+ * n's gradient. */
 static clt_status run_node(clt__node *n, walk *ready, walk *held)
 {
     clt_tensor *gi_small[4] = {NULL}, **gi = gi_small, *g;
@@ -203,6 +204,11 @@ static clt_status run_node(clt__node *n, walk *ready, walk *held)
         if (next && --next->deps == 0 && next->grad && st == CLT_OK)
             st = push(held_back(next) ? held : ready, next);
     }
+    /* n's gradient is spent: let go of it now, so that a leaf's gradient that is a view of it
+     * (a reshaped weight's) is the leaf's alone and kept without a copy, and so that the pass
+     * holds no more memory than it still needs */
+    clt_tensor_release(n->grad);
+    n->grad = NULL;
     if (gi != gi_small)
         clt__free(gi);
     return st;
