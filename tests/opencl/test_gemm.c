@@ -242,17 +242,38 @@ START_TEST(test_gemm_tuning_no_dot)
 }
 END_TEST
 
-/* The tuner's clock for test_gemm_rematch: square products of 64 take fake_first[v] seconds in
- * a variant's first five timed runs (one measure) and fake_again[v] after; every other product
- * is taken to favour packed. fake_runs counts each variant's runs at 64. */
+/* The tuner's clock for test_gemm_rematch and test_gemm_few_rows: square products of 64 take
+ * fake_first[v] seconds in a variant's first five timed runs (one measure) and fake_again[v]
+ * after; a few-row class's products (B transposed, m x 512) take few_time[class][v][round] in
+ * the round-th measure of v there, for packed and dot; every other product is taken to favour
+ * packed. fake_runs counts each variant's runs at 64. */
 static double fake_first[CLT__GEMM_VARIANTS], fake_again[CLT__GEMM_VARIANTS];
 static int fake_runs[CLT__GEMM_VARIANTS];
+enum { FEW_ROUNDS = 3 };
+static double few_time[CLT__GEMM_FEW_CLASSES][CLT__GEMM_VARIANTS][FEW_ROUNDS];
+static int few_runs[CLT__GEMM_FEW_CLASSES][CLT__GEMM_VARIANTS];
 
 static double fake_clock(clt__gemm_variant v, size_t m, size_t n, bool trans_b)
 {
+    static const size_t rows[CLT__GEMM_FEW_CLASSES] = CLT__GEMM_FEW_ROWS;
+    for (int f = 0; trans_b && n == 512 && f < CLT__GEMM_FEW_CLASSES; f++)
+        if (m == rows[f] && (v == CLT__GEMM_PACKED || v == CLT__GEMM_DOT)) {
+            int round = few_runs[f][v]++ / 5;
+            return few_time[f][v][round < FEW_ROUNDS ? round : FEW_ROUNDS - 1];
+        }
     if (trans_b || m != n || n != 64)
         return v == CLT__GEMM_PACKED ? 1e-3 : 2e-3;
     return ++fake_runs[v] <= 5 ? fake_first[v] : fake_again[v];
+}
+
+/* Every few-row class's packed and dot: 1 ms and 2 ms in every round. */
+static void few_rows_favour_packed(void)
+{
+    for (int f = 0; f < CLT__GEMM_FEW_CLASSES; f++)
+        for (int r = 0; r < FEW_ROUNDS; r++) {
+            few_time[f][CLT__GEMM_PACKED][r] = 1e-3, few_time[f][CLT__GEMM_DOT][r] = 2e-3;
+            few_runs[f][CLT__GEMM_PACKED] = few_runs[f][CLT__GEMM_DOT] = 0;
+        }
 }
 
 /* Tunes gpu:0's f32 afresh with the fake clock: direct's first and second times (packed's 1 ms
@@ -264,6 +285,7 @@ static clt__gemm_variant tune_faked(double direct, double direct_again, double p
     clt__gemm_variant choice[CLT__GEMM_CHOICES];
     for (int v = 0; v < CLT__GEMM_VARIANTS; v++)
         fake_first[v] = fake_again[v] = 0.1, fake_runs[v] = 0; /* clblast, tiled: far behind */
+    few_rows_favour_packed();
     fake_first[CLT__GEMM_PACKED] = 1e-3, fake_again[CLT__GEMM_PACKED] = packed_again;
     fake_first[CLT__GEMM_DIRECT] = direct, fake_again[CLT__GEMM_DIRECT] = direct_again;
     clt__cl(clt_device_get("gpu:0"))->gemm_state[0] = CLT__GEMM_UNKNOWN;
@@ -299,6 +321,45 @@ START_TEST(test_gemm_rematch)
                      CLT__GEMM_PACKED);
     ck_assert_int_eq(direct_runs, 5);
     ck_assert_int_eq(packed_runs, 5);
+    clt__cl_gemm_tune_clock = NULL;
+}
+END_TEST
+
+/* A few-row class takes dot over packed only where dot's fastest of three measures, each in
+ * turn with packed's, is at least 1.25 times faster than packed's fastest: 0.7 ms against 1 ms
+ * takes dot, 0.85 ms does not; dot fast in the third round only still wins, and packed fast in
+ * its third only keeps it within the margin. */
+START_TEST(test_gemm_few_rows)
+{
+    static char log[8192];
+    clt__gemm_variant choice[CLT__GEMM_CHOICES];
+    static const double dot_time[CLT__GEMM_FEW_CLASSES][FEW_ROUNDS] = {
+        {0.7e-3, 0.7e-3, 0.7e-3}, {0.85e-3, 0.85e-3, 0.85e-3}, {2e-3, 2e-3, 0.7e-3},
+        {0.8e-3, 0.8e-3, 0.8e-3}};
+    if (!test_use_vendors(true, false))
+        return;
+    unsetenv("CLT_GEMM");
+    setenv("CLT_CACHE_DIR", "off", 1);
+    clt__cl_gemm_tune_clock = fake_clock;
+    few_rows_favour_packed();
+    for (int f = 0; f < CLT__GEMM_FEW_CLASSES; f++)
+        for (int r = 0; r < FEW_ROUNDS; r++)
+            few_time[f][CLT__GEMM_DOT][r] = dot_time[f][r];
+    few_time[CLT__GEMM_FEW_CLASSES - 1][CLT__GEMM_PACKED][0] = 2e-3; /* 2, 2, 0.9 ms */
+    few_time[CLT__GEMM_FEW_CLASSES - 1][CLT__GEMM_PACKED][1] = 2e-3;
+    few_time[CLT__GEMM_FEW_CLASSES - 1][CLT__GEMM_PACKED][2] = 0.9e-3;
+    clt__cl(clt_device_get("gpu:0"))->gemm_state[0] = CLT__GEMM_UNKNOWN;
+    log[0] = '\0';
+    tune_here(CLT__GEMM_VARIANTS, "tuned in", log, choice);
+    static const clt__gemm_variant want[CLT__GEMM_FEW_CLASSES] = {
+        CLT__GEMM_DOT, CLT__GEMM_PACKED, CLT__GEMM_DOT, CLT__GEMM_PACKED};
+    for (int f = 0; f < CLT__GEMM_FEW_CLASSES; f++) {
+        ck_assert_msg(choice[CLT__GEMM_FEW + f] == want[f], "few-row class %d: %s, want %s (%s)",
+                      f, clt__gemm_variant_names[choice[CLT__GEMM_FEW + f]],
+                      clt__gemm_variant_names[want[f]], log);
+        ck_assert_int_eq(few_runs[f][CLT__GEMM_PACKED], 5 * FEW_ROUNDS); /* five a measure */
+        ck_assert_int_eq(few_runs[f][CLT__GEMM_DOT], 5 * FEW_ROUNDS);
+    }
     clt__cl_gemm_tune_clock = NULL;
 }
 END_TEST
@@ -498,6 +559,7 @@ Suite *suite_gemm(void)
     tcase_add_test(tc, test_gemm_tuning_fallback);
     tcase_add_test(tc, test_gemm_tuning_no_dot);
     tcase_add_test(tc, test_gemm_rematch);
+    tcase_add_test(tc, test_gemm_few_rows);
     tcase_add_test(tc, test_gemm_tuning_build_failure);
     tcase_add_test(tc, test_gemm_forced);
     suite_add_tcase(s, tc);

@@ -28,7 +28,14 @@
 #define TUNE_WALL_S 3.0      /* seconds of tuning (compiles and checks included) past which no
                               * larger class is timed */
 #define TUNE_CLOSE 1.5        /* a runner-up this much slower or less is timed again */
-#define TUNE_FORMAT "cltensor gemm tuning 7\n"
+#define TUNE_FEW_ROUNDS 3     /* a few-row class times dot and the fallback this often in turn */
+#define TUNE_DOT_MARGIN 1.25  /* and takes dot only where this much faster: timed warm, as the
+                               * tuner times it, dot lost more inside a training step (the MLP's
+                               * 128 x 256 x 784 forward product on PoCL: 406-442 us alone against
+                               * packed's 330-381; 480-890 us in the step against 340) */
+/* The stored choices' first line; a new number where the rules of choosing change, so that
+ * choices made by the old ones are tuned again */
+#define TUNE_FORMAT "cltensor gemm tuning 8\n"
 
 static double now_s(void)
 {
@@ -446,9 +453,10 @@ static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigne
             *to = other;
         } else if (now_s() - start > TUNE_WALL_S) { /* out of time: the default */
             *to = fallback[CLT__GEMM_FEW + f] == CLT__GEMM_DOT ? CLT__GEMM_DOT : other;
-        } else { /* twice each, alternating, the faster of each's two: a shared machine's
-                  * phases chose either of two close variants from run to run */
-            for (int r = 0; r < 2 && (r == 0 || (t_other >= 0 && t_dot >= 0)); r++) {
+        } else { /* in turn, each's fastest taken: a shared machine's phases chose either of
+                  * two close variants from run to run */
+            for (int r = 0; r < TUNE_FEW_ROUNDS && (r == 0 || (t_other >= 0 && t_dot >= 0));
+                 r++) {
                 double a = measure(fn, dev, (clt__gemm_variant)other, dtype, few_rows[f], 512,
                                    true, &s, -1, &spent);
                 double b = a >= 0 ? measure(fn, dev, CLT__GEMM_DOT, dtype, few_rows[f], 512,
@@ -457,7 +465,8 @@ static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigne
                 t_other = a < 0 ? -1 : r == 0 || a < t_other ? a : t_other;
                 t_dot = b < 0 ? -1 : r == 0 || b < t_dot ? b : t_dot;
             }
-            *to = t_dot >= 0 && t_other >= 0 && t_dot < t_other ? CLT__GEMM_DOT : other;
+            *to = t_dot >= 0 && t_other >= 0 && TUNE_DOT_MARGIN * t_dot < t_other ? CLT__GEMM_DOT
+                                                                                 : other;
         }
         if (len > 0 && (size_t)len < sizeof line)
             len += snprintf(line + len, sizeof line - (size_t)len, "; %zu rows, B^T %s",
