@@ -1612,6 +1612,9 @@ START_TEST(test_pool2d_backward)
         {true, {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 1}, .dilation = {1, 2}}}, /* overlapping */
         {true, {.kernel = {2, 2}, .padding = {1, 0}}},
         {true, {.kernel = {2, 1}, .stride = {3, 2}, .dilation = {2, 1}}}, /* apart, with gaps */
+        {true, {.kernel = {1, 2}}}, /* windows that tile the 5 x 6 planes */
+        {true, {.kernel = {5, 3}}},
+        {true, {.kernel = {2, 2}}}, /* apart, the fifth row in no window */
         {false, {.kernel = {3, 3}, .stride = {2, 1}, .padding = {1, 1}}}, /* counting the padding */
         {false, {.kernel = {3, 2}, .stride = {1, 2}, .padding = {1, 1}, .exclude_padding = true}},
         /* ceil mode: last windows that run past the padding */

@@ -419,14 +419,18 @@ START_TEST(test_kernels_adjoints)
     clt__cl_run_blocked = clt__cl_window_wide = -1;
 
     /* average; max over overlapping windows; max over windows apart, with rows no window holds
-     * (stride 3 over 2 taps, and over 2 taps dilated by 2) */
-    const clt_pool2d_options pools[4] = {
+     * (stride 3 over 2 taps, and over 2 taps dilated by 2); max over windows that tile the 5 x 4
+     * planes (1 x 2 and 5 x 2), and over 2 x 2 windows that leave the fifth row out */
+    const clt_pool2d_options pools[] = {
         {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 1}, .exclude_padding = true},
         {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 1}, .dilation = {1, 2}},
         {.kernel = {2, 2}, .stride = {3, 2}, .padding = {1, 0}},
         {.kernel = {2, 1}, .stride = {3, 2}, .dilation = {2, 1}},
+        {.kernel = {1, 2}},
+        {.kernel = {5, 2}},
+        {.kernel = {2, 2}},
     };
-    for (int p = 0; p < 4; p++) {
+    for (int p = 0; p < (int)(sizeof pools / sizeof *pools); p++) {
         clt_tensor *hi = NULL, *gi = NULL;
         int is_max = p > 0;
         clt_tensor *hy = is_max ? clt_max_pool2d(h, &pools[p], &hi) : clt_avg_pool2d(h, &pools[p]);
