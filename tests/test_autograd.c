@@ -816,7 +816,8 @@ static void note_arrived(void *user, clt_tensor *leaf, clt_tensor **grad)
 
 /* A leaf whose gradient arrives as a view of another node's gradient (a weight reshaped into a
  * matrix) takes that memory as its grad, with no copy: the node lets go of its own once it has
- * run. The values are x^T's row sums, each element once; the grad is the leaf's alone. */
+ * run. The values are x^T's row sums, each element once; the grad is the leaf's alone. One that
+ * arrives as the first part of a larger buffer is copied. */
 START_TEST(test_autograd_view_grad_kept)
 {
     clt_device *dev = test_device(_i);
@@ -839,6 +840,22 @@ START_TEST(test_autograd_view_grad_kept)
     expect(w, xs, 6, 0, "w after its grad changed");
     clt_tensor_release(g);
     clt_tensor_release(l), clt_tensor_release(p), clt_tensor_release(wm);
+    /* the first part of a cat's gradient, the rest gone once the other branch ran: copied, so
+     * that the leaf's grad holds its own 6 elements, not the cat's 12 */
+    clt_tensor *u = make(dev, CLT_F32, xs, CLT_SHAPE(6));
+    clt_tensor_set_requires_grad(u, true);
+    clt_tensor *twice = clt_mul_scalar(u, 2), *parts[2] = {w, twice};
+    clt_tensor *joined = clt_cat(parts, 2, 0), *total = clt_sum(joined, NULL, 0, false);
+    ck_assert_int_eq(clt_tensor_set_grad(w, NULL), CLT_OK);
+    ck_assert_int_eq(clt_backward(total, NULL, false), CLT_OK);
+    g = clt_tensor_grad(w);
+    ck_assert_uint_eq(g->storage->nbytes, 6 * sizeof(float));
+    double ones[6] = {1, 1, 1, 1, 1, 1}, twos[6] = {2, 2, 2, 2, 2, 2};
+    expect(g, ones, 6, 0, "w's grad from the cat");
+    clt_tensor *gu = clt_tensor_grad(u);
+    expect(gu, twos, 6, 0, "u's grad from the cat");
+    clt_tensor_release(gu), clt_tensor_release(g), clt_tensor_release(total);
+    clt_tensor_release(joined), clt_tensor_release(twice), clt_tensor_release(u);
     clt_tensor_release(w), clt_tensor_release(x);
 }
 END_TEST

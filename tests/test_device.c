@@ -505,8 +505,9 @@ START_TEST(test_device_subdevices_copy_ordering)
 END_TEST
 
 /* clt_copy_ between the sub-devices where both sides are contiguous and alike (here parts of
- * larger tensors, at offsets) is one copy on the devices: the source's bits land in the part and
- * nothing else changes; the destination's version moves on, so a backward that saved it refuses;
+ * larger tensors, at offsets) is one copy on the devices, making no tensor: the source's bits
+ * land in the part and nothing else changes, after the product queued before it has read the
+ * old values; the destination's version moves on, so a backward that saved it refuses;
  * a destination that requires grad is refused with nothing changed. A transposed destination and
  * another dtype take the general path. */
 START_TEST(test_device_subdevices_copy_into)
@@ -524,10 +525,23 @@ START_TEST(test_device_subdevices_copy_into)
     clt_tensor *w = test_tensor(g1, CLT_F32, hd, CLT_SHAPE(LEN));
     ck_assert_int_eq(clt_tensor_set_requires_grad(w, true), CLT_OK);
     clt_tensor *y = clt_mul(w, dp), *loss = clt_sum(y, NULL, 0, false); /* saves dp */
+    clt_memory_stats before[2], after[2];
+    ck_assert_int_eq(clt_device_memory_stats(g0, &before[0]), CLT_OK);
+    ck_assert_int_eq(clt_device_memory_stats(g1, &before[1]), CLT_OK);
     CLT_NO_GRAD {
         ck_assert_int_eq(clt_copy_(dp, sp), CLT_OK);
     }
-    double *got = test_values(d);
+    ck_assert_int_eq(clt_device_memory_stats(g0, &after[0]), CLT_OK);
+    ck_assert_int_eq(clt_device_memory_stats(g1, &after[1]), CLT_OK);
+    for (int k = 0; k < 2; k++) /* one copy on the devices: no tensor made on either */
+        ck_assert_uint_eq(after[k].allocations, before[k].allocations);
+    double *got = test_values(y); /* queued before the copy: the old values of dp */
+    for (int i = 0; i < LEN; i++) {
+        double want = (float)((float)hd[i] * (float)hd[TO + i]);
+        ELEMENT_CHECK(got[i] == want, "y[%d]: %.9g, expected %.9g", i, got[i], want);
+    }
+    free(got);
+    got = test_values(d);
     for (int i = 0; i < N; i++) {
         double want = (float)(i >= TO && i < TO + LEN ? hs[i - TO + AT] : hd[i]);
         ELEMENT_CHECK(got[i] == want, "element %d: %.9g, expected %.9g", i, got[i], want);

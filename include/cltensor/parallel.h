@@ -9,8 +9,9 @@
  * parameter or buffer of the wrapped module has changed since (an optimizer step, an in-place
  * update, a move), where PyTorch copies the whole model on every forward. Backward sends each
  * replica's parameter gradients back to the wrapped module's parameters, where they are summed
- * with the first device's own (between sub-devices of one device, CLT_SUBDEVICES, on the
- * replica's device from both buffers, with no copy first). Buffers are copied from the wrapped module; what a replica's
+ * with the first device's own (between sub-devices of one device, CLT_SUBDEVICES, where the
+ * first device's gradient is already there: on the replica's device from both buffers, with no
+ * copy first). Buffers are copied from the wrapped module; what a replica's
  * forward writes into its buffers (batch norm's running statistics) is not kept, as in
  * PyTorch. */
 #ifndef CLTENSOR_PARALLEL_H

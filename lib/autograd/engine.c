@@ -180,7 +180,7 @@ static bool add_at_peer(clt__node *n, clt_tensor *g, clt_status *st)
 
 /* Runs node n's derivative on its accumulated gradient and passes the results on; pushes the
  * inputs whose every gradient has arrived onto the ready list, or the held-back one; lets go of
- * n's gradient. */
+ * n's gradient once it has run. */
 static clt_status run_node(clt__node *n, walk *ready, walk *held)
 {
     clt_tensor *gi_small[4] = {NULL}, **gi = gi_small, *g;
@@ -237,10 +237,12 @@ static clt_tensor *new_leaf_grad(clt__node *acc)
     if (clt__grad_of(leaf))
         return clt_add(clt__grad_of(leaf), g);
     /* a leaf's grad is its own: the tensor that arrived may be shared (the same gradient sent
-     * to both inputs of an add, a view of a cat's gradient, the caller's own grad argument) */
+     * to both inputs of an add, a view of a cat's gradient, the caller's own grad argument), or
+     * the first part of a larger buffer that it would keep alive (a cat's gradient, once the
+     * cat's node has let go of it) */
     if (atomic_load(&g->refs) == 1 && atomic_load(&g->storage->refs) == 1 && g->offset == 0 &&
-        clt_tensor_is_contiguous(g) && !clt__grad_of(g) &&
-        !clt__grad_fn(g)) /* (a hook's may hold more) */
+        clt_tensor_is_contiguous(g) && g->storage->nbytes == g->numel * clt_dtype_size(g->dtype) &&
+        !clt__grad_of(g) && !clt__grad_fn(g)) /* (a hook's may hold more) */
         return clt_tensor_retain(g);
     return clt_tensor_to_ex(g, &(clt_to_options){.copy = true});
 }

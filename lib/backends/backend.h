@@ -404,8 +404,9 @@ typedef struct clt__copies_call {
      * context), ordered by peer_order: clt__copy_peer copies between them on the devices. */   \
     X(peer, bool, (const clt_device *dev, const clt_device *to), REQUIRED)                        \
     /* What `then` queues from now on runs after what dev has queued so far, and the host waits  \
-     * for neither (where peer(dev, then)). On an error the order still holds: the host waited   \
-     * for dev's queue. */                                                                       \
+     * for neither (where peer(dev, then)). On an error the order still holds as far as it can:  \
+     * a device that cannot start has nothing queued, and where the wait cannot be queued on     \
+     * `then` the host waits for dev's marker. */                                                \
     X(peer_order, clt_status, (const char *fn, clt_device *dev, clt_device *then), REQUIRED)      \
     /* The runs of clt__copies_call, in one launch. */                                         \
     X(copy_runs, clt_status, (const char *fn, clt_device *dev, const clt__copies_call *call),     \
@@ -539,6 +540,11 @@ clt_status clt__conv2d_composed(const char *fn, clt_device *dev, const clt__conv
 clt_status clt__gemm_composed_epilogue(const char *fn, clt_device *dev, const clt__gemm_call *c,
                                        clt_status (*gemm)(const char *fn, clt_device *dev,
                                                           const clt__gemm_call *c));
+/* Work queued on dev for `then` (peer(dev, then)), st its outcome: what `then` queues next is
+ * ordered after it (peer_order, also when st is an error: some of it may have been queued).
+ * Returns st and keeps its error where it is one, else peer_order's outcome. */
+clt_status clt__peer_order_after(const char *fn, clt_device *dev, clt_device *then,
+                                 clt_status st);
 /* Copies nbytes from dev's buffer src to `to`'s buffer dst (byte offsets; peer(dev, to)) on
  * dev, without a host round trip and without waiting: after what either device has queued so
  * far (`to`'s earlier work may still use dst, from its pool), before what either queues next. */

@@ -213,12 +213,25 @@ clt_status clt__conv2d_winograd(const char *fn, clt_device *dev, const clt__conv
     return st;
 }
 
+clt_status clt__peer_order_after(const char *fn, clt_device *dev, clt_device *then,
+                                 clt_status st)
+{
+    clt__error_state first;
+    if (st != CLT_OK)
+        clt__error_save(&first);
+    clt_status after = dev->backend->peer_order(fn, dev, then);
+    if (st == CLT_OK)
+        return after;
+    clt__error_restore(&first);
+    return st;
+}
+
 clt_status clt__copy_peer(const char *fn, clt_device *dev, void *src, size_t src_offset,
                           clt_device *to, void *dst, size_t dst_offset, size_t nbytes)
 {
-    clt_status st = dev->backend->peer_order(fn, to, dev), after;
-    if (st == CLT_OK)
-        st = dev->backend->copy(fn, dev, src, src_offset, dst, dst_offset, nbytes);
-    after = dev->backend->peer_order(fn, dev, to); /* (even on an error: the order must hold) */
-    return st == CLT_OK ? after : st;
+    clt_status st = dev->backend->peer_order(fn, to, dev);
+    if (st != CLT_OK) /* nothing queued */
+        return st;
+    st = dev->backend->copy(fn, dev, src, src_offset, dst, dst_offset, nbytes);
+    return clt__peer_order_after(fn, dev, to, st);
 }

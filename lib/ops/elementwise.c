@@ -449,14 +449,14 @@ clt_tensor *clt__add_peer(const char *fn, clt_tensor *a, clt_tensor *b)
 {
     clt_device *home = a->storage->device, *at = b->storage->device;
     clt_tensor *in[2] = {a, b}, *out = clt__tensor_new(fn, home, a->dtype, a->ndim, a->shape);
-    clt_status st, after;
     if (!out)
         return NULL;
-    st = home->backend->peer_order(fn, home, at); /* a's values, out's buffer free */
-    if (st == CLT_OK)
+    clt_status st = home->backend->peer_order(fn, home, at); /* a's values, out's buffer free */
+    if (st == CLT_OK) {
         st = dispatch_on(fn, at, CLT_EW_add, a->dtype, out, in, 2, 0, 0);
-    after = home->backend->peer_order(fn, at, home); /* (even on an error: the order must hold) */
-    if (st == CLT_OK && after == CLT_OK)
+        st = clt__peer_order_after(fn, at, home, st);
+    }
+    if (st == CLT_OK)
         return out;
     clt_tensor_release(out);
     return NULL;
@@ -480,8 +480,7 @@ static clt_status copy_from_peer(const char *fn, clt_tensor *x, clt_tensor *src,
         return CLT_OK;
     st = clt__copy_peer(fn, from, src->storage->buf, src->offset * size, to, x->storage->buf,
                         x->offset * size, x->numel * size);
-    if (st == CLT_OK)
-        clt__tensor_bump_version(x);
+    clt__tensor_bump_version(x); /* (also on an error: the copy may have been queued) */
     return st;
 }
 

@@ -326,7 +326,7 @@ START_TEST(test_gemm_rematch)
 END_TEST
 
 /* A few-row class takes dot over packed only where dot's fastest of three measures, each in
- * turn with packed's, is at least 1.25 times faster than packed's fastest: 0.7 ms against 1 ms
+ * turn with packed's, is more than 1.25 times faster than packed's fastest: 0.7 ms against 1 ms
  * takes dot, 0.85 ms does not; dot fast in the third round only still wins, and packed fast in
  * its third only keeps it within the margin. */
 START_TEST(test_gemm_few_rows)

@@ -610,7 +610,8 @@ bool clt__cl_peer(const clt_device *dev, const clt_device *to)
 }
 
 /* A marker on dev's queue and a barrier on then's waiting for it; where the barrier cannot be
- * queued, the host waits for the marker, so that the order holds all the same. */
+ * queued, the host waits for the marker, and where the marker cannot, for dev's queue, so that
+ * the order holds all the same (as far as those waits succeed). */
 clt_status clt__cl_peer_order(const char *fn, clt_device *dev, clt_device *then)
 {
     cl_event done = NULL;

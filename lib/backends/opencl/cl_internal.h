@@ -262,7 +262,8 @@ clt_status clt__cl_gemm_choose_by_size(const char *fn, clt_device *dev, const cl
                                        clt__gemm_variant *v);
 
 /* Tests only: where set, the seconds the tuner takes each timed product to have run (m x n x n,
- * B transposed or not), the product still run and checked for errors. */
+ * B transposed or not), the product still run and checked for errors; the tuner's wall-clock
+ * limit is then lifted, so that these times alone decide what it times. */
 extern double (*clt__cl_gemm_tune_clock)(clt__gemm_variant v, size_t m, size_t n, bool trans_b);
 
 /* Tunes dtype's GEMM on dev unless done or stored (clt_device_warmup); choice, when not NULL,
