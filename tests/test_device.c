@@ -572,14 +572,31 @@ START_TEST(test_device_subdevices_copy_into)
 }
 END_TEST
 
-/* A leaf on gpu:0 used there in a product and, copied over, on gpu:1: the gradient from gpu:1 is
- * added to gpu:0's on the devices, from both buffers, once gpu:0's product has made its part:
- * W's row sums plus 2 x. */
+/* sum(x @ w) on gpu:0 plus sum(x * x) of x copied to gpu:1, brought back: x's gradient from
+ * gpu:1 reaches it where gpu:0's product already put one. Returns the loss (on gpu:0), whose
+ * graph holds every part. */
+static clt_tensor *peer_loss(clt_tensor *x, clt_tensor *w)
+{
+    clt_device *g0 = clt_device_get("gpu:0"), *g1 = clt_device_get("gpu:1");
+    clt_tensor *p = clt_matmul(x, w), *a = clt_sum(p, NULL, 0, false);
+    clt_tensor *there = clt_tensor_to(x, g1), *sq = clt_mul(there, there);
+    clt_tensor *b = clt_sum(sq, NULL, 0, false), *back = clt_tensor_to(b, g0);
+    clt_tensor *loss = clt_add(a, back);
+    ck_assert_msg(loss != NULL, "%s", clt_last_error());
+    clt_tensor *parts[] = {p, a, there, sq, b, back};
+    for (size_t k = 0; k < sizeof parts / sizeof *parts; k++)
+        clt_tensor_release(parts[k]);
+    return loss;
+}
+
+/* A leaf on gpu:0 used there in a product and, copied over, on gpu:1 (peer_loss): the gradient
+ * from gpu:1 is added to gpu:0's on the devices, from both buffers, once gpu:0's product has
+ * made its part: W's row sums plus 2 x. */
 START_TEST(test_device_subdevices_peer_gradient)
 {
     if (!two_gpus(true))
         return;
-    clt_device *g0 = clt_device_get("gpu:0"), *g1 = clt_device_get("gpu:1");
+    clt_device *g0 = clt_device_get("gpu:0");
     enum { M = 64, K = 300, N = 3000 }; /* gpu:0's part takes milliseconds */
     double *hx = malloc(M * K * sizeof *hx), *hw = malloc(K * N * sizeof *hw);
     test_noise(hx, M * K, 31, -1, 1);
@@ -588,11 +605,7 @@ START_TEST(test_device_subdevices_peer_gradient)
     clt_tensor *w = test_tensor(g0, CLT_F64, hw, CLT_SHAPE(K, N));
     ck_assert_int_eq(clt_tensor_set_requires_grad(x, true), CLT_OK);
     for (int round = 0; round < 3; round++) { /* the second and third add to a grad already there */
-        clt_tensor *p = clt_matmul(x, w), *a = clt_sum(p, NULL, 0, false);
-        clt_tensor *there = clt_tensor_to(x, g1), *sq = clt_mul(there, there);
-        clt_tensor *b = clt_sum(sq, NULL, 0, false), *back = clt_tensor_to(b, g0);
-        clt_tensor *loss = clt_add(a, back);
-        ck_assert_msg(loss != NULL, "%s", clt_last_error());
+        clt_tensor *loss = peer_loss(x, w);
         ck_assert_int_eq(clt_backward(loss, NULL, false), CLT_OK);
         clt_tensor *g = clt_tensor_grad(x);
         ck_assert_ptr_eq(clt_tensor_device(g), g0);
@@ -609,12 +622,67 @@ START_TEST(test_device_subdevices_peer_gradient)
             }
         }
         free(got);
-        clt_tensor_release(g), clt_tensor_release(loss), clt_tensor_release(back);
-        clt_tensor_release(b), clt_tensor_release(sq), clt_tensor_release(there);
-        clt_tensor_release(a), clt_tensor_release(p);
+        clt_tensor_release(g), clt_tensor_release(loss);
     }
     clt_tensor_release(w), clt_tensor_release(x);
     free(hw), free(hx);
+}
+END_TEST
+
+/* peer_loss's backward pass under every host and device allocation failure in turn. */
+typedef struct peer_case {
+    clt_tensor *x, *loss;
+    double *grad; /* x's grad before the pass */
+} peer_case;
+
+static bool peer_backward(void *ctx)
+{
+    peer_case *c = ctx;
+    return clt_backward(c->loss, NULL, true) == CLT_OK;
+}
+
+static void peer_snapshot(void *ctx)
+{
+    peer_case *c = ctx;
+    clt_tensor *g = clt_tensor_grad(c->x);
+    free(c->grad);
+    c->grad = test_values(g);
+    clt_tensor_release(g);
+}
+
+static void peer_unchanged(void *ctx)
+{
+    peer_case *c = ctx;
+    clt_tensor *g = clt_tensor_grad(c->x);
+    double *now = test_values(g);
+    for (int64_t i = 0; i < clt_tensor_numel(c->x); i++)
+        ELEMENT_CHECK(now[i] == c->grad[i], "x's grad [%lld] after a failed pass: %.17g, was %.17g",
+                      (long long)i, now[i], c->grad[i]);
+    free(now);
+    clt_tensor_release(g);
+}
+
+/* Each failure (the sum's allocation on gpu:0 among them) fails the pass with an error naming
+ * clt_backward, leaks nothing and leaves x's grad as it was. */
+START_TEST(test_device_subdevices_peer_gradient_failures)
+{
+    if (!two_gpus(true))
+        return;
+    double hx[6 * 5], hw[5 * 7];
+    test_noise(hx, 6 * 5, 33, -1, 1);
+    test_noise(hw, 5 * 7, 34, -1, 1);
+    clt_device *g0 = clt_device_get("gpu:0");
+    peer_case c = {test_tensor(g0, CLT_F32, hx, CLT_SHAPE(6, 5)), NULL, NULL};
+    clt_tensor *w = test_tensor(g0, CLT_F32, hw, CLT_SHAPE(5, 7));
+    ck_assert_int_eq(clt_tensor_set_requires_grad(c.x, true), CLT_OK);
+    c.loss = peer_loss(c.x, w);
+    ck_assert(peer_backward(&c)); /* x has a grad: the passes below add to it */
+    test_fault_sweep_checked(peer_backward, peer_snapshot, peer_unchanged, &c, "clt_backward",
+                             CLT__HOST);
+    test_fault_sweep_checked(peer_backward, peer_snapshot, peer_unchanged, &c, "clt_backward",
+                             CLT__DEVICE);
+    free(c.grad);
+    clt_tensor_release(c.loss), clt_tensor_release(w), clt_tensor_release(c.x);
 }
 END_TEST
 
@@ -967,6 +1035,7 @@ Suite *suite_device(void)
     tcase_add_test(tc, test_device_subdevices_copy_ordering);
     tcase_add_test(tc, test_device_subdevices_copy_into);
     tcase_add_test(tc, test_device_subdevices_peer_gradient);
+    tcase_add_test(tc, test_device_subdevices_peer_gradient_failures);
     tcase_add_test(tc, test_device_subdevices_two_platforms);
     tcase_add_loop_test(tc, test_device_subdevices_visible, 0, 2);
     tcase_add_loop_test(tc, test_device_subdevices_whole, 0, 3);

@@ -540,6 +540,11 @@ clt_status clt__conv2d_composed(const char *fn, clt_device *dev, const clt__conv
 clt_status clt__gemm_composed_epilogue(const char *fn, clt_device *dev, const clt__gemm_call *c,
                                        clt_status (*gemm)(const char *fn, clt_device *dev,
                                                           const clt__gemm_call *c));
+/* Whether a and b are two devices of one backend that use each other's buffers (its peer). */
+static inline bool clt__peers(const clt_device *a, const clt_device *b)
+{
+    return a != b && a->backend == b->backend && a->backend->peer(a, b);
+}
 /* Work queued on dev for `then` (peer(dev, then)), st its outcome: what `then` queues next is
  * ordered after it (peer_order, also when st is an error: some of it may have been queued).
  * Returns st and keeps its error where it is one, else peer_order's outcome. */

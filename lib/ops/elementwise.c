@@ -433,14 +433,9 @@ clt_status clt_copy_(clt_tensor *x, clt_tensor *src)
     return copy_into("clt_copy_", x, src);
 }
 
-static bool peers(const clt_device *a, const clt_device *b)
-{
-    return a != b && a->backend == b->backend && a->backend->peer(a, b);
-}
-
 bool clt__peer_alike(const clt_tensor *a, const clt_tensor *b)
 {
-    return peers(a->storage->device, b->storage->device) && a->dtype == b->dtype &&
+    return clt__peers(a->storage->device, b->storage->device) && a->dtype == b->dtype &&
            a->ndim == b->ndim && clt__same_shape(a, b) && clt_tensor_is_contiguous(a) &&
            clt_tensor_is_contiguous(b);
 }

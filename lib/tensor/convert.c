@@ -120,7 +120,7 @@ static clt_tensor *move(const char *fn, clt_tensor *x, clt_device *dev, bool non
         st = upload(fn, x, y, non_blocking);
     else if (clt__is_host(dev))
         st = download(fn, x, y, non_blocking);
-    else if (src->backend == dev->backend && src->backend->peer(src, dev))
+    else if (clt__peers(src, dev))
         st = clt__copy_peer(fn, src, x->storage->buf, x->offset * clt_dtype_size(x->dtype), dev,
                             y->storage->buf, 0, y->storage->nbytes);
     else
