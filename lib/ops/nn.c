@@ -887,8 +887,7 @@ clt_tensor *clt__conv2d_act(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
                      &(window_args){.weight = weight, .bias = bias, .conv = o, .act = act});
 }
 
-/* The columns of in (contiguous) for geometry c: (C * kh * kw) x (N * OH * OW), recorded. */
-static clt_tensor *unfold(const char *fn, clt_tensor *in, const clt__conv_call *geometry)
+clt_tensor *clt__im2col(const char *fn, clt_tensor *in, const clt__conv_call *geometry)
 {
     clt__conv_call c = *geometry;
     int64_t k = (int64_t)(c.C * (size_t)c.kh * (size_t)c.kw), nl = (int64_t)(c.N * c.OH * c.OW);
@@ -937,7 +936,7 @@ static clt_status depthwise_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
         t[0] = clt_view(g, CLT_SHAPE((int64_t)c->N, C * m, (int64_t)(c->OH * c->OW)));
         t[1] = t[0] ? clt_transpose(t[0], 0, 1) : NULL;
         t[2] = t[1] ? clt_reshape(t[1], 3, (int64_t[]){C, m, nl}) : NULL;
-        t[3] = t[2] ? unfold("clt_backward", x, c) : NULL;
+        t[3] = t[2] ? clt__im2col("clt_backward", x, c) : NULL;
         t[4] = t[3] ? clt_view(t[3], CLT_SHAPE(C, kk, nl)) : NULL;
         t[5] = t[4] ? clt_transpose(t[4], 1, 2) : NULL;
         clt_tensor *gw = t[5] ? clt_matmul(t[2], t[5]) : NULL;
@@ -1067,7 +1066,7 @@ static clt_tensor *conv2d_batched(const char *fn, clt_tensor *x, const window_ar
         /* (K, N * L): one product convolves every image, each group a batch of it (one product
          * over N * L columns rather than one an image: measured faster on OpenBLAS at batch 16,
          * the transposing copy of the output included) */
-        cols = in ? unfold(fn, in, &c) : NULL;
+        cols = in ? clt__im2col(fn, in, &c) : NULL;
         if (cols && groups == 1) {
             /* act((O, K) @ (K, N * L) + bias): the bias along the rows and the activation in
              * the product's epilogue */

@@ -79,6 +79,9 @@ bool clt__conv_transpose2d_options_ok(const clt_conv_transpose2d_options *o);
  * none); host_idx holds src->shape[dim] indices already checked to lie in 0..k-1. */
 clt_tensor *clt__index_add(const char *fn, clt_tensor *src, int dim, const int64_t *host_idx,
                            int64_t k);
+/* The columns of in (contiguous, N x C x H x W) for the geometry (clt__conv2d_geometry's):
+ * (C * kh * kw) x (N * OH * OW), recorded for the backward pass where in requires grad. */
+clt_tensor *clt__im2col(const char *fn, clt_tensor *in, const clt__conv_call *geometry);
 /* im2col's: the N x C x H x W image whose elements sum the entries of cols ((C * kh * kw) x N
  * x (OH * OW), as im2col lays them out) read from them; the geometry as clt__conv2d_geometry
  * fills it. */

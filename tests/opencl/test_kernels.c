@@ -294,6 +294,19 @@ START_TEST(test_kernels_windows)
             assert_same(gi, hi, "2 x 2 max pool indices");
             clt_tensor_release(a), clt_tensor_release(b), clt_tensor_release(gi),
                 clt_tensor_release(hi);
+            /* the usual 2 x 2 pooling of stride 2 (the blocked layout's loop with its taps as
+             * constants), with and without the indices, max and average */
+            const clt_pool2d_options p22 = {.kernel = {2, 2}};
+            a = clt_max_pool2d(g, &p22, &gi), b = clt_max_pool2d(h, &p22, &hi);
+            assert_same(a, b, "2 x 2 stride 2 max pool");
+            assert_same(gi, hi, "2 x 2 stride 2 max pool indices");
+            clt_tensor_release(a), clt_tensor_release(gi), clt_tensor_release(hi);
+            a = clt_max_pool2d(g, &p22, NULL);
+            assert_same(a, b, "2 x 2 stride 2 max pool without indices");
+            clt_tensor_release(a), clt_tensor_release(b);
+            a = clt_avg_pool2d(g, &p22), b = clt_avg_pool2d(h, &p22);
+            assert_near(a, b, "2 x 2 stride 2 avg pool");
+            clt_tensor_release(a), clt_tensor_release(b);
             for (int exclude = 0; exclude < 2; exclude++) {
                 clt_pool2d_options ao = po;
                 ao.exclude_padding = exclude, ao.ceil_mode = true;
@@ -388,6 +401,58 @@ START_TEST(test_kernels_reduce_layouts)
 }
 END_TEST
 
+/* im2col and col2im in both layouts (col2im with positions in int and in long) against the
+ * host, bit for bit: convolutions of stride 1 whose output rows are as wide as the input's, which
+ * the blocked layout runs a plane at a time (3 x 3 padded by 1; dilated by 2 and padded by 2; 2 x
+ * 3 with one more output row than input rows; 5 x 1), over 23 x 3 planes so that work-items take
+ * several planes across images and taps; then strided, unpadded and 17 x 16 planes, which it runs
+ * element by element. */
+START_TEST(test_kernels_columns)
+{
+    static const char *const fn = "test_kernels_columns";
+    static const struct {
+        int kh, kw;
+        clt_conv2d_options o;
+        int64_t h, w;
+    } convs[] = {
+        {3, 3, {{1, 1}, {1, 1}, {1, 1}, 1}, 5, 4}, {3, 3, {{1, 1}, {2, 2}, {2, 2}, 1}, 5, 4},
+        {2, 3, {{1, 1}, {1, 1}, {1, 1}, 1}, 5, 4}, {5, 1, {{1, 1}, {2, 0}, {1, 1}, 1}, 5, 4},
+        {3, 3, {{2, 2}, {1, 1}, {1, 1}, 1}, 5, 4}, {3, 3, {{1, 1}, {0, 0}, {1, 1}, 1}, 5, 4},
+        {3, 3, {{1, 1}, {1, 1}, {1, 1}, 1}, 17, 16},
+    };
+    clt_device *dev = gpu0(), *cpu = clt_device_cpu();
+    clt_manual_seed(9);
+    for (size_t k = 0; k < sizeof convs / sizeof *convs; k++) {
+        int64_t n = convs[k].h > 5 ? 2 : 23;
+        clt_tensor *h = clt_tensor_randn(CLT_SHAPE(n, 3, convs[k].h, convs[k].w), CLT_F32, cpu);
+        clt_tensor *g = clt_tensor_to(h, dev);
+        clt__conv_call c;
+        ck_assert_int_eq(clt__conv2d_geometry(fn, h, convs[k].kh, convs[k].kw, &convs[k].o, &c),
+                         CLT_OK);
+        clt_tensor *hc = clt__im2col(fn, h, &c);
+        clt_tensor *hd = clt__col2im(fn, hc, &c);
+        for (int blocked = 0; blocked < 2; blocked++) {
+            char what[64];
+            clt__cl_run_blocked = blocked;
+            clt_tensor *gc = clt__im2col(fn, g, &c);
+            snprintf(what, sizeof what, "im2col %zu, blocked %d", k, blocked);
+            assert_same(gc, hc, what);
+            for (int wide = 0; wide < 2; wide++) {
+                clt__cl_window_wide = wide;
+                clt_tensor *gd = clt__col2im(fn, gc, &c);
+                snprintf(what, sizeof what, "col2im %zu, blocked %d, wide %d", k, blocked, wide);
+                assert_same(gd, hd, what);
+                clt_tensor_release(gd);
+            }
+            clt_tensor_release(gc);
+        }
+        clt__cl_run_blocked = clt__cl_window_wide = -1;
+        clt_tensor_release(hd), clt_tensor_release(hc), clt_tensor_release(g),
+            clt_tensor_release(h);
+    }
+}
+END_TEST
+
 /* The adjoints of the backward passes: col2im, pool2d_backward (max and average) and index_add,
  * each a gather in the host's order (or, for max pooling whose windows do not overlap, a scatter
  * of what the gather would add), so the sums agree bit for bit but for the division. */
@@ -447,6 +512,24 @@ START_TEST(test_kernels_adjoints)
         for (size_t k = 0; k < sizeof all / sizeof *all; k++)
             clt_tensor_release(all[k]);
     }
+    /* 2 x 2 windows of stride 2 that tile 6 x 8 planes: in the blocked layout one pass over the
+     * input's rows, otherwise zeros and the scatter */
+    clt_tensor *he = clt_tensor_randn(CLT_SHAPE(3, 5, 6, 8), CLT_F32, cpu);
+    for (int blocked = 0; blocked < 2; blocked++) {
+        clt_tensor *hi = NULL, *gi = NULL;
+        clt__cl_run_blocked = blocked;
+        clt_tensor *hy = clt_max_pool2d(he, &pools[6], &hi);
+        ck_assert_int_eq(clt__pool2d_geometry(fn, he, &pools[6], true, &c), CLT_OK);
+        gi = clt_tensor_to(hi, dev);
+        clt_tensor *gy = clt_tensor_to(hy, dev);
+        a = clt__pool2d_backward(fn, gy, gi, &c), b = clt__pool2d_backward(fn, hy, hi, &c);
+        assert_same(a, b, blocked ? "tiling max pool backward, blocked" : "tiling max pool backward");
+        clt_tensor *all[] = {a, b, gy, gi, hy, hi};
+        for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+            clt_tensor_release(all[k]);
+    }
+    clt__cl_run_blocked = -1;
+    clt_tensor_release(he);
     const int64_t idx[] = {1, 3, 1, 0, 1};
     clt_tensor *ht = clt_transpose(h, 1, 3), *gt = clt_transpose(g, 1, 3); /* (2, 4, 5, 3) */
     a = clt__index_add(fn, gt, 2, idx, 4), b = clt__index_add(fn, ht, 2, idx, 4);
@@ -624,8 +707,9 @@ static clt_tensor *permuted_copy(clt_device *dev, clt_dtype dt, int ndim, const 
 }
 
 /* Copies that are batched transposes (tiled: ew_copy_t, ew_copy_tb and the host's tiles) of
- * awkward sizes, batched and permuted in 3-D, at offsets, every dtype, in both layouts: the
- * host's values checked one by one, the device's bit for bit against the host. */
+ * awkward sizes, batched and permuted in 3-D, and permutes that keep the last dimension
+ * (ew_copy_rows), at offsets, every dtype, in both layouts: the host's values checked one by one,
+ * the device's bit for bit against the host. */
 START_TEST(test_kernels_transpose)
 {
     static const struct {
@@ -636,7 +720,7 @@ START_TEST(test_kernels_transpose)
         {2, {1, 1}, {1, 0}},        {2, {1, 37}, {1, 0}},       {2, {37, 1}, {1, 0}},
         {2, {33, 65}, {1, 0}},      {2, {64, 64}, {1, 0}},      {2, {130, 67}, {1, 0}},
         {3, {3, 33, 65}, {0, 2, 1}}, {3, {2, 5, 64}, {0, 2, 1}}, {3, {5, 7, 9}, {2, 0, 1}},
-        {3, {4, 6, 35}, {1, 2, 0}},
+        {3, {4, 6, 35}, {1, 2, 0}}, {3, {5, 7, 9}, {1, 0, 2}}, {3, {33, 3, 65}, {1, 0, 2}},
     };
     clt_device *dev = gpu0(), *cpu = clt_device_cpu();
     for (int blocked = 0; blocked < 2; blocked++) {
@@ -936,6 +1020,7 @@ Suite *suite_kernels(void)
     tcase_add_test(tc, test_kernels_windows);
     tcase_add_test(tc, test_kernels_rows);
     tcase_add_test(tc, test_kernels_reduce_layouts);
+    tcase_add_test(tc, test_kernels_columns);
     tcase_add_test(tc, test_kernels_adjoints);
     tcase_add_test(tc, test_kernels_training);
     tcase_add_test(tc, test_kernels_contiguous);

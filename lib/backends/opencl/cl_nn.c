@@ -235,8 +235,28 @@ static clt_status pool_scatter(const char *fn, clt_device *dev, const clt__conv_
                        CLT__CL_ARGS(args), n);
 }
 
+/* Whether c is max pooling whose 2 x 2 windows of stride 2 tile the planes, with indices. */
+static bool pairs_tile(const clt__conv_call *c)
+{
+    return c->is_max && c->arg && c->kh == 2 && c->kw == 2 && c->sh == 2 && c->sw == 2 &&
+           c->dh == 1 && c->dw == 1 && c->ph == 0 && c->pw == 0 && c->H == 2 * c->OH &&
+           c->W == 2 * c->OW;
+}
+
 clt_status clt__cl_pool2d_backward(const char *fn, clt_device *dev, const clt__conv_call *c)
 {
+    if (pairs_tile(c) && clt__cl_run_layout(dev)) { /* pool2d_pairs_backward: rows whole */
+        cl_mem out = c->out, arg = c->arg, in = c->in;
+        cl_ulong oo = c->out_offset, ao = c->arg_offset, io = c->in_offset;
+        cl_ulong NC = c->N * c->C, OH = c->OH, OW = c->OW;
+        const clt__cl_arg args[] = {
+            {sizeof out, &out}, {sizeof oo, &oo}, {sizeof arg, &arg}, {sizeof ao, &ao},
+            {sizeof in, &in},   {sizeof io, &io}, {sizeof NC, &NC},   {sizeof OH, &OH},
+            {sizeof OW, &OW},
+        };
+        return clt__cl_run(fn, dev, "nn", clt__dtype(c->dtype)->options, "pool2d_pairs_backward",
+                           CLT__CL_ARGS(args), c->N * c->C * c->H * c->W);
+    }
     if (c->is_max && c->arg && clt__windows_apart(c))
         return pool_scatter(fn, dev, c);
     return pooling(fn, dev, c, "pool2d_backward", c->N * c->C * c->H * c->W);

@@ -2,6 +2,7 @@
  * operations (kernels/elementwise.cl: the strided kernels, or, when every operand is contiguous, the
  * ewc_ kernels that loop with CLT_RUN, and copies that are batched transposes in tiles:
  * ew_copy_t through local memory, or ew_copy_tb one tile a work-item on CPU-type devices),
+ * copies that keep the last dimension run by run (ew_copy_rows),
  * fills and random fills (kernels/random.cl). */
 #include <stdio.h>
 #include <string.h>
@@ -110,12 +111,58 @@ static clt_status tiled(const char *fn, clt_device *dev, const clt__ew_call *c,
                              CLT__CL_ARGS(args), 3, global, local, NULL);
 }
 
+#define CLT__ROWS_LOCAL 8       /* ew_copy_rows, blocked: work-items a group */
+#define CLT__ROWS_MIN_ITEM 512  /* elements a work-item takes at least */
+
+/* Whether c is a strided copy whose last dimension has stride 1 in both tensors (then
+ * ew_copy_rows copies it run by run). */
+static bool copies_runs(const clt__ew_call *c)
+{
+    return c->op == CLT_EW_copy && c->ndim >= 2 && c->out.strides[c->ndim - 1] == 1 &&
+           c->in[0].strides[c->ndim - 1] == 1;
+}
+
+/* ew_copy_rows over c (copies_runs): its last dimension the runs, the others their batch. */
+static clt_status runs(const char *fn, clt_device *dev, const clt__ew_call *c)
+{
+    cl_mem out = c->out.buf, in = c->in[0].buf;
+    cl_ulong out_off = c->out.offset, in_off = c->in[0].offset;
+    cl_ulong len = (cl_ulong)c->shape[c->ndim - 1], rows = len ? c->n / len : 0;
+    tp_batch bd;
+    cl_int nb = c->ndim - 1, blocked = clt__cl_run_layout(dev);
+    for (int d = 0; d < 8; d++) {
+        bd.sh[d] = d < nb ? c->shape[d] : 1;
+        bd.out[d] = d < nb ? c->out.strides[d] : 0;
+        bd.in[d] = d < nb ? c->in[0].strides[d] : 0;
+    }
+    const clt__cl_arg args[] = {
+        {sizeof out, &out},     {sizeof out_off, &out_off}, {sizeof in, &in},
+        {sizeof in_off, &in_off}, {sizeof len, &len},       {sizeof rows, &rows},
+        {sizeof bd, &bd},       {sizeof nb, &nb},           {sizeof blocked, &blocked},
+    };
+    const char *opts = clt__dtype(clt__cl_bits_dtype(clt_dtype_size(c->dtype)))->options;
+    if (!blocked || c->n == 0)
+        return clt__cl_run(fn, dev, "elementwise:transpose", opts, "ew_copy_rows",
+                           CLT__CL_ARGS(args), c->n);
+    /* blocked: a work-item places its first run by division, which PoCL took 60-90 cycles for
+     * (copies of 64K and 128K floats in runs of 16 and 64: 22-25 us in 2048 work-items, 11-15
+     * in 128-512), so each takes CLT__ROWS_MIN_ITEM elements at least */
+    size_t local = CLT__ROWS_LOCAL, per_group = CLT__ROWS_LOCAL * CLT__ROWS_MIN_ITEM;
+    size_t most = (size_t)(dev->info.compute_units ? dev->info.compute_units : 1) *
+                  CLT__RUN_GROUPS_PER_CU;
+    size_t groups = c->n / per_group + (c->n % per_group != 0);
+    return clt__cl_launch_groups(fn, dev, "elementwise:transpose", opts, "ew_copy_rows",
+                                 CLT__CL_ARGS(args), groups < most ? groups : most, &local, NULL);
+}
+
 clt_status clt__cl_elementwise(const char *fn, clt_device *dev, const clt__ew_call *c)
 {
     clt__tile_plan plan;
     if (clt__tile_plan_of(c, &plan) &&
         (clt__cl_run_layout(dev) || dev->info.max_work_group_size >= CLT__TP_T * CLT__TP_ROWS))
         return tiled(fn, dev, c, &plan); /* (ew_copy_t's work-groups are 32 x 8) */
+    if (copies_runs(c))
+        return runs(fn, dev, c);
 
     cl_mem bufs[4];
     cl_ulong offs[4];

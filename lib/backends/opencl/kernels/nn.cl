@@ -36,6 +36,18 @@ __kernel void index_select(__global ST *out, ulong out_off, __global const ST *s
     out[out_off + i] = src[src_off + (a * K + (ulong)idx[idx_off + m]) * B + b];
 }
 
+/* Tap (y, x) of channel c to the next, in the columns' order of rows. */
+CLT_FN void next_tap(int *x, int *y, ulong *c, int kh, int kw)
+{
+    if (++*x < kw)
+        return;
+    *x = 0;
+    if (++*y < kh)
+        return;
+    *y = 0;
+    ++*c;
+}
+
 /* The columns for convolution: out[(c * kh + y) * kw + x, n, oy * OW + ox] = the input of image
  * n at channel c, row oy * sh - ph + y * dh, column ox * sw - pw + x * dw, or 0 outside it.
  * Images are N x C x H x W; out is (C * kh * kw) x N x (OH * OW), so that one matrix product of
@@ -84,24 +96,75 @@ static void im2col_range(ulong b, ulong e, __global ST *out, __global const ST *
         if (++n < N)
             continue;
         n = 0;
-        if (++x < kw)
-            continue;
-        x = 0;
-        if (++y < kh)
-            continue;
-        y = 0;
-        c++;
+        next_tap(&x, &y, &c, kh, kw);
     }
 }
 
-/* CLT_RUN's two layouts, each work-item's elements counted on from its first. */
+/* Small planes (the blocked layout): convolutions of stride 1 whose output rows are as wide as
+ * the input's (3 x 3 with padding 1, say), over planes of at most CLT_SMALL_PLANE positions. Then
+ * output position j of tap (y, x) reads input position j + (y * dh - ph) * W + x * dw - pw, or
+ * nothing where its row or column falls outside, so that a plane of columns is one loop over j
+ * with a test against the positions' rows and columns (tabled once a work-item), which compilers
+ * vectorise with masked loads: PoCL ran im2col and col2im of 128 x 16 planes of 4 x 4 in 49 and
+ * 55 us so, against 174 and 175 a piece of a row at a time; of 32 x 16 planes of 16 x 16, 157
+ * and 258 us against 251 and 1095. */
+#define CLT_SMALL_PLANE 256
+
+CLT_FN bool small_planes(ulong H, ulong W, ulong OH, ulong OW, int sh, int sw)
+{
+    return sh == 1 && sw == 1 && OW == W && OH * OW <= CLT_SMALL_PLANE && H * W <= CLT_SMALL_PLANE;
+}
+
+/* The row and column of each position of a plane of rows x cols. */
+CLT_FN void plane_positions(int rows, int cols, int *row, int *col)
+{
+    for (int y = 0, j = 0; y < rows; y++)
+        for (int x = 0; x < cols; x++, j++)
+            row[j] = y, col[j] = x;
+}
+
+/* Planes [p, e) of the columns (small_planes), plane p = k * N + n that of tap k for image n. */
+CLT_FN void im2col_planes(ulong p, ulong e, __global ST *out, __global const ST *in, ulong N,
+                          ulong C, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw, int ph,
+                          int pw, int dh, int dw)
+{
+    int row[CLT_SMALL_PLANE], col[CLT_SMALL_PLANE], L = (int)(OH * OW);
+    ulong n = p % N, k = p / N, plane = H * W;
+    int x = (int)(k % (ulong)kw), y = (int)(k / (ulong)kw % (ulong)kh);
+    ulong c = k / (ulong)kw / (ulong)kh;
+    __global ST *restrict dst = out + p * (ulong)L;
+    plane_positions((int)OH, (int)OW, row, col);
+    while (p < e) { /* the planes of one tap */
+        int y0 = y * dh - ph, x0 = x * dw - pw;
+        int ylo = -y0, yhi = (int)H - y0, xlo = -x0, xhi = (int)W - x0;
+        __global const ST *src = in + (n * C + c) * plane + (long)(y0 * (int)W + x0);
+        for (ulong stop = min(e, p + (N - n)); p < stop; p++, dst += L, src += C * plane) {
+            __global const ST *restrict from = src;
+            for (int j = 0; j < L; j++) {
+                int inside = (row[j] >= ylo) & (row[j] < yhi) & (col[j] >= xlo) & (col[j] < xhi);
+                dst[j] = inside ? from[j] : STORE((CT)0);
+            }
+        }
+        n = 0;
+        next_tap(&x, &y, &c, kh, kw);
+    }
+}
+
+/* CLT_RUN's two layouts, each work-item's elements counted on from its first; blocked, small
+ * planes a plane at a time. */
 __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulong in_off,
                      ulong N, ulong C, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw,
                      int sh, int sw, int ph, int pw, int dh, int dw, int blocked)
 {
     ulong n_ = N * C * (ulong)kh * (ulong)kw * OH * OW, g_ = get_global_id(0);
     ulong gs_ = get_global_size(0);
-    if (blocked) {
+    if (blocked && small_planes(H, W, OH, OW, sh, sw)) {
+        ulong planes = N * C * (ulong)kh * (ulong)kw, per = (planes + gs_ - 1) / gs_;
+        ulong p = g_ * per, e = min(p + per, planes);
+        if (p < e)
+            im2col_planes(p, e, out + out_off, in + in_off, N, C, H, W, OH, OW, kh, kw, ph, pw,
+                          dh, dw);
+    } else if (blocked) {
         ulong b_, e_;
         clt_run_span(n_, &b_, &e_);
         im2col_range(b_, e_, out + out_off, in + in_off, N, C, H, W, OH, OW, kh,
@@ -191,22 +254,80 @@ __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulo
         }                                                                                      \
     }
 
-/* Outputs [i, e) in order, the first placed by division, then counted on. */
-#define POOL2D_RUN(NAME, IT)                                                                   \
+/* Output rows [r, e) (the blocked layout) whose 2 x 2 windows all lie inside the image along
+ * the rows, the first tap of column x at x * S, the second D after it: a row whose windows lie
+ * inside down the columns too in one loop (the same taps in the same order as NAME##_at, without
+ * its tests), any other row window by window; the indices too where ARG. With S, D and ARG
+ * constants compilers vectorise the loop with interleaved loads: PoCL ran the max pool of 2048
+ * planes of 8 x 8 with indices in 31 us so, 80 with S and D, or ARG, read at run time, and 113
+ * window by window. */
+#define POOL2D_PAIRS(NAME, IT, MAX, S, D, ARG)                                                 \
     do {                                                                                       \
-        IT ox = (IT)(i % OW), oy = (IT)(i / OW % OH);                                          \
-        __global const ST *plane = in + in_off + i / (OW * OH) * H * W;                        \
-        for (; i < e; i++) {                                                                   \
-            NAME##_at(i, ox, oy, out + out_off, arg + arg_off, plane, (IT)H, (IT)W, kh, kw,    \
-                      sh, sw, ph, pw, dh, dw, is_max, count_pad);                              \
-            if (++ox == (IT)OW) {                                                              \
-                ox = 0;                                                                        \
-                if (++oy == (IT)OH)                                                            \
-                    oy = 0, plane += H * W;                                                    \
+        for (; r < e; r++) {                                                                   \
+            IT y0 = oy * sh - ph;                                                              \
+            if (y0 >= 0 && y0 + dh < (IT)H) {                                                  \
+                IT top = y0 * (IT)W, below = (IT)dh * (IT)W;                                   \
+                __global const ST *restrict q0 = plane + top, *restrict q1 = q0 + below;       \
+                __global ST *restrict o = out + out_off + r * OW;                              \
+                __global long *restrict a = arg + arg_off + r * OW;                            \
+                for (IT x = 0; x < (IT)OW; x++) {                                              \
+                    CT v0 = LOAD(q0[x * (S)]), v1 = LOAD(q0[x * (S) + (D)]);                   \
+                    CT v2 = LOAD(q1[x * (S)]), v3 = LOAD(q1[x * (S) + (D)]);                   \
+                    if (MAX) {                                                                 \
+                        IT at = top + x * (S), best_at = at;                                   \
+                        CT best = v0;                                                          \
+                        int beats = BEATS(v1, best);                                           \
+                        best = PICK(beats, v1, best), best_at = beats ? at + (D) : best_at;    \
+                        beats = BEATS(v2, best);                                               \
+                        best = PICK(beats, v2, best), best_at = beats ? at + below : best_at;  \
+                        beats = BEATS(v3, best);                                               \
+                        best = PICK(beats, v3, best);                                          \
+                        best_at = beats ? at + below + (D) : best_at;                          \
+                        o[x] = STORE(best);                                                    \
+                        if (ARG)                                                               \
+                            a[x] = best_at;                                                    \
+                    } else {                                                                   \
+                        CT sum = 0;                                                            \
+                        sum += v0, sum += v1, sum += v2, sum += v3;                            \
+                        o[x] = STORE(sum / (CT)4);                                             \
+                    }                                                                          \
+                }                                                                              \
+            } else {                                                                           \
+                for (IT x = 0; x < (IT)OW; x++)                                                \
+                    NAME##_at(r * OW + (ulong)x, x, oy, out + out_off, arg + arg_off, plane,   \
+                              (IT)H, (IT)W, kh, kw, sh, sw, ph, pw, dh, dw, is_max,            \
+                              count_pad);                                                      \
             }                                                                                  \
+            if (++oy == (IT)OH)                                                                \
+                oy = 0, plane += H * W;                                                        \
         }                                                                                      \
     } while (0)
 
+/* Output rows [r, e), the first placed by division, then counted on: where every window is
+ * 2 x 2 and inside the image along the rows, POOL2D_PAIRS (its taps two apart side by side,
+ * as in the usual 2 x 2 pooling of stride 2, with constants), else window by window. */
+#define POOL2D_RUN(NAME, IT, MAX)                                                              \
+    do {                                                                                       \
+        IT oy = (IT)(r % OH);                                                                  \
+        __global const ST *plane = in + in_off + r / OH * H * W;                               \
+        if (kh == 2 && kw == 2 && pw == 0 && ((IT)OW - 1) * sw + dw < (IT)W) {                 \
+            if (sw == 2 && dw == 1 && is_max > 1)                                              \
+                POOL2D_PAIRS(NAME, IT, MAX, 2, 1, 1);                                          \
+            else if (sw == 2 && dw == 1)                                                       \
+                POOL2D_PAIRS(NAME, IT, MAX, 2, 1, 0);                                          \
+            else                                                                               \
+                POOL2D_PAIRS(NAME, IT, MAX, (IT)sw, (IT)dw, is_max > 1);                       \
+        }                                                                                      \
+        for (; r < e; r++) {                                                                   \
+            for (IT x = 0; x < (IT)OW; x++)                                                    \
+                NAME##_at(r * OW + (ulong)x, x, oy, out + out_off, arg + arg_off, plane,       \
+                          (IT)H, (IT)W, kh, kw, sh, sw, ph, pw, dh, dw, is_max, count_pad);    \
+            if (++oy == (IT)OH)                                                                \
+                oy = 0, plane += H * W;                                                        \
+        }                                                                                      \
+    } while (0)
+
+/* Blocked, a work-item takes whole output rows; otherwise one output a work-item in turn. */
 #define POOL2D_KERNEL(NAME, IT, MAX)                                                           \
     POOL2D_AT(NAME, IT, MAX)                                                                   \
     __kernel void NAME(__global ST *out, ulong out_off, __global long *arg, ulong arg_off,     \
@@ -215,16 +336,17 @@ __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulo
                        int dh, int dw, int is_max, int count_pad, int blocked)                 \
     {                                                                                          \
         ulong n = NC * OH * OW, gs = get_global_size(0);                                       \
-        if (blocked) { /* a work-item's run */                                                 \
-            ulong i, e;                                                                        \
-            clt_run_span(n, &i, &e);                                                           \
-            POOL2D_RUN(NAME, IT);                                                              \
+        if (blocked) {                                                                         \
+            ulong rows = NC * OH, per = (rows + gs - 1) / gs, r = get_global_id(0) * per;      \
+            ulong e = min(r + per, rows);                                                      \
+            if (r < e)                                                                         \
+                POOL2D_RUN(NAME, IT, MAX);                                                     \
             return;                                                                            \
         }                                                                                      \
-        for (ulong j = get_global_id(0); j < n; j += gs) { /* one output a time */             \
-            ulong i = j, e = j + 1;                                                            \
-            POOL2D_RUN(NAME, IT);                                                              \
-        }                                                                                      \
+        for (ulong i = get_global_id(0); i < n; i += gs)                                       \
+            NAME##_at(i, (IT)(i % OW), (IT)(i / OW % OH), out + out_off, arg + arg_off,        \
+                      in + in_off + i / (OW * OH) * H * W, (IT)H, (IT)W, kh, kw, sh, sw, ph,   \
+                      pw, dh, dw, is_max, count_pad);                                          \
     }
 POOL2D_KERNEL(max_pool2d, int, 1)
 POOL2D_KERNEL(max_pool2d_wide, long, 1)
@@ -391,8 +513,45 @@ CLT_WINDOW_AT(window_at_int, int)
         out[i] = STORE(sum);                                                                   \
     }
 
-/* CLT_RUN's two layouts; blocked, a work-item's first element placed by division and the
- * others counted on (PoCL spent most of the time on the divisions). */
+/* Image planes [p, e) (small_planes), plane p = n * C + c: each the sum of its taps' planes of
+ * columns, taps (y, x) in order as col2im_at, input position j of tap (y, x) taking column
+ * position j + (ph - y * dh) * W + pw - x * dw where its row and column fall inside. */
+CLT_FN void col2im_planes(ulong p, ulong e, __global ST *out, __global const ST *in, ulong N,
+                          ulong C, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw, int ph,
+                          int pw, int dh, int dw)
+{
+    int row[CLT_SMALL_PLANE], col[CLT_SMALL_PLANE], HW = (int)(H * W);
+    CT sum[CLT_SMALL_PLANE];
+    ulong n = p / C, c = p % C, tap = N * OH * OW;
+    __global ST *restrict dst = out + p * (ulong)HW;
+    plane_positions((int)H, (int)W, row, col);
+    for (; p < e; p++, dst += HW) {
+        __global const ST *rows = in + (c * ((ulong)kh * (ulong)kw) * N + n) * OH * OW;
+        for (int j = 0; j < HW; j++)
+            sum[j] = 0;
+        for (int y = 0; y < kh; y++) {
+            for (int x = 0; x < kw; x++) {
+                int y0 = ph - y * dh, x0 = pw - x * dw;
+                int ylo = -y0, yhi = (int)OH - y0, xlo = -x0, xhi = (int)OW - x0;
+                __global const ST *restrict from =
+                    rows + ((ulong)y * (ulong)kw + (ulong)x) * tap + (long)(y0 * (int)W + x0);
+                for (int j = 0; j < HW; j++) {
+                    int inside =
+                        (row[j] >= ylo) & (row[j] < yhi) & (col[j] >= xlo) & (col[j] < xhi);
+                    sum[j] += inside ? LOAD(from[j]) : (CT)0;
+                }
+            }
+        }
+        for (int j = 0; j < HW; j++)
+            dst[j] = STORE(sum[j]);
+        if (++c == C)
+            c = 0, n++;
+    }
+}
+
+/* CLT_RUN's two layouts; blocked, small planes a plane at a time (col2im_planes), others a
+ * work-item's first element placed by division and the others counted on (PoCL spent most of
+ * the time on the divisions). */
 #define COL2IM_KERNEL(NAME, IT)                                                                \
     COL2IM_AT(IT)                                                                              \
     __kernel void NAME(__global ST *out, ulong out_off, __global const ST *in, ulong in_off,   \
@@ -400,6 +559,14 @@ CLT_WINDOW_AT(window_at_int, int)
                        int sh, int sw, int ph, int pw, int dh, int dw, int blocked)            \
     {                                                                                          \
         ulong n_ = N * C * H * W, gs = get_global_size(0);                                     \
+        if (blocked && small_planes(H, W, OH, OW, sh, sw)) {                                   \
+            ulong per = (N * C + gs - 1) / gs, p = get_global_id(0) * per;                     \
+            ulong e = min(p + per, N * C);                                                     \
+            if (p < e)                                                                         \
+                col2im_planes(p, e, out + out_off, in + in_off, N, C, H, W, OH, OW, kh, kw,    \
+                              ph, pw, dh, dw);                                                 \
+            return;                                                                            \
+        }                                                                                      \
         if (blocked) {                                                                         \
             ulong i, e;                                                                        \
             clt_run_span(n_, &i, &e);                                                          \
@@ -474,6 +641,34 @@ __kernel void pool2d_backward(__global ST *out, ulong out_off, __global const lo
     CLT_RUN(NC * H * W, blocked,
             pool2d_backward_at(i, out + out_off, arg + arg_off, in + in_off, H, W, OH, OW, kh,
                                kw, sh, sw, ph, pw, dh, dw, is_max, count_pad));
+}
+
+/* Max pooling's adjoint where 2 x 2 windows of stride 2 tile the planes (H = 2 OH, W = 2 OW), in
+ * the blocked layout: input rows [r, e) of the NC planes whole, element (h, w) the gradient of
+ * window (h / 2, w / 2) where its index names (h, w), else 0, what pool2d_backward's gather
+ * gives (0 + g). One pass, writing each row once, instead of zeros and the scatter: PoCL took
+ * 33-59 us for 2048 planes of 8 x 8 so, 64-91 for the two, timed in turn. */
+__kernel void pool2d_pairs_backward(__global ST *out, ulong out_off, __global const long *arg,
+                                    ulong arg_off, __global const ST *in, ulong in_off,
+                                    ulong NC, ulong OH, ulong OW)
+{
+    ulong rows = NC * OH * 2, gs = get_global_size(0), per = (rows + gs - 1) / gs;
+    ulong r = get_global_id(0) * per, e = min(r + per, rows);
+    int ow = (int)OW, W = 2 * ow, h = (int)(r % (OH * 2)); /* the row within its plane */
+    for (; r < e; r++) {
+        long base = (long)h * W;
+        __global const ST *restrict g = in + in_off + r / 2 * OW; /* its windows' row */
+        __global const long *restrict a = arg + arg_off + r / 2 * OW;
+        __global ST *restrict o = out + out_off + r * (ulong)W;
+        for (int x = 0; x < ow; x++) {
+            ST v = STORE((CT)0 + LOAD(g[x])), zero = STORE((CT)0);
+            int at = (int)(a[x] - base); /* within the plane */
+            o[2 * x] = at == 2 * x ? v : zero;
+            o[2 * x + 1] = at == 2 * x + 1 ? v : zero;
+        }
+        if (++h == 2 * (int)OH)
+            h = 0;
+    }
 }
 
 /* Max pooling's adjoint where no input element lies in two windows (stride > (k - 1) *
