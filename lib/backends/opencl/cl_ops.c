@@ -111,9 +111,6 @@ static clt_status tiled(const char *fn, clt_device *dev, const clt__ew_call *c,
                              CLT__CL_ARGS(args), 3, global, local, NULL);
 }
 
-#define CLT__ROWS_LOCAL 8       /* ew_copy_rows, blocked: work-items a group */
-#define CLT__ROWS_MIN_ITEM 512  /* elements a work-item takes at least */
-
 /* Whether c is a strided copy whose last dimension has stride 1 in both tensors (then
  * ew_copy_rows copies it run by run). */
 static bool copies_runs(const clt__ew_call *c)
@@ -141,18 +138,8 @@ static clt_status runs(const char *fn, clt_device *dev, const clt__ew_call *c)
         {sizeof bd, &bd},       {sizeof nb, &nb},           {sizeof blocked, &blocked},
     };
     const char *opts = clt__dtype(clt__cl_bits_dtype(clt_dtype_size(c->dtype)))->options;
-    if (!blocked || c->n == 0)
-        return clt__cl_run(fn, dev, "elementwise:transpose", opts, "ew_copy_rows",
-                           CLT__CL_ARGS(args), c->n);
-    /* blocked: a work-item places its first run by division, which PoCL took 60-90 cycles for
-     * (copies of 64K and 128K floats in runs of 16 and 64: 22-25 us in 2048 work-items, 11-15
-     * in 128-512), so each takes CLT__ROWS_MIN_ITEM elements at least */
-    size_t local = CLT__ROWS_LOCAL, per_group = CLT__ROWS_LOCAL * CLT__ROWS_MIN_ITEM;
-    size_t most = (size_t)(dev->info.compute_units ? dev->info.compute_units : 1) *
-                  CLT__RUN_GROUPS_PER_CU;
-    size_t groups = c->n / per_group + (c->n % per_group != 0);
-    return clt__cl_launch_groups(fn, dev, "elementwise:transpose", opts, "ew_copy_rows",
-                                 CLT__CL_ARGS(args), groups < most ? groups : most, &local, NULL);
+    return clt__cl_run(fn, dev, "elementwise:transpose", opts, "ew_copy_rows",
+                       CLT__CL_ARGS(args), c->n);
 }
 
 clt_status clt__cl_elementwise(const char *fn, clt_device *dev, const clt__ew_call *c)
