@@ -429,6 +429,24 @@ static clt_tensor *before_act(clt__node *n, clt_tensor *g)
     return n->a.i0 == CLT__ACT_RELU ? FUSED(relu_backward, g, y) : clt_tensor_retain(g);
 }
 
+/* clt__conv_product: g (n / group, m, group) through the activation, then as (m, n), the
+ * product's own layout (one copy), on as matmul_bw's. */
+static clt_status conv_product_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    temps s = {0};
+    clt_tensor *a = clt__node_saved(n, 0), *b = clt__node_saved(n, 1);
+    g = T(before_act(n, g));
+    int64_t shape[2] = {a->shape[0], b->shape[1]};
+    clt_tensor *g2 = T(clt_reshape(T(clt_transpose(g, 0, 1)), 2, shape));
+    if (n->ninputs > 2 && clt__node_wants(n, 2))
+        give(&s, &gi[2], g2);
+    if (clt__node_wants(n, 0))
+        give(&s, &gi[0], T(clt_matmul(g2, T(mT(b)))));
+    if (clt__node_wants(n, 1))
+        give(&s, &gi[1], T(clt_matmul(T(mT(a)), g2)));
+    return done(&s);
+}
+
 /* a @ b with a 1-D a as one row and a 1-D b as one column (the dimensions put back into g):
  * ga = g @ b^T, gb = a^T @ g, summed over broadcast batches by the engine; with a fused bias
  * and activation (clt__matmul_act), g taken back through the activation first, and the bias's
@@ -484,6 +502,7 @@ const clt__derivative clt__d_linear = {"AddmmBackward", linear_bw, IN0 | IN1};
 /* Named after the activation, last of the fused operations, as PyTorch names its output's. */
 const clt__derivative clt__d_matmul_act = {"ReluBackward", matmul_bw, IN0 | IN1 | OUT};
 const clt__derivative clt__d_linear_act = {"ReluBackward", linear_bw, IN0 | IN1 | OUT};
+const clt__derivative clt__d_conv_product = {"ReluBackward", conv_product_bw, IN0 | IN1 | OUT};
 
 /* ---- neural-network functions --------------------------------------------------------------------- */
 

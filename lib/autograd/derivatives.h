@@ -23,6 +23,8 @@ extern const clt__derivative clt__d_sum, clt__d_mean, clt__d_amax, clt__d_amin, 
 /* matmul(a, b); linear(x, weight, bias); the same with a fused bias (along the rows, input 2)
  * and activation (i0, a clt__act), clt__matmul_act and clt__linear_act. */
 extern const clt__derivative clt__d_matmul, clt__d_linear, clt__d_matmul_act, clt__d_linear_act;
+/* clt__conv_product: clt__d_matmul_act's, the output (n / group, m, group). */
+extern const clt__derivative clt__d_conv_product;
 /* softmax and log_softmax along dim. */
 extern const clt__derivative clt__d_softmax, clt__d_log_softmax;
 /* Gather along dim with the host indices idx (i0 of them) from a dimension of size i1. */

@@ -99,7 +99,12 @@ bool clt__tile_plan_of(const clt__ew_call *call, clt__tile_plan *plan);
  * The epilogue, in the same pass over C: with `bias` set (beta then 0, and of dtype), element
  * bias_offset + i of it added to every element of row i of each C_i (bias_rows) or of column i;
  * then `act` applied (CLT__ACT_RELU: x < 0 ? 0 : x, as the relu operation). A zeroed call has
- * none. */
+ * none.
+ * Column groups, with c_group > 0 (batch 1, beta 0, c_group dividing n): C's columns lie in
+ * groups of c_group, c_group_stride apart, element (i, j) at c_offset + (j / c_group) *
+ * c_group_stride + i * ldc + j % c_group: a convolution's product over every image's columns
+ * writes each image's (channels, positions) in place, (N, O, L) rather than (O, N * L). 0: C as
+ * above. */
 typedef enum clt__act { CLT__ACT_NONE, CLT__ACT_RELU } clt__act;
 
 typedef struct clt__gemm_call {
@@ -115,6 +120,7 @@ typedef struct clt__gemm_call {
     size_t bias_offset;
     bool bias_rows;
     clt__act act;
+    size_t c_group, c_group_stride;
 } clt__gemm_call;
 
 /* Whether the call has an epilogue. */
@@ -528,12 +534,17 @@ struct clt__backend {
                         : clt__backend_unsupported(fn, dev, #op, dtype))
 clt_status clt__backend_unsupported(const char *fn, const clt_device *dev, const char *op,
                                     clt_dtype dtype);
-/* The conv2d entry composed of dev's own im2col, gemm and elementwise copy: the columns of
- * every image into a buffer of the caching allocator, then one strided-batched product, an
- * image a matrix, written in the output's layout; or with one_product, one product over every
- * image's columns and a transposing copy into the output's layout. */
+/* The conv2d entry composed of dev's own im2col and gemm: the columns of every image into a
+ * buffer of the caching allocator, then one strided-batched product, an image a matrix, written
+ * in the output's layout; or with one_product, one product over every image's columns, written
+ * into the output's layout by column groups. */
 clt_status clt__conv2d_composed(const char *fn, clt_device *dev, const clt__conv_call *c,
                                 bool one_product);
+/* The gemm call c with column groups (c_group) on a backend, or a variant, that stores C's rows
+ * whole: `gemm` into a buffer of the caching allocator, then one copy into the groups. */
+clt_status clt__gemm_composed_groups(const char *fn, clt_device *dev, const clt__gemm_call *c,
+                                     clt_status (*gemm)(const char *fn, clt_device *dev,
+                                                        const clt__gemm_call *c));
 /* The gemm call c on a backend whose product `gemm` has no epilogue of its own: the bias copied
  * into C, the product added to it, then the activation applied in place, each through dev's
  * elementwise entry. */

@@ -16,17 +16,15 @@ clt_status clt__conv2d_composed(const char *fn, clt_device *dev, const clt__conv
                                 bool one_product)
 {
     size_t es = clt_dtype_size(c->dtype), k = c->C * (size_t)c->kh * (size_t)c->kw;
-    size_t L = c->OH * c->OW, nl = c->N * L, capacity = 0, wide_capacity = 0;
-    bool copy = one_product && c->N > 1; /* the product's (mult, N, L) into (N, mult, L) */
-    void *cols = NULL, *wide = NULL;
+    size_t L = c->OH * c->OW, nl = c->N * L, capacity = 0;
+    void *cols = NULL;
     clt_status st = clt__device_alloc(fn, dev, k * nl * es, false, &cols, &capacity);
-    if (st == CLT_OK && copy)
-        st = clt__device_alloc(fn, dev, c->mult * nl * es, false, &wide, &wide_capacity);
     clt__conv_call u = *c;
     u.out = cols, u.out_offset = 0;
     if (st == CLT_OK && (st = CLT__BACKEND_CALL(im2col, fn, dev, c->dtype, &u)) == CLT_OK) {
-        /* one (mult, k) @ (k, N * L), or (mult, k) @ (k, L) for each image, its columns n * L
-         * on in rows of N * L */
+        /* one (mult, k) @ (k, N * L), its columns n * L on in image n's place of the output
+         * (column groups), or (mult, k) @ (k, L) for each image, its columns n * L on in rows
+         * of N * L */
         clt__gemm_call g = {.dtype = c->dtype,
                             .m = c->mult,
                             .n = one_product ? nl : L,
@@ -39,28 +37,51 @@ clt_status clt__conv2d_composed(const char *fn, clt_device *dev, const clt__conv
                             .b = cols,
                             .ldb = nl,
                             .b_stride = L,
-                            .c = copy ? wide : c->out,
-                            .c_offset = copy ? 0 : c->out_offset,
-                            .ldc = one_product ? nl : L,
-                            .c_stride = c->mult * L};
+                            .c = c->out,
+                            .c_offset = c->out_offset,
+                            .ldc = L,
+                            .c_stride = c->mult * L,
+                            .c_group = one_product && c->N > 1 ? L : 0,
+                            .c_group_stride = c->mult * L};
         st = CLT__BACKEND_CALL(gemm, fn, dev, c->dtype, &g);
     }
-    if (st == CLT_OK && copy) {
+    if (cols) /* work on one device runs in order */
+        clt__device_free(dev, cols, capacity);
+    return st;
+}
+
+clt_status clt__gemm_composed_groups(const char *fn, clt_device *dev, const clt__gemm_call *c,
+                                     clt_status (*gemm)(const char *fn, clt_device *dev,
+                                                        const clt__gemm_call *c))
+{
+    size_t bytes, capacity = 0, groups = c->n / c->c_group;
+    void *wide = NULL;
+    if (!clt__mul_size(c->m, c->n, &bytes) ||
+        !clt__mul_size(bytes, clt_dtype_size(c->dtype), &bytes))
+        return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "a product of %zu x %zu on %s: more bytes "
+                          "than memory holds", c->m, c->n, dev->name);
+    clt_status st = clt__device_alloc(fn, dev, bytes, false, &wide, &capacity);
+    clt__gemm_call p = *c;
+    p.c = wide, p.c_offset = 0, p.ldc = c->n, p.c_stride = c->m * c->n;
+    p.c_group = p.c_group_stride = 0;
+    if (st == CLT_OK)
+        st = gemm(fn, dev, &p);
+    if (st == CLT_OK) { /* (m, groups, c_group) into (groups, m, c_group) */
         clt__ew_call e = {.op = CLT_EW_copy,
                           .dtype = c->dtype,
                           .ndim = 3,
-                          .n = c->mult * nl,
-                          .shape = {(int64_t)c->N, (int64_t)c->mult, (int64_t)L},
-                          .out = {.buf = c->out,
-                                  .offset = c->out_offset,
-                                  .strides = {(int64_t)(c->mult * L), (int64_t)L, 1}},
-                          .in = {{.buf = wide, .strides = {(int64_t)L, (int64_t)nl, 1}}}};
+                          .n = c->m * c->n,
+                          .shape = {(int64_t)groups, (int64_t)c->m, (int64_t)c->c_group},
+                          .out = {.buf = c->c,
+                                  .offset = c->c_offset,
+                                  .strides = {(int64_t)c->c_group_stride, (int64_t)c->ldc, 1}},
+                          .in = {{.buf = wide,
+                                  .strides = {(int64_t)c->c_group, (int64_t)c->n, 1}}}};
+        clt__ew_collapse(&e, 1);
         st = CLT__BACKEND_CALL(elementwise, fn, dev, c->dtype, &e);
     }
     if (wide) /* work on one device runs in order */
-        clt__device_free(dev, wide, wide_capacity);
-    if (cols)
-        clt__device_free(dev, cols, capacity);
+        clt__device_free(dev, wide, capacity);
     return st;
 }
 

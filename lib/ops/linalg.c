@@ -168,11 +168,13 @@ static clt_status prepare(const char *fn, mat *x, int nb, const int64_t *bshape,
 }
 
 /* What follows the product in its epilogue: a bias (NULL, or (n,) added to every row of each
- * matrix, or with `rows` (m, 1) to every column), then act. */
+ * matrix, or with `rows` (m, 1) to every column), then act; with `group` (batch 1), C's columns
+ * in groups of that many, the output (n / group, m, group) (clt__gemm_call's c_group). */
 typedef struct epilogue {
     clt_tensor *bias;
     bool rows;
     clt__act act;
+    size_t group;
 } epilogue;
 
 /* The product of no terms (k 0), for the epilogue alone. */
@@ -271,6 +273,8 @@ static clt_status product(const char *fn, clt_tensor *out, mat *a, mat *b, const
         .bias_rows = bias && e->rows,
         .act = e ? e->act : CLT__ACT_NONE,
     };
+    if (e && e->group) /* (n / group, m, group): each group's m rows of `group` in turn */
+        g.ldc = e->group, g.c_group = e->group, g.c_group_stride = g.m * e->group;
     /* one B for the whole batch and A's matrices one after another: a single taller product
      * (not with a bias along the rows, which each matrix repeats) */
     if (g.batch > 1 && g.b_stride == 0 && !g.trans_a && g.a_stride == g.m * g.lda &&
@@ -410,6 +414,25 @@ static clt_tensor *matmul_act_impl(const char *fn, clt_tensor *a, clt_tensor *b,
                &(epilogue){.bias = bias, .rows = true, .act = act});
 }
 
+/* act(a @ b + bias) for a (m, k), b (k, n) and a bias NULL or (m, 1), as (n / group, m, group). */
+static clt_tensor *conv_product_impl(const char *fn, clt_tensor *a, clt_tensor *b,
+                                     clt_tensor *bias, clt__act act, int64_t group)
+{
+    clt_tensor *ts[3] = {a, b, bias};
+    if (check_tensors(fn, ts, bias ? 3 : 2) != CLT_OK)
+        return NULL;
+    if (a->ndim != 2 || b->ndim != 2 || a->shape[1] != b->shape[0] || group < 1 ||
+        b->shape[1] % group ||
+        (bias && (bias->ndim != 2 || bias->shape[0] != a->shape[0] || bias->shape[1] != 1))) {
+        shape_error(fn, a, b, "do not fit a (m, k), b (k, n), a bias (m, 1) and groups that "
+                              "divide n");
+        return NULL;
+    }
+    mat ma = mat_of(a, 0, 0), mb = mat_of(b, 0, 0);
+    return run(fn, 3, (int64_t[]){b->shape[1] / group, a->shape[0], group}, &ma, &mb,
+               &(epilogue){.bias = bias, .rows = true, .act = act, .group = (size_t)group});
+}
+
 /* ---- autograd ------------------------------------------------------------------------------------ */
 
 clt_tensor *clt_matmul(clt_tensor *a, clt_tensor *b)
@@ -435,6 +458,18 @@ clt_tensor *clt__linear_act(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
     clt__grad_end(prev);
     return rec ? clt__record(fn, act ? &clt__d_linear_act : &clt__d_linear, in, bias ? 3 : 2,
                              out, &(clt__node_args){.i0 = act})
+               : out;
+}
+
+clt_tensor *clt__conv_product(const char *fn, clt_tensor *a, clt_tensor *b, clt_tensor *bias,
+                              clt__act act, int64_t group)
+{
+    clt_tensor *in[3] = {a, b, bias}, *out;
+    bool prev, rec = clt__grad_begin(in, 3, &prev);
+    out = conv_product_impl(fn, a, b, bias, act, group);
+    clt__grad_end(prev);
+    return rec ? clt__record(fn, &clt__d_conv_product, in, bias ? 3 : 2, out,
+                             &(clt__node_args){.i0 = act})
                : out;
 }
 

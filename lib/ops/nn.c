@@ -1068,25 +1068,24 @@ static clt_tensor *conv2d_batched(const char *fn, clt_tensor *x, const window_ar
          * the transposing copy of the output included) */
         cols = in ? clt__im2col(fn, in, &c) : NULL;
         if (cols && groups == 1) {
-            /* act((O, K) @ (K, N * L) + bias): the bias along the rows and the activation in
-             * the product's epilogue */
+            /* act((O, K) @ (K, N * L) + bias) as (N, O, L): the bias along the rows and the
+             * activation in the product's epilogue, each image's columns into its place */
             clt_tensor *w2 = clt_reshape(weight, CLT_SHAPE(og, kg));
             clt_tensor *b2 = w2 && bias ? clt_reshape(bias, CLT_SHAPE(og, 1)) : NULL;
-            clt_tensor *p2 = w2 && (b2 || !bias) ? clt__matmul_act(fn, w2, cols, b2, act) : NULL;
-            joined = p2 ? clt_view(p2, CLT_SHAPE(weight->shape[0], n, l)) : NULL;
-            clt_tensor_release(p2), clt_tensor_release(b2), clt_tensor_release(w2);
+            joined = w2 && (b2 || !bias) ? clt__conv_product(fn, w2, cols, b2, act, l) : NULL;
+            clt_tensor_release(b2), clt_tensor_release(w2);
             bias = NULL, act = CLT__ACT_NONE;
-        } else if (cols) { /* (G, og, kg) @ (G, kg, N * L) -> (G, og, N * L) */
+        } else if (cols) { /* (G, og, kg) @ (G, kg, N * L) -> (G, og, N * L) -> (N, O, L) */
             clt_tensor *w3 = clt_reshape(weight, 3, (int64_t[]){groups, og, kg});
             clt_tensor *c3 = w3 ? clt_view(cols, CLT_SHAPE(groups, kg, nl)) : NULL;
             clt_tensor *p3 = c3 ? clt_matmul(w3, c3) : NULL;
-            joined = p3 ? clt_view(p3, CLT_SHAPE(weight->shape[0], n, l)) : NULL;
-            clt_tensor_release(p3), clt_tensor_release(c3), clt_tensor_release(w3);
+            clt_tensor *v3 = p3 ? clt_view(p3, CLT_SHAPE(weight->shape[0], n, l)) : NULL;
+            joined = v3 ? clt_transpose(v3, 0, 1) : NULL;
+            clt_tensor_release(v3), clt_tensor_release(p3), clt_tensor_release(c3),
+                clt_tensor_release(w3);
         }
-        /* (O, N, L) -> (N, O, L) -> (N, O, OH, OW) */
-        clt_tensor *t3 = joined ? clt_transpose(joined, 0, 1) : NULL;
-        shaped = t3 ? clt_reshape(t3, 4, (int64_t[]){n, weight->shape[0], oh, ow}) : NULL;
-        clt_tensor_release(t3);
+        /* (N, O, L) -> (N, O, OH, OW) */
+        shaped = joined ? clt_reshape(joined, 4, (int64_t[]){n, weight->shape[0], oh, ow}) : NULL;
     }
     if (shaped && bias) {
         clt_tensor *b4 = clt_reshape(bias, 4, (int64_t[]){1, bias->shape[0], 1, 1});

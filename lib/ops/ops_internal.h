@@ -40,6 +40,11 @@ clt_tensor *clt__linear_act(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
  * rows), likewise in one product and recorded as one operation; errors name fn. */
 clt_tensor *clt__matmul_act(const char *fn, clt_tensor *a, clt_tensor *b, clt_tensor *bias,
                             clt__act act);
+/* The same, written as (n / group, m, group): a convolution's product over every image's
+ * columns (group the positions of an image) in the output's layout (N, O, L), with no copy where
+ * the device's product stores column groups; recorded as one operation. */
+clt_tensor *clt__conv_product(const char *fn, clt_tensor *a, clt_tensor *b, clt_tensor *bias,
+                              clt__act act, int64_t group);
 
 /* act(clt_conv2d(x, weight, bias, o)): where the convolution is one recorded product (groups
  * 1), the bias and the activation in its epilogue. */

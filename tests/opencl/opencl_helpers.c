@@ -7,6 +7,14 @@
 #include "device/allocator.h"
 #include "tensor/tensor_internal.h"
 
+/* Where element (i, j) of C's matrix bt lies in its buffer. */
+static size_t c_index(const clt__gemm_call *c, size_t bt, size_t i, size_t j)
+{
+    size_t g = c->c_group;
+    return c->c_offset + bt * c->c_stride + i * c->ldc +
+           (g ? j / g * c->c_group_stride + j % g : j);
+}
+
 /* A device buffer of n values from the generator (also returned in host, as doubles); with
  * the matrices of C (c not NULL, beta 0) NaN, which C = alpha A B must ignore. */
 static clt_tensor *gemm_operand(clt_device *dev, clt_dtype dt, size_t n, double *host,
@@ -17,13 +25,19 @@ static clt_tensor *gemm_operand(clt_device *dev, clt_dtype dt, size_t n, double 
     for (size_t bt = 0; c && c->beta == 0 && bt < c->batch; bt++)
         for (size_t i = 0; i < c->m; i++)
             for (size_t j = 0; j < c->n; j++)
-                host[c->c_offset + bt * c->c_stride + i * c->ldc + j] = NAN;
+                host[c_index(c, bt, i, j)] = NAN;
     clt_tensor *t = test_tensor(dev, dt, host, 1, (int64_t[]){(int64_t)n});
     ck_assert_ptr_nonnull(t);
     return t;
 }
 
 void test_gemm_check(clt_device *dev, clt_dtype dt, clt__gemm_variant v, const test_gemm_case *gc)
+{
+    test_gemm_check_groups(dev, dt, v, gc, 0);
+}
+
+void test_gemm_check_groups(clt_device *dev, clt_dtype dt, clt__gemm_variant v,
+                            const test_gemm_case *gc, size_t group)
 {
     size_t ar = gc->ta ? gc->k : gc->m, ac = gc->ta ? gc->m : gc->k;
     size_t br = gc->tb ? gc->n : gc->k, bc = gc->tb ? gc->k : gc->n;
@@ -34,9 +48,12 @@ void test_gemm_check(clt_device *dev, clt_dtype dt, clt__gemm_variant v, const t
     c.a_stride = ar * c.lda + 5;
     c.b_stride = gc->shared_b ? 0 : br * c.ldb + 1;
     c.c_stride = gc->m * c.ldc + 4;
+    if (group) /* groups with gaps between them and padded rows */
+        c.c_group = group, c.ldc = group + 2, c.c_group_stride = gc->m * c.ldc + 3;
     if (!clt__cl_gemm_fits(dev, v, &c))
         return;
-    size_t na = c.a_offset + c.a_stride * c.batch, nc = c.c_offset + c.c_stride * c.batch;
+    size_t na = c.a_offset + c.a_stride * c.batch;
+    size_t nc = c_index(&c, c.batch - 1, c.m - 1, c.n - 1) + 5;
     size_t nb = c.b_offset + (gc->shared_b ? br * c.ldb : c.b_stride * c.batch);
     double *ha = malloc(na * sizeof *ha), *hb = malloc(nb * sizeof *hb);
     double *hc = malloc(nc * sizeof *hc), *bound = calloc(nc, sizeof *bound);
@@ -68,7 +85,7 @@ void test_gemm_check(clt_device *dev, clt_dtype dt, clt__gemm_variant v, const t
                     sum += ha[ai] * hb[bi];
                     abs_sum += fabs(ha[ai] * hb[bi]);
                 }
-                size_t o = c.c_offset + bt * c.c_stride + i * c.ldc + j;
+                size_t o = c_index(&c, bt, i, j);
                 double add = c.bias ? hbias[2 + (c.bias_rows ? i : j)] : 0;
                 bound[o] = fabs(c.alpha) * abs_sum + (c.beta != 0 ? fabs(c.beta * hc[o]) : 0) +
                            fabs(add);
@@ -79,11 +96,11 @@ void test_gemm_check(clt_device *dev, clt_dtype dt, clt__gemm_variant v, const t
     double *got = test_values(out), tol = dt == CLT_F64 ? 1e-12 : 1e-5;
     for (size_t i = 0; i < nc; i++)
         ELEMENT_CHECK(fabs(got[i] - hc[i]) <= tol * bound[i],
-                      "%s on %s, %zu x %zu x %zu batch %zu%s%s epilogue %d: element %zu is "
-                      "%.9g, expected %.9g",
+                      "%s on %s, %zu x %zu x %zu batch %zu%s%s epilogue %d groups %zu: element "
+                      "%zu is %.9g, expected %.9g",
                       clt__gemm_variant_names[v], clt_device_name(dev), c.m, c.n, c.k, c.batch,
-                      c.trans_a ? " A^T" : "", c.trans_b ? " B^T" : "", gc->ep, i, got[i],
-                      hc[i]);
+                      c.trans_a ? " A^T" : "", c.trans_b ? " B^T" : "", gc->ep, group, i,
+                      got[i], hc[i]);
     if (panels)
         clt__device_free(dev, panels, capacity);
     free(got), free(bound), free(hc), free(hb), free(ha), free(hbias);

@@ -24,5 +24,9 @@ typedef struct test_gemm_case {
  * C's buffer with the product computed here in double (f32 within 1e-5, f64 within 1e-12 of the
  * sum of absolute terms; the padding and the gaps must be untouched). */
 void test_gemm_check(clt_device *dev, clt_dtype dt, clt__gemm_variant v, const test_gemm_case *gc);
+/* The same with C's columns in groups of `group` (clt__gemm_call's c_group; the case of batch
+ * 1 and beta 0), gaps between the groups and padded rows. */
+void test_gemm_check_groups(clt_device *dev, clt_dtype dt, clt__gemm_variant v,
+                            const test_gemm_case *gc, size_t group);
 
 #endif

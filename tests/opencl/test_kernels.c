@@ -754,8 +754,8 @@ START_TEST(test_kernels_transpose)
 END_TEST
 
 /* The library's GEMM kernels (packing, packed, direct, tiled, dot), f32 and f64, on shapes
- * with partial tiles, transposes, batches, a beta and the epilogue (CLBlast's kernels are not
- * the library's). */
+ * with partial tiles, transposes, batches, a beta, the epilogue and C's column groups (packed
+ * and direct; the others refuse them) (CLBlast's kernels are not the library's). */
 START_TEST(test_kernels_gemm)
 {
     static const test_gemm_case cases[] = {
@@ -791,6 +791,24 @@ START_TEST(test_kernels_gemm)
         /* a whole panel's epilogue in vectors, the bias along the rows */
         test_gemm_check(dev, dt, CLT__GEMM_DIRECT, &rows);
         test_gemm_check(dev, dt, CLT__GEMM_PACKED, &rows);
+        /* C in column groups: of 7 (panels across groups, stored element by element), of 16
+         * (a convolution's 4 x 4 maps) with the bias along the rows and ReLU, of a whole
+         * panel (stored as vectors within each group), and with a partial last panel; every
+         * variant (those that store C's rows whole refuse them) */
+        const struct {
+            test_gemm_case c;
+            size_t group;
+        } grouped[] = {
+            {{6, 5 * 7, 9, 1, false, false, 1, 0, false, 0}, 7},
+            {{9, 9 * 16, 13, 1, false, false, 1, 0, false,
+              TEST_EP_BIAS | TEST_EP_ROWS | TEST_EP_RELU},
+             16},
+            {{5, 3 * pw, 4, 1, false, false, 1, 0, false, TEST_EP_BIAS | TEST_EP_ROWS}, pw},
+            {{5, 2 * (pw + 3), 4, 1, false, false, 1, 0, false, 0}, pw + 3}};
+        for (size_t i = 0; i < sizeof grouped / sizeof *grouped; i++)
+            for (int v = CLT__GEMM_CLBLAST; v < CLT__GEMM_VARIANTS; v++)
+                test_gemm_check_groups(dev, dt, (clt__gemm_variant)v, &grouped[i].c,
+                                       grouped[i].group);
     }
 }
 END_TEST

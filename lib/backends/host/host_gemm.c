@@ -152,6 +152,8 @@ static void run_pieces(const void *call, size_t lo, size_t hi)
 
 clt_status clt__host_gemm(const char *fn, clt_device *dev, const clt__gemm_call *c)
 {
+    if (c->c_group) /* CBLAS stores C's rows whole */
+        return clt__gemm_composed_groups(fn, dev, c, clt__host_gemm);
     const size_t sizes[] = {c->m, c->n, c->k, c->lda, c->ldb, c->ldc};
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
         if (!fits(sizes[i]))

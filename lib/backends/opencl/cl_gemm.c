@@ -139,7 +139,8 @@ static bool packs_a(clt_device *dev, const clt__gemm_call *c)
     size_t pw = clt__cl_gemm_panel_width(dev, c->dtype);
     double tiles = (double)((c->m + 3) / 4) * (double)((c->n + pw - 1) / pw), /* no overflow */
            tiles_t = (double)((c->n + 3) / 4) * (double)((c->m + pw - 1) / pw);
-    return c->trans_b && (c->m + pw - 1) / pw < (c->n + pw - 1) / pw && tiles_t <= tiles;
+    return c->trans_b && !c->c_group && (c->m + pw - 1) / pw < (c->n + pw - 1) / pw &&
+           tiles_t <= tiles;
 }
 
 /* The call for C^T = op(B)^T op(A)^T: A and B swapped, each transposed, C's rows and columns
@@ -170,6 +171,8 @@ size_t clt__cl_gemm_panel_bytes(clt_device *dev, const clt__gemm_call *call)
 bool clt__cl_gemm_fits(clt_device *dev, clt__gemm_variant v, const clt__gemm_call *c)
 {
     const size_t big = (size_t)1 << 30; /* sizes and work-item counts stay within int */
+    if (c->c_group && v != CLT__GEMM_PACKED && v != CLT__GEMM_DIRECT)
+        return false; /* the others store C's rows whole */
     if (v == CLT__GEMM_CLBLAST)
         return true;
     if (c->m >= big || c->n >= big || c->k >= big || c->batch >= big)
@@ -281,7 +284,7 @@ static clt_status packed_gemm(const char *fn, clt_device *dev, const clt__gemm_c
                               cl_mem panels)
 {
     clt__gemm_call t = *call;
-    size_t cg = call->n, cg_stride = 0;
+    size_t cg = call->c_group ? call->c_group : call->n, cg_stride = call->c_group_stride;
     if (packs_a(dev, call)) {
         t = transposed_call(call);
         t.ldc = 1, cg = 1, cg_stride = call->ldc;
@@ -334,14 +337,18 @@ static clt_status run_ours(const char *fn, clt_device *dev, clt__gemm_variant v,
         return clt__cl_launch_nd(fn, dev, "gemm:tiled", options, "gemm_tiled", args, nargs, 3,
                                  global, local, NULL);
     }
-    /* dot (B transposed) and direct (B as stored) take B by its stored rows, ldb apart */
+    /* dot (B transposed) and direct (B as stored, and C's column groups) take B by its stored
+     * rows, ldb apart */
     const bool dot = v == CLT__GEMM_DOT;
     size_t pw = clt__cl_gemm_panel_width(dev, c->dtype), one[3] = {1, 1, 1};
     size_t global[3] = {(c->m + 3) / 4, dot ? (c->n + 1) / 2 : (c->n + pw - 1) / pw, c->batch};
+    cl_int cg = (cl_int)(c->c_group ? c->c_group : c->n);
+    cl_ulong cg_stride = c->c_group_stride;
     clt__cl_arg rest[] = {{sizeof b, &b},     {8, &b_off}, {8, &ldb}, {8, &b_bs},
-                          {sizeof out, &out}, {8, &c_off}, {8, &ldc}, {8, &c_bs}};
+                          {sizeof out, &out}, {8, &c_off}, {8, &ldc}, {8, &c_bs},
+                          {sizeof cg, &cg},   {8, &cg_stride}};
     memcpy(args + nargs, rest, sizeof rest);
-    nargs += (int)(sizeof rest / sizeof *rest);
+    nargs += (int)(sizeof rest / sizeof *rest) - (dot ? 2 : 0);
     nargs += epilogue_args_of(c, &e, args + nargs);
     return clt__cl_launch_nd(fn, dev, dot ? "gemm:dot" : "gemm:direct", options,
                              dot ? "gemm_dot" : "gemm_direct", args, nargs, 3, global, one, NULL);
@@ -415,6 +422,8 @@ clt_status clt__cl_gemm(const char *fn, clt_device *dev, const clt__gemm_call *c
 
     if (st != CLT_OK)
         return st;
+    if (c->c_group && !clt__cl_gemm_fits(dev, v, c)) /* a variant that stores rows whole */
+        return clt__gemm_composed_groups(fn, dev, c, clt__cl_gemm);
     if (v == CLT__GEMM_PACKED &&
         (st = clt__device_alloc(fn, dev, clt__cl_gemm_panel_bytes(dev, c), false, &panels,
                                 &capacity)) != CLT_OK)

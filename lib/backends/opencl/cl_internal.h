@@ -227,7 +227,8 @@ unsigned clt__cl_gemm_nv(unsigned vector_bytes);
  * variants, on dev for dtype. */
 size_t clt__cl_gemm_panel_width(clt_device *dev, clt_dtype dtype);
 
-/* Whether variant v can run the call on dev (CLBlast always can). */
+/* Whether variant v can run the call on dev (CLBlast always can, but for C's column groups,
+ * which only packed and direct store). */
 bool clt__cl_gemm_fits(clt_device *dev, clt__gemm_variant v, const clt__gemm_call *c);
 
 /* Queues the call with variant v, which must fit it; `panels` is a buffer of at least
