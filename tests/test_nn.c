@@ -1111,6 +1111,19 @@ START_TEST(test_conv2d_bands)
     double zeros[27] = {0};
     check(clt_conv2d(x, w, NULL, NULL), zeros, 27, 0, "conv2d of no channels");
     clt_tensor_release(w), clt_tensor_release(x);
+    /* recorded, three images and a bias: every output its channel's bias (the product of no
+     * terms writes the (N, O, L) layout image by image) */
+    x = clt_tensor_zeros(CLT_SHAPE(3, 0, 4, 4), CLT_F32, dev);
+    w = clt_tensor_zeros(CLT_SHAPE(2, 0, 3, 3), CLT_F32, dev);
+    clt_tensor *b = make(dev, CLT_F32, (const double[]){1, 2}, CLT_SHAPE(2));
+    clt_conv2d_options same = clt_conv2d_options_default();
+    same.padding[0] = same.padding[1] = 1;
+    double biased[96];
+    for (int i = 0; i < 96; i++)
+        biased[i] = i / 16 % 2 ? 2 : 1;
+    clt_tensor_set_requires_grad(w, true);
+    check(clt_conv2d(x, w, b, &same), biased, 96, 0, "conv2d of no channels with a bias, recorded");
+    clt_tensor_release(b), clt_tensor_release(w), clt_tensor_release(x);
     /* an image of no rows, padded: every output reads padding only (the narrow images' tables
      * must not read the empty plane), recorded and not */
     x = clt_tensor_zeros(CLT_SHAPE(1, 1, 0, 5), CLT_F32, dev);

@@ -56,6 +56,10 @@ clt_status clt__gemm_composed_groups(const char *fn, clt_device *dev, const clt_
 {
     size_t bytes, capacity = 0, groups = c->n / c->c_group;
     void *wide = NULL;
+    if (c->batch != 1 || c->beta != 0 || c->n % c->c_group)
+        return clt__error(CLT_ERR_INTERNAL, fn, "a product into column groups of %zu takes batch "
+                          "1, beta 0 and groups that divide n (batch %zu, beta %g, n %zu)",
+                          c->c_group, c->batch, c->beta, c->n);
     if (!clt__mul_size(c->m, c->n, &bytes) ||
         !clt__mul_size(bytes, clt_dtype_size(c->dtype), &bytes))
         return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "a product of %zu x %zu on %s: more bytes "

@@ -208,6 +208,8 @@ static clt_status bias_only(const char *fn, clt_tensor *out, clt_tensor *bias, c
                         .bias_offset = bias->offset,
                         .bias_rows = e->rows,
                         .act = e->act};
+    if (e->group) /* (n / group, m, group): a batch of m x group, the bias along each's rows */
+        g.batch = (size_t)out->shape[0], g.m = (size_t)out->shape[1], g.c_stride = g.m * n;
     return clt__gemm_composed_epilogue(fn, dev, &g, no_product);
 }
 
@@ -273,7 +275,7 @@ static clt_status product(const char *fn, clt_tensor *out, mat *a, mat *b, const
         .bias_rows = bias && e->rows,
         .act = e ? e->act : CLT__ACT_NONE,
     };
-    if (e && e->group) /* (n / group, m, group): each group's m rows of `group` in turn */
+    if (e && e->group && e->group < g.n) /* (n / group, m, group): each group's m rows in turn */
         g.ldc = e->group, g.c_group = e->group, g.c_group_stride = g.m * e->group;
     /* one B for the whole batch and A's matrices one after another: a single taller product
      * (not with a bias along the rows, which each matrix repeats) */

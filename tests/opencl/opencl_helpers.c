@@ -36,6 +36,14 @@ void test_gemm_check(clt_device *dev, clt_dtype dt, clt__gemm_variant v, const t
     test_gemm_check_groups(dev, dt, v, gc, 0);
 }
 
+/* The variant that run_variant runs (the tests run one at a time). */
+static clt__gemm_variant run_as;
+
+static clt_status run_variant(const char *fn, clt_device *dev, const clt__gemm_call *c)
+{
+    return clt__cl_gemm_run(fn, dev, run_as, c, NULL);
+}
+
 void test_gemm_check_groups(clt_device *dev, clt_dtype dt, clt__gemm_variant v,
                             const test_gemm_case *gc, size_t group)
 {
@@ -50,7 +58,11 @@ void test_gemm_check_groups(clt_device *dev, clt_dtype dt, clt__gemm_variant v,
     c.c_stride = gc->m * c.ldc + 4;
     if (group) /* groups with gaps between them and padded rows */
         c.c_group = group, c.ldc = group + 2, c.c_group_stride = gc->m * c.ldc + 3;
-    if (!clt__cl_gemm_fits(dev, v, &c))
+    /* a variant that stores C's rows whole runs into a buffer, then copies into the groups */
+    bool composed = group && v != CLT__GEMM_PACKED && v != CLT__GEMM_DIRECT;
+    clt__gemm_call plain = c;
+    plain.c_group = plain.c_group_stride = 0, plain.ldc = gc->n;
+    if (!clt__cl_gemm_fits(dev, v, composed ? &plain : &c))
         return;
     size_t na = c.a_offset + c.a_stride * c.batch;
     size_t nc = c_index(&c, c.batch - 1, c.m - 1, c.n - 1) + 5;
@@ -71,8 +83,10 @@ void test_gemm_check_groups(clt_device *dev, clt_dtype dt, clt__gemm_variant v,
     if (v == CLT__GEMM_PACKED)
         ck_assert_int_eq(clt__device_alloc("test", dev, clt__cl_gemm_panel_bytes(dev, &c), false,
                                            &panels, &capacity), CLT_OK);
-    ck_assert_msg(clt__cl_gemm_run("test", dev, v, &c, panels) == CLT_OK, "%s",
-                  clt_last_error());
+    run_as = v;
+    ck_assert_msg((composed ? clt__gemm_composed_groups("test", dev, &c, run_variant)
+                            : clt__cl_gemm_run("test", dev, v, &c, panels)) == CLT_OK,
+                  "%s", clt_last_error());
     for (size_t bt = 0; bt < c.batch; bt++)
         for (size_t i = 0; i < c.m; i++)
             for (size_t j = 0; j < c.n; j++) {

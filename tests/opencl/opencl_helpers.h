@@ -25,7 +25,8 @@ typedef struct test_gemm_case {
  * sum of absolute terms; the padding and the gaps must be untouched). */
 void test_gemm_check(clt_device *dev, clt_dtype dt, clt__gemm_variant v, const test_gemm_case *gc);
 /* The same with C's columns in groups of `group` (clt__gemm_call's c_group; the case of batch
- * 1 and beta 0), gaps between the groups and padded rows. */
+ * 1 and beta 0), gaps between the groups and padded rows: packed and direct storing them, the
+ * other variants through clt__gemm_composed_groups. */
 void test_gemm_check_groups(clt_device *dev, clt_dtype dt, clt__gemm_variant v,
                             const test_gemm_case *gc, size_t group);
 

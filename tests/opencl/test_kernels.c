@@ -404,9 +404,9 @@ END_TEST
 /* im2col and col2im in both layouts (col2im with positions in int and in long) against the
  * host, bit for bit: convolutions of stride 1 whose output rows are as wide as the input's, which
  * the blocked layout runs a plane at a time (3 x 3 padded by 1; dilated by 2 and padded by 2; 2 x
- * 3 with one more output row than input rows; 5 x 1), over 23 x 3 planes so that work-items take
- * several planes across images and taps; then strided, unpadded and 17 x 16 planes, which it runs
- * element by element. */
+ * 3 with one more output row than input rows; 5 x 1), over 71 x 3 planes so that work-items take
+ * several planes across images and taps and start inside them; then strided, unpadded and
+ * 17 x 16 planes, which it runs element by element. */
 START_TEST(test_kernels_columns)
 {
     static const char *const fn = "test_kernels_columns";
@@ -423,7 +423,7 @@ START_TEST(test_kernels_columns)
     clt_device *dev = gpu0(), *cpu = clt_device_cpu();
     clt_manual_seed(9);
     for (size_t k = 0; k < sizeof convs / sizeof *convs; k++) {
-        int64_t n = convs[k].h > 5 ? 2 : 23;
+        int64_t n = convs[k].h > 5 ? 2 : 71; /* col2im of 71 x 3 planes: two work-items */
         clt_tensor *h = clt_tensor_randn(CLT_SHAPE(n, 3, convs[k].h, convs[k].w), CLT_F32, cpu);
         clt_tensor *g = clt_tensor_to(h, dev);
         clt__conv_call c;
@@ -512,9 +512,10 @@ START_TEST(test_kernels_adjoints)
         for (size_t k = 0; k < sizeof all / sizeof *all; k++)
             clt_tensor_release(all[k]);
     }
-    /* 2 x 2 windows of stride 2 that tile 6 x 8 planes: in the blocked layout one pass over the
-     * input's rows, otherwise zeros and the scatter */
-    clt_tensor *he = clt_tensor_randn(CLT_SHAPE(3, 5, 6, 8), CLT_F32, cpu);
+    /* 2 x 2 windows of stride 2 that tile 6 x 10 planes: in the blocked layout one pass over
+     * the input's rows (two work-items, the second starting at an odd row), otherwise zeros
+     * and the scatter */
+    clt_tensor *he = clt_tensor_randn(CLT_SHAPE(7, 13, 6, 10), CLT_F32, cpu);
     for (int blocked = 0; blocked < 2; blocked++) {
         clt_tensor *hi = NULL, *gi = NULL;
         clt__cl_run_blocked = blocked;
@@ -523,7 +524,7 @@ START_TEST(test_kernels_adjoints)
         gi = clt_tensor_to(hi, dev);
         clt_tensor *gy = clt_tensor_to(hy, dev);
         a = clt__pool2d_backward(fn, gy, gi, &c), b = clt__pool2d_backward(fn, hy, hi, &c);
-        assert_same(a, b, blocked ? "tiling max pool backward, blocked" : "tiling max pool backward");
+        assert_same(a, b, blocked ? "tiling max pool backward, blocked" : "tiling backward");
         clt_tensor *all[] = {a, b, gy, gi, hy, hi};
         for (size_t k = 0; k < sizeof all / sizeof *all; k++)
             clt_tensor_release(all[k]);
@@ -792,9 +793,9 @@ START_TEST(test_kernels_gemm)
         test_gemm_check(dev, dt, CLT__GEMM_DIRECT, &rows);
         test_gemm_check(dev, dt, CLT__GEMM_PACKED, &rows);
         /* C in column groups: of 7 (panels across groups, stored element by element), of 16
-         * (a convolution's 4 x 4 maps) with the bias along the rows and ReLU, of a whole
-         * panel (stored as vectors within each group), and with a partial last panel; every
-         * variant (those that store C's rows whole refuse them) */
+         * (a convolution's 4 x 4 maps) with the bias along the rows and ReLU, or along the
+         * columns, of a whole panel (stored as vectors within each group), and with a partial
+         * last panel; every variant (those that store C's rows whole through a buffer) */
         const struct {
             test_gemm_case c;
             size_t group;
@@ -803,6 +804,7 @@ START_TEST(test_kernels_gemm)
             {{9, 9 * 16, 13, 1, false, false, 1, 0, false,
               TEST_EP_BIAS | TEST_EP_ROWS | TEST_EP_RELU},
              16},
+            {{7, 9 * 16, 5, 1, false, false, 1, 0, false, TEST_EP_BIAS | TEST_EP_RELU}, 16},
             {{5, 3 * pw, 4, 1, false, false, 1, 0, false, TEST_EP_BIAS | TEST_EP_ROWS}, pw},
             {{5, 2 * (pw + 3), 4, 1, false, false, 1, 0, false, 0}, pw + 3}};
         for (size_t i = 0; i < sizeof grouped / sizeof *grouped; i++)

@@ -418,7 +418,9 @@ clt_status clt__cl_gemm(const char *fn, clt_device *dev, const clt__gemm_call *c
     clt__gemm_variant v;
     void *panels = NULL;
     size_t capacity = 0;
-    clt_status st = clt__cl_gemm_choose(fn, dev, c, &v);
+    clt__gemm_call plain = *c; /* the variant chosen as for C's rows whole */
+    plain.c_group = plain.c_group_stride = 0;
+    clt_status st = clt__cl_gemm_choose(fn, dev, &plain, &v);
 
     if (st != CLT_OK)
         return st;

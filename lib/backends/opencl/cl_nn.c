@@ -69,15 +69,32 @@ static clt_status columns(const char *fn, clt_device *dev, const clt__conv_call 
     return clt__cl_run(fn, dev, "nn", clt__dtype(c->dtype)->options, kernel, args, nargs, n);
 }
 
+/* The most positions a plane of im2col_small and col2im_small holds (kernels/nn.cl's
+ * CLT_SMALL_PLANE). */
+#define CLT__CL_SMALL_PLANE 256
+
+/* Whether c's columns go a plane at a time (im2col_small, col2im_small): the blocked layout, a
+ * convolution of stride 1 whose output rows are as wide as the input's, planes of at most
+ * CLT__CL_SMALL_PLANE positions, and positions in int. */
+static bool small_planes(clt_device *dev, const clt__conv_call *c)
+{
+    return clt__cl_run_layout(dev) && !window_wide(c) && c->sh == 1 && c->sw == 1 &&
+           c->OW == c->W && c->OH * c->OW <= CLT__CL_SMALL_PLANE &&
+           c->H * c->W <= CLT__CL_SMALL_PLANE;
+}
+
 clt_status clt__cl_im2col(const char *fn, clt_device *dev, const clt__conv_call *c)
 {
-    return columns(fn, dev, c, "im2col", c->N * c->C * ((size_t)c->kh * (size_t)c->kw) * c->OH * c->OW);
+    return columns(fn, dev, c, small_planes(dev, c) ? "im2col_small" : "im2col",
+                   c->N * c->C * ((size_t)c->kh * (size_t)c->kw) * c->OH * c->OW);
 }
 
 clt_status clt__cl_col2im(const char *fn, clt_device *dev, const clt__conv_call *c)
 {
-    return columns(fn, dev, c, window_wide(c) ? "col2im_wide" : "col2im",
-                   c->N * c->C * c->H * c->W);
+    const char *kernel = small_planes(dev, c) ? "col2im_small"
+                         : window_wide(c)     ? "col2im_wide"
+                                              : "col2im";
+    return columns(fn, dev, c, kernel, c->N * c->C * c->H * c->W);
 }
 
 int clt__cl_conv_packed = -1;

@@ -100,20 +100,17 @@ static void im2col_range(ulong b, ulong e, __global ST *out, __global const ST *
     }
 }
 
-/* Small planes (the blocked layout): convolutions of stride 1 whose output rows are as wide as
- * the input's (3 x 3 with padding 1, say), over planes of at most CLT_SMALL_PLANE positions. Then
- * output position j of tap (y, x) reads input position j + (y * dh - ph) * W + x * dw - pw, or
- * nothing where its row or column falls outside, so that a plane of columns is one loop over j
- * with a test against the positions' rows and columns (tabled once a work-item), which compilers
- * vectorise with masked loads: PoCL ran im2col and col2im of 128 x 16 planes of 4 x 4 in 49 and
- * 55 us so, against 174 and 175 a piece of a row at a time; of 32 x 16 planes of 16 x 16, 157
- * and 258 us against 251 and 1095. */
+/* Small planes (the blocked layout, the host choosing): convolutions of stride 1 whose output
+ * rows are as wide as the input's (3 x 3 with padding 1, say), over planes of at most
+ * CLT_SMALL_PLANE positions (cl_nn.c's CLT__CL_SMALL_PLANE). Then output position j of tap
+ * (y, x) reads input position j + (y * dh - ph) * W + x * dw - pw, or nothing where its row or
+ * column falls outside, so that a plane of columns is one loop over j with a test against the
+ * positions' rows and columns (tabled once a work-item), which compilers vectorise with masked
+ * loads: PoCL ran im2col and col2im of 128 x 16 planes of 4 x 4 in 49 and 55 us so, against 174
+ * and 175 a piece of a row at a time; of 32 x 16 planes of 16 x 16, 157 and 258 us against 251
+ * and 1095. Kernels of their own (im2col_small, col2im_small), so that the others hold no
+ * private tables. */
 #define CLT_SMALL_PLANE 256
-
-CLT_FN bool small_planes(ulong H, ulong W, ulong OH, ulong OW, int sh, int sw)
-{
-    return sh == 1 && sw == 1 && OW == W && OH * OW <= CLT_SMALL_PLANE && H * W <= CLT_SMALL_PLANE;
-}
 
 /* The row and column of each position of a plane of rows x cols. */
 CLT_FN void plane_positions(int rows, int cols, int *row, int *col)
@@ -123,26 +120,32 @@ CLT_FN void plane_positions(int rows, int cols, int *row, int *col)
             row[j] = y, col[j] = x;
 }
 
-/* Planes [p, e) of the columns (small_planes), plane p = k * N + n that of tap k for image n. */
-CLT_FN void im2col_planes(ulong p, ulong e, __global ST *out, __global const ST *in, ulong N,
-                          ulong C, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw, int ph,
-                          int pw, int dh, int dw)
+/* im2col of small planes: work-item g takes a run of the planes, plane p = k * N + n that of
+ * tap k for image n (the arguments im2col's; sh, sw and blocked unused). */
+__kernel void im2col_small(__global ST *out, ulong out_off, __global const ST *in, ulong in_off,
+                           ulong N, ulong C, ulong H, ulong W, ulong OH, ulong OW, int kh,
+                           int kw, int sh, int sw, int ph, int pw, int dh, int dw, int blocked)
 {
+    ulong planes = N * C * (ulong)kh * (ulong)kw, gs = get_global_size(0);
+    ulong per = (planes + gs - 1) / gs, p = get_global_id(0) * per, e = min(p + per, planes);
     int row[CLT_SMALL_PLANE], col[CLT_SMALL_PLANE], L = (int)(OH * OW);
     ulong n = p % N, k = p / N, plane = H * W;
     int x = (int)(k % (ulong)kw), y = (int)(k / (ulong)kw % (ulong)kh);
     ulong c = k / (ulong)kw / (ulong)kh;
-    __global ST *restrict dst = out + p * (ulong)L;
+    __global ST *restrict dst = out + out_off + p * (ulong)L;
+    (void)sh, (void)sw, (void)blocked;
+    if (p >= e)
+        return;
     plane_positions((int)OH, (int)OW, row, col);
     while (p < e) { /* the planes of one tap */
-        int y0 = y * dh - ph, x0 = x * dw - pw;
+        int y0 = y * dh - ph, x0 = x * dw - pw, shift = y0 * (int)W + x0;
         int ylo = -y0, yhi = (int)H - y0, xlo = -x0, xhi = (int)W - x0;
-        __global const ST *src = in + (n * C + c) * plane + (long)(y0 * (int)W + x0);
+        __global const ST *src = in + in_off + (n * C + c) * plane; /* image n's channel c */
         for (ulong stop = min(e, p + (N - n)); p < stop; p++, dst += L, src += C * plane) {
             __global const ST *restrict from = src;
             for (int j = 0; j < L; j++) {
                 int inside = (row[j] >= ylo) & (row[j] < yhi) & (col[j] >= xlo) & (col[j] < xhi);
-                dst[j] = inside ? from[j] : STORE((CT)0);
+                dst[j] = inside ? from[j + shift] : STORE((CT)0);
             }
         }
         n = 0;
@@ -150,21 +153,14 @@ CLT_FN void im2col_planes(ulong p, ulong e, __global ST *out, __global const ST 
     }
 }
 
-/* CLT_RUN's two layouts, each work-item's elements counted on from its first; blocked, small
- * planes a plane at a time. */
+/* CLT_RUN's two layouts, each work-item's elements counted on from its first. */
 __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulong in_off,
                      ulong N, ulong C, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw,
                      int sh, int sw, int ph, int pw, int dh, int dw, int blocked)
 {
     ulong n_ = N * C * (ulong)kh * (ulong)kw * OH * OW, g_ = get_global_id(0);
     ulong gs_ = get_global_size(0);
-    if (blocked && small_planes(H, W, OH, OW, sh, sw)) {
-        ulong planes = N * C * (ulong)kh * (ulong)kw, per = (planes + gs_ - 1) / gs_;
-        ulong p = g_ * per, e = min(p + per, planes);
-        if (p < e)
-            im2col_planes(p, e, out + out_off, in + in_off, N, C, H, W, OH, OW, kh, kw, ph, pw,
-                          dh, dw);
-    } else if (blocked) {
+    if (blocked) {
         ulong b_, e_;
         clt_run_span(n_, &b_, &e_);
         im2col_range(b_, e_, out + out_off, in + in_off, N, C, H, W, OH, OW, kh,
@@ -513,32 +509,37 @@ CLT_WINDOW_AT(window_at_int, int)
         out[i] = STORE(sum);                                                                   \
     }
 
-/* Image planes [p, e) (small_planes), plane p = n * C + c: each the sum of its taps' planes of
- * columns, taps (y, x) in order as col2im_at, input position j of tap (y, x) taking column
- * position j + (ph - y * dh) * W + pw - x * dw where its row and column fall inside. */
-CLT_FN void col2im_planes(ulong p, ulong e, __global ST *out, __global const ST *in, ulong N,
-                          ulong C, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw, int ph,
-                          int pw, int dh, int dw)
+/* col2im of small planes: work-item g takes a run of the image's planes, plane p = n * C + c,
+ * each the sum of its taps' planes of columns, taps (y, x) in order as col2im_at, input
+ * position j of tap (y, x) taking column position j + (ph - y * dh) * W + pw - x * dw where its
+ * row and column fall inside (the arguments col2im's; sh, sw and blocked unused). */
+__kernel void col2im_small(__global ST *out, ulong out_off, __global const ST *in, ulong in_off,
+                           ulong N, ulong C, ulong H, ulong W, ulong OH, ulong OW, int kh,
+                           int kw, int sh, int sw, int ph, int pw, int dh, int dw, int blocked)
 {
+    ulong planes = N * C, gs = get_global_size(0), tap = N * OH * OW;
+    ulong per = (planes + gs - 1) / gs, p = get_global_id(0) * per, e = min(p + per, planes);
     int row[CLT_SMALL_PLANE], col[CLT_SMALL_PLANE], HW = (int)(H * W);
     CT sum[CLT_SMALL_PLANE];
-    ulong n = p / C, c = p % C, tap = N * OH * OW;
-    __global ST *restrict dst = out + p * (ulong)HW;
+    ulong n = p / C, c = p % C;
+    __global ST *restrict dst = out + out_off + p * (ulong)HW;
+    (void)sh, (void)sw, (void)blocked;
+    if (p >= e)
+        return;
     plane_positions((int)H, (int)W, row, col);
     for (; p < e; p++, dst += HW) {
-        __global const ST *rows = in + (c * ((ulong)kh * (ulong)kw) * N + n) * OH * OW;
+        __global const ST *rows = in + in_off + (c * ((ulong)kh * (ulong)kw) * N + n) * OH * OW;
         for (int j = 0; j < HW; j++)
             sum[j] = 0;
         for (int y = 0; y < kh; y++) {
             for (int x = 0; x < kw; x++) {
-                int y0 = ph - y * dh, x0 = pw - x * dw;
+                int y0 = ph - y * dh, x0 = pw - x * dw, shift = y0 * (int)W + x0;
                 int ylo = -y0, yhi = (int)OH - y0, xlo = -x0, xhi = (int)OW - x0;
-                __global const ST *restrict from =
-                    rows + ((ulong)y * (ulong)kw + (ulong)x) * tap + (long)(y0 * (int)W + x0);
+                __global const ST *restrict from = rows + ((ulong)y * (ulong)kw + (ulong)x) * tap;
                 for (int j = 0; j < HW; j++) {
                     int inside =
                         (row[j] >= ylo) & (row[j] < yhi) & (col[j] >= xlo) & (col[j] < xhi);
-                    sum[j] += inside ? LOAD(from[j]) : (CT)0;
+                    sum[j] += inside ? LOAD(from[j + shift]) : (CT)0;
                 }
             }
         }
@@ -549,9 +550,8 @@ CLT_FN void col2im_planes(ulong p, ulong e, __global ST *out, __global const ST 
     }
 }
 
-/* CLT_RUN's two layouts; blocked, small planes a plane at a time (col2im_planes), others a
- * work-item's first element placed by division and the others counted on (PoCL spent most of
- * the time on the divisions). */
+/* CLT_RUN's two layouts; blocked, a work-item's first element placed by division and the
+ * others counted on (PoCL spent most of the time on the divisions). */
 #define COL2IM_KERNEL(NAME, IT)                                                                \
     COL2IM_AT(IT)                                                                              \
     __kernel void NAME(__global ST *out, ulong out_off, __global const ST *in, ulong in_off,   \
@@ -559,14 +559,6 @@ CLT_FN void col2im_planes(ulong p, ulong e, __global ST *out, __global const ST 
                        int sh, int sw, int ph, int pw, int dh, int dw, int blocked)            \
     {                                                                                          \
         ulong n_ = N * C * H * W, gs = get_global_size(0);                                     \
-        if (blocked && small_planes(H, W, OH, OW, sh, sw)) {                                   \
-            ulong per = (N * C + gs - 1) / gs, p = get_global_id(0) * per;                     \
-            ulong e = min(p + per, N * C);                                                     \
-            if (p < e)                                                                         \
-                col2im_planes(p, e, out + out_off, in + in_off, N, C, H, W, OH, OW, kh, kw,    \
-                              ph, pw, dh, dw);                                                 \
-            return;                                                                            \
-        }                                                                                      \
         if (blocked) {                                                                         \
             ulong i, e;                                                                        \
             clt_run_span(n_, &i, &e);                                                          \
