@@ -1,12 +1,13 @@
 /* Fault suite: the main scenarios with each host and then each device allocation made to fail
  * in turn (N = 1, 2, ... until the scenario passes): moving a tensor between devices and dtypes,
- * moving a module, a training step (forward, loss, backward, Adam's step), a batch-norm forward
- * in training mode, a data-loader epoch, saving and loading a model. Every failure must return
- * an out-of-memory error from one of the library's functions and leak nothing; the objects the
- * scenario works on must hold what they held before it (values, devices, handles, optimizer
- * steps), or what the calls that succeeded before the failing one made of them; and they stay
- * usable: the run after the last failure succeeds on the same objects, and the model trained
- * through every failed step matches one trained without failures. On every device. */
+ * moving a module, a training step (forward, loss, backward, Adam's step) of an MLP and of a
+ * small CNN, a batch-norm forward in training mode, a data-loader epoch, saving and loading a
+ * model. Every failure must return an out-of-memory error from one of the library's functions
+ * and leak nothing; the objects the scenario works on must hold what they held before it
+ * (values, devices, handles, optimizer steps), or what the calls that succeeded before the
+ * failing one made of them; and they stay usable: the run after the last failure succeeds on
+ * the same objects, and the model trained through every failed step matches one trained
+ * without failures. On every device. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,17 +211,31 @@ typedef struct train_case {
     int64_t steps_before;
 } train_case;
 
-static void train_setup(train_case *c, clt_device *dev)
+/* The MLP on 8 rows of 5, or with `cnn` a convolution (2 -> 3 channels, 3 x 3 padded by 1,
+ * bias and ReLU: its product into the (N, O, L) layout) and a linear layer on 8 images of
+ * 2 x 4 x 4. */
+static void train_setup(train_case *c, clt_device *dev, bool cnn)
 {
-    double xv[8 * 5], yv[8];
-    test_noise(xv, 8 * 5, 3, -1, 1);
+    double xv[8 * 32], yv[8];
+    int64_t per = cnn ? 32 : 5;
+    test_noise(xv, 8 * per, 3, -1, 1);
     for (int k = 0; k < 8; k++)
         yv[k] = k % 3;
-    c->m = test_mlp(5, 7, 3, clt_nn_tanh(), 5);
+    if (cnn) {
+        clt_conv2d_options same = clt_conv2d_options_default();
+        same.padding[0] = same.padding[1] = 1;
+        clt_manual_seed(5);
+        c->m = CLT_SEQUENTIAL(clt_nn_conv2d(2, 3, 3, 3, &same, true), clt_nn_relu(),
+                              clt_nn_flatten(), clt_nn_linear(3 * 4 * 4, 3, true));
+    } else {
+        c->m = test_mlp(5, 7, 3, clt_nn_tanh(), 5);
+    }
+    ck_assert_ptr_nonnull(c->m);
     ck_assert_int_eq(clt_module_to(c->m, dev), CLT_OK);
     c->opt = clt_optim_adam_module(c->m, TEST_ADAM(0.01));
     ck_assert_ptr_nonnull(c->opt);
-    c->x = test_tensor(dev, CLT_F32, xv, 2, (int64_t[]){8, 5});
+    c->x = cnn ? test_tensor(dev, CLT_F32, xv, 4, (int64_t[]){8, 2, 4, 4})
+               : test_tensor(dev, CLT_F32, xv, 2, (int64_t[]){8, 5});
     c->y = test_tensor(dev, CLT_I64, yv, 1, (int64_t[]){8});
 }
 
@@ -262,20 +277,32 @@ static void train_unchanged(void *ctx)
     ck_assert_int_eq(clt_optim_steps(c->opt), c->steps_before);
 }
 
-START_TEST(test_fault_train_step)
+static void train_steps_failing(clt_device *dev, bool cnn)
 {
-    clt_device *dev = test_device(_i);
     train_case c = {0}, ref = {0};
-    train_setup(&c, dev);
+    train_setup(&c, dev, cnn);
     both_kinds(train_step, train_snapshot, train_unchanged, &c, dev);
     /* a model that takes the same successful steps without failures ends up the same */
-    train_setup(&ref, dev);
+    train_setup(&ref, dev, cnn);
     for (int64_t k = 0; k < clt_optim_steps(c.opt); k++)
         ck_assert(train_step(&ref));
     state_take(&ref.before, ref.m);
     state_assert_ex(&ref.before, c.m, dev, false);
     train_free(&ref);
     train_free(&c);
+}
+
+START_TEST(test_fault_train_step)
+{
+    train_steps_failing(test_device(_i), false);
+}
+END_TEST
+
+/* The same with a convolution: its columns, its product into column groups (on cpu through a
+ * buffer and a copy) and its backward pass's copy under every allocation failure. */
+START_TEST(test_fault_conv_train_step)
+{
+    train_steps_failing(test_device(_i), true);
 }
 END_TEST
 
@@ -619,6 +646,7 @@ Suite *suite_fault(void)
     ADD_DEVICE_TEST(tc, test_fault_tensor_to);
     ADD_DEVICE_TEST(tc, test_fault_module_to);
     ADD_DEVICE_TEST(tc, test_fault_train_step);
+    ADD_DEVICE_TEST(tc, test_fault_conv_train_step);
     ADD_DEVICE_TEST(tc, test_fault_batch_norm);
     ADD_DEVICE_TEST(tc, test_fault_loader_epoch);
     ADD_DEVICE_TEST(tc, test_fault_save_load);

@@ -540,17 +540,18 @@ clt_status clt__backend_unsupported(const char *fn, const clt_device *dev, const
  * into the output's layout by column groups. */
 clt_status clt__conv2d_composed(const char *fn, clt_device *dev, const clt__conv_call *c,
                                 bool one_product);
+/* A product that runs a gemm call (a backend's own, or one variant of it), for the compositions
+ * below. */
+typedef clt_status (*clt__gemm_fn)(const char *fn, clt_device *dev, const clt__gemm_call *c);
 /* The gemm call c with column groups (c_group) on a backend, or a variant, that stores C's rows
  * whole: `gemm` into a buffer of the caching allocator, then one copy into the groups. */
 clt_status clt__gemm_composed_groups(const char *fn, clt_device *dev, const clt__gemm_call *c,
-                                     clt_status (*gemm)(const char *fn, clt_device *dev,
-                                                        const clt__gemm_call *c));
+                                     clt__gemm_fn gemm);
 /* The gemm call c on a backend whose product `gemm` has no epilogue of its own: the bias copied
  * into C, the product added to it, then the activation applied in place, each through dev's
  * elementwise entry. */
 clt_status clt__gemm_composed_epilogue(const char *fn, clt_device *dev, const clt__gemm_call *c,
-                                       clt_status (*gemm)(const char *fn, clt_device *dev,
-                                                          const clt__gemm_call *c));
+                                       clt__gemm_fn gemm);
 /* Whether a and b are two devices of one backend that use each other's buffers (its peer). */
 static inline bool clt__peers(const clt_device *a, const clt_device *b)
 {

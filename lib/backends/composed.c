@@ -51,8 +51,7 @@ clt_status clt__conv2d_composed(const char *fn, clt_device *dev, const clt__conv
 }
 
 clt_status clt__gemm_composed_groups(const char *fn, clt_device *dev, const clt__gemm_call *c,
-                                     clt_status (*gemm)(const char *fn, clt_device *dev,
-                                                        const clt__gemm_call *c))
+                                     clt__gemm_fn gemm)
 {
     size_t bytes, capacity = 0, groups = c->n / c->c_group;
     void *wide = NULL;
@@ -90,8 +89,7 @@ clt_status clt__gemm_composed_groups(const char *fn, clt_device *dev, const clt_
 }
 
 clt_status clt__gemm_composed_epilogue(const char *fn, clt_device *dev, const clt__gemm_call *c,
-                                       clt_status (*gemm)(const char *fn, clt_device *dev,
-                                                          const clt__gemm_call *c))
+                                       clt__gemm_fn gemm)
 {
     clt__gemm_call p = *c;
     /* C as (batch, m, n); the bias along its rows or columns */

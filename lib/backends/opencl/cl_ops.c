@@ -76,6 +76,18 @@ typedef struct tp_batch {
     cl_long sh[8], out[8], in[8];
 } tp_batch;
 
+/* The batch dimensions of a copy: nb sizes and the strides of out and in (the rest 1 and 0). */
+static tp_batch batch_of(int nb, const int64_t *shape, const int64_t *out, const int64_t *in)
+{
+    tp_batch bd;
+    for (int d = 0; d < 8; d++) {
+        bd.sh[d] = d < nb ? shape[d] : 1;
+        bd.out[d] = d < nb ? out[d] : 0;
+        bd.in[d] = d < nb ? in[d] : 0;
+    }
+    return bd;
+}
+
 #define CLT__TP_T 32   /* TP_T of kernels/elementwise.cl */
 #define CLT__TP_ROWS 8 /* TP_ROWS */
 
@@ -87,14 +99,9 @@ static clt_status tiled(const char *fn, clt_device *dev, const clt__ew_call *c,
     cl_ulong out_off = c->out.offset, in_off = c->in[0].offset, rows = t->rows, cols = t->cols;
     cl_ulong batch = t->batch;
     cl_long out_rs = t->out_rs, in_cs = t->in_cs;
-    tp_batch bd;
+    tp_batch bd = batch_of(t->nb, t->bshape, t->out_bs, t->in_bs);
     cl_int nb = t->nb;
     size_t ti = (t->rows + CLT__TP_T - 1) / CLT__TP_T, tj = (t->cols + CLT__TP_T - 1) / CLT__TP_T;
-    for (int d = 0; d < 8; d++) {
-        bd.sh[d] = d < t->nb ? t->bshape[d] : 1;
-        bd.out[d] = d < t->nb ? t->out_bs[d] : 0;
-        bd.in[d] = d < t->nb ? t->in_bs[d] : 0;
-    }
     const clt__cl_arg args[] = {
         {sizeof out, &out},       {sizeof out_off, &out_off}, {sizeof in, &in},
         {sizeof in_off, &in_off}, {sizeof rows, &rows},       {sizeof cols, &cols},
@@ -125,13 +132,8 @@ static clt_status runs(const char *fn, clt_device *dev, const clt__ew_call *c)
     cl_mem out = c->out.buf, in = c->in[0].buf;
     cl_ulong out_off = c->out.offset, in_off = c->in[0].offset;
     cl_ulong len = (cl_ulong)c->shape[c->ndim - 1], rows = len ? c->n / len : 0;
-    tp_batch bd;
     cl_int nb = c->ndim - 1, blocked = clt__cl_run_layout(dev);
-    for (int d = 0; d < 8; d++) {
-        bd.sh[d] = d < nb ? c->shape[d] : 1;
-        bd.out[d] = d < nb ? c->out.strides[d] : 0;
-        bd.in[d] = d < nb ? c->in[0].strides[d] : 0;
-    }
+    tp_batch bd = batch_of(nb, c->shape, c->out.strides, c->in[0].strides);
     const clt__cl_arg args[] = {
         {sizeof out, &out},     {sizeof out_off, &out_off}, {sizeof in, &in},
         {sizeof in_off, &in_off}, {sizeof len, &len},       {sizeof rows, &rows},

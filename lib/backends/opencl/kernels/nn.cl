@@ -313,13 +313,15 @@ __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulo
                 POOL2D_PAIRS(NAME, IT, MAX, 2, 1, 0);                                          \
             else                                                                               \
                 POOL2D_PAIRS(NAME, IT, MAX, (IT)sw, (IT)dw, is_max > 1);                       \
-        }                                                                                      \
-        for (; r < e; r++) {                                                                   \
-            for (IT x = 0; x < (IT)OW; x++)                                                    \
-                NAME##_at(r * OW + (ulong)x, x, oy, out + out_off, arg + arg_off, plane,       \
-                          (IT)H, (IT)W, kh, kw, sh, sw, ph, pw, dh, dw, is_max, count_pad);    \
-            if (++oy == (IT)OH)                                                                \
-                oy = 0, plane += H * W;                                                        \
+        } else {                                                                               \
+            for (; r < e; r++) {                                                               \
+                for (IT x = 0; x < (IT)OW; x++)                                                \
+                    NAME##_at(r * OW + (ulong)x, x, oy, out + out_off, arg + arg_off, plane,   \
+                              (IT)H, (IT)W, kh, kw, sh, sw, ph, pw, dh, dw, is_max,            \
+                              count_pad);                                                      \
+                if (++oy == (IT)OH)                                                            \
+                    oy = 0, plane += H * W;                                                    \
+            }                                                                                  \
         }                                                                                      \
     } while (0)
 
