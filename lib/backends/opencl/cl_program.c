@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cl_internal.h"
+#include "cl_run.h"
 #include "cl_sources.h"
 #include "core/core.h"
 
@@ -403,6 +404,11 @@ static clt_status one_dim(const char *fn, clt_device *dev, const clt__cl_kernel 
 {
     *lsize = k->local_size;
     if (r->groups == 0) {
+        /* a few items on a CPU device: a group no larger than they need, as its work-items run
+         * one after another and those past n would still start */
+        if (r->n < *lsize && clt__cl_serial(dev))
+            for (*lsize = 1; *lsize < r->n;)
+                *lsize *= 2;
         *global = (r->n + *lsize - 1) / *lsize * *lsize;
         return CLT_OK;
     }
