@@ -24,19 +24,32 @@ struct clt_dist {
     clt_device *device;
     size_t bucket_bytes;
     clt_host_buffer *pinned; /* the staging of a bucket, kept for the next one */
+    clt_event *upload;       /* the copy of the last averages out of it, while it may run */
     clt_tensor *grads[MAX_TENSORS]; /* a bucket's gradients (NULL: none) */
     clt_tensor *parts[MAX_TENSORS]; /* and flattened (bucket_to_host), then their averages */
 };
 
 /* ---- staging ----------------------------------------------------------------------------------- */
 
+/* Waits for the last averages' copy out of the staging (queued without waiting, so that the
+ * device goes on to the work after it while the host goes on queueing): its status. */
+static clt_status upload_done(clt_dist *d)
+{
+    clt_status st = d->upload ? clt_event_wait(d->upload) : CLT_OK;
+    clt_event_release(d->upload);
+    d->upload = NULL;
+    return st;
+}
+
 static void staging_free(clt_dist *d)
 {
+    upload_done(d);
     clt_host_buffer_free(d->pinned);
     d->pinned = NULL;
 }
 
-/* Host memory for `bytes` (zeroed), kept for the next bucket; NULL with the last error set. */
+/* Host memory for `bytes` (zeroed), kept for the next bucket (the last averages' copy out of it
+ * finished: upload_done); NULL with the last error set. */
 static unsigned char *staging(clt_dist *d, const char *fn, size_t bytes)
 {
     bytes = bytes ? bytes : 1;
@@ -79,15 +92,15 @@ static clt_status bucket_to_host(clt_dist *d, clt_tensor *const *grads, clt_tens
     return st;
 }
 
-/* A bucket's averages, the `bytes` at src, back on d's device in one copy: avgs[k] a view of it
- * in params[k]'s shape for k < count (each a new reference), or, on a failure, none and the
- * last error set. */
+/* A bucket's averages, the `bytes` at src, back on d's device in one copy, queued (d->upload:
+ * src stays untouched until it has run): avgs[k] a view of it in params[k]'s shape for
+ * k < count (each a new reference), or, on a failure, none and the last error set. */
 static clt_status averages_from_host(clt_dist *d, clt_dtype dtype, const void *src, size_t bytes,
                                      clt_tensor *const *params, int count, clt_tensor **avgs)
 {
     int64_t n = (int64_t)(bytes / clt_dtype_size(dtype)), at = 0;
     clt_tensor *flat = clt_tensor_empty(1, &n, dtype, d->device);
-    clt_status st = flat ? clt_tensor_write_async(flat, src, bytes, NULL) : clt_last_status();
+    clt_status st = flat ? clt_tensor_write_async(flat, src, bytes, &d->upload) : clt_last_status();
     int made = 0;
     for (; made < count && st == CLT_OK; made++) {
         int64_t len = clt_tensor_numel(params[made]);
@@ -216,8 +229,9 @@ clt_device *clt_dist_device(const clt_dist *d)
 typedef struct tensors {
     int count;
     bool overflow;
-    clt_tensor *items[MAX_TENSORS];
+    bool hashing; /* whether collect keeps hash */
     uint64_t hash; /* FNV-1a of "name:dtype:shape;" for each */
+    clt_tensor *items[MAX_TENSORS];
 } tensors;
 
 static void hash_text(uint64_t *h, const char *s)
@@ -235,6 +249,8 @@ static int note(const char *name, clt_tensor *t, void *user)
         return 1;
     }
     ts->items[ts->count++] = t;
+    if (!ts->hashing)
+        return 0;
     hash_text(&ts->hash, name);
     snprintf(text, sizeof text, ":%s", clt_dtype_name(clt_tensor_dtype(t)));
     hash_text(&ts->hash, text);
@@ -246,11 +262,13 @@ static int note(const char *name, clt_tensor *t, void *user)
     return 0;
 }
 
-/* m's parameters (and, with buffers, its buffers after them), in registration order. */
-static clt_status collect(const char *fn, clt_module *m, bool buffers, tensors *ts)
+/* m's parameters (and, with buffers, its buffers after them), in registration order, with their
+ * hash where `hash` asks for it. */
+static clt_status collect(const char *fn, clt_module *m, bool buffers, bool hash, tensors *ts)
 {
     ts->count = 0;
     ts->overflow = false;
+    ts->hashing = hash;
     ts->hash = 0xcbf29ce484222325ull;
     if (!m)
         return clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn, "module is NULL");
@@ -286,7 +304,7 @@ clt_status clt_dist_sync_module(clt_dist *d, clt_module *m)
         free(ts);
         return clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn, "the handle is NULL");
     }
-    st = ts && hashes ? collect(fn, m, true, ts)
+    st = ts && hashes ? collect(fn, m, true, true, ts)
                       : clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
     if ((st = agree(d->comm, d->rank, fn, st)) != CLT_OK)
         goto done;
@@ -368,11 +386,14 @@ static clt_status mean_over_ranks(clt_dist *d, const char *fn, void *buf, size_t
     failed = f64 ? ((double *)buf)[count] != 0 : ((float *)buf)[count] != 0;
     if (failed)
         return agree(d->comm, d->rank, fn, st);
-    for (size_t k = 0; k < count; k++) {
-        if (f64)
-            ((double *)buf)[k] /= d->size;
-        else
-            ((float *)buf)[k] /= (float)d->size;
+    if (f64) { /* (a loop a dtype: one in vectors) */
+        double *v = buf, n = d->size;
+        for (size_t k = 0; k < count; k++)
+            v[k] /= n;
+    } else {
+        float *v = buf, n = (float)d->size;
+        for (size_t k = 0; k < count; k++)
+            v[k] /= n;
     }
     return CLT_OK;
 }
@@ -394,10 +415,23 @@ static int bucket_end(const clt_dist *d, const struct tensors *ts, int first, si
     return last;
 }
 
-/* The staging every bucket of `bytes` at most needs: its gradients and the status value. */
+/* The staging every bucket of `bytes` at most needs: its gradients and the status value (the
+ * last call's final averages copied out of it: a failure of that copy is this call's). */
 static clt_status stage_buckets(clt_dist *d, const char *fn, size_t bytes)
 {
+    clt_status st = upload_done(d);
+    if (st != CLT_OK)
+        return st;
     return staging(d, fn, bytes + sizeof(double)) ? CLT_OK : clt_last_status();
+}
+
+/* Waits for the last bucket's averages to leave the staging; a failure of that copy is carried
+ * like one setting them. */
+static void settle(clt_dist *d, carried *pending)
+{
+    clt_status st = upload_done(d);
+    if (st != CLT_OK && pending->st == CLT_OK)
+        carry(pending, st);
 }
 
 /* The parameters of `all` that require grad, into `out` (in order, or last first), each f32 or
@@ -428,6 +462,7 @@ static clt_status average_bucket(clt_dist *d, const char *fn, tensors *ts, int f
 {
     clt_dtype dtype = clt_tensor_dtype(ts->items[first]);
     size_t esize = clt_dtype_size(dtype);
+    settle(d, pending);
     unsigned char *buf = staging(d, fn, bytes + esize); /* no allocation: never NULL */
     clt_tensor **grads = d->grads;
     for (int i = first; i < last; i++)
@@ -453,13 +488,13 @@ static clt_status average_bucket(clt_dist *d, const char *fn, tensors *ts, int f
 clt_status clt_dist_average_gradients(clt_dist *d, clt_module *m)
 {
     static const char *const fn = "clt_dist_average_gradients";
-    tensors *ts = calloc(1, sizeof *ts);
+    tensors *ts = malloc(sizeof *ts);
     clt_status st;
     if (!d) {
         free(ts);
         return clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn, "the handle is NULL");
     }
-    st = ts ? collect(fn, m, false, ts) : clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+    st = ts ? collect(fn, m, false, false, ts) : clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
     if (st == CLT_OK)
         st = trainable(fn, ts, ts, false);
     size_t most = 0, bytes;
@@ -495,8 +530,8 @@ typedef struct bucket {
 typedef struct pass {
     clt_dist *d;
     tensors *ts;           /* the parameters that require grad, in reverse registration order */
-    clt_tensor **slot[MAX_TENSORS]; /* where each one's gradient from this pass lies; NULL: none */
-    clt_tensor *late[MAX_TENSORS];  /* averages for parameters this pass gave no gradient */
+    clt_tensor ***slot;    /* where each one's gradient from this pass lies; NULL: none */
+    clt_tensor **late;     /* averages for parameters this pass gave no gradient */
     int *bucket_of;        /* parameter -> bucket */
     bucket *buckets;
     int nbuckets;
@@ -528,6 +563,7 @@ static clt_status average_slots(pass *p, int b, clt_status mine)
     const bucket *bk = &p->buckets[b];
     clt_dtype dtype = clt_tensor_dtype(p->ts->items[bk->first]);
     size_t esize = clt_dtype_size(dtype), count = bk->bytes / esize;
+    settle(p->d, &p->pending);
     unsigned char *buf = staging(p->d, fn_backward, bk->bytes + esize); /* never NULL: sized */
     clt_tensor **grads = p->d->grads;
     for (int i = bk->first; i < bk->last; i++)
@@ -654,15 +690,15 @@ static clt_status finish(void *user, clt_status status)
 clt_status clt_dist_backward(clt_dist *d, clt_module *m, clt_tensor *loss)
 {
     pass *p = d ? calloc(1, sizeof *p) : NULL;
-    tensors *all = p ? calloc(1, sizeof *all) : NULL;
+    tensors *all = p ? malloc(sizeof *all) : NULL;
     clt_status st;
     int provided = MPI_THREAD_SINGLE, kept = 0;
     if (!d)
         return clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn_backward, "the handle is NULL");
-    st = all ? collect(fn_backward, m, false, all)
+    st = all ? collect(fn_backward, m, false, false, all)
              : clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn_backward, "out of host memory");
     if (st == CLT_OK) { /* the parameters that require grad, last registered first */
-        p->ts = calloc(1, sizeof *p->ts);
+        p->ts = malloc(sizeof *p->ts);
         st = p->ts ? trainable(fn_backward, all, p->ts, true)
                    : clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn_backward, "out of host memory");
         kept = p->ts ? p->ts->count : 0;
@@ -670,7 +706,9 @@ clt_status clt_dist_backward(clt_dist *d, clt_module *m, clt_tensor *loss)
     if (st == CLT_OK) { /* buckets: runs of one dtype up to bucket_bytes */
         p->bucket_of = calloc((size_t)kept + 1, sizeof *p->bucket_of);
         p->buckets = calloc((size_t)kept + 1, sizeof *p->buckets);
-        if (!p->bucket_of || !p->buckets)
+        p->slot = calloc((size_t)kept + 1, sizeof *p->slot);
+        p->late = calloc((size_t)kept + 1, sizeof *p->late);
+        if (!p->bucket_of || !p->buckets || !p->slot || !p->late)
             st = clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn_backward, "out of host memory");
         size_t most = 0;
         for (int first = 0; st == CLT_OK && first < kept; p->nbuckets++) {
@@ -706,6 +744,8 @@ clt_status clt_dist_backward(clt_dist *d, clt_module *m, clt_tensor *loss)
         free(p->ts);
         free(p->bucket_of);
         free(p->buckets);
+        free(p->slot);
+        free(p->late);
     }
     free(all);
     free(p);
