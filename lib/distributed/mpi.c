@@ -31,8 +31,11 @@ struct clt_dist {
 
 /* ---- staging ----------------------------------------------------------------------------------- */
 
-/* Waits for the last averages' copy out of the staging (queued without waiting, so that the
- * device goes on to the work after it while the host goes on queueing): its status. */
+/* Waits for the last averages' copy out of the staging, its status. The copy is queued without
+ * waiting, so that the device goes on to the work after it while the host goes on queueing; the
+ * next bucket's read of gradients into the staging is queued after it on the same in-order
+ * queue, so the host waits only where it would touch the staging before such a read has
+ * finished (a new staging, a bucket whose read failed). */
 static clt_status upload_done(clt_dist *d)
 {
     clt_status st = d->upload ? clt_event_wait(d->upload) : CLT_OK;
@@ -48,8 +51,8 @@ static void staging_free(clt_dist *d)
     d->pinned = NULL;
 }
 
-/* Host memory for `bytes` (zeroed), kept for the next bucket (the last averages' copy out of it
- * finished: upload_done); NULL with the last error set. */
+/* Host memory for `bytes` at least (zeroed when new), kept for the next bucket; NULL with the
+ * last error set. */
 static unsigned char *staging(clt_dist *d, const char *fn, size_t bytes)
 {
     bytes = bytes ? bytes : 1;
@@ -60,8 +63,8 @@ static unsigned char *staging(clt_dist *d, const char *fn, size_t bytes)
                           "gradients on %s", bytes, clt_device_name(d->device));
             return NULL;
         }
+        memset(clt_host_buffer_data(d->pinned), 0, bytes);
     }
-    memset(clt_host_buffer_data(d->pinned), 0, bytes);
     return clt_host_buffer_data(d->pinned);
 }
 
@@ -415,18 +418,22 @@ static int bucket_end(const clt_dist *d, const struct tensors *ts, int first, si
     return last;
 }
 
-/* The staging every bucket of `bytes` at most needs: its gradients and the status value (the
- * last call's final averages copied out of it: a failure of that copy is this call's). */
+/* The staging every bucket of `bytes` at most needs: its gradients and the status value (a
+ * larger one once the last averages have left the old: a failure of that copy is this call's). */
 static clt_status stage_buckets(clt_dist *d, const char *fn, size_t bytes)
 {
-    clt_status st = upload_done(d);
-    if (st != CLT_OK)
-        return st;
-    return staging(d, fn, bytes + sizeof(double)) ? CLT_OK : clt_last_status();
+    bytes += sizeof(double);
+    if (bytes > clt_host_buffer_size(d->pinned)) {
+        clt_status st = upload_done(d);
+        if (st != CLT_OK)
+            return st;
+    }
+    return staging(d, fn, bytes) ? CLT_OK : clt_last_status();
 }
 
-/* Waits for the last bucket's averages to leave the staging; a failure of that copy is carried
- * like one setting them. */
+/* The last bucket's averages out of the staging, after this bucket's read into it (queued after
+ * them: finished, unless the read failed before it was queued); a failure of that copy is
+ * carried like one setting them. */
 static void settle(clt_dist *d, carried *pending)
 {
     clt_status st = upload_done(d);
@@ -462,12 +469,12 @@ static clt_status average_bucket(clt_dist *d, const char *fn, tensors *ts, int f
 {
     clt_dtype dtype = clt_tensor_dtype(ts->items[first]);
     size_t esize = clt_dtype_size(dtype);
-    settle(d, pending);
     unsigned char *buf = staging(d, fn, bytes + esize); /* no allocation: never NULL */
     clt_tensor **grads = d->grads;
     for (int i = first; i < last; i++)
         grads[i - first] = clt_tensor_grad(ts->items[i]); /* (none: zeros) */
     clt_status st = bucket_to_host(d, grads, ts->items + first, last - first, dtype, buf, bytes);
+    settle(d, pending);
     for (int i = first; i < last; i++)
         clt_tensor_release(grads[i - first]);
     if ((st = mean_over_ranks(d, fn, buf, bytes / esize, dtype, st, pending)) != CLT_OK)
@@ -563,7 +570,6 @@ static clt_status average_slots(pass *p, int b, clt_status mine)
     const bucket *bk = &p->buckets[b];
     clt_dtype dtype = clt_tensor_dtype(p->ts->items[bk->first]);
     size_t esize = clt_dtype_size(dtype), count = bk->bytes / esize;
-    settle(p->d, &p->pending);
     unsigned char *buf = staging(p->d, fn_backward, bk->bytes + esize); /* never NULL: sized */
     clt_tensor **grads = p->d->grads;
     for (int i = bk->first; i < bk->last; i++)
@@ -571,6 +577,7 @@ static clt_status average_slots(pass *p, int b, clt_status mine)
     clt_status st = mine != CLT_OK ? mine
                                    : bucket_to_host(p->d, grads, p->ts->items + bk->first,
                                                     bk->last - bk->first, dtype, buf, bk->bytes);
+    settle(p->d, &p->pending);
     if ((st = mean_over_ranks(p->d, fn_backward, buf, count, dtype, st, &p->pending)) != CLT_OK)
         return st;
     clt_tensor **avgs = p->d->parts;
