@@ -429,19 +429,37 @@ static clt_tensor *before_act(clt__node *n, clt_tensor *g)
     return n->a.i0 == CLT__ACT_RELU ? FUSED(relu_backward, g, y) : clt_tensor_retain(g);
 }
 
+/* A weight's gradient a @ b into *gw and its bias's, a's rows summed, into *gb in the bias's
+ * shape (bias_ndim dimensions of bias_shape): one product where the device's gives both
+ * (clt__matmul_row_sums), rather than a product and a reduction of the gradient. */
+static void weight_and_bias(temps *s, clt_tensor *a, clt_tensor *b, int bias_ndim,
+                            const int64_t *bias_shape, clt_tensor **gw, clt_tensor **gb)
+{
+    clt_tensor *sums = NULL, *w = NULL;
+    if (!s->failed && (w = keep(s, clt__matmul_row_sums("clt_backward", a, b, &sums))))
+        keep(s, sums);
+    clt_tensor *bias = w ? keep(s, clt_reshape(sums, bias_ndim, bias_shape)) : NULL;
+    give(s, gw, w);
+    give(s, gb, bias);
+}
+
 /* clt__conv_product: g (n / group, m, group) through the activation, then as (m, n), the
- * product's own layout (one copy), on as matmul_bw's. */
+ * product's own layout (one copy), on as matmul_bw's; the weight's gradient and the bias's (m,
+ * 1) in one product. */
 static clt_status conv_product_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
 {
     temps s = {0};
     clt_tensor *a = clt__node_saved(n, 0), *b = clt__node_saved(n, 1);
+    bool bias = n->ninputs > 2 && clt__node_wants(n, 2);
     g = T(before_act(n, g));
     int64_t shape[2] = {a->shape[0], b->shape[1]};
     clt_tensor *g2 = T(clt_reshape(T(clt_transpose(g, 0, 1)), 2, shape));
-    if (n->ninputs > 2 && clt__node_wants(n, 2))
-        give(&s, &gi[2], g2);
-    if (clt__node_wants(n, 0))
+    if (clt__node_wants(n, 0) && bias)
+        weight_and_bias(&s, g2, T(mT(b)), 2, (int64_t[]){a->shape[0], 1}, &gi[0], &gi[2]);
+    else if (clt__node_wants(n, 0))
         give(&s, &gi[0], T(clt_matmul(g2, T(mT(b)))));
+    else if (bias)
+        give(&s, &gi[2], g2);
     if (clt__node_wants(n, 1))
         give(&s, &gi[1], T(clt_matmul(T(mT(a)), g2)));
     return done(&s);
@@ -476,12 +494,14 @@ static clt_status matmul_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
     return done(&s);
 }
 
-/* x @ w^T + bias: gx = g @ w, gw = g2^T @ x2 over all rows, gbias = g summed by the engine;
- * g taken back through a fused activation first (clt__linear_act). */
+/* x @ w^T + bias: gx = g @ w, gw = g2^T @ x2 over all rows and gbias g2's columns summed, in one
+ * product (weight_and_bias; without gw, g summed by the engine); g taken back through a fused
+ * activation first (clt__linear_act). */
 static clt_status linear_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
 {
     temps s = {0};
     clt_tensor *x = clt__node_saved(n, 0), *w = clt__node_saved(n, 1);
+    bool bias = n->ninputs > 2 && clt__node_wants(n, 2);
     g = T(before_act(n, g));
     if (clt__node_wants(n, 0))
         give(&s, &gi[0], T(clt_matmul(g, w)));
@@ -490,10 +510,13 @@ static clt_status linear_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
         int64_t rows = (int64_t)(x->numel / (size_t)(in ? in : 1));
         clt_tensor *g2 = T(clt_reshape(g, 2, (int64_t[]){rows, out}));
         clt_tensor *x2 = T(clt_reshape(x, 2, (int64_t[]){rows, in}));
-        give(&s, &gi[1], T(clt_matmul(T(mT(g2)), x2)));
-    }
-    if (n->ninputs > 2 && clt__node_wants(n, 2))
+        if (bias)
+            weight_and_bias(&s, T(mT(g2)), x2, 1, &out, &gi[1], &gi[2]);
+        else
+            give(&s, &gi[1], T(clt_matmul(T(mT(g2)), x2)));
+    } else if (bias) {
         give(&s, &gi[2], g);
+    }
     return done(&s);
 }
 

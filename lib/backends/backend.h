@@ -104,7 +104,10 @@ bool clt__tile_plan_of(const clt__ew_call *call, clt__tile_plan *plan);
  * groups of c_group, c_group_stride apart, element (i, j) at c_offset + (j / c_group) *
  * c_group_stride + i * ldc + j % c_group: a convolution's product over every image's columns
  * writes each image's (channels, positions) in place, (N, O, L) rather than (O, N * L). 0: C as
- * above. */
+ * above.
+ * Row sums, with row_sums set (batch 1, A dense: lda k, or m with trans_a): each row i of op(A)
+ * summed over its k elements, without alpha, into element row_sums_offset + i of row_sums (of
+ * dtype): a weight gradient's product gives its bias's gradient in the same pass over A. */
 typedef enum clt__act { CLT__ACT_NONE, CLT__ACT_RELU } clt__act;
 
 typedef struct clt__gemm_call {
@@ -121,6 +124,8 @@ typedef struct clt__gemm_call {
     bool bias_rows;
     clt__act act;
     size_t c_group, c_group_stride;
+    void *row_sums;
+    size_t row_sums_offset;
 } clt__gemm_call;
 
 /* Whether the call has an epilogue. */
@@ -552,6 +557,12 @@ clt_status clt__gemm_composed_groups(const char *fn, clt_device *dev, const clt_
  * elementwise entry. */
 clt_status clt__gemm_composed_epilogue(const char *fn, clt_device *dev, const clt__gemm_call *c,
                                        clt__gemm_fn gemm);
+/* The gemm call c with row sums on a backend, or a variant, whose product does not give them:
+ * `gemm` without them, then the row sums apart: dev's reduce entry over A's rows (or down its
+ * columns, where stored transposed). */
+clt_status clt__gemm_composed_row_sums(const char *fn, clt_device *dev, const clt__gemm_call *c,
+                                       clt__gemm_fn gemm);
+clt_status clt__gemm_row_sums_apart(const char *fn, clt_device *dev, const clt__gemm_call *c);
 /* Whether a and b are two devices of one backend that use each other's buffers (its peer). */
 static inline bool clt__peers(const clt_device *a, const clt_device *b)
 {

@@ -88,6 +88,34 @@ clt_status clt__gemm_composed_groups(const char *fn, clt_device *dev, const clt_
     return st;
 }
 
+clt_status clt__gemm_row_sums_apart(const char *fn, clt_device *dev, const clt__gemm_call *c)
+{
+    if (c->batch != 1 || c->lda != (c->trans_a ? c->m : c->k))
+        return clt__error(CLT_ERR_INTERNAL, fn, "row sums of a product take batch 1 and a dense "
+                          "A (batch %zu, %zu x %zu, leading dimension %zu%s)", c->batch, c->m,
+                          c->k, c->lda, c->trans_a ? ", transposed" : "");
+    /* op(A)'s rows: A's rows of k, or down the k rows of m columns of A stored transposed */
+    clt__reduce_call r = {.op = CLT_REDUCE_SUM,
+                          .dtype = c->dtype,
+                          .rows = c->trans_a ? 1 : c->m,
+                          .len = c->k,
+                          .inner = c->trans_a ? c->m : 1,
+                          .in = c->a,
+                          .out = c->row_sums,
+                          .in_offset = c->a_offset,
+                          .out_offset = c->row_sums_offset};
+    return CLT__BACKEND_CALL(reduce, fn, dev, c->dtype, &r);
+}
+
+clt_status clt__gemm_composed_row_sums(const char *fn, clt_device *dev, const clt__gemm_call *c,
+                                       clt__gemm_fn gemm)
+{
+    clt__gemm_call p = *c;
+    p.row_sums = NULL, p.row_sums_offset = 0;
+    clt_status st = c->batch == 1 ? gemm(fn, dev, &p) : CLT_OK; /* (refused below) */
+    return st == CLT_OK ? clt__gemm_row_sums_apart(fn, dev, c) : st;
+}
+
 clt_status clt__gemm_composed_epilogue(const char *fn, clt_device *dev, const clt__gemm_call *c,
                                        clt__gemm_fn gemm)
 {

@@ -175,6 +175,7 @@ typedef struct epilogue {
     bool rows;
     clt__act act;
     size_t group;
+    clt_tensor *row_sums; /* a's rows summed into it as well (batch 1, a dense) */
 } epilogue;
 
 /* The product of no terms (k 0), for the epilogue alone. */
@@ -274,6 +275,8 @@ static clt_status product(const char *fn, clt_tensor *out, mat *a, mat *b, const
         .bias_offset = bias ? bias->offset : 0,
         .bias_rows = bias && e->rows,
         .act = e ? e->act : CLT__ACT_NONE,
+        .row_sums = e && e->row_sums ? e->row_sums->storage->buf : NULL,
+        .row_sums_offset = e && e->row_sums ? e->row_sums->offset : 0,
     };
     if (e && e->group && e->group < g.n) /* (n / group, m, group): each group's m rows in turn */
         g.ldc = e->group, g.c_group = e->group, g.c_group_stride = g.m * e->group;
@@ -433,6 +436,40 @@ static clt_tensor *conv_product_impl(const char *fn, clt_tensor *a, clt_tensor *
     mat ma = mat_of(a, 0, 0), mb = mat_of(b, 0, 0);
     return run(fn, 3, (int64_t[]){b->shape[1] / group, a->shape[0], group}, &ma, &mb,
                &(epilogue){.bias = bias, .rows = true, .act = act, .group = (size_t)group});
+}
+
+clt_tensor *clt__matmul_row_sums(const char *fn, clt_tensor *a, clt_tensor *b, clt_tensor **sums)
+{
+    clt_tensor *ts[2] = {a, b}, *out = NULL;
+    *sums = NULL;
+    if (check_tensors(fn, ts, 2) != CLT_OK)
+        return NULL;
+    if (a->ndim != 2 || b->ndim != 2 || a->shape[1] != b->shape[0]) {
+        shape_error(fn, a, b, "do not fit a (m, k) and b (k, n)");
+        return NULL;
+    }
+    int64_t m = a->shape[0], k = a->shape[1], n = b->shape[1];
+    /* a dense, rows by rows or transposed (as the product reads it, without a copy) */
+    bool dense = (a->strides[1] == 1 && a->strides[0] == k) ||
+                 (a->strides[0] == 1 && a->strides[1] == m);
+    if (m < 2 || k < 2 || n < 1 || !dense || (a->dtype != CLT_F32 && a->dtype != CLT_F64) ||
+        b->dtype != a->dtype) { /* the sums apart */
+        out = clt_matmul(a, b);
+        *sums = out ? clt_sum(a, (int[]){1}, 1, false) : NULL;
+        if (!*sums) {
+            clt_tensor_release(out);
+            return NULL;
+        }
+        return out;
+    }
+    mat ma = mat_of(a, 0, 0), mb = mat_of(b, 0, 0);
+    if (!(*sums = clt__tensor_new(fn, a->storage->device, a->dtype, 1, &m)))
+        return NULL;
+    if (!(out = run(fn, 2, (int64_t[]){m, n}, &ma, &mb, &(epilogue){.row_sums = *sums}))) {
+        clt_tensor_release(*sums);
+        *sums = NULL;
+    }
+    return out;
 }
 
 /* ---- autograd ------------------------------------------------------------------------------------ */

@@ -49,10 +49,12 @@ void test_gemm_check_groups(clt_device *dev, clt_dtype dt, clt__gemm_variant v,
 {
     size_t ar = gc->ta ? gc->k : gc->m, ac = gc->ta ? gc->m : gc->k;
     size_t br = gc->tb ? gc->n : gc->k, bc = gc->tb ? gc->k : gc->n;
+    const bool rsum = gc->ep & TEST_EP_RSUM; /* (A dense) */
     clt__gemm_call c = {.dtype = dt, .trans_a = gc->ta, .trans_b = gc->tb, .m = gc->m,
                         .n = gc->n, .k = gc->k, .batch = gc->batch, .alpha = gc->alpha,
                         .beta = gc->beta, .a_offset = 2, .b_offset = 1, .c_offset = 3,
-                        .lda = ac + 3, .ldb = bc + 1, .ldc = gc->n + 2};
+                        .lda = ac + (rsum ? 0 : 3), .ldb = bc + 1, .ldc = gc->n + 2};
+    ck_assert(!rsum || gc->batch == 1);
     c.a_stride = ar * c.lda + 5;
     c.b_stride = gc->shared_b ? 0 : br * c.ldb + 1;
     c.c_stride = gc->m * c.ldc + 4;
@@ -72,14 +74,18 @@ void test_gemm_check_groups(clt_device *dev, clt_dtype dt, clt__gemm_variant v,
     clt_tensor *a = gemm_operand(dev, dt, na, ha, NULL), *b = gemm_operand(dev, dt, nb, hb, NULL);
     clt_tensor *out = gemm_operand(dev, dt, nc, hc, &c);
     size_t nbias = 2 + (gc->ep & TEST_EP_ROWS ? gc->m : gc->n);
-    double *hbias = malloc(nbias * sizeof *hbias);
+    double *hbias = malloc(nbias * sizeof *hbias), *hsum = malloc((c.m + 5) * sizeof *hsum);
     clt_tensor *bias = gemm_operand(dev, dt, nbias, hbias, NULL);
+    clt_tensor *sums = gemm_operand(dev, dt, c.m + 5, hsum, NULL);
+    double *sum_bound = calloc(c.m + 5, sizeof *sum_bound);
     void *panels = NULL;
     size_t capacity = 0;
     c.a = a->storage->buf, c.b = b->storage->buf, c.c = out->storage->buf;
     if (gc->ep & TEST_EP_BIAS)
         c.bias = bias->storage->buf, c.bias_offset = 2, c.bias_rows = gc->ep & TEST_EP_ROWS;
     c.act = gc->ep & TEST_EP_RELU ? CLT__ACT_RELU : CLT__ACT_NONE;
+    if (rsum)
+        c.row_sums = sums->storage->buf, c.row_sums_offset = 3;
     if (v == CLT__GEMM_PACKED)
         ck_assert_int_eq(clt__device_alloc("test", dev, clt__cl_gemm_panel_bytes(dev, &c), false,
                                            &panels, &capacity), CLT_OK);
@@ -107,6 +113,14 @@ void test_gemm_check_groups(clt_device *dev, clt_dtype dt, clt__gemm_variant v,
                 if (c.act == CLT__ACT_RELU && hc[o] < 0)
                     hc[o] = 0;
             }
+    for (size_t i = 0; rsum && i < c.m; i++) { /* op(A)'s rows, alpha left out */
+        double s = 0, abs_s = 0;
+        for (size_t l = 0; l < c.k; l++) {
+            double x = ha[c.a_offset + (c.trans_a ? l * c.lda + i : i * c.lda + l)];
+            s += x, abs_s += fabs(x);
+        }
+        hsum[3 + i] = s, sum_bound[3 + i] = abs_s;
+    }
     double *got = test_values(out), tol = dt == CLT_F64 ? 1e-12 : 1e-5;
     for (size_t i = 0; i < nc; i++)
         ELEMENT_CHECK(fabs(got[i] - hc[i]) <= tol * bound[i],
@@ -115,8 +129,16 @@ void test_gemm_check_groups(clt_device *dev, clt_dtype dt, clt__gemm_variant v,
                       clt__gemm_variant_names[v], clt_device_name(dev), c.m, c.n, c.k, c.batch,
                       c.trans_a ? " A^T" : "", c.trans_b ? " B^T" : "", gc->ep, group, i,
                       got[i], hc[i]);
+    free(got);
+    got = test_values(sums);
+    for (size_t i = 0; i < c.m + 5; i++)
+        ELEMENT_CHECK(fabs(got[i] - hsum[i]) <= tol * sum_bound[i],
+                      "%s on %s, %zu x %zu x %zu%s%s row sums %d: element %zu is %.9g, expected "
+                      "%.9g", clt__gemm_variant_names[v], clt_device_name(dev), c.m, c.n, c.k,
+                      c.trans_a ? " A^T" : "", c.trans_b ? " B^T" : "", rsum, i, got[i], hsum[i]);
     if (panels)
         clt__device_free(dev, panels, capacity);
-    free(got), free(bound), free(hc), free(hb), free(ha), free(hbias);
-    clt_tensor_release(bias), clt_tensor_release(out), clt_tensor_release(b), clt_tensor_release(a);
+    free(got), free(bound), free(hc), free(hb), free(ha), free(hbias), free(hsum), free(sum_bound);
+    clt_tensor_release(sums), clt_tensor_release(bias), clt_tensor_release(out);
+    clt_tensor_release(b), clt_tensor_release(a);
 }

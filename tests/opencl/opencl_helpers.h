@@ -8,8 +8,9 @@
 
 /* One strided-batched GEMM for test_gemm_check: sizes, transposes, scalars, whether B is one
  * matrix for the whole batch, and the epilogue: TEST_EP_BIAS (a bias along C's columns, or
- * along its rows with TEST_EP_ROWS; beta 0) and TEST_EP_RELU. */
-enum { TEST_EP_BIAS = 1, TEST_EP_ROWS = 2, TEST_EP_RELU = 4 };
+ * along its rows with TEST_EP_ROWS; beta 0) and TEST_EP_RELU; TEST_EP_RSUM asks for op(A)'s
+ * row sums too (batch 1; A then dense, without padded rows). */
+enum { TEST_EP_BIAS = 1, TEST_EP_ROWS = 2, TEST_EP_RELU = 4, TEST_EP_RSUM = 8 };
 typedef struct test_gemm_case {
     size_t m, n, k, batch;
     bool ta, tb;
@@ -22,7 +23,8 @@ typedef struct test_gemm_case {
  * between the matrices, the bias at an offset; nothing when the variant cannot take it) and
  * compares every element of
  * C's buffer with the product computed here in double (f32 within 1e-5, f64 within 1e-12 of the
- * sum of absolute terms; the padding and the gaps must be untouched). */
+ * sum of absolute terms; the padding and the gaps must be untouched), and with TEST_EP_RSUM
+ * every element of the row sums' buffer likewise (its elements before and after them too). */
 void test_gemm_check(clt_device *dev, clt_dtype dt, clt__gemm_variant v, const test_gemm_case *gc);
 /* The same with C's columns in groups of `group` (clt__gemm_call's c_group; the case of batch
  * 1 and beta 0), gaps between the groups and padded rows: packed and direct storing them, the

@@ -811,6 +811,27 @@ START_TEST(test_kernels_gemm)
             for (int v = CLT__GEMM_CLBLAST; v < CLT__GEMM_VARIANTS; v++)
                 test_gemm_check_groups(dev, dt, (clt__gemm_variant)v, &grouped[i].c,
                                        grouped[i].group);
+        /* op(A)'s row sums beside the product (a weight gradient's and its bias's): A's rows
+         * read as vectors and past their last whole vector, down A stored transposed, rows
+         * beyond the last whole tile, several panels or dot tiles across C (only the first
+         * sums), packed storing C^T (the sums then apart), with the epilogue and with column
+         * groups; every variant (CLBlast and tiled through the reduction apart) */
+        const struct {
+            test_gemm_case c;
+            size_t group;
+        } summed[] = {
+            {{6, 2 * pw + 3, 2 * vw + 3, 1, false, false, 1, 0, false, TEST_EP_RSUM}, 0},
+            {{9, pw + 1, 13, 1, true, false, 0.5, 0, false, TEST_EP_RSUM}, 0},
+            {{7, 11, 4 * vw + 1, 1, false, true, 1, 0, false, TEST_EP_RSUM}, 0},
+            {{5, 9, 3, 1, true, true, 1, 2, false, TEST_EP_RSUM}, 0},
+            {{pw, 4 * pw + 3, 5, 1, false, true, 1, 0, false, TEST_EP_RSUM}, 0},
+            {{6, 3 * pw, 7, 1, false, false, 1, 0, false,
+              TEST_EP_BIAS | TEST_EP_ROWS | TEST_EP_RELU | TEST_EP_RSUM}, 0},
+            {{9, 9 * 16, 13, 1, false, false, 1, 0, false, TEST_EP_RSUM}, 16}};
+        for (size_t i = 0; i < sizeof summed / sizeof *summed; i++)
+            for (int v = CLT__GEMM_CLBLAST; v < CLT__GEMM_VARIANTS; v++)
+                test_gemm_check_groups(dev, dt, (clt__gemm_variant)v, &summed[i].c,
+                                       summed[i].group);
     }
 }
 END_TEST

@@ -152,6 +152,8 @@ static void run_pieces(const void *call, size_t lo, size_t hi)
 
 clt_status clt__host_gemm(const char *fn, clt_device *dev, const clt__gemm_call *c)
 {
+    if (c->row_sums) /* CBLAS gives the product alone */
+        return clt__gemm_composed_row_sums(fn, dev, c, clt__host_gemm);
     if (c->c_group) /* CBLAS stores C's rows whole */
         return clt__gemm_composed_groups(fn, dev, c, clt__host_gemm);
     const size_t sizes[] = {c->m, c->n, c->k, c->lda, c->ldb, c->ldc};

@@ -230,23 +230,27 @@ static int head_args(const clt__gemm_call *c, gemm_scalars *s, clt__cl_arg *args
 }
 
 /* The epilogue's arguments, last in every product kernel of gemm.cl (EPILOGUE_ARGS), into args;
- * their count. Without a bias, C's buffer stands in for it (not read). */
+ * their count. Without a bias or row sums, C's buffer stands in for them (not used). */
 typedef struct epilogue_args {
-    cl_mem bias;
-    cl_ulong offset;
+    cl_mem bias, rsum;
+    cl_ulong offset, rsum_offset;
     cl_int ep;
 } epilogue_args;
 
 static int epilogue_args_of(const clt__gemm_call *c, epilogue_args *e, clt__cl_arg *args)
 {
     *e = (epilogue_args){.bias = c->bias ? c->bias : c->c,
+                         .rsum = c->row_sums ? c->row_sums : c->c,
                          .offset = c->bias ? c->bias_offset : 0,
+                         .rsum_offset = c->row_sums ? c->row_sums_offset : 0,
                          .ep = (c->bias ? 1 : 0) | (c->bias && c->bias_rows ? 2 : 0) |
-                               (c->act == CLT__ACT_RELU ? 4 : 0)};
+                               (c->act == CLT__ACT_RELU ? 4 : 0) | (c->row_sums ? 8 : 0)};
     args[0] = (clt__cl_arg){sizeof e->bias, &e->bias};
     args[1] = (clt__cl_arg){8, &e->offset};
     args[2] = (clt__cl_arg){sizeof e->ep, &e->ep};
-    return 3;
+    args[3] = (clt__cl_arg){sizeof e->rsum, &e->rsum};
+    args[4] = (clt__cl_arg){8, &e->rsum_offset};
+    return 5;
 }
 
 /* gemm_packed over panels already holding op(B), C's columns in groups of cg, cg_stride apart
@@ -256,7 +260,7 @@ static clt_status packed_product(const char *fn, clt_device *dev, const clt__gem
 {
     gemm_scalars s;
     epilogue_args e;
-    clt__cl_arg args[24];
+    clt__cl_arg args[32]; /* (head, operands, epilogue) */
     int nargs = head_args(c, &s, args);
     cl_mem out = c->c;
     cl_ulong c_off = c->c_offset, ldc = c->ldc, c_bs = c->c_stride, gs = cg_stride;
@@ -322,7 +326,7 @@ static clt_status run_ours(const char *fn, clt_device *dev, clt__gemm_variant v,
     cl_mem b = c->b, out = c->c;
     gemm_scalars s;
     epilogue_args e;
-    clt__cl_arg args[24];
+    clt__cl_arg args[32]; /* (head, operands, epilogue) */
     int nargs = head_args(c, &s, args);
 
     if (v == CLT__GEMM_TILED) {
@@ -360,6 +364,14 @@ clt_status clt__cl_gemm_run(const char *fn, clt_device *dev, clt__gemm_variant v
     clt_status st = clt__cl_start(fn, dev);
     if (st != CLT_OK)
         return st;
+    /* row sums where the kernel reads A as given (not CLBlast, tiled, or packed's C^T) */
+    if (c->row_sums && !(v == CLT__GEMM_DIRECT || v == CLT__GEMM_DOT ||
+                         (v == CLT__GEMM_PACKED && !packs_a(dev, c)))) {
+        clt__gemm_call plain = *c;
+        plain.row_sums = NULL;
+        st = clt__cl_gemm_run(fn, dev, v, &plain, panels);
+        return st == CLT_OK ? clt__gemm_row_sums_apart(fn, dev, c) : st;
+    }
     if (v != CLT__GEMM_CLBLAST)
         return run_ours(fn, dev, v, c, panels);
     /* CLBlast has no epilogue: the bias and the activation as elementwise operations around it */
@@ -418,8 +430,9 @@ clt_status clt__cl_gemm(const char *fn, clt_device *dev, const clt__gemm_call *c
     clt__gemm_variant v;
     void *panels = NULL;
     size_t capacity = 0;
-    clt__gemm_call plain = *c; /* the variant chosen as for C's rows whole */
+    clt__gemm_call plain = *c; /* the variant chosen as for C's rows whole, without row sums */
     plain.c_group = plain.c_group_stride = 0;
+    plain.row_sums = NULL;
     clt_status st = clt__cl_gemm_choose(fn, dev, &plain, &v);
 
     if (st != CLT_OK)

@@ -19,10 +19,12 @@
  * only on the order of summation, which is l = 0, 1, ... k - 1 for every element (gemm_dot: VW
  * interleaved partial sums, then the rest).
  *
- * Every product kernel ends with the epilogue's arguments (bias, bias_off, ep): ep's bits
- * EP_BIAS (bias[bias_off + i] added to row i of C with EP_ROWS, bias[bias_off + j] to column j
- * without) and EP_RELU (then x < 0 ? 0 : x), applied to alpha * AB + beta * C as it is stored;
- * ep 0 for none (bias then any buffer, not read). */
+ * Every product kernel ends with the epilogue's arguments (bias, bias_off, ep, rsum, rsum_off):
+ * ep's bits EP_BIAS (bias[bias_off + i] added to row i of C with EP_ROWS, bias[bias_off + j] to
+ * column j without) and EP_RELU (then x < 0 ? 0 : x), applied to alpha * AB + beta * C as it is
+ * stored; ep 0 for none (bias then any buffer, not read). EP_RSUM (packed, direct and dot, batch
+ * 1): each row i of A summed into rsum[rsum_off + i] as well, by the work-items of C's first
+ * columns (a weight gradient's product giving its bias's). */
 
 #if GEMM_F64
 #define VW CLT_VW_DOUBLE
@@ -40,8 +42,10 @@
 #define EP_BIAS 1
 #define EP_ROWS 2
 #define EP_RELU 4
+#define EP_RSUM 8
 /* The epilogue's arguments, last in every product kernel. */
-#define EPILOGUE_ARGS __global const T *bias, ulong bias_off, int ep
+#define EPILOGUE_ARGS                                                                             \
+    __global const T *bias, ulong bias_off, int ep, __global T *rsum, ulong rsum_off
 
 /* x, element (i, j) of C, through the epilogue (bias already at bias_off). */
 CLT_FN T epilogue(T x, int ep, __global const T *bias, int i, int j)
@@ -200,6 +204,47 @@ CLT_FN void store_row(__global T *crow, int j0, int n, T alpha, T beta, VT *v, i
                                 ep, bias, i, j0 + j);
 }
 
+#if CLT_WANTED(packed) || CLT_WANTED(direct) || CLT_WANTED(dot)
+/* The VW lanes added up in lane order. */
+CLT_FN T lanes_sum(VT v)
+{
+    T x[VW];
+    vstorew(v, 0, x);
+    T s = x[0];
+    for (int q = 1; q < VW; q++)
+        s += x[q];
+    return s;
+}
+
+/* EP_RSUM: rows i0 ... i0 + MR - 1 of A below m (ab: batch 0's matrix) summed into sum[i]:
+ * where a row is contiguous, in VW interleaved partial sums, then the rest; otherwise the MR
+ * rows a column at a time (adjacent elements of A stored transposed), in order. */
+CLT_FN void row_sums(__global const T *ab, int i0, int m, int k, ulong a_rs, ulong a_cs,
+                     __global T *sum)
+{
+    T s[MR];
+    if (a_cs == 1) {
+        _Pragma("unroll") for (int r = 0; r < MR; r++) {
+            __global const T *row = ab + (ulong)min(i0 + r, m - 1) * a_rs;
+            VT v = 0;
+            int l = 0;
+            for (; l + VW <= k; l += VW)
+                v += vloadw(0, row + l);
+            s[r] = lanes_sum(v);
+            for (; l < k; l++)
+                s[r] += row[l];
+        }
+    } else {
+        _Pragma("unroll") for (int r = 0; r < MR; r++) s[r] = 0;
+        for (int l = 0; l < k; l++)
+            _Pragma("unroll") for (int r = 0; r < MR; r++)
+                s[r] += ab[(ulong)min(i0 + r, m - 1) * a_rs + (ulong)l * a_cs];
+    }
+    for (int r = 0; r < MR && i0 + r < m; r++)
+        sum[i0 + r] = s[r];
+}
+#endif
+
 /* The start of rows i0 ... i0 + MR - 1 of A (the last row stands in for rows beyond m). */
 #define A_ROWS()                                                                                  \
     __global const T *ab = a + a_off + b * a_bs, *ar[MR];                                         \
@@ -282,6 +327,8 @@ __kernel void gemm_packed(int m, int n, int k, T alpha, T beta, __global const T
     __global const T *bp = panels + ((ulong)b * get_global_size(1) + p) * k * PW;
     __global T *cb = c + c_off + b * c_bs;
     A_ROWS();
+    if ((ep & EP_RSUM) && p == 0)
+        row_sums(ab, i0, m, k, a_rs, a_cs, rsum + rsum_off);
     ACC_TILE();
     for (int l = 0; l < k; l++, bp += PW) {
         VT bv[NV];
@@ -307,6 +354,8 @@ __kernel void gemm_direct(int m, int n, int k, T alpha, T beta, __global const T
     __global const T *bp = bsrc + b_off + b * b_bs + j0;
     __global T *cb = c + c_off + b * c_bs;
     A_ROWS();
+    if ((ep & EP_RSUM) && j0 == 0)
+        row_sums(ab, i0, m, k, a_rs, a_cs, rsum + rsum_off);
     ACC_TILE();
     if (j0 + PW <= n) {
         for (int l = 0; l < k; l++, bp += ldb) {
@@ -345,16 +394,6 @@ __kernel void gemm_direct(int m, int n, int k, T alpha, T beta, __global const T
  * work-groups of one work-item. */
 #define DJ 2
 #if CLT_WANTED(dot)
-CLT_FN T lanes_sum(VT v)
-{
-    T x[VW];
-    vstorew(v, 0, x);
-    T s = x[0];
-    for (int q = 1; q < VW; q++)
-        s += x[q];
-    return s;
-}
-
 __kernel void gemm_dot(int m, int n, int k, T alpha, T beta, __global const T *a, ulong a_off,
                        ulong a_rs, ulong a_cs, ulong a_bs, __global const T *bsrc, ulong b_off,
                        ulong ldb, ulong b_bs, __global T *c, ulong c_off, ulong ldc, ulong c_bs,
@@ -364,6 +403,8 @@ __kernel void gemm_dot(int m, int n, int k, T alpha, T beta, __global const T *a
     __global const T *bb = bsrc + b_off + b * b_bs, *bt[DJ];
     __global T *cb = c + c_off + b * c_bs;
     A_ROWS();
+    if ((ep & EP_RSUM) && j0 == 0)
+        row_sums(ab, i0, m, k, a_rs, a_cs, rsum + rsum_off);
     _Pragma("unroll") for (int q = 0; q < DJ; q++) bt[q] = bb + (ulong)min(j0 + q, n - 1) * ldb;
     VT acc[MR][DJ];
     _Pragma("unroll") for (int r = 0; r < MR; r++)
