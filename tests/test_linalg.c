@@ -302,6 +302,49 @@ START_TEST(test_linear_fused_relu)
 }
 END_TEST
 
+/* clt__matmul_row_sums against clt_matmul and clt_sum along a's rows: a dense (one product on
+ * every device; the kernels' own row sums where the variant has them), stored transposed, wide
+ * enough for several column tiles of C; a strided a, one row and no terms (the sums apart); and
+ * operands that do not fit (NULL, the sums NULL, the error naming the caller). */
+START_TEST(test_matmul_row_sums)
+{
+    clt_device *dev = test_device(_i);
+    test_live base = test_live_now();
+    clt_manual_seed(11);
+    clt_tensor *a = rnd(dev, CLT_F32, CLT_SHAPE(37, 50)), *b = rnd(dev, CLT_F32, CLT_SHAPE(50, 300));
+    clt_tensor *at = rnd(dev, CLT_F32, CLT_SHAPE(50, 37)), *a_t = clt_transpose(at, 0, 1);
+    clt_tensor *wide = rnd(dev, CLT_F32, CLT_SHAPE(37, 100)), *a_s = clt_slice(wide, 1, 0, 100, 2);
+    clt_tensor *row = rnd(dev, CLT_F32, CLT_SHAPE(1, 50));
+    clt_tensor *a0 = clt_tensor_empty(CLT_SHAPE(37, 0), CLT_F32, dev);
+    clt_tensor *b0 = clt_tensor_empty(CLT_SHAPE(0, 300), CLT_F32, dev);
+    struct {
+        clt_tensor *a, *b;
+        const char *what;
+    } cases[] = {{a, b, "dense"}, {a_t, b, "transposed"}, {a_s, b, "strided"},
+                 {row, b, "one row"}, {a0, b0, "no terms"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        clt_tensor *sums = NULL, *got = clt__matmul_row_sums("test", cases[i].a, cases[i].b, &sums);
+        ck_assert_msg(got && sums, "%s: %s", cases[i].what, clt_last_error());
+        char what[64];
+        snprintf(what, sizeof what, "%s: the product", cases[i].what);
+        assert_same_values(clt_matmul(cases[i].a, cases[i].b), got, what);
+        snprintf(what, sizeof what, "%s: the row sums", cases[i].what);
+        clt_tensor *want = clt_sum(cases[i].a, (int[]){1}, 1, false);
+        test_assert_close(sums, want, 1e-5, what); /* (50 terms, in another order) */
+        clt_tensor_release(want), clt_tensor_release(sums);
+    }
+    clt_tensor *sums = a; /* overwritten with NULL */
+    ck_assert_ptr_null(clt__matmul_row_sums("test_caller", b, a, &sums));
+    ck_assert_ptr_null(sums);
+    ck_assert_error_has("test_caller");
+    clt_tensor *parts[] = {b0, a0, row, a_s, wide, a_t, at, b, a};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        clt_tensor_release(parts[i]);
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), base);
+}
+END_TEST
+
 /* a @ b for views a and b (taken), checked, then released. */
 static void view_product(clt_tensor *a, clt_tensor *b, double tol)
 {
@@ -581,6 +624,7 @@ Suite *suite_linalg(void)
     ADD_DEVICE_TEST(tc, test_matmul_zero_sizes);
     ADD_DEVICE_TEST(tc, test_linear);
     ADD_DEVICE_TEST(tc, test_linear_fused_relu);
+    ADD_DEVICE_TEST(tc, test_matmul_row_sums);
     ADD_DEVICE_TEST(tc, test_matmul_vectors);
     ADD_DEVICE_TEST(tc, test_matmul_split);
     ADD_DEVICE_TEST(tc, test_matmul_f64);
