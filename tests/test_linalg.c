@@ -317,11 +317,15 @@ START_TEST(test_matmul_row_sums)
     clt_tensor *row = rnd(dev, CLT_F32, CLT_SHAPE(1, 50));
     clt_tensor *a0 = clt_tensor_empty(CLT_SHAPE(37, 0), CLT_F32, dev);
     clt_tensor *b0 = clt_tensor_empty(CLT_SHAPE(0, 300), CLT_F32, dev);
+    /* a linear layer's gradient over more rows than a column sum takes (and than llvmpipe runs
+     * a loop for) */
+    clt_tensor *tall = clt_tensor_full(CLT_SHAPE(70000, 3), 0.5, CLT_F32, dev);
+    clt_tensor *tall_t = clt_transpose(tall, 0, 1), *b2 = rnd(dev, CLT_F32, CLT_SHAPE(70000, 8));
     struct {
         clt_tensor *a, *b;
         const char *what;
     } cases[] = {{a, b, "dense"}, {a_t, b, "transposed"}, {a_s, b, "strided"},
-                 {row, b, "one row"}, {a0, b0, "no terms"}};
+                 {row, b, "one row"}, {a0, b0, "no terms"}, {tall_t, b2, "70000 rows"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         clt_tensor *sums = NULL, *got = clt__matmul_row_sums("test", cases[i].a, cases[i].b, &sums);
         ck_assert_msg(got && sums, "%s: %s", cases[i].what, clt_last_error());
@@ -337,7 +341,7 @@ START_TEST(test_matmul_row_sums)
     ck_assert_ptr_null(clt__matmul_row_sums("test_caller", b, a, &sums));
     ck_assert_ptr_null(sums);
     ck_assert_error_has("test_caller");
-    clt_tensor *parts[] = {b0, a0, row, a_s, wide, a_t, at, b, a};
+    clt_tensor *parts[] = {b2, tall_t, tall, b0, a0, row, a_s, wide, a_t, at, b, a};
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
         clt_tensor_release(parts[i]);
     test_sync_all();

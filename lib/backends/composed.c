@@ -94,17 +94,45 @@ clt_status clt__gemm_row_sums_apart(const char *fn, clt_device *dev, const clt__
         return clt__error(CLT_ERR_INTERNAL, fn, "row sums of a product take batch 1 and a dense "
                           "A (batch %zu, %zu x %zu, leading dimension %zu%s)", c->batch, c->m,
                           c->k, c->lda, c->trans_a ? ", transposed" : "");
-    /* op(A)'s rows: A's rows of k, or down the k rows of m columns of A stored transposed */
+    /* op(A)'s rows: A's rows of k, or down the k rows of m columns of A stored transposed (sums
+     * down columns take at most CLT__REDUCE_COLUMNS_MAX rows: beyond, A^T copied first) */
+    bool down = c->trans_a && c->m > 1, copied = down && c->k > CLT__REDUCE_COLUMNS_MAX;
     clt__reduce_call r = {.op = CLT_REDUCE_SUM,
                           .dtype = c->dtype,
-                          .rows = c->trans_a ? 1 : c->m,
+                          .rows = down && !copied ? 1 : c->m,
                           .len = c->k,
-                          .inner = c->trans_a ? c->m : 1,
+                          .inner = down && !copied ? c->m : 1,
                           .in = c->a,
                           .out = c->row_sums,
                           .in_offset = c->a_offset,
                           .out_offset = c->row_sums_offset};
-    return CLT__BACKEND_CALL(reduce, fn, dev, c->dtype, &r);
+    size_t bytes, capacity = 0;
+    void *rows = NULL;
+    clt_status st = CLT_OK;
+    if (copied) {
+        if (!clt__mul_size(c->m, c->k, &bytes) ||
+            !clt__mul_size(bytes, clt_dtype_size(c->dtype), &bytes))
+            return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "row sums of %zu x %zu on %s: more "
+                              "bytes than memory holds", c->m, c->k, dev->name);
+        if ((st = clt__device_alloc(fn, dev, bytes, false, &rows, &capacity)) != CLT_OK)
+            return st;
+        clt__ew_call e = {.op = CLT_EW_copy,
+                          .dtype = c->dtype,
+                          .ndim = 2,
+                          .n = c->m * c->k,
+                          .shape = {(int64_t)c->m, (int64_t)c->k},
+                          .out = {.buf = rows, .strides = {(int64_t)c->k, 1}},
+                          .in = {{.buf = c->a,
+                                  .offset = c->a_offset,
+                                  .strides = {1, (int64_t)c->lda}}}};
+        st = CLT__BACKEND_CALL(elementwise, fn, dev, c->dtype, &e);
+        r.in = rows, r.in_offset = 0;
+    }
+    if (st == CLT_OK)
+        st = CLT__BACKEND_CALL(reduce, fn, dev, c->dtype, &r);
+    if (rows) /* work on one device runs in order */
+        clt__device_free(dev, rows, capacity);
+    return st;
 }
 
 clt_status clt__gemm_composed_row_sums(const char *fn, clt_device *dev, const clt__gemm_call *c,

@@ -86,6 +86,8 @@ static clt_status bucket_to_host(clt_dist *d, clt_tensor *const *grads, clt_tens
     clt_tensor *flat = st == CLT_OK ? clt_cat(d->parts, count, 0) : NULL;
     if (st == CLT_OK && !flat)
         st = clt_last_status();
+    if (st == CLT_OK && clt_tensor_device(flat) != d->device) /* not queued after the upload */
+        st = upload_done(d);
     if (st == CLT_OK)
         st = clt_tensor_read_async(flat, dst, bytes, NULL);
     clt_tensor_release(flat);
