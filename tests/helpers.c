@@ -183,6 +183,12 @@ long test_fault_sweep_checked(test_op op, test_check snapshot, test_check check,
     return made;
 }
 
+void test_release_all(clt_tensor *const *ts, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        clt_tensor_release(ts[i]);
+}
+
 /* The folders test_temp_dir made, removed with everything in them when the process that made
  * them exits (not a forked child that inherited the list). */
 static struct {

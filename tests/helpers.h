@@ -97,6 +97,9 @@ void test_write_file(const char *dir, const char *name, const char *text);
 void *test_bytes(const clt_tensor *t);
 /* Asserts that a and b (any devices) hold the same dtype, element count and bytes. */
 void test_assert_same_bytes(const clt_tensor *a, const clt_tensor *b);
+/* Releases the n tensors at ts (NULL among them too); TEST_RELEASE_ALL(array) a whole array. */
+void test_release_all(clt_tensor *const *ts, size_t n);
+#define TEST_RELEASE_ALL(array) test_release_all(array, sizeof(array) / sizeof *(array))
 /* The tensor's values as doubles (any dtype, any device), a buffer the test frees. */
 double *test_values(clt_tensor *t);
 /* Asserts that got and want (any devices and dtypes; neither NULL, else the last error) have the

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "ops/ops_internal.h"
 
 /* ---- what a module holds ---------------------------------------------------------------------- */
 
@@ -625,17 +626,59 @@ static bool row_ops(void *ctx)
     clt_tensor *j = d ? clt_cat((clt_tensor *[]){x, x, x}, 3, 0) : NULL; /* runs, one launch */
     bool ok = j != NULL;
     clt_tensor *all[] = {x, m, idx, top, c, g, d, j};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        clt_tensor_release(all[i]);
+    TEST_RELEASE_ALL(all);
     return ok;
 }
 
 START_TEST(test_fault_row_ops)
 {
     clt_device *dev = test_device(_i);
-    ck_assert_int_ge(test_fault_sweep(row_ops, dev, NULL, CLT__HOST), 1);
-    if (clt_device_get_info(dev)->type != CLT_DEVICE_HOST)
-        ck_assert_int_ge(test_fault_sweep(row_ops, dev, NULL, CLT__DEVICE), 1);
+    both_kinds(row_ops, NULL, NULL, dev, dev);
+}
+END_TEST
+
+/* A weight gradient's product with its bias's gradient (clt__matmul_row_sums): dense (the
+ * kernels' own sums where the variant has them, a reduction apart elsewhere), strided (the sums
+ * apart), and down more rows of a transposed A than a column sum takes (a transposed copy in a
+ * buffer first, where the sums are apart): a failed allocation anywhere leaks nothing. */
+static bool row_sums(void *ctx)
+{
+    clt_device *dev = ctx;
+    clt_tensor *a = clt_tensor_full(CLT_SHAPE(4100, 3), 0.5, CLT_F32, dev);
+    clt_tensor *at = a ? clt_transpose(a, 0, 1) : NULL;         /* (3, 4100), transposed */
+    clt_tensor *dense = at ? clt_contiguous(at) : NULL;          /* (3, 4100) */
+    clt_tensor *strided = dense ? clt_slice(at, 1, 0, 4100, 2) : NULL; /* (3, 2050) */
+    clt_tensor *b = strided ? clt_tensor_full(CLT_SHAPE(4100, 2), 1, CLT_F32, dev) : NULL;
+    clt_tensor *half = b ? clt_tensor_full(CLT_SHAPE(2050, 2), 1, CLT_F32, dev) : NULL;
+    clt_tensor *sums[3] = {NULL}, *w[3] = {NULL};
+    if (half)
+        w[0] = clt__matmul_row_sums("clt_backward", at, b, &sums[0]);
+    if (w[0])
+        w[1] = clt__matmul_row_sums("clt_backward", dense, b, &sums[1]);
+    if (w[1])
+        w[2] = clt__matmul_row_sums("clt_backward", strided, half, &sums[2]);
+    bool ok = w[2] != NULL;
+    for (int k = 0; ok && k < 3; k++) { /* exact: halves and ones */
+        double want = k < 2 ? 2050 : 1025;
+        double *v = values_unfaulted(sums[k]), *p = values_unfaulted(w[k]);
+        for (int i = 0; i < 3; i++)
+            ck_assert_double_eq(v[i], want);
+        for (int i = 0; i < 6; i++)
+            ck_assert_double_eq(p[i], want);
+        free(v), free(p);
+    }
+    for (int k = 0; k < 3; k++) /* a product only with its sums */
+        ck_assert((w[k] == NULL) == (sums[k] == NULL));
+    clt_tensor *all[] = {a, at, dense, strided, b, half, sums[0], sums[1], sums[2], w[0], w[1],
+                         w[2]};
+    TEST_RELEASE_ALL(all);
+    return ok;
+}
+
+START_TEST(test_fault_row_sums)
+{
+    clt_device *dev = test_device(_i);
+    both_kinds(row_sums, NULL, NULL, dev, dev);
 }
 END_TEST
 
@@ -654,6 +697,7 @@ Suite *suite_fault(void)
     ADD_DEVICE_TEST(tc, test_fault_grad_state);
     tcase_add_test(tc, test_fault_module_format);
     ADD_DEVICE_TEST(tc, test_fault_row_ops);
+    ADD_DEVICE_TEST(tc, test_fault_row_sums);
     suite_add_tcase(s, tc);
     return s;
 }

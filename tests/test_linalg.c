@@ -151,8 +151,7 @@ START_TEST(test_matmul_views)
     clt_tensor_release(x);
 
     clt_tensor *parts[] = {a3, a1, b3, b3t, narrow, strided, wide, bc, ac, b, a, bt, at};
-    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
-        clt_tensor_release(parts[i]);
+    TEST_RELEASE_ALL(parts);
     test_sync_all();
     ck_assert_live_eq(test_live_now(), base);
 }
@@ -246,8 +245,7 @@ START_TEST(test_linear)
     check_linear(xt, w4, NULL, y, TOL_F32);
     clt_tensor_release(y);
     clt_tensor *parts[] = {w4, xt, bias, wide, w, wt, x};
-    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
-        clt_tensor_release(parts[i]);
+    TEST_RELEASE_ALL(parts);
     test_sync_all();
     ck_assert_live_eq(test_live_now(), base);
 }
@@ -295,8 +293,7 @@ START_TEST(test_linear_fused_relu)
                        "matmul, a bias along the rows, k 0");
     clt_tensor_release(r);
     clt_tensor *parts[] = {b0, a0, rows, col, b, a, w0, x0, bias, wide, w, x};
-    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
-        clt_tensor_release(parts[i]);
+    TEST_RELEASE_ALL(parts);
     test_sync_all();
     ck_assert_live_eq(test_live_now(), base);
 }
@@ -342,8 +339,7 @@ START_TEST(test_matmul_row_sums)
     ck_assert_ptr_null(sums);
     ck_assert_error_has("test_caller");
     clt_tensor *parts[] = {b2, tall_t, tall, b0, a0, row, a_s, wide, a_t, at, b, a};
-    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
-        clt_tensor_release(parts[i]);
+    TEST_RELEASE_ALL(parts);
     test_sync_all();
     ck_assert_live_eq(test_live_now(), base);
 }
@@ -552,8 +548,7 @@ START_TEST(test_matmul_bad_input)
     ck_assert_live_eq(test_live_now(), base);
 
     clt_tensor *parts[] = {a, b, b13, i32, f16, s, v, x3, y3, w, bias4, host, f64};
-    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
-        clt_tensor_release(parts[i]);
+    TEST_RELEASE_ALL(parts);
 }
 END_TEST
 
@@ -600,8 +595,7 @@ static void allocation_failures(clt_device *dev)
     free(after);
     free(before);
     clt_tensor *parts[] = {bias_strided, bias10, bias, w, b3, strided, wide, b, a};
-    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
-        clt_tensor_release(parts[i]);
+    TEST_RELEASE_ALL(parts);
 }
 
 START_TEST(test_matmul_allocation_failures)

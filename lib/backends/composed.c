@@ -50,20 +50,28 @@ clt_status clt__conv2d_composed(const char *fn, clt_device *dev, const clt__conv
     return st;
 }
 
+/* A rows x cols matrix of dtype in a buffer of dev's caching allocator (*capacity its size for
+ * clt__device_free), for `what`. */
+static clt_status matrix_buffer(const char *fn, clt_device *dev, const char *what, size_t rows,
+                                size_t cols, clt_dtype dtype, void **buf, size_t *capacity)
+{
+    size_t bytes;
+    if (!clt__mul_size(rows, cols, &bytes) || !clt__mul_size(bytes, clt_dtype_size(dtype), &bytes))
+        return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "%s of %zu x %zu on %s: more bytes than "
+                          "memory holds", what, rows, cols, dev->name);
+    return clt__device_alloc(fn, dev, bytes, false, buf, capacity);
+}
+
 clt_status clt__gemm_composed_groups(const char *fn, clt_device *dev, const clt__gemm_call *c,
                                      clt__gemm_fn gemm)
 {
-    size_t bytes, capacity = 0, groups = c->n / c->c_group;
+    size_t capacity = 0, groups = c->n / c->c_group;
     void *wide = NULL;
     if (c->batch != 1 || c->beta != 0 || c->n % c->c_group)
         return clt__error(CLT_ERR_INTERNAL, fn, "a product into column groups of %zu takes batch "
                           "1, beta 0 and groups that divide n (batch %zu, beta %g, n %zu)",
                           c->c_group, c->batch, c->beta, c->n);
-    if (!clt__mul_size(c->m, c->n, &bytes) ||
-        !clt__mul_size(bytes, clt_dtype_size(c->dtype), &bytes))
-        return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "a product of %zu x %zu on %s: more bytes "
-                          "than memory holds", c->m, c->n, dev->name);
-    clt_status st = clt__device_alloc(fn, dev, bytes, false, &wide, &capacity);
+    clt_status st = matrix_buffer(fn, dev, "a product", c->m, c->n, c->dtype, &wide, &capacity);
     clt__gemm_call p = *c;
     p.c = wide, p.c_offset = 0, p.ldc = c->n, p.c_stride = c->m * c->n;
     p.c_group = p.c_group_stride = 0;
@@ -88,12 +96,21 @@ clt_status clt__gemm_composed_groups(const char *fn, clt_device *dev, const clt_
     return st;
 }
 
+/* CLT_OK where c's row sums can be had apart (batch 1, A dense), else the error. */
+static clt_status row_sums_refused(const char *fn, const clt__gemm_call *c)
+{
+    if (c->batch == 1 && c->lda == (c->trans_a ? c->m : c->k))
+        return CLT_OK;
+    return clt__error(CLT_ERR_INTERNAL, fn, "row sums of a product take batch 1 and a dense A "
+                      "(batch %zu, %zu x %zu, leading dimension %zu%s)", c->batch, c->m, c->k,
+                      c->lda, c->trans_a ? ", transposed" : "");
+}
+
 clt_status clt__gemm_row_sums_apart(const char *fn, clt_device *dev, const clt__gemm_call *c)
 {
-    if (c->batch != 1 || c->lda != (c->trans_a ? c->m : c->k))
-        return clt__error(CLT_ERR_INTERNAL, fn, "row sums of a product take batch 1 and a dense "
-                          "A (batch %zu, %zu x %zu, leading dimension %zu%s)", c->batch, c->m,
-                          c->k, c->lda, c->trans_a ? ", transposed" : "");
+    clt_status st = row_sums_refused(fn, c);
+    if (st != CLT_OK)
+        return st;
     /* op(A)'s rows: A's rows of k, or down the k rows of m columns of A stored transposed (sums
      * down columns take at most CLT__REDUCE_COLUMNS_MAX rows: beyond, A^T copied first) */
     bool down = c->trans_a && c->m > 1, copied = down && c->k > CLT__REDUCE_COLUMNS_MAX;
@@ -106,15 +123,11 @@ clt_status clt__gemm_row_sums_apart(const char *fn, clt_device *dev, const clt__
                           .out = c->row_sums,
                           .in_offset = c->a_offset,
                           .out_offset = c->row_sums_offset};
-    size_t bytes, capacity = 0;
+    size_t capacity = 0;
     void *rows = NULL;
-    clt_status st = CLT_OK;
     if (copied) {
-        if (!clt__mul_size(c->m, c->k, &bytes) ||
-            !clt__mul_size(bytes, clt_dtype_size(c->dtype), &bytes))
-            return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "row sums of %zu x %zu on %s: more "
-                              "bytes than memory holds", c->m, c->k, dev->name);
-        if ((st = clt__device_alloc(fn, dev, bytes, false, &rows, &capacity)) != CLT_OK)
+        st = matrix_buffer(fn, dev, "row sums", c->m, c->k, c->dtype, &rows, &capacity);
+        if (st != CLT_OK)
             return st;
         clt__ew_call e = {.op = CLT_EW_copy,
                           .dtype = c->dtype,
@@ -140,7 +153,9 @@ clt_status clt__gemm_composed_row_sums(const char *fn, clt_device *dev, const cl
 {
     clt__gemm_call p = *c;
     p.row_sums = NULL, p.row_sums_offset = 0;
-    clt_status st = c->batch == 1 ? gemm(fn, dev, &p) : CLT_OK; /* (refused below) */
+    clt_status st = row_sums_refused(fn, c);
+    if (st == CLT_OK)
+        st = gemm(fn, dev, &p);
     return st == CLT_OK ? clt__gemm_row_sums_apart(fn, dev, c) : st;
 }
 

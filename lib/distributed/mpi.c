@@ -35,7 +35,7 @@ struct clt_dist {
  * waiting, so that the device goes on to the work after it while the host goes on queueing; the
  * next bucket's read of gradients into the staging is queued after it on the same in-order
  * queue, so the host waits only where it would touch the staging before such a read has
- * finished (a new staging, a bucket whose read failed). */
+ * finished (a new staging, a bucket whose read failed) or where the read is another device's. */
 static clt_status upload_done(clt_dist *d)
 {
     clt_status st = d->upload ? clt_event_wait(d->upload) : CLT_OK;

@@ -40,17 +40,17 @@ clt_tensor *clt__linear_act(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
  * rows), likewise in one product and recorded as one operation; errors name fn. */
 clt_tensor *clt__matmul_act(const char *fn, clt_tensor *a, clt_tensor *b, clt_tensor *bias,
                             clt__act act);
+/* The same, written as (n / group, m, group): a convolution's product over every image's
+ * columns (group the positions of an image) in the output's layout (N, O, L), with no copy where
+ * the device's product stores column groups; recorded as one operation. */
+clt_tensor *clt__conv_product(const char *fn, clt_tensor *a, clt_tensor *b, clt_tensor *bias,
+                              clt__act act, int64_t group);
 /* a @ b for matrices a (m, k) and b (k, n), and a's rows summed into *sums (m, new): in the
  * product's own pass over a where the device's product gives them (clt__gemm_call's
  * row_sums: a f32 or f64 a stored dense, either way round), else by a sum apart; a weight
  * gradient's product and its bias's gradient. Not recorded (backward functions run without
  * recording). NULL, and *sums NULL, with the error set naming fn. */
 clt_tensor *clt__matmul_row_sums(const char *fn, clt_tensor *a, clt_tensor *b, clt_tensor **sums);
-/* The same, written as (n / group, m, group): a convolution's product over every image's
- * columns (group the positions of an image) in the output's layout (N, O, L), with no copy where
- * the device's product stores column groups; recorded as one operation. */
-clt_tensor *clt__conv_product(const char *fn, clt_tensor *a, clt_tensor *b, clt_tensor *bias,
-                              clt__act act, int64_t group);
 
 /* act(clt_conv2d(x, weight, bias, o)): where the convolution is one recorded product (groups
  * 1), the bias and the activation in its epilogue. */
