@@ -92,15 +92,23 @@ static int bench(clt_device *dev, int64_t n)
         return -1;
     }
     /* the library's runs, then the direct calls', each after a warm-up: interleaved, the
-     * threads one leaves spinning for a while (OpenBLAS's) would slow the other's. On cpu the
-     * warm-up lasts 0.3 s: OpenBLAS's idle worker spins for about 0.1 s after a threaded call,
-     * and in a process with the OpenCL drivers loaded after its first use, holding a core
-     * (the library's products of 256 ran at one core's speed then) */
-    double warm_until = now_s() + (clt_device_get_info(dev)->type == CLT_DEVICE_HOST ? 0.3 : 0);
+     * threads one leaves spinning for a while (OpenBLAS's) would slow the other's. The warm-up
+     * lasts 0.3 s, each product waited for: on cpu OpenBLAS's idle worker spins for about 0.1 s
+     * after a threaded call, and in a process with the OpenCL drivers loaded after its first
+     * use, holding a core (the library's products of 256 ran at one core's speed then); on
+     * PoCL the first tens of products of 256 took 350-500 us where later ones took 250-330
+     * (a 2-core EPYC: its products of 256 measured 46-109 GFLOP/s after one warm-up product,
+     * 103-124 after 0.3 s) */
+    double warm_until = now_s() + 0.3;
     while (now_s() < warm_until) {
         clt_tensor *p = clt_matmul(a, b);
+        clt_device_synchronize(dev);
         clt_tensor_release(p);
     }
+    /* the check against the direct call comes after the timed runs: the reference's first
+     * call builds CLBlast's kernels, after which the library's products of 256 ran at 40-60
+     * GFLOP/s on a 2-core EPYC for a while, against 75-100 without it */
+    clt_tensor *last = NULL;
     for (int r = -1; r < repeats; r++) {
         double t0 = now_s();
         clt_tensor *p = clt_matmul(a, b);
@@ -110,14 +118,15 @@ static int bench(clt_device *dev, int64_t n)
             fprintf(stderr, "%s\n", clt_last_error());
             return -1;
         }
-        if (r < 0 && direct_sgemm(dev, a, b, c, (size_t)n) == 0)
-            diff = difference(p, c, n);
-        else if (r < 0)
-            return -1;
-        clt_tensor_release(p);
+        clt_tensor_release(last);
+        last = p;
         if (r >= 0)
             t_clt[r] = t1 - t0;
     }
+    if (direct_sgemm(dev, a, b, c, (size_t)n) != 0)
+        return -1;
+    diff = difference(last, c, n);
+    clt_tensor_release(last);
     bool host = clt_device_get_info(dev)->type == CLT_DEVICE_HOST;
     if (host) /* on OpenBLAS's own threads, as many as cpu's (the library leaves OpenBLAS one) */
         openblas_set_num_threads(clt_get_num_threads());
