@@ -83,7 +83,8 @@ static double time_halves(clt_device *const devs[2])
     half h[2] = {{mlp(), devs[0], -1}, {mlp(), devs[1], -1}};
     pthread_t other;
     bool started = false;
-    if (clt_module_to(h[0].model, devs[0]) == CLT_OK && clt_module_to(h[1].model, devs[1]) == CLT_OK &&
+    if (clt_module_to(h[0].model, devs[0]) == CLT_OK &&
+        clt_module_to(h[1].model, devs[1]) == CLT_OK &&
         (started = pthread_create(&other, NULL, run_half, &h[1]) == 0))
         run_half(&h[0]);
     if (started)
