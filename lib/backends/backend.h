@@ -558,7 +558,7 @@ clt_status clt__gemm_composed_groups(const char *fn, clt_device *dev, const clt_
 clt_status clt__gemm_composed_epilogue(const char *fn, clt_device *dev, const clt__gemm_call *c,
                                        clt__gemm_fn gemm);
 /* The gemm call c with row sums on a backend, or a variant, whose product does not give them:
- * `gemm` without them, then the row sums apart: dev's reduce entry over A's rows, or down its
+ * the row sums apart (which check the call first), then `gemm` without them: dev's reduce entry over A's rows, or down its
  * columns where stored transposed (beyond CLT__REDUCE_COLUMNS_MAX rows, over the rows of a
  * transposed copy in a buffer of the caching allocator). */
 clt_status clt__gemm_composed_row_sums(const char *fn, clt_device *dev, const clt__gemm_call *c,

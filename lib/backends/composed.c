@@ -151,12 +151,10 @@ clt_status clt__gemm_row_sums_apart(const char *fn, clt_device *dev, const clt__
 clt_status clt__gemm_composed_row_sums(const char *fn, clt_device *dev, const clt__gemm_call *c,
                                        clt__gemm_fn gemm)
 {
-    clt__gemm_call p = *c;
+    clt__gemm_call p = *c; /* the sums first: they check the call before any work */
     p.row_sums = NULL, p.row_sums_offset = 0;
-    clt_status st = row_sums_refused(fn, c);
-    if (st == CLT_OK)
-        st = gemm(fn, dev, &p);
-    return st == CLT_OK ? clt__gemm_row_sums_apart(fn, dev, c) : st;
+    clt_status st = clt__gemm_row_sums_apart(fn, dev, c);
+    return st == CLT_OK ? gemm(fn, dev, &p) : st;
 }
 
 clt_status clt__gemm_composed_epilogue(const char *fn, clt_device *dev, const clt__gemm_call *c,

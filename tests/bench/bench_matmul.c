@@ -123,10 +123,10 @@ static int bench(clt_device *dev, int64_t n)
         if (r >= 0)
             t_clt[r] = t1 - t0;
     }
-    if (direct_sgemm(dev, a, b, c, (size_t)n) != 0)
-        return -1;
-    diff = difference(last, c, n);
+    diff = direct_sgemm(dev, a, b, c, (size_t)n) == 0 ? difference(last, c, n) : -1;
     clt_tensor_release(last);
+    if (diff < 0)
+        return -1;
     bool host = clt_device_get_info(dev)->type == CLT_DEVICE_HOST;
     if (host) /* on OpenBLAS's own threads, as many as cpu's (the library leaves OpenBLAS one) */
         openblas_set_num_threads(clt_get_num_threads());

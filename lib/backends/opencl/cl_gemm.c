@@ -367,10 +367,10 @@ clt_status clt__cl_gemm_run(const char *fn, clt_device *dev, clt__gemm_variant v
     /* row sums where the kernel reads A as given (not CLBlast, tiled, or packed's C^T) */
     if (c->row_sums && !(v == CLT__GEMM_DIRECT || v == CLT__GEMM_DOT ||
                          (v == CLT__GEMM_PACKED && !packs_a(dev, c)))) {
-        clt__gemm_call plain = *c;
+        clt__gemm_call plain = *c; /* the sums first: they check the call before any work */
         plain.row_sums = NULL;
-        st = clt__cl_gemm_run(fn, dev, v, &plain, panels);
-        return st == CLT_OK ? clt__gemm_row_sums_apart(fn, dev, c) : st;
+        st = clt__gemm_row_sums_apart(fn, dev, c);
+        return st == CLT_OK ? clt__cl_gemm_run(fn, dev, v, &plain, panels) : st;
     }
     if (v != CLT__GEMM_CLBLAST)
         return run_ours(fn, dev, v, c, panels);
