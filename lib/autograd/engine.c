@@ -12,10 +12,11 @@
 
 static const char *const fn = "clt_backward";
 
-/* The nodes reachable from a root, in the order they were found. */
+/* The nodes reachable from a root, in the order they were found; for the ready list, the order
+ * they run in, and `ahead`: where the next node that sends work to another device goes. */
 typedef struct walk {
     clt__node **nodes;
-    int count, capacity;
+    int count, capacity, ahead;
 } walk;
 
 static clt_status push(walk *w, clt__node *n)
@@ -159,6 +160,30 @@ static bool held_back(const clt__node *n)
     return true;
 }
 
+/* Whether node n, ready and not held back, copies its gradient to another device: a batch's part
+ * that DataParallel ran there. It runs before the other ready nodes, so that the copy is queued
+ * behind what its own device has queued so far, not behind the work those nodes would queue,
+ * and the other device starts its part of the pass that much sooner. */
+static bool sends_ahead(const clt__node *n)
+{
+    return n->d == &clt__d_to && n->grad && n->ninputs == 1 &&
+           n->inputs[0].device != clt_tensor_device(n->grad);
+}
+
+/* Puts n on the ready list: after the nodes yet to run, or where it sends work to another
+ * device, before them (after those of its kind put there before it). */
+static clt_status push_ready(walk *ready, clt__node *n)
+{
+    if (push(ready, n) != CLT_OK)
+        return clt_last_status();
+    if (sends_ahead(n)) {
+        memmove(ready->nodes + ready->ahead + 1, ready->nodes + ready->ahead,
+                (size_t)(ready->count - 1 - ready->ahead) * sizeof *ready->nodes);
+        ready->nodes[ready->ahead++] = n;
+    }
+    return CLT_OK;
+}
+
 /* Where n copied its input from a peer device (one context: a DataParallel replica's parameter)
  * and a gradient of the same dtype and shape has already arrived there, g is added to that one
  * straight from this device's buffer, with no copy home first: true, *st the outcome. */
@@ -202,7 +227,7 @@ static clt_status run_node(clt__node *n, walk *ready, walk *held)
         }
         clt_tensor_release(gi[i]);
         if (next && --next->deps == 0 && next->grad && st == CLT_OK)
-            st = push(held_back(next) ? held : ready, next);
+            st = held_back(next) ? push(held, next) : push_ready(ready, next);
     }
     /* n's gradient is spent: let go of it now, so that a leaf's gradient that is a view of it
      * (a reshaped weight's) is the leaf's alone and kept without a copy, and so that the pass
@@ -306,14 +331,16 @@ clt_status clt_backward_ex(clt_tensor *root, clt_tensor *grad, bool retain_graph
         st = check_saved(&all);
     if (st == CLT_OK)
         st = push(&ready, start);
-    /* Kahn's order: a node runs once every gradient it receives has arrived; the held-back
-     * copies, in the order they became ready, once nothing else is */
+    /* Kahn's order: a node runs once every gradient it receives has arrived, those that send
+     * work to another device first; the held-back copies, in the order they became ready, once
+     * nothing else is */
     for (int k = 0; st == CLT_OK && (k < ready.count || held_at < held.count); k++) {
         if (k == ready.count)
             st = push(&ready, held.nodes[held_at++]);
         clt__node *n = st == CLT_OK ? ready.nodes[k] : NULL;
         if (!n)
             break;
+        ready.ahead = k + 1;
         if (n->d)
             st = run_node(n, &ready, &held);
         else if (hooks && hooks->leaf_ready && n->leaf && n->grad) /* a leaf's gradient is whole */
