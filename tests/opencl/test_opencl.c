@@ -2,7 +2,8 @@
  * objects (and their refusal for other backends' devices; what a buffer handed out means for
  * what the library knows of its values), kernel builds from
  * CLT_KERNEL_DIR (a source that does not build, a missing file, sources equal to the embedded
- * ones), and the scheduling policy of a CPU device's runtime threads. */
+ * ones), the kernel arguments a launch leaves as they were, and the scheduling policy of a CPU
+ * device's runtime threads. */
 #define _GNU_SOURCE /* SCHED_BATCH */
 #include <dirent.h>
 #include <sched.h>
@@ -13,6 +14,7 @@
 
 #include <cltensor/opencl.h>
 
+#include "backends/opencl/cl_internal.h"
 #include "tensor/tensor_internal.h"
 
 bool clt__cl_usable(const char *c_version, const char *profile, const char **why);
@@ -193,6 +195,58 @@ START_TEST(test_device_opencl_interop)
 }
 END_TEST
 
+/* A launch sets only the arguments that differ from the kernel's last launch: the same add
+ * again sets at most its output's buffer; an add of other parts of the same tensors sets their
+ * offsets too; after a buffer was released (the cache emptied), every argument is set again,
+ * since a new buffer may come back with the released one's handle. Results stay right. */
+START_TEST(test_device_kept_arguments)
+{
+    clt_device *dev = test_device(_i);
+    if (_i == 0)
+        return; /* (no kernel arguments on cpu) */
+    clt_tensor *a = clt_tensor_arange(0, 32, 1, CLT_F32, dev);
+    clt_tensor *b = clt_tensor_full(CLT_SHAPE(32), 2, CLT_F32, dev);
+    clt_tensor *c = clt_add(a, b), *a2, *b2;
+    float got[32];
+    long before;
+    ck_assert_ptr_nonnull(c);
+    clt_tensor_release(c);
+    ck_assert_int_eq(clt_device_synchronize(dev), CLT_OK);
+
+    before = clt__cl_args_set();
+    c = clt_add(a, b);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_le(clt__cl_args_set() - before, 1);
+    ck_assert_int_eq(clt_tensor_copy_to_host(c, got, sizeof got), CLT_OK);
+    for (int i = 0; i < 32; i++)
+        ck_assert_float_eq(got[i], (float)i + 2);
+    clt_tensor_release(c);
+
+    a2 = clt_narrow(a, 0, 16, 16), b2 = clt_narrow(b, 0, 8, 16);
+    before = clt__cl_args_set();
+    c = clt_add(a2, b2);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_ge(clt__cl_args_set() - before, 2);  /* the two offsets at least */
+    ck_assert_int_lt(clt__cl_args_set() - before, 12); /* not the buffers nor the count */
+    ck_assert_int_eq(clt_tensor_copy_to_host(c, got, 16 * sizeof *got), CLT_OK);
+    for (int i = 0; i < 16; i++)
+        ck_assert_float_eq(got[i], (float)(16 + i) + 2);
+    clt_tensor_release(c);
+
+    ck_assert_int_eq(clt_device_synchronize(dev), CLT_OK);
+    clt_device_empty_cache(dev); /* c's buffer released */
+    before = clt__cl_args_set();
+    c = clt_add(a2, b2);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(clt__cl_args_set() - before, 12); /* every argument of ewc_add */
+    ck_assert_int_eq(clt_tensor_copy_to_host(c, got, 16 * sizeof *got), CLT_OK);
+    for (int i = 0; i < 16; i++)
+        ck_assert_float_eq(got[i], (float)(16 + i) + 2);
+    clt_tensor_release(c), clt_tensor_release(b2), clt_tensor_release(a2);
+    clt_tensor_release(b), clt_tensor_release(a);
+}
+END_TEST
+
 /* A broken kernel file: the build fails with the program's name and the compiler's log, every
  * time it is needed; other programs and other devices keep working. */
 START_TEST(test_device_kernel_build_failure)
@@ -274,6 +328,7 @@ Suite *suite_opencl(void)
     tcase_add_loop_test(tc, test_device_batch_workers, 0, 5);
     tcase_add_test(tc, test_device_interop_other_backend);
     ADD_DEVICE_TEST(tc, test_device_opencl_interop);
+    ADD_DEVICE_TEST(tc, test_device_kept_arguments);
     tcase_add_test(tc, test_device_kernel_build_failure);
     tcase_add_test(tc, test_device_kernel_dir_missing_file);
     tcase_add_test(tc, test_device_kernel_dir_sources);

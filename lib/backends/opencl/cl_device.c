@@ -458,7 +458,7 @@ clt_status clt__cl_alloc(const char *fn, clt_device *dev, size_t nbytes, void **
     else
         *buf = clCreateBuffer(clt__cl(dev)->context, CL_MEM_READ_WRITE, nbytes, NULL, &err);
     if (err == CL_SUCCESS && (err = touch(dev, (cl_mem)*buf)) != CL_SUCCESS)
-        clReleaseMemObject((cl_mem)*buf);
+        clt__cl_release_mem((cl_mem)*buf);
     if (err != CL_SUCCESS) {
         *buf = NULL;
         return clt__error(CLT_ERR_DEVICE_OUT_OF_MEMORY, fn,
@@ -474,7 +474,7 @@ void clt__cl_free(clt_device *dev, void *buf)
     (void)dev;
     if (!buf)
         return;
-    clReleaseMemObject((cl_mem)buf);
+    clt__cl_release_mem((cl_mem)buf);
     clt__live_add(CLT__DEVICE, -1);
 }
 
@@ -681,7 +681,7 @@ clt_status clt__cl_pinned_alloc(const char *fn, clt_device *dev, size_t nbytes, 
         *ptr = clEnqueueMapBuffer(cd->copy_queue, buf, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
                                   nbytes, 0, NULL, NULL, &err);
         if (err != CL_SUCCESS)
-            clReleaseMemObject(buf);
+            clt__cl_release_mem(buf);
     }
     if (err != CL_SUCCESS) {
         *ptr = NULL;
@@ -701,7 +701,7 @@ void clt__cl_pinned_free(clt_device *dev, void *handle, void *ptr)
         return;
     clEnqueueUnmapMemObject(cd->copy_queue, (cl_mem)handle, ptr, 0, NULL, NULL);
     clFinish(cd->copy_queue);
-    clReleaseMemObject((cl_mem)handle);
+    clt__cl_release_mem((cl_mem)handle);
     clt__live_add(CLT__DEVICE, -1);
 }
 

@@ -91,7 +91,7 @@ static void scratch_free(scratch *s)
     cl_mem all[] = {s->a, s->b, s->c, s->panels};
     for (int i = 0; i < 4; i++)
         if (all[i])
-            clReleaseMemObject(all[i]);
+            clt__cl_release_mem(all[i]);
 }
 
 static clt_status scratch_make(const char *fn, clt_device *dev, size_t elems, size_t elem,

@@ -66,6 +66,11 @@ typedef struct clt__cl_program {
     struct clt__cl_kernel *kernels;
 } clt__cl_program;
 
+/* The arguments a kernel keeps from one launch to the next (by position, up to this many, each
+ * up to this many bytes); the others are set at every launch. */
+#define CLT__CL_KEPT_ARGS 32
+#define CLT__CL_KEPT_BYTES 8
+
 typedef struct clt__cl_kernel {
     struct clt__cl_kernel *next;
     char *name;
@@ -74,8 +79,26 @@ typedef struct clt__cl_kernel {
     size_t max_local;  /* CL_KERNEL_WORK_GROUP_SIZE (0: unknown) */
     cl_uint nargs;     /* CL_KERNEL_NUM_ARGS, which every launch's arguments are checked
                         * against (CLT__CL_NARGS_UNKNOWN when the driver does not say) */
+    /* The arguments as last set: an argument keeps its value until it is set again (OpenCL
+     * 1.2, clSetKernelArg), so a launch sets only those that differ. Each one's size (0: not
+     * known, set it) and value, valid while clt__cl_mem_generation is still `generation`: a
+     * released buffer's handle may come back for a new buffer, whose address some drivers
+     * read when the argument is set, not at the launch. */
+    unsigned generation;
+    unsigned char kept_size[CLT__CL_KEPT_ARGS];
+    uint64_t kept[CLT__CL_KEPT_ARGS]; /* (CLT__CL_KEPT_BYTES of each, zero-padded) */
 } clt__cl_kernel;
 #define CLT__CL_NARGS_UNKNOWN ((cl_uint)-1)
+
+/* Counts the buffers released (clt__cl_release_mem), so that no kernel keeps an argument that
+ * named one of them. */
+extern atomic_uint clt__cl_mem_generation;
+
+/* clReleaseMemObject of a buffer the library made, after counting it released. */
+void clt__cl_release_mem(cl_mem buf);
+
+/* The kernel arguments set so far in this process (clSetKernelArg calls), for tests. */
+long clt__cl_args_set(void);
 
 /* The sub-devices split from one device (CLT_SUBDEVICES): one context for all of them, made
  * when the first starts, so that each uses the others' buffers (peer_order). Shared

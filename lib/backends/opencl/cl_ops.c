@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backends/shared/scalar_host.h"
 #include "cl_internal.h"
 #include "cl_run.h"
 #include "core/core.h"
@@ -169,26 +170,27 @@ clt_status clt__cl_elementwise(const char *fn, clt_device *dev, const clt__ew_ca
     for (int k = 0; k < 4; k++) {
         bufs[k] = ops[k]->buf ? (cl_mem)ops[k]->buf : (cl_mem)c->out.buf;
         offs[k] = ops[k]->buf ? ops[k]->offset : 0;
-        for (int d = 0; d < 8; d++)
-            layout.st[8 * k + d] = d < c->ndim && ops[k]->buf ? ops[k]->strides[d] : 0;
     }
-    for (int d = 0; d < 8; d++)
-        layout.sh[d] = d < c->ndim ? c->shape[d] : 1;
+    /* the scalars in the kernel's compute type, converted as the host converts them */
     for (int k = 0; k < 2; k++) {
         double v = k ? c->s1 : c->s0;
-        unsigned char tmp[8];
         if (c->dtype == CLT_F64)
             s[k].d = v;
         else if (clt__dtype(c->dtype)->compute == CLT_F32)
-            clt__host_backend.cast(fn, NULL, &v, 0, CLT_F64, tmp, 0, CLT_F32, 1),
-                memcpy(&s[k].f, tmp, sizeof s[k].f);
+            s[k].f = clt_cvt_f64_f32(v);
         else
-            clt__host_backend.cast(fn, NULL, &v, 0, CLT_F64, tmp, 0, CLT_I64, 1),
-                memcpy(&s[k].l, tmp, sizeof s[k].l);
+            s[k].l = clt_cvt_f64_i64(v);
     }
     ssize = c->dtype == CLT_F64 ? sizeof(cl_double)
             : clt__dtype(c->dtype)->compute == CLT_F32 ? sizeof(cl_float)
                                                        : sizeof(cl_long);
+    if (c->ndim == 0) /* every operand contiguous: no layout */
+        return contiguous(fn, dev, c, bufs, offs, &s[0], &s[1], ssize);
+    for (int k = 0; k < 4; k++)
+        for (int d = 0; d < 8; d++)
+            layout.st[8 * k + d] = d < c->ndim && ops[k]->buf ? ops[k]->strides[d] : 0;
+    for (int d = 0; d < 8; d++)
+        layout.sh[d] = d < c->ndim ? c->shape[d] : 1;
     const clt__cl_arg args[] = {
         {sizeof bufs[0], &bufs[0]}, {sizeof offs[0], &offs[0]}, {sizeof bufs[1], &bufs[1]},
         {sizeof offs[1], &offs[1]}, {sizeof bufs[2], &bufs[2]}, {sizeof offs[2], &offs[2]},
@@ -196,8 +198,6 @@ clt_status clt__cl_elementwise(const char *fn, clt_device *dev, const clt__ew_ca
         {sizeof ndim, &ndim},       {sizeof n, &n},             {sizeof blocked, &blocked},
         {ssize, &s[0]},             {ssize, &s[1]},
     };
-    if (c->ndim == 0) /* every operand contiguous */
-        return contiguous(fn, dev, c, bufs, offs, &s[0], &s[1], ssize);
     return clt__cl_run(fn, dev, ew_programs[c->op], clt__dtype(c->dtype)->options,
                        ew_kernels[c->op][0], CLT__CL_ARGS(args), c->n);
 }

@@ -426,6 +426,50 @@ static clt_status one_dim(const char *fn, clt_device *dev, const clt__cl_kernel 
 }
 
 /* Sets the arguments and enqueues the kernel over the range. */
+atomic_uint clt__cl_mem_generation;
+static atomic_long args_set;
+
+long clt__cl_args_set(void)
+{
+    return atomic_load(&args_set);
+}
+
+void clt__cl_release_mem(cl_mem buf)
+{
+    atomic_fetch_add(&clt__cl_mem_generation, 1);
+    clReleaseMemObject(buf);
+}
+
+/* Sets the kernel's arguments that differ from those it kept (every one where a buffer was
+ * released since they were kept), and keeps what it set; on an error it keeps nothing. */
+static cl_int set_args(clt__cl_kernel *k, const clt__cl_arg *args, int nargs)
+{
+    unsigned generation = atomic_load(&clt__cl_mem_generation);
+    cl_int err = CL_SUCCESS;
+    if (k->generation != generation) {
+        memset(k->kept_size, 0, sizeof k->kept_size);
+        k->generation = generation;
+    }
+    for (int i = 0; i < nargs && err == CL_SUCCESS; i++) {
+        const clt__cl_arg *a = &args[i];
+        bool keep = i < CLT__CL_KEPT_ARGS && a->value && a->size <= CLT__CL_KEPT_BYTES;
+        uint64_t value = 0; /* the argument's bytes, zero-padded to 8 */
+        if (keep)
+            memcpy(&value, a->value, a->size);
+        if (keep && k->kept_size[i] == a->size && k->kept[i] == value)
+            continue;
+        err = clSetKernelArg(k->kernel, (cl_uint)i, a->size, a->value);
+        atomic_fetch_add_explicit(&args_set, 1, memory_order_relaxed);
+        if (i < CLT__CL_KEPT_ARGS)
+            k->kept_size[i] = keep && err == CL_SUCCESS ? (unsigned char)a->size : 0;
+        if (keep)
+            k->kept[i] = value;
+    }
+    if (err != CL_SUCCESS)
+        memset(k->kept_size, 0, sizeof k->kept_size);
+    return err;
+}
+
 static clt_status enqueue(const char *fn, clt_device *dev, const char *program,
                           const char *options, const char *kernel, const clt__cl_arg *args,
                           int nargs, const range *r, cl_event *event)
@@ -449,8 +493,8 @@ static clt_status enqueue(const char *fn, clt_device *dev, const char *program,
     if (st == CLT_OK && k->nargs != CLT__CL_NARGS_UNKNOWN && (cl_uint)nargs != k->nargs)
         st = clt__error(CLT_ERR_INTERNAL, fn, "kernel %s of program %s takes %u arguments; %d "
                         "were given", kernel, program, (unsigned)k->nargs, nargs);
-    for (int i = 0; st == CLT_OK && i < nargs && err == CL_SUCCESS; i++)
-        err = clSetKernelArg(k->kernel, (cl_uint)i, args[i].size, args[i].value);
+    if (st == CLT_OK)
+        err = set_args(k, args, nargs);
     if (st == CLT_OK && err == CL_SUCCESS) {
         size_t global = 0, lsize = 0;
         if (r->dims > 0)
