@@ -81,8 +81,9 @@ static void check_stderr(void)
     text[n] = '\0';
     fclose(stderr_file);
     stderr_file = NULL;
-    /* The one line of Mesa 22's llvmpipe that no kernel can avoid: it compiles OpenCL's pow()
-     * inside a loop with a read of an argument of its own (the table libclc's pow uses) */
+    /* The one line of Mesa 22's llvmpipe that not every kernel can avoid: it warns where it
+     * reads an argument of its own inside control flow (the tables of libclc's pow() and log(),
+     * and in a few kernels for reasons not found; docs/limits.md) */
     static const char mesa_pow[] = "MESA: warning: Treating load_kernel_arg in control flow as "
                                    "uniform, results may be incorrect.\n";
     for (char *at; (at = strstr(text, mesa_pow)) != NULL;)

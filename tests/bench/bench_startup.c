@@ -155,6 +155,7 @@ static outcome run_child(const char *mode, const char *where, const char *sample
             setenv(cache_vars[i], dirs[i], 1);
         if (strcmp(mode, "sample") == 0) {
             setenv("CLT_VISIBLE_DEVICES", where, 1); /* the device alone, as gpu:0 */
+            setenv("CLT_DEVICE", "gpu:0", 1); /* chosen even where it is a CPU-type device */
             execl(sample, sample, (char *)NULL);
         } else {
             execl("/proc/self/exe", "bench_startup", "--child", mode, where, (char *)NULL);

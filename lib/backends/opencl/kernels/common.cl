@@ -34,20 +34,27 @@ typedef long clt_i64;
  * contiguous run of the elements, a multiple of 16 long: one stream per work-item, which the
  * compiler vectorises. Otherwise work-item g takes elements g, g + the global size, ...:
  * neighbouring work-items touch neighbouring memory (coalesced on GPUs). */
-/* The blocked layout's run of this work-item among n elements: [*b, *e). */
-CLT_FN void clt_run_span(ulong n, ulong *b, ulong *e)
+/* The blocked layout's run of work-item g of gs among n elements: [*b, *e). A kernel reads
+ * get_global_id(0) and get_global_size(0) once, before any branch, and passes them: Rusticl 22
+ * computes the global id from an argument of its own (the global offset), and reading that
+ * inside control flow makes it print a warning on stderr. */
+CLT_FN void clt_run_span(ulong n, ulong g, ulong gs, ulong *b, ulong *e)
 {
-    ulong gs = get_global_size(0), per = ((n + gs - 1) / gs + 15) & ~(ulong)15;
-    *b = min(get_global_id(0) * per, n);
+    ulong per = ((n + gs - 1) / gs + 15) & ~(ulong)15;
+    *b = min(g * per, n);
     *e = min(*b + per, n);
 }
 
 #define CLT_RUN(n, blocked, BODY)                                                              \
+    CLT_RUN_AT(get_global_id(0), get_global_size(0), n, blocked, BODY)
+
+/* CLT_RUN for work-item g of gs, read before any branch (see clt_run_span). */
+#define CLT_RUN_AT(g, gs, n, blocked, BODY)                                                    \
     do {                                                                                       \
-        ulong n_ = (n), g_ = get_global_id(0), gs_ = get_global_size(0);                       \
+        ulong n_ = (n), g_ = (g), gs_ = (gs);                                                  \
         if (blocked) {                                                                         \
             ulong b_, e_;                                                                      \
-            clt_run_span(n_, &b_, &e_);                                                        \
+            clt_run_span(n_, g_, gs_, &b_, &e_);                                               \
             for (ulong i = b_; i < e_; i++) {                                                  \
                 BODY;                                                                          \
             }                                                                                  \

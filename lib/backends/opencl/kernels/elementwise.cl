@@ -92,7 +92,7 @@ CLT_FN void ew_place(const ew_layout *l, int ndim, ulong i, long *k, ulong *off)
     }                                                                                          \
     if (blocked) {                                                                             \
         ulong i_, end_;                                                                        \
-        clt_run_span(n, &i_, &end_);                                                           \
+        clt_run_span(n, g_, gs_, &i_, &end_);                                                  \
         ulong off_[4] = {out_off, x_off, y_off, z_off};                                        \
         int last_ = nd_ - 1;                                                                   \
         long so_ = l_.st[last_], sa_ = l_.st[8 + last_], sb_ = l_.st[16 + last_];              \
@@ -376,16 +376,18 @@ __kernel void ew_copy_rows(__global ST *outp, ulong out_off, __global const ST *
     tp_batch bl = bd;
     __global TU *restrict out = (__global TU *)outp;
     __global const TU *restrict in = (__global const TU *)inp;
-    ulong gs = get_global_size(0);
+    /* the work-item functions before any branch: Rusticl 22 reads get_global_id's offset from
+     * an argument of its own (see ew_layout) */
+    ulong gs = get_global_size(0), gid = get_global_id(0);
     if (!blocked) { /* one element a work-item in turn */
-        for (ulong i = get_global_id(0); i < rows * len; i += gs) {
+        for (ulong i = gid; i < rows * len; i += gs) {
             ulong o = out_off + i % len, a = in_off + i % len;
             tp_base(i / len, &bl, nb, &o, &a);
             out[o] = in[a];
         }
         return;
     }
-    ulong per = (rows + gs - 1) / gs, r = get_global_id(0) * per, e = min(r + per, rows);
+    ulong per = (rows + gs - 1) / gs, r = gid * per, e = min(r + per, rows);
     ulong o = out_off, a = in_off;
     long k[8];
     if (r >= e)

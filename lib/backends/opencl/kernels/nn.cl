@@ -162,7 +162,7 @@ __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulo
     ulong gs_ = get_global_size(0);
     if (blocked) {
         ulong b_, e_;
-        clt_run_span(n_, &b_, &e_);
+        clt_run_span(n_, g_, gs_, &b_, &e_);
         im2col_range(b_, e_, out + out_off, in + in_off, N, C, H, W, OH, OW, kh,
                      kw, sh, sw, ph, pw, dh, dw);
     } else {
@@ -333,15 +333,15 @@ __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulo
                        ulong OH, ulong OW, int kh, int kw, int sh, int sw, int ph, int pw,     \
                        int dh, int dw, int is_max, int count_pad, int blocked)                 \
     {                                                                                          \
-        ulong n = NC * OH * OW, gs = get_global_size(0);                                       \
+        ulong n = NC * OH * OW, g = get_global_id(0), gs = get_global_size(0);                 \
         if (blocked) {                                                                         \
-            ulong rows = NC * OH, per = (rows + gs - 1) / gs, r = get_global_id(0) * per;      \
+            ulong rows = NC * OH, per = (rows + gs - 1) / gs, r = g * per;                     \
             ulong e = min(r + per, rows);                                                      \
             if (r < e)                                                                         \
                 POOL2D_RUN(NAME, IT, MAX);                                                     \
             return;                                                                            \
         }                                                                                      \
-        for (ulong i = get_global_id(0); i < n; i += gs)                                       \
+        for (ulong i = g; i < n; i += gs)                                                      \
             NAME##_at(i, (IT)(i % OW), (IT)(i / OW % OH), out + out_off, arg + arg_off,        \
                       in + in_off + i / (OW * OH) * H * W, (IT)H, (IT)W, kh, kw, sh, sw, ph,   \
                       pw, dh, dw, is_max, count_pad);                                          \
@@ -441,10 +441,11 @@ __kernel void depthwise2d(__global ST *out, ulong out_off, __global const ST *in
                           ulong mult, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw,
                           int sh, int sw, int ph, int pw, int dh, int dw, int blocked)
 {
-    ulong CM = C * mult, taps_n = (ulong)kh * (ulong)kw;
+    ulong CM = C * mult, taps_n = (ulong)kh * (ulong)kw, n = N * CM * OH * OW;
+    ulong g = get_global_id(0), gs = get_global_size(0); /* before any branch (clt_run_span) */
     if (blocked) { /* a work-item's run a piece of an output row at a time */
-        ulong n = N * CM * OH * OW, i, e;
-        clt_run_span(n, &i, &e);
+        ulong i, e;
+        clt_run_span(n, g, gs, &i, &e);
         ulong ox = i % OW, oy = (i / OW) % OH, p = i / (OW * OH);
         while (i < e) {
             ulong o = p % CM, len = min(e - i, OW - ox);
@@ -458,7 +459,7 @@ __kernel void depthwise2d(__global ST *out, ulong out_off, __global const ST *in
         }
         return;
     }
-    for (ulong i = get_global_id(0); i < N * CM * OH * OW; i += get_global_size(0)) {
+    for (ulong i = g; i < n; i += gs) {
         ulong ox = i % OW, oy = (i / OW) % OH, p = i / (OW * OH), o = p % CM;
         __global const ST *plane = in + in_off + ((p / CM) * C + o / mult) * H * W;
         depthwise2d_at(i, ox, oy, out + out_off, plane, weight + weight_off + o * taps_n, H, W, kh,
@@ -560,10 +561,10 @@ __kernel void col2im_small(__global ST *out, ulong out_off, __global const ST *i
                        ulong N, ulong C, ulong H, ulong W, ulong OH, ulong OW, int kh, int kw, \
                        int sh, int sw, int ph, int pw, int dh, int dw, int blocked)            \
     {                                                                                          \
-        ulong n_ = N * C * H * W, gs = get_global_size(0);                                     \
+        ulong n_ = N * C * H * W, g = get_global_id(0), gs = get_global_size(0);               \
         if (blocked) {                                                                         \
             ulong i, e;                                                                        \
-            clt_run_span(n_, &i, &e);                                                          \
+            clt_run_span(n_, g, gs, &i, &e);                                                   \
             IT w = (IT)(i % W), h = (IT)(i / W % H);                                           \
             ulong c = i / (W * H) % C, n = i / (W * H * C);                                    \
             for (; i < e; i++) {                                                               \
@@ -580,7 +581,7 @@ __kernel void col2im_small(__global ST *out, ulong out_off, __global const ST *i
             }                                                                                  \
             return;                                                                            \
         }                                                                                      \
-        for (ulong i = get_global_id(0); i < n_; i += gs) {                                    \
+        for (ulong i = g; i < n_; i += gs) {                                                   \
             ulong nc = i / (W * H);                                                            \
             col2im_at_##IT(i, (IT)(i % W), (IT)(i / W % H), nc / C, nc % C, out + out_off,     \
                            in + in_off, N, (IT)OH, (IT)OW, kh, kw, sh, sw, ph, pw, dh, dw);    \

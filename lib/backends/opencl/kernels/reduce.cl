@@ -526,9 +526,10 @@ CLT_FN void sum_columns_run(__global const ST *x, ulong len, ulong inner, ulong 
 __kernel void sum_columns(__global const ST *x, ulong x_off, ulong len, ulong inner, ulong cols,
                           __global CT *out, ulong out_off, int blocked)
 {
+    ulong g = get_global_id(0), gs = get_global_size(0); /* before any branch (clt_run_span) */
     if (blocked) {
         ulong b, e;
-        clt_run_span(cols, &b, &e);
+        clt_run_span(cols, g, gs, &b, &e);
         while (b < e) { /* pieces within one row group */
             ulong n = min(min(e - b, inner - b % inner), (ulong)COLUMN_RUN);
             sum_columns_run(x + x_off, len, inner, b, n, out + out_off);
@@ -536,7 +537,7 @@ __kernel void sum_columns(__global const ST *x, ulong x_off, ulong len, ulong in
         }
         return;
     }
-    for (ulong c = get_global_id(0); c < cols; c += get_global_size(0))
+    for (ulong c = g; c < cols; c += gs)
         sum_columns_run(x + x_off, len, inner, c, 1, out + out_off);
 }
 #endif

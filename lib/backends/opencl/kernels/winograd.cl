@@ -10,14 +10,15 @@
  * to 4 times slower on PoCL). Every count fits in 32 bits (the
  * host checks), so items are split with 32-bit divisions. Offsets are in elements. */
 
-/* The blocked layout's loop over n row items: each work-item one run of them, as even as the
- * work-items allow (no item is short enough to want CLT_RUN's runs in multiples of 16). */
+/* The blocked layout's loop over n row items: each work-item (g of gs, read before any branch:
+ * see clt_run_span) one run of them, as even as the work-items allow (no item is short enough to
+ * want CLT_RUN's runs in multiples of 16). */
 #define WINOGRAD_CHUNK 32
 
-#define WINOGRAD_ROWS(n, BODY)                                                                 \
+#define WINOGRAD_ROWS(g, gs, n, BODY)                                                          \
     do {                                                                                       \
-        ulong n_ = (n), gs_ = get_global_size(0), per_ = (n_ + gs_ - 1) / gs_;                 \
-        ulong b_ = min(get_global_id(0) * per_, n_), e_ = min(b_ + per_, n_);                  \
+        ulong n_ = (n), gs_ = (gs), per_ = (n_ + gs_ - 1) / gs_;                               \
+        ulong b_ = min((g) * per_, n_), e_ = min(b_ + per_, n_);                               \
         for (ulong i = b_; i < e_; i++)                                                        \
             BODY;                                                                              \
     } while (0)
@@ -50,11 +51,13 @@ static void winograd_weight_at(uint i, __global ST *u, __global const ST *w, uin
 __kernel void winograd_weight(__global ST *u, __global const ST *w, ulong w_off, uint K, uint C,
                               int blocked)
 {
+    ulong g = get_global_id(0), gs = get_global_size(0);
     if (blocked)
-        WINOGRAD_ROWS((ulong)K, for (uint c = 0; c < C; c++)
-                                    winograd_weight_at((uint)i * C + c, u, w + w_off, C));
+        WINOGRAD_ROWS(g, gs, (ulong)K,
+                      for (uint c = 0; c < C; c++)
+                          winograd_weight_at((uint)i * C + c, u, w + w_off, C));
     else
-        CLT_RUN((ulong)K * C, 0, winograd_weight_at((uint)i, u, w + w_off, C));
+        CLT_RUN_AT(g, gs, (ulong)K * C, 0, winograd_weight_at((uint)i, u, w + w_off, C));
 }
 
 /* Item c * P + p: v[(e * C + c) * P + p] = (B^T d B)[e] for channel c's 4 x 4 patch d of tile
@@ -144,14 +147,15 @@ __kernel void winograd_input(__global ST *v, __global const ST *in, ulong in_off
                              uint W, uint TH, uint TW, int ph, int pw, uint row0, uint rows,
                              int blocked)
 {
+    ulong g = get_global_id(0), gs = get_global_size(0);
     if (blocked)
-        WINOGRAD_ROWS((ulong)C * rows,
+        WINOGRAD_ROWS(g, gs, (ulong)C * rows,
                       winograd_input_row((uint)i, v, in + in_off, C, H, W, TH, TW, ph, pw, row0,
                                          rows));
     else
-        CLT_RUN((ulong)C * rows * TW, 0,
-                winograd_input_at((uint)i, v, in + in_off, C, H, W, TH, TW, ph, pw, row0,
-                                  rows * TW));
+        CLT_RUN_AT(g, gs, (ulong)C * rows * TW, 0,
+                   winograd_input_at((uint)i, v, in + in_off, C, H, W, TH, TW, ph, pw, row0,
+                                     rows * TW));
 }
 
 /* Item k * P + p: the 2 x 2 outputs A^T m A of tile p of the block from m[(e * K + k) * P + p],
@@ -219,12 +223,13 @@ __kernel void winograd_output(__global ST *out, ulong out_off, __global const ST
                               uint OH, uint OW, uint TH, uint TW, uint row0, uint rows,
                               int blocked)
 {
+    ulong g = get_global_id(0), gs = get_global_size(0);
     if (blocked)
-        WINOGRAD_ROWS((ulong)K * rows,
+        WINOGRAD_ROWS(g, gs, (ulong)K * rows,
                       winograd_output_row((uint)i, out + out_off, m, K, OH, OW, TH, TW, row0,
                                           rows));
     else
-        CLT_RUN((ulong)K * rows * TW, 0,
-                winograd_output_at((uint)i, out + out_off, m, K, OH, OW, TH, TW, row0,
-                                   rows * TW));
+        CLT_RUN_AT(g, gs, (ulong)K * rows * TW, 0,
+                   winograd_output_at((uint)i, out + out_off, m, K, OH, OW, TH, TW, row0,
+                                      rows * TW));
 }
