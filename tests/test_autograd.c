@@ -1211,6 +1211,50 @@ START_TEST(test_autograd_copy_home_last)
 }
 END_TEST
 
+/* A node that copies a gradient to another device, for work there, runs before the other ready
+ * nodes (that device starts its part of the pass sooner): in sum(cat(2 (2 p), to(3 q))), p on
+ * one device and q on another, the copy of q's branch runs before p's first multiply, so q's
+ * gradient is complete first, although cat's first input is p's; taken in the order they became
+ * ready, p's would be. The gradients are the same either way. */
+START_TEST(test_autograd_sends_first)
+{
+    clt_device *dev = test_device(_i), *other = clt__is_host(dev) ? NULL : clt_device_cpu();
+    if (!other && clt_device_count() > 0)
+        other = clt_device_get("gpu:0");
+    if (!other)
+        return;
+    test_live before = test_live_now();
+    clt_tensor *p = clt_tensor_full(CLT_SHAPE(4), 1, CLT_F32, dev);
+    clt_tensor *q = clt_tensor_full(CLT_SHAPE(4), 1, CLT_F32, other);
+    ck_assert_int_eq(clt_tensor_set_requires_grad(p, true), CLT_OK);
+    ck_assert_int_eq(clt_tensor_set_requires_grad(q, true), CLT_OK);
+    clt_tensor *p2 = clt_mul_scalar(p, 2), *p4 = clt_mul_scalar(p2, 2);
+    clt_tensor *q3 = clt_mul_scalar(q, 3), *q3d = clt_tensor_to(q3, dev);
+    clt_tensor *parts[2] = {p4, q3d}, *joined = clt_cat(parts, 2, 0);
+    clt_tensor *loss = clt_sum(joined, NULL, 0, false);
+    leaf_order o = {0};
+    ck_assert_int_eq(clt_backward_ex(loss, NULL, false,
+                                     &(clt_backward_hooks){.leaf_ready = note_leaf, .user = &o}),
+                     CLT_OK);
+    ck_assert_int_eq(o.count, 2);
+    ck_assert_ptr_eq(o.leaves[0], q);
+    ck_assert_ptr_eq(o.leaves[1], p);
+    clt_tensor *leaves[2] = {p, q};
+    static const float want[2] = {4, 3};
+    for (int i = 0; i < 2; i++) {
+        float g[4];
+        ck_assert_int_eq(clt_tensor_copy_to_host(clt__grad_of(leaves[i]), g, sizeof g), CLT_OK);
+        for (int j = 0; j < 4; j++)
+            ck_assert_msg(g[j] == want[i], "leaf %d: %g, expected %g", i, g[j], want[i]);
+    }
+    clt_tensor *made[] = {p2, p4, q3, q3d, joined, loss, p, q};
+    for (size_t i = 0; i < sizeof made / sizeof *made; i++)
+        clt_tensor_release(made[i]);
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), before);
+}
+END_TEST
+
 /* A hook's gradient that holds the leaf through its own gradient is copied, not adopted as
  * the leaf's grad (which would close a cycle never freed). */
 static void give_holding_grad(void *user, clt_tensor *leaf, clt_tensor **grad)
@@ -1300,6 +1344,7 @@ Suite *suite_autograd(void)
     tcase_add_test(tc, test_autograd_deep_grad_chain_release);
     ADD_DEVICE_TEST(tc, test_autograd_hook_gradient_holding_leaf);
     ADD_DEVICE_TEST(tc, test_autograd_copy_home_last);
+    ADD_DEVICE_TEST(tc, test_autograd_sends_first);
     ADD_DEVICE_TEST(tc, test_autograd_grad_cycles_refused);
     ADD_DEVICE_TEST(tc, test_autograd_hook_gradient_checked);
     suite_add_tcase(s, tc);

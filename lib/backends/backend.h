@@ -558,9 +558,10 @@ clt_status clt__gemm_composed_groups(const char *fn, clt_device *dev, const clt_
 clt_status clt__gemm_composed_epilogue(const char *fn, clt_device *dev, const clt__gemm_call *c,
                                        clt__gemm_fn gemm);
 /* The gemm call c with row sums on a backend, or a variant, whose product does not give them:
- * the row sums apart (which check the call first), then `gemm` without them: dev's reduce entry over A's rows, or down its
- * columns where stored transposed (beyond CLT__REDUCE_COLUMNS_MAX rows, over the rows of a
- * transposed copy in a buffer of the caching allocator). */
+ * the row sums apart (which check the call first), then `gemm` without them. The sums are
+ * dev's reduce entry over A's rows, or down its columns where stored transposed (beyond
+ * CLT__REDUCE_COLUMNS_MAX rows, over the rows of a transposed copy in a buffer of the caching
+ * allocator). */
 clt_status clt__gemm_composed_row_sums(const char *fn, clt_device *dev, const clt__gemm_call *c,
                                        clt__gemm_fn gemm);
 clt_status clt__gemm_row_sums_apart(const char *fn, clt_device *dev, const clt__gemm_call *c);

@@ -213,21 +213,21 @@ START_TEST(test_device_kept_arguments)
     clt_tensor_release(c);
     ck_assert_int_eq(clt_device_synchronize(dev), CLT_OK);
 
-    before = clt__cl_args_set();
+    before = clt__cl_args_set(dev);
     c = clt_add(a, b);
     ck_assert_ptr_nonnull(c);
-    ck_assert_int_le(clt__cl_args_set() - before, 1);
+    ck_assert_int_le(clt__cl_args_set(dev) - before, 1);
     ck_assert_int_eq(clt_tensor_copy_to_host(c, got, sizeof got), CLT_OK);
     for (int i = 0; i < 32; i++)
         ck_assert_float_eq(got[i], (float)i + 2);
     clt_tensor_release(c);
 
     a2 = clt_narrow(a, 0, 16, 16), b2 = clt_narrow(b, 0, 8, 16);
-    before = clt__cl_args_set();
+    before = clt__cl_args_set(dev);
     c = clt_add(a2, b2);
     ck_assert_ptr_nonnull(c);
-    ck_assert_int_ge(clt__cl_args_set() - before, 2);  /* the two offsets at least */
-    ck_assert_int_lt(clt__cl_args_set() - before, 12); /* not the buffers nor the count */
+    ck_assert_int_ge(clt__cl_args_set(dev) - before, 2);  /* the two offsets at least */
+    ck_assert_int_lt(clt__cl_args_set(dev) - before, 12); /* not the buffers nor the count */
     ck_assert_int_eq(clt_tensor_copy_to_host(c, got, 16 * sizeof *got), CLT_OK);
     for (int i = 0; i < 16; i++)
         ck_assert_float_eq(got[i], (float)(16 + i) + 2);
@@ -235,10 +235,10 @@ START_TEST(test_device_kept_arguments)
 
     ck_assert_int_eq(clt_device_synchronize(dev), CLT_OK);
     clt_device_empty_cache(dev); /* c's buffer released */
-    before = clt__cl_args_set();
+    before = clt__cl_args_set(dev);
     c = clt_add(a2, b2);
     ck_assert_ptr_nonnull(c);
-    ck_assert_int_eq(clt__cl_args_set() - before, 12); /* every argument of ewc_add */
+    ck_assert_int_eq(clt__cl_args_set(dev) - before, 12); /* every argument of ewc_add */
     ck_assert_int_eq(clt_tensor_copy_to_host(c, got, 16 * sizeof *got), CLT_OK);
     for (int i = 0; i < 16; i++)
         ck_assert_float_eq(got[i], (float)(16 + i) + 2);

@@ -97,8 +97,8 @@ extern atomic_uint clt__cl_mem_generation;
 /* clReleaseMemObject of a buffer the library made, after counting it released. */
 void clt__cl_release_mem(cl_mem buf);
 
-/* The kernel arguments set so far in this process (clSetKernelArg calls), for tests. */
-long clt__cl_args_set(void);
+/* The kernel arguments set so far on dev (clSetKernelArg calls), for tests. */
+long clt__cl_args_set(clt_device *dev);
 
 /* The sub-devices split from one device (CLT_SUBDEVICES): one context for all of them, made
  * when the first starts, so that each uses the others' buffers (peer_order). Shared
@@ -144,6 +144,7 @@ typedef struct clt__cl_device {
     int gemm_state[2];         /* f32, f64: CLT__GEMM_UNKNOWN ... (cl_gemm_tune.c) */
     unsigned char gemm_choice[2][CLT__GEMM_CHOICES]; /* clt__gemm_variant values */
     char strings[5][256]; /* backing store of info.name, vendor, platform, versions */
+    long args_set;        /* kernel arguments set (clSetKernelArg calls), for tests */
 } clt__cl_device;
 
 static inline clt__cl_device *clt__cl(clt_device *dev)

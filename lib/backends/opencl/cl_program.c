@@ -425,13 +425,15 @@ static clt_status one_dim(const char *fn, clt_device *dev, const clt__cl_kernel 
     return CLT_OK;
 }
 
-/* Sets the arguments and enqueues the kernel over the range. */
 atomic_uint clt__cl_mem_generation;
-static atomic_long args_set;
 
-long clt__cl_args_set(void)
+long clt__cl_args_set(clt_device *dev)
 {
-    return atomic_load(&args_set);
+    clt__cl_device *cd = clt__cl(dev);
+    pthread_mutex_lock(&cd->lock);
+    long n = cd->args_set;
+    pthread_mutex_unlock(&cd->lock);
+    return n;
 }
 
 void clt__cl_release_mem(cl_mem buf)
@@ -441,8 +443,9 @@ void clt__cl_release_mem(cl_mem buf)
 }
 
 /* Sets the kernel's arguments that differ from those it kept (every one where a buffer was
- * released since they were kept), and keeps what it set; on an error it keeps nothing. */
-static cl_int set_args(clt__cl_kernel *k, const clt__cl_arg *args, int nargs)
+ * released since they were kept), and keeps what it set; on an error it keeps nothing. Under
+ * cd's lock, which counts the arguments set. */
+static cl_int set_args(clt__cl_device *cd, clt__cl_kernel *k, const clt__cl_arg *args, int nargs)
 {
     unsigned generation = atomic_load(&clt__cl_mem_generation);
     cl_int err = CL_SUCCESS;
@@ -459,7 +462,7 @@ static cl_int set_args(clt__cl_kernel *k, const clt__cl_arg *args, int nargs)
         if (keep && k->kept_size[i] == a->size && k->kept[i] == value)
             continue;
         err = clSetKernelArg(k->kernel, (cl_uint)i, a->size, a->value);
-        atomic_fetch_add_explicit(&args_set, 1, memory_order_relaxed);
+        cd->args_set++;
         if (i < CLT__CL_KEPT_ARGS)
             k->kept_size[i] = keep && err == CL_SUCCESS ? (unsigned char)a->size : 0;
         if (keep)
@@ -470,6 +473,7 @@ static cl_int set_args(clt__cl_kernel *k, const clt__cl_arg *args, int nargs)
     return err;
 }
 
+/* Sets the arguments and enqueues the kernel over the range. */
 static clt_status enqueue(const char *fn, clt_device *dev, const char *program,
                           const char *options, const char *kernel, const clt__cl_arg *args,
                           int nargs, const range *r, cl_event *event)
@@ -494,7 +498,7 @@ static clt_status enqueue(const char *fn, clt_device *dev, const char *program,
         st = clt__error(CLT_ERR_INTERNAL, fn, "kernel %s of program %s takes %u arguments; %d "
                         "were given", kernel, program, (unsigned)k->nargs, nargs);
     if (st == CLT_OK)
-        err = set_args(k, args, nargs);
+        err = set_args(cd, k, args, nargs);
     if (st == CLT_OK && err == CL_SUCCESS) {
         size_t global = 0, lsize = 0;
         if (r->dims > 0)
