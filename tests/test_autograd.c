@@ -1168,15 +1168,22 @@ static void note_leaf(void *user, clt_tensor *leaf, clt_tensor **grad)
         o->leaves[o->count++] = leaf;
 }
 
+/* A device other than dev for a gradient to cross to: cpu, or for cpu gpu:0 (NULL where there
+ * is no OpenCL device). */
+static clt_device *other_device(clt_device *dev)
+{
+    if (!clt__is_host(dev))
+        return clt_device_cpu();
+    return clt_device_count() > 0 ? clt_device_get("gpu:0") : NULL;
+}
+
 /* A leaf used on another device than its own gets its gradient after every other node ran (the
  * copy home waits for that device's queue, so it comes once each device has its work), even
  * where the walk reaches it first: sum((to(b) * (a * e)) * c) completes c, a, e, then b; the
  * gradients are those of the same product on one device. */
 START_TEST(test_autograd_copy_home_last)
 {
-    clt_device *dev = test_device(_i), *other = clt__is_host(dev) ? NULL : clt_device_cpu();
-    if (!other && clt_device_count() > 0)
-        other = clt_device_get("gpu:0");
+    clt_device *dev = test_device(_i), *other = other_device(dev);
     if (!other)
         return;
     test_live before = test_live_now();
@@ -1218,9 +1225,7 @@ END_TEST
  * ready, p's would be. The gradients are the same either way. */
 START_TEST(test_autograd_sends_first)
 {
-    clt_device *dev = test_device(_i), *other = clt__is_host(dev) ? NULL : clt_device_cpu();
-    if (!other && clt_device_count() > 0)
-        other = clt_device_get("gpu:0");
+    clt_device *dev = test_device(_i), *other = other_device(dev);
     if (!other)
         return;
     test_live before = test_live_now();
