@@ -127,6 +127,60 @@ START_TEST(test_losses)
 }
 END_TEST
 
+/* Losses over no class (C = 0), every target ignored, as PyTorch 1.13's: the mean over no
+ * counted row is NaN, the sum 0, the rows 0; label smoothing's e / C makes each NaN. Once a NULL
+ * read on cpu and a crash in the OpenCL gather. A target that is not ignored is out of range. */
+START_TEST(test_losses_no_class)
+{
+    clt_device *dev = test_device(_i);
+    clt_tensor *x = clt_tensor_zeros(CLT_SHAPE(3, 0), CLT_F32, dev);
+    clt_tensor *t = clt_tensor_full(CLT_SHAPE(3), -100, CLT_I64, dev);
+    clt_tensor *x1 = clt_tensor_zeros(CLT_SHAPE(0), CLT_F32, dev);
+    clt_tensor *t1 = clt_tensor_full(CLT_SHAPE(), -100, CLT_I64, dev);
+    clt_tensor *weight = clt_tensor_zeros(CLT_SHAPE(0), CLT_F32, dev);
+    clt_tensor *x4 = clt_tensor_zeros(CLT_SHAPE(2, 0, 2, 2), CLT_F32, dev);
+    clt_tensor *t4 = clt_tensor_full(CLT_SHAPE(2, 2, 2), -100, CLT_I64, dev);
+    const double nan = NAN, zeros[8] = {0};
+    for (int logits = 0; logits < 2; logits++) {
+        clt_tensor *(*loss)(clt_tensor *, clt_tensor *, const clt_loss_options *) =
+            logits ? clt_cross_entropy : clt_nll_loss;
+        check(loss(x, t, NULL), &nan, 1, 0, "mean");
+        check(loss(x, t, TEST_LOSS(CLT_REDUCTION_SUM)), zeros, 1, 0, "sum");
+        check(loss(x, t, TEST_LOSS(CLT_REDUCTION_NONE)), zeros, 3, 0, "none");
+        check(loss(x1, t1, NULL), &nan, 1, 0, "1-D mean");
+        check(loss(x4, t4, TEST_LOSS(CLT_REDUCTION_NONE)), zeros, 8, 0, "(N, C, d1, d2) none");
+        clt_loss_options o = clt_loss_options_default();
+        o.weight = weight;
+        check(loss(x, t, &o), &nan, 1, 0, "weighted mean");
+        o.reduction = CLT_REDUCTION_SUM;
+        check(loss(x, t, &o), zeros, 1, 0, "weighted sum");
+    }
+    clt_loss_options o = clt_loss_options_default();
+    o.label_smoothing = 0.1;
+    check(clt_cross_entropy(x, t, &o), &nan, 1, 0, "smoothed mean");
+    o.reduction = CLT_REDUCTION_SUM;
+    check(clt_cross_entropy(x, t, &o), &nan, 1, 0, "smoothed sum");
+    /* the gradient reaches x, empty */
+    clt_tensor *leaf = clt_tensor_zeros(CLT_SHAPE(3, 0), CLT_F32, dev);
+    ck_assert_int_eq(clt_tensor_set_requires_grad(leaf, true), CLT_OK);
+    clt_tensor *l = clt_cross_entropy(leaf, t, TEST_LOSS(CLT_REDUCTION_SUM));
+    ck_assert_msg(l != NULL, "%s", clt_last_error());
+    ck_assert_int_eq(clt_backward(l, NULL, false), CLT_OK);
+    clt_tensor *g = clt_tensor_grad(leaf);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_int_eq(clt_tensor_numel(g), 0);
+    ck_assert_int_eq(clt_tensor_ndim(g), 2);
+    /* a target that counts has no class to name */
+    clt_tensor *t0 = clt_tensor_zeros(CLT_SHAPE(3), CLT_I64, dev);
+    ck_assert_ptr_null(clt_cross_entropy(x, t0, NULL));
+    ck_assert_error_has("clt_cross_entropy: target 0 (element 0) is out of range for size 0");
+    ck_assert_ptr_null(clt_nll_loss(x, t0, NULL));
+    ck_assert_error_has("clt_nll_loss: target 0 (element 0) is out of range for size 0");
+    clt_tensor *all[] = {t0, g, l, leaf, t4, x4, weight, t1, x1, t, x};
+    TEST_RELEASE_ALL(all);
+}
+END_TEST
+
 /* Targets written from the host carry the range of their values (so that cross entropy on an
  * OpenCL device checks them without reading them back); a write that changes them, or a
  * pointer handed out, makes it unknown, and a target out of range is an error whichever way
@@ -1821,6 +1875,7 @@ Suite *suite_nn(void)
     TCase *tc = test_case("nn", 600);
     ADD_DEVICE_TEST(tc, test_softmax);
     ADD_DEVICE_TEST(tc, test_losses);
+    ADD_DEVICE_TEST(tc, test_losses_no_class);
     ADD_DEVICE_TEST(tc, test_loss_options);
     ADD_DEVICE_TEST(tc, test_attention);
     ADD_DEVICE_TEST(tc, test_adaptive_avg_pool);

@@ -159,9 +159,15 @@ START_TEST(test_parallel_errors)
     clt_module *m = test_mlp(6, 8, 3, clt_nn_tanh(), 7);
     clt_device *twice[2] = {devs[0], devs[0]};
     ck_assert_ptr_null(clt_nn_data_parallel(m, twice, 2, NULL));
-    ck_assert_error_has("clt_data_parallel: gpu:0 is listed twice (devices 0 and 1)");
+    ck_assert_error_has("clt_nn_data_parallel: gpu:0 is listed twice (devices 0 and 1)");
     ck_assert_ptr_null(clt_nn_data_parallel(NULL, devs, 2, NULL));
-    ck_assert_error_has("clt_data_parallel: the module is NULL");
+    ck_assert_error_has("clt_nn_data_parallel: the module is NULL");
+    /* a negative count is refused, with a device list or without one (every GPU) */
+    ck_assert_ptr_null(clt_nn_data_parallel(m, NULL, -1, NULL));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_nn_data_parallel: -1 devices: 1 .. 64 are possible");
+    ck_assert_ptr_null(clt_nn_data_parallel(m, devs, -2, NULL));
+    ck_assert_error_has("clt_nn_data_parallel: -2 devices");
     clt_module *dp = clt_nn_data_parallel(m, devs, 2, NULL);
     clt_tensor *x = batch(devs[0], 4, 1), *empty = clt_tensor_zeros(CLT_SHAPE(0, 6), CLT_F32, devs[0]);
     ck_assert_ptr_null(clt_module_forward(dp, x)); /* the module is still on cpu */
@@ -172,7 +178,7 @@ START_TEST(test_parallel_errors)
     ck_assert_ptr_eq(clt_module_device(m), devs[0]);
     ck_assert_ptr_null(clt_module_forward(dp, empty));
     ck_assert_int_eq(clt_last_status(), CLT_ERR_SHAPE);
-    ck_assert_error_has("the batch has no rows to split");
+    ck_assert_error_has("clt_module_forward: the batch has no rows to split");
     int n = 0;
     ck_assert_ptr_eq(clt_data_parallel_devices(dp, &n)[1], devs[1]);
     ck_assert_int_eq(n, 2);

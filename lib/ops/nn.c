@@ -419,7 +419,13 @@ static clt_status class_rows(const char *fn, clt_tensor *x, clt_tensor *target, 
     for (int d = 2; d < x->ndim; d++)
         perm[d - 1] = d;
     perm[x->ndim - 1] = 1;
-    int64_t shape[2] = {-1, x->shape[1]}, n = -1;
+    /* the rows counted, not inferred: with no class (C = 0) a reshape cannot infer them */
+    int64_t shape[2] = {x->shape[0], x->shape[1]}, n;
+    for (int d = 2; d < x->ndim; d++)
+        if (!clt__mul_i64(shape[0], x->shape[d], &shape[0]))
+            return clt__error(CLT_ERR_SHAPE, fn, "input %s has more than %lld rows",
+                              clt__shape_of(x).text, (long long)INT64_MAX);
+    n = shape[0];
     clt_tensor *moved = clt_permute(x, perm);
     *rows = moved ? clt_reshape(moved, 2, shape) : NULL;
     *flat_target = *rows ? clt_reshape(target, 1, &n) : NULL;
@@ -529,6 +535,19 @@ done:
     return out;
 }
 
+/* The per-row losses over no class (C = 0), where every target must be ignore_index: 0 for each
+ * row, as a sum over the empty class dimension so that a gradient reaches x (itself empty). */
+static clt_tensor *no_class_rows(const char *fn, clt_tensor *rows, clt_tensor *target,
+                                 int64_t ignore)
+{
+    int64_t *t = clt__host_indices(fn, target, 0, true, ignore, "target");
+    if (!t)
+        return NULL;
+    clt__free(t);
+    int dim = rows->ndim - 1;
+    return clt_sum(rows, &dim, 1, false);
+}
+
 /* The shared body of clt_nll_loss and clt_cross_entropy: `x` holds log-probabilities, or
  * logits when `logits` is true. */
 static clt_tensor *class_loss(const char *fn, clt_tensor *x, clt_tensor *target,
@@ -557,18 +576,22 @@ static clt_tensor *class_loss(const char *fn, clt_tensor *x, clt_tensor *target,
     }
     if (class_rows(fn, x, target, &rows, &t) != CLT_OK)
         goto done;
-    if (logits && rows->ndim == 2 && !w && o.label_smoothing == 0 &&
-        rows->storage->device->backend->cross_entropy) {
+    int64_t classes = rows->shape[rows->ndim - 1];
+    if (classes == 0) { /* no row counts: the mean divides 0 by 0, NaN, as PyTorch's */
+        nll = no_class_rows(fn, rows, t, o.ignore_index);
+    } else if (logits && rows->ndim == 2 && !w && o.label_smoothing == 0 &&
+               rows->storage->device->backend->cross_entropy) {
         nll = xent_loss(fn, rows, t, o.ignore_index, o.reduction);
         reduction = CLT_REDUCTION_NONE; /* reduced already */
     } else if ((lp = logits ? clt_log_softmax(rows, rows->ndim - 1) : clt_tensor_retain(rows))) {
         nll = nll_rows(fn, lp, t, &o, w, &keep, &denominator);
     }
     if (nll && o.label_smoothing != 0) {
-        double e = o.label_smoothing, classes = (double)lp->shape[lp->ndim - 1];
-        clt_tensor *s = smooth_rows(lp, keep, o.weight);
+        /* without classes the smoothing term is 0 too, and e / C infinite: NaN, as PyTorch's */
+        double e = o.label_smoothing;
+        clt_tensor *s = lp ? smooth_rows(lp, keep, o.weight) : clt_tensor_retain(nll);
         clt_tensor *a = s ? clt_mul_scalar(nll, 1 - e) : NULL;
-        clt_tensor *b = a ? clt_mul_scalar(s, e / classes) : NULL;
+        clt_tensor *b = a ? clt_mul_scalar(s, e / (double)classes) : NULL;
         smooth = b ? clt_add(a, b) : NULL;
         clt_tensor_release(b), clt_tensor_release(a), clt_tensor_release(s);
         clt_tensor_release(nll);
@@ -716,6 +739,8 @@ static clt_tensor *pool(const char *fn, clt_tensor *x, const clt_pool2d_options 
     int64_t oh = (int64_t)c.OH, ow = (int64_t)c.OW;
     shape[0] = x->shape[0], shape[1] = x->shape[1], shape[2] = oh, shape[3] = ow;
     dev = x->storage->device;
+    if (clt__output_check(fn, dev, x->dtype, 4, shape) != CLT_OK)
+        return NULL;
     rec = clt__grad_begin(&x, 1, &prev);
     in = clt__contiguous(fn, x);
     out = in ? clt__tensor_new(fn, dev, x->dtype, 4, shape) : NULL;
@@ -843,6 +868,11 @@ clt_tensor *clt_adaptive_avg_pool2d(clt_tensor *x, int out_h, int out_w)
                    out_w, (long long)H, (long long)W);
         return NULL;
     }
+    int64_t shape[4];
+    memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    shape[x->ndim - 2] = out_h, shape[x->ndim - 1] = out_w;
+    if (clt__output_check(fn, x->storage->device, x->dtype, x->ndim, shape) != CLT_OK)
+        return NULL;
     if (H % out_h == 0 && W % out_w == 0 && H / out_h <= INT_MAX && W / out_w <= INT_MAX) {
         /* equal windows without overlap: one average pooling */
         clt_pool2d_options o = clt_pool2d_options_default((int)(H / out_h), (int)(W / out_w));
@@ -1042,6 +1072,9 @@ static clt_tensor *conv2d_batched(const char *fn, clt_tensor *x, const window_ar
         return NULL;
     }
     int64_t og = weight->shape[0] / groups, kg = k / groups;
+    if (clt__output_check(fn, x->storage->device, x->dtype, 4,
+                          (int64_t[]){n, weight->shape[0], oh, ow}) != CLT_OK)
+        return NULL;
     in = clt__contiguous(fn, x);
     if (in && groups > 1 && groups == x->shape[1] && clt__is_floating(x->dtype)) {
         /* depthwise: one pass over the windows, no columns */

@@ -87,6 +87,20 @@ clt_tensor *clt_pad(clt_tensor *x, int npad, const int64_t *pad, clt_pad_mode mo
             return NULL;
         }
     }
+    int64_t shape[CLT_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    for (int k = 0; k + 1 < npad; k += 2) {
+        int dim = x->ndim - 1 - k / 2;
+        if (!clt__add_i64(shape[dim], pad[k], &shape[dim]) ||
+            !clt__add_i64(shape[dim], pad[k + 1], &shape[dim])) {
+            clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                       "pads %lld and %lld make dimension %d of size %lld larger than int64",
+                       (long long)pad[k], (long long)pad[k + 1], dim, (long long)x->shape[dim]);
+            return NULL;
+        }
+    }
+    if (clt__output_check(fn, x->storage->device, x->dtype, x->ndim, shape) != CLT_OK)
+        return NULL;
     clt_tensor *y = clt_tensor_retain(x);
     for (int k = 0; k + 1 < npad && y; k += 2) {
         clt_tensor *next = pad[k] || pad[k + 1] ? pad_dim(fn, y, x->ndim - 1 - k / 2, pad[k],
@@ -175,9 +189,20 @@ clt_tensor *clt_interpolate2d(clt_tensor *x, int64_t out_h, int64_t out_w,
                    x->ndim, (long long)out_h, (long long)out_w, (int)mode);
         return NULL;
     }
-    clt_tensor *rows = resize_dim(fn, x, x->ndim - 2, out_h, mode, align_corners);
-    clt_tensor *out = rows ? resize_dim(fn, rows, x->ndim - 1, out_w, mode, align_corners) : NULL;
-    clt_tensor_release(rows);
+    int64_t shape[4];
+    memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    shape[x->ndim - 2] = out_h, shape[x->ndim - 1] = out_w;
+    if (clt__output_check(fn, x->storage->device, x->dtype, x->ndim, shape) != CLT_OK)
+        return NULL;
+    /* one dimension at a time, rows first unless resizing the columns first keeps the step
+     * between them smaller (out_h * W against H * out_w) */
+    int dim[2] = {x->ndim - 2, x->ndim - 1};
+    int64_t size[2] = {out_h, out_w};
+    int first = (double)out_h * (double)x->shape[dim[1]] > (double)x->shape[dim[0]] * (double)out_w;
+    clt_tensor *half = resize_dim(fn, x, dim[first], size[first], mode, align_corners);
+    clt_tensor *out = half ? resize_dim(fn, half, dim[!first], size[!first], mode, align_corners)
+                           : NULL;
+    clt_tensor_release(half);
     return out;
 }
 
@@ -241,6 +266,55 @@ static clt_tensor *grow(const char *fn, clt_tensor *x, int dim, int64_t lo, int6
     return out;
 }
 
+/* The spatial sizes of a transposed convolution along one dimension of `in` positions with a
+ * kernel of k, checked: the input grown for the stride-1 convolution ((in - 1) s + 1 spread,
+ * d (k - 1) - p more on each side, output_padding after) and the output, PyTorch's
+ * (in - 1) s - 2 p + d (k - 1) + output_padding + 1. False when one exceeds int64. */
+static bool transposed_extent(int64_t in, int64_t k, int s, int p, int d, int op, int64_t *grown,
+                              int64_t *out)
+{
+    int64_t g, span;
+    if (!clt__mul_i64(in - 1, s, &g) || !clt__mul_i64(d, k - 1, &span) ||
+        !clt__add_i64(g, 1 + (int64_t)op - 2 * (int64_t)p, &g) || !clt__add_i64(g, span, &g) ||
+        !clt__add_i64(g, span, &g))
+        return false;
+    *grown = g, *out = g - span;
+    return true;
+}
+
+/* Whether the transposed convolution's output, and the grown input it convolves, can exist on
+ * x's device: an error naming fn and the sizes before any work, when not. */
+static clt_status transposed_sizes_check(const char *fn, clt_tensor *x, clt_tensor *weight,
+                                         const clt_conv_transpose2d_options *o)
+{
+    int64_t n = x->ndim == 4 ? x->shape[0] : 1, grown[4] = {n, x->shape[x->ndim - 3]},
+            out[4] = {n, weight->shape[1] * o->groups};
+    for (int i = 0; i < 2; i++) {
+        int64_t in = x->shape[x->ndim - 2 + i], k = weight->shape[2 + i];
+        if (in < 1 || k < 1)
+            return clt__error(CLT_ERR_SHAPE, fn, "input %s and weight %s: no empty sizes",
+                              clt__shape_of(x).text, clt__shape_of(weight).text);
+        if (!transposed_extent(in, k, o->stride[i], o->padding[i], o->dilation[i],
+                               o->output_padding[i], &grown[2 + i], &out[2 + i]))
+            return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                              "input %s, weight %s, stride %d, padding %d and dilation %d: the "
+                              "output's dimension %d would exceed int64",
+                              clt__shape_of(x).text, clt__shape_of(weight).text, o->stride[i],
+                              o->padding[i], o->dilation[i], 2 + i);
+        if (out[2 + i] < 1)
+            return clt__error(CLT_ERR_SHAPE, fn,
+                              "input %s and weight %s with padding %d: the output's dimension "
+                              "%d would be %lld, too small",
+                              clt__shape_of(x).text, clt__shape_of(weight).text, o->padding[i],
+                              2 + i, (long long)out[2 + i]);
+    }
+    clt_device *dev = x->storage->device;
+    if (clt__output_check(fn, dev, x->dtype, 4, out) != CLT_OK ||
+        clt__output_check(fn, dev, x->dtype, 4, grown) != CLT_OK)
+        return clt_last_status();
+    return CLT_OK;
+}
+
 clt_tensor *clt_conv_transpose2d(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
                                  const clt_conv_transpose2d_options *options)
 {
@@ -265,6 +339,8 @@ clt_tensor *clt_conv_transpose2d(clt_tensor *x, clt_tensor *weight, clt_tensor *
     }
     int64_t kh = weight->shape[2], kw = weight->shape[3], cin = weight->shape[0];
     int64_t cout_g = weight->shape[1];
+    if (transposed_sizes_check(fn, x, weight, &o) != CLT_OK)
+        return NULL;
     clt_tensor *t[12] = {0}, *out = NULL;
     /* the input spread by the stride and grown so that a stride-1 convolution with the flipped,
      * transposed kernel gives PyTorch's (H - 1) s - 2 p + d (k - 1) + output_padding + 1 */

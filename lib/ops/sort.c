@@ -326,9 +326,14 @@ clt_tensor *clt_multinomial(clt_tensor *probs, int64_t num_samples, bool replace
                    probs->ndim, (long long)num_samples);
         return NULL;
     }
-    bool prev = clt_grad_set_enabled(false);
     int64_t rows = probs->ndim == 2 ? probs->shape[0] : 1, c = probs->shape[probs->ndim - 1];
     clt_device *dev = probs->storage->device;
+    /* the draws, and with replacement the comparison of each with every category's bound */
+    if (clt__output_check(fn, dev, CLT_I64, CLT_SHAPE(rows, num_samples)) != CLT_OK ||
+        (replacement &&
+         clt__output_check(fn, dev, CLT_BOOL, CLT_SHAPE(rows, num_samples, c)) != CLT_OK))
+        return NULL;
+    bool prev = clt_grad_set_enabled(false);
     clt_status st = (p = clt_reshape(probs, CLT_SHAPE(rows, c))) ? CLT_OK : clt__rename_error(fn);
     if (st == CLT_OK && (st = check_weights(fn, p, replacement ? 0 : num_samples)) == CLT_OK) {
         if (replacement) {

@@ -15,7 +15,10 @@
 
 #define MAX_DEVICES 64
 
-static const char *const fn = "clt_data_parallel";
+/* The public functions whose errors this file's code raises: the constructor's, and the
+ * forward pass's (clt_module_forward runs dp_forward and everything it calls). */
+static const char *const fn = "clt_nn_data_parallel";
+static const char *const fwd = "clt_module_forward";
 
 /* A module's parameters, then its buffers, in dotted-name order. */
 typedef struct tensors {
@@ -43,10 +46,10 @@ typedef struct data_parallel {
 static clt_status collect(const clt_module *m, tensors *l)
 {
     *l = (tensors){0};
-    if (clt__module_collect(fn, m, false, false, &l->items, &l->count) != CLT_OK)
+    if (clt__module_collect(fwd, m, false, false, &l->items, &l->count) != CLT_OK)
         return clt_last_status();
     l->params = l->count;
-    if (clt__module_collect(fn, m, true, false, &l->items, &l->count) != CLT_OK) {
+    if (clt__module_collect(fwd, m, true, false, &l->items, &l->count) != CLT_OK) {
         clt__free(l->items);
         *l = (tensors){0};
         return clt_last_status();
@@ -72,8 +75,8 @@ static clt_status replica_make(data_parallel *p, replica *r, clt_device *dev, co
     r->module = clt_module_clone_to(p->module, dev);
     if (!r->module || collect(r->module, &r->own) != CLT_OK)
         goto fail;
-    r->storages = clt__alloc_zeroed(fn, (size_t)(src->count ? src->count : 1) * sizeof *r->storages);
-    r->versions = r->storages ? clt__alloc_zeroed(fn, (size_t)(src->count ? src->count : 1) * sizeof *r->versions) : NULL;
+    r->storages = clt__alloc_zeroed(fwd, (size_t)(src->count ? src->count : 1) * sizeof *r->storages);
+    r->versions = r->storages ? clt__alloc_zeroed(fwd, (size_t)(src->count ? src->count : 1) * sizeof *r->versions) : NULL;
     if (!r->versions)
         goto fail;
     for (int j = 0; j < src->count; j++) {
@@ -82,7 +85,7 @@ static clt_status replica_make(data_parallel *p, replica *r, clt_device *dev, co
     }
     return CLT_OK;
 fail:
-    clt__rename_error(fn);
+    clt__rename_error(fwd);
     replica_clear(r);
     return clt_last_status();
 }
@@ -114,8 +117,8 @@ static clt_status replica_refresh(data_parallel *p, replica *r, clt_device *dev,
     }
     clt_grad_set_enabled(prev);
     for (int j = 0; j < src->params && st == CLT_OK; j++) /* frozen parameters stay frozen */
-        st = clt__grad_set_flag(fn, r->own.items[j], clt__requires_grad(src->items[j]));
-    return st == CLT_OK ? CLT_OK : clt__rename_error(fn);
+        st = clt__grad_set_flag(fwd, r->own.items[j], clt__requires_grad(src->items[j]));
+    return st == CLT_OK ? CLT_OK : clt__rename_error(fwd);
 }
 
 /* While recording, each replica parameter becomes a recorded copy of its source, so that its
@@ -125,7 +128,7 @@ static clt_status replica_link(replica *r, const tensors *src)
     for (int j = 0; j < src->params; j++) {
         clt_tensor *t = r->own.items[j];
         if (clt_grad_is_enabled() && clt__requires_grad(src->items[j])) {
-            if (clt__grad_link_copy(fn, t, src->items[j]) != CLT_OK)
+            if (clt__grad_link_copy(fwd, t, src->items[j]) != CLT_OK)
                 return clt_last_status();
         } else {
             clt__grad_unlink(t);
@@ -175,14 +178,14 @@ static clt_status check_input(data_parallel *p, clt_tensor *x)
 {
     clt_device *at;
     if (!x)
-        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "the input is NULL");
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fwd, "the input is NULL");
     if (x->ndim == 0 || x->shape[0] == 0)
-        return clt__error(CLT_ERR_SHAPE, fn,
+        return clt__error(CLT_ERR_SHAPE, fwd,
                           "the batch has no rows to split (%s); it needs a first dimension of "
                           "at least 1", x->ndim ? "0 rows" : "a 0-d tensor");
     at = clt_module_device(p->module);
     if (clt__module_first_tensor(p->module, true) && at != p->devices[0])
-        return clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
+        return clt__error(CLT_ERR_DEVICE_MISMATCH, fwd,
                           "the wrapped module (%s) is on %s; DataParallel runs it on its first "
                           "device, %s: move it there first (clt_module_to)",
                           clt_module_type_name(p->module), at->name, p->devices[0]->name);
@@ -225,7 +228,7 @@ static clt_tensor *dp_forward(clt_module *self, clt_tensor *x)
     for (int k = 1; k < use && st == CLT_OK; k++) {
         started[k] = pthread_create(&threads[k], NULL, run_job, &jobs[k]) == 0;
         if (!started[k])
-            st = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "cannot start a thread for %s", p->devices[k]->name);
+            st = clt__error(CLT_ERR_OUT_OF_MEMORY, fwd, "cannot start a thread for %s", p->devices[k]->name);
     }
     if (st == CLT_OK)
         run_job(&jobs[0]);
@@ -235,7 +238,7 @@ static clt_tensor *dp_forward(clt_module *self, clt_tensor *x)
     /* gather on the output device */
     for (int k = 0; k < use && st == CLT_OK; k++) {
         if (jobs[k].status != CLT_OK) {
-            st = clt__error(jobs[k].status, fn, "on %s: %s", p->devices[k]->name, jobs[k].error);
+            st = clt__error(jobs[k].status, fwd, "on %s: %s", p->devices[k]->name, jobs[k].error);
             break;
         }
         if (!(ys[k] = clt_tensor_to(jobs[k].y, p->output)))
@@ -244,7 +247,7 @@ static clt_tensor *dp_forward(clt_module *self, clt_tensor *x)
     if (st == CLT_OK)
         out = clt_cat(ys, use, 0);
     if (!out)
-        clt__rename_error(fn);
+        clt__rename_error(fwd);
     for (int k = 0; k < use; k++) {
         clt_tensor_release(ys[k]);
         clt_tensor_release(jobs[k].y);
@@ -286,23 +289,27 @@ clt_module *clt_nn_data_parallel(clt_module *module, clt_device *const *devices,
         clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "the module is NULL");
         return NULL;
     }
+    if (n < 0 || n > MAX_DEVICES) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%d devices: 1 .. %d are possible", n, MAX_DEVICES);
+        return NULL;
+    }
     if (!devices || n == 0) { /* every GPU, or cpu */
         int gpus = clt_device_count();
-        if (gpus < 0)
+        if (gpus < 0) {
+            clt__rename_error(fn);
             return NULL;
+        }
         n = gpus ? (gpus < MAX_DEVICES ? gpus : MAX_DEVICES) : 1;
         for (int k = 0; k < n; k++) {
             char name[16];
             snprintf(name, sizeof name, "gpu:%d", k);
             all[k] = gpus ? clt_device_get(name) : clt_device_cpu();
-            if (!all[k])
+            if (!all[k]) {
+                clt__rename_error(fn);
                 return NULL;
+            }
         }
         devices = all;
-    }
-    if (n < 0 || n > MAX_DEVICES) {
-        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%d devices: 1 .. %d are possible", n, MAX_DEVICES);
-        return NULL;
     }
     for (int k = 0; k < n; k++) {
         if (clt__device_check(fn, devices[k]) != CLT_OK)
@@ -317,8 +324,10 @@ clt_module *clt_nn_data_parallel(clt_module *module, clt_device *const *devices,
     if (output_device && clt__device_check(fn, output_device) != CLT_OK)
         return NULL;
     p = (data_parallel *)clt_module_new(&dp_type);
-    if (!p)
+    if (!p) {
+        clt__rename_error(fn);
         return NULL;
+    }
     if (clt_module_register_module(&p->base, "module", module) != CLT_OK) {
         clt__rename_error(fn);
         clt_module_release(&p->base);

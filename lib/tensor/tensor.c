@@ -53,6 +53,27 @@ static clt_status check_shape(const char *fn, int ndim, const int64_t *shape, cl
     return CLT_OK;
 }
 
+clt_status clt__output_check(const char *fn, const clt_device *dev, clt_dtype dtype, int ndim,
+                              const int64_t *shape)
+{
+    char text[256];
+    int64_t n;
+    size_t bytes;
+    clt__format_shape(text, sizeof text, ndim, shape);
+    if (!clt__shape_numel(ndim, shape, &n) ||
+        !clt__mul_size((size_t)n, clt_dtype_size(dtype), &bytes))
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "the output %s of %s would have more bytes than memory can hold", text,
+                          clt_dtype_name(dtype));
+    if (dev->info.max_alloc_bytes && bytes > dev->info.max_alloc_bytes)
+        return clt__error(clt__is_host(dev) ? CLT_ERR_OUT_OF_MEMORY : CLT_ERR_DEVICE_OUT_OF_MEMORY,
+                          fn, "the output %s of %s needs %zu bytes, more than %s can allocate at "
+                          "once (%llu bytes)",
+                          text, clt_dtype_name(dtype), bytes, dev->name,
+                          (unsigned long long)dev->info.max_alloc_bytes);
+    return CLT_OK;
+}
+
 clt_tensor *clt__tensor_new(const char *fn, clt_device *dev, clt_dtype dtype, int ndim,
                             const int64_t *shape)
 {

@@ -69,6 +69,13 @@ clt_tensor *clt__tensor_new(const char *fn, clt_device *dev, clt_dtype dtype, in
  * writes first: see clt__device_alloc). */
 clt_tensor *clt__tensor_new_ex(const char *fn, clt_device *dev, clt_dtype dtype, int ndim,
                                const int64_t *shape, bool fresh);
+/* Whether an op's output of `shape` (sizes >= 0, computed from the caller's parameters with
+ * checked arithmetic) can exist on dev, checked before any allocation or work:
+ * CLT_ERR_INVALID_ARGUMENT naming fn and the shape when its byte size does not fit the address
+ * space, CLT_ERR_OUT_OF_MEMORY (CLT_ERR_DEVICE_OUT_OF_MEMORY on an OpenCL device) when it
+ * exceeds the device's largest single allocation. */
+clt_status clt__output_check(const char *fn, const clt_device *dev, clt_dtype dtype, int ndim,
+                              const int64_t *shape);
 /* CLT_OK when t is not NULL; otherwise the error naming fn. */
 clt_status clt__tensor_check(const char *fn, const clt_tensor *t);
 /* Waits until no other device is still writing into the storage. */
