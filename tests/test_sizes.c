@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "helpers.h"
 
@@ -114,6 +115,37 @@ START_TEST(test_sizes_adaptive_pool)
             "more than");
     ck_assert_error_has(clt_device_name(dev));
     clt_tensor_release(x);
+    /* many windows of few inputs (gathered) and few of many (narrowed), against PyTorch's
+     * definition: window i of out over n covers floor(i n / out) .. ceil((i + 1) n / out) - 1 */
+    enum { H = 3, W = 50, OH = 1000, OW = 7 };
+    static double v[H * W], want[OH * OW];
+    for (int i = 0; i < H * W; i++)
+        v[i] = (i * 37 % 101) / 10.0;
+    for (int i = 0; i < OH; i++)
+        for (int j = 0; j < OW; j++) {
+            int h0 = i * H / OH, h1 = ((i + 1) * H + OH - 1) / OH;
+            int w0 = j * W / OW, w1 = ((j + 1) * W + OW - 1) / OW;
+            double sum = 0;
+            for (int h = h0; h < h1; h++)
+                for (int k = w0; k < w1; k++)
+                    sum += v[h * W + k];
+            want[i * OW + j] = sum / ((h1 - h0) * (w1 - w0));
+        }
+    clt_tensor *h = clt_tensor_from_data(CLT_SHAPE(1, H, W), v, CLT_F64, clt_device_cpu());
+    clt_tensor *xd = clt_tensor_to_ex(h, &(clt_to_options){.device = dev, .dtype = CLT_F32});
+    clt_tensor *y = clt_adaptive_avg_pool2d(xd, OH, OW);
+    ck_assert_msg(y != NULL, "%s", clt_last_error());
+    ck_assert_int_eq(clt_tensor_numel(y), OH * OW);
+    clt_tensor *yh = clt_tensor_to_ex(y, &(clt_to_options){.device = clt_device_cpu(),
+                                                           .dtype = CLT_F64});
+    double *got = test_bytes(yh);
+    for (int i = 0; i < OH * OW; i++)
+        ELEMENT_CHECK(fabs(got[i] - want[i]) <= 1e-5 * fmax(1, fabs(want[i])),
+                      "adaptive 3x50 -> 1000x7: element %d is %.9g, want %.9g", i, got[i],
+                      want[i]);
+    free(got);
+    clt_tensor *all[] = {yh, y, xd, h};
+    TEST_RELEASE_ALL(all);
 }
 END_TEST
 
@@ -156,6 +188,45 @@ START_TEST(test_sizes_windows)
 }
 END_TEST
 
+/* An empty input's output is empty whatever the sizes asked: returned at once, of the shape
+ * asked, with no work sized by its dimensions (adaptive pooling once looped over INT_MAX
+ * windows of nothing, pad and interpolate sized index arrays by them). */
+START_TEST(test_sizes_empty_input)
+{
+    clt_device *dev = test_device(_i);
+    clt_tensor *x = input(dev, CLT_SHAPE(0, 2, 4, 4));
+    int64_t big = (int64_t)1 << 40;
+    clt_tensor *y[3] = {clt_pad(x, 2, (int64_t[]){big, big}, CLT_PAD_REPLICATE, 0),
+                        clt_interpolate2d(x, 1 << 30, 1 << 30, CLT_INTERPOLATE_BILINEAR, false),
+                        clt_adaptive_avg_pool2d(x, INT_MAX, INT_MAX)};
+    const int64_t want[3][4] = {{0, 2, 4, 2 * big + 4},
+                                {0, 2, 1 << 30, 1 << 30},
+                                {0, 2, INT_MAX, INT_MAX}};
+    for (int k = 0; k < 3; k++) {
+        ck_assert_msg(y[k] != NULL, "%d: %s", k, clt_last_error());
+        ck_assert_int_eq(clt_tensor_numel(y[k]), 0);
+        for (int d = 0; d < 4; d++)
+            ck_assert_int_eq(clt_tensor_shape(y[k])[d], want[k][d]);
+    }
+    TEST_RELEASE_ALL(y);
+    clt_tensor_release(x);
+}
+END_TEST
+
+/* Under CLT_DEVICE_MEMORY_LIMIT an output beyond it is refused before any work, as one beyond
+ * the device's largest allocation. */
+START_TEST(test_sizes_memory_limit)
+{
+    clt_device *dev = test_device(_i);
+    setenv("CLT_DEVICE_MEMORY_LIMIT", "1M", 1);
+    clt_tensor *x = input(dev, CLT_SHAPE(1, 2, 3));
+    REFUSED(clt_pad(x, 2, (int64_t[]){0, 300000}, CLT_PAD_REPLICATE, 0), too_big(dev), "clt_pad",
+            "the output (1, 2, 300003) of f32 needs 2400024 bytes, more than the 1048576 that");
+    ck_assert_error_has("(its memory, or CLT_DEVICE_MEMORY_LIMIT)");
+    clt_tensor_release(x);
+}
+END_TEST
+
 Suite *suite_sizes(void)
 {
     Suite *s = suite_create("sizes");
@@ -164,6 +235,8 @@ Suite *suite_sizes(void)
     ADD_DEVICE_TEST(tc, test_sizes_interpolate);
     ADD_DEVICE_TEST(tc, test_sizes_adaptive_pool);
     ADD_DEVICE_TEST(tc, test_sizes_windows);
+    ADD_DEVICE_TEST(tc, test_sizes_empty_input);
+    ADD_DEVICE_TEST(tc, test_sizes_memory_limit);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -97,6 +97,12 @@ static clt__pool *pool_of(clt_device *dev)
     return p;
 }
 
+size_t clt__device_memory_limit(clt_device *dev)
+{
+    clt__pool *p = pool_of(dev);
+    return p ? p->stats.limit : 0;
+}
+
 static clt__alloc_kind kind_of(const clt_device *dev)
 {
     return clt__is_host(dev) ? CLT__HOST : CLT__DEVICE;

@@ -29,3 +29,16 @@ clt_status clt__need_floating(const char *fn, const clt_tensor *x)
                       "input with clt_tensor_to_dtype)",
                       clt_dtype_name(x->dtype), x->storage->device->name);
 }
+
+clt_status clt__resized_output(const char *fn, clt_tensor *x, int ndim, const int64_t *shape,
+                               clt_tensor **empty)
+{
+    *empty = NULL;
+    if (clt__output_check(fn, x->storage->device, x->dtype, ndim, shape) != CLT_OK)
+        return clt_last_status();
+    if (x->numel > 0)
+        return CLT_OK;
+    if (!(*empty = clt_reshape(x, ndim, shape)))
+        return clt__rename_error(fn);
+    return CLT_OK;
+}

@@ -825,17 +825,26 @@ clt_tensor *clt_avg_pool2d(clt_tensor *x, const clt_pool2d_options *options)
     return window_op("clt_avg_pool2d", x, &(window_args){.pool = options});
 }
 
-/* PyTorch's adaptive windows along one dimension: output i averages inputs floor(i * n / out)
- * .. ceil((i + 1) * n / out) - 1, each window by a narrow and a mean, joined by cat. */
-static clt_tensor *adaptive_mean(clt_tensor *x, int dim, int64_t n, int64_t out)
+/* PyTorch's adaptive window i of `out` along a dimension of n: inputs floor(i * n / out) ..
+ * ceil((i + 1) * n / out) - 1, computed without overflow (out <= INT_MAX). */
+static void adaptive_window(int64_t i, int64_t n, int64_t out, int64_t *start, int64_t *end)
 {
-    clt_tensor **parts = clt__alloc_zeroed("clt_adaptive_avg_pool2d", (size_t)out * sizeof *parts);
+    int64_t q = n / out, r = n % out;
+    *start = i * q + i * r / out;
+    *end = (i + 1) * q + ((i + 1) * r + out - 1) / out;
+}
+
+/* The windows one narrow and mean each, joined by cat: for few windows. */
+static clt_tensor *adaptive_narrowed(const char *fn, clt_tensor *x, int dim, int64_t n,
+                                     int64_t out)
+{
+    clt_tensor **parts = clt__alloc_zeroed(fn, (size_t)out * sizeof *parts);
     clt_tensor *joined = NULL;
-    int64_t i = 0;
+    int64_t i = 0, start, end;
     if (!parts)
         return NULL;
     for (; i < out; i++) {
-        int64_t start = i * n / out, end = ((i + 1) * n + out - 1) / out;
+        adaptive_window(i, n, out, &start, &end);
         clt_tensor *w = clt_narrow(x, dim, start, end - start);
         parts[i] = w ? clt_mean(w, &dim, 1, true) : NULL;
         clt_tensor_release(w);
@@ -848,6 +857,54 @@ static clt_tensor *adaptive_mean(clt_tensor *x, int dim, int64_t n, int64_t out)
         clt_tensor_release(parts[k]);
     clt__free(parts);
     return joined;
+}
+
+/* The windows as `longest` weighted gathers: the sum over k of w_k x[idx_k], where window i
+ * takes idx_k[i] = its k-th input (its last past its end) with w_k[i] = 1 / its length (0 past
+ * its end). For many windows: as many operations as the longest window has inputs. */
+static clt_tensor *adaptive_gathered(const char *fn, clt_tensor *x, int dim, int64_t n,
+                                     int64_t out, int64_t longest)
+{
+    int64_t *idx = clt__alloc(fn, (size_t)out * sizeof *idx), shape[CLT_MAX_DIMS], start, end;
+    double *w = idx ? clt__alloc(fn, (size_t)out * sizeof *w) : NULL;
+    clt_tensor *sum = NULL;
+    for (int d = dim; d < x->ndim; d++) /* the weights along dim, broadcast over the rest */
+        shape[d - dim] = d == dim ? out : 1;
+    for (int64_t k = 0; w && k < longest; k++) {
+        for (int64_t i = 0; i < out; i++) {
+            adaptive_window(i, n, out, &start, &end);
+            idx[i] = start + k < end ? start + k : end - 1;
+            w[i] = start + k < end ? 1.0 / (double)(end - start) : 0;
+        }
+        clt_tensor *picked = clt__index_select_host(fn, x, dim, idx, out);
+        clt_tensor *wh = picked ? clt_tensor_from_data(x->ndim - dim, shape, w, CLT_F64, NULL)
+                                : NULL;
+        clt_tensor *wt = wh ? clt_tensor_to_ex(wh, &(clt_to_options){.device = x->storage->device,
+                                                                      .dtype = x->dtype})
+                            : NULL;
+        clt_tensor *term = wt ? clt_mul(picked, wt) : NULL;
+        clt_tensor *next = term && sum ? clt_add(sum, term) : clt_tensor_retain(term);
+        clt_tensor *t[] = {picked, wh, wt, term, sum};
+        for (size_t j = 0; j < sizeof t / sizeof *t; j++)
+            clt_tensor_release(t[j]);
+        if (!(sum = next))
+            break;
+    }
+    clt__free(idx), clt__free(w);
+    return sum;
+}
+
+/* x averaged over PyTorch's adaptive windows along dim (n inputs to `out`), by whichever way
+ * takes fewer operations: min(out, longest window) of them, at most about sqrt(n). */
+static clt_tensor *adaptive_mean(const char *fn, clt_tensor *x, int dim, int64_t n, int64_t out)
+{
+    int64_t longest = 0, start, end;
+    for (int64_t i = 0; i < out && longest < out; i++) {
+        adaptive_window(i, n, out, &start, &end);
+        longest = end - start > longest ? end - start : longest;
+    }
+    return out <= longest ? adaptive_narrowed(fn, x, dim, n, out)
+                          : adaptive_gathered(fn, x, dim, n, out, longest);
 }
 
 clt_tensor *clt_adaptive_avg_pool2d(clt_tensor *x, int out_h, int out_w)
@@ -871,15 +928,15 @@ clt_tensor *clt_adaptive_avg_pool2d(clt_tensor *x, int out_h, int out_w)
     int64_t shape[4];
     memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
     shape[x->ndim - 2] = out_h, shape[x->ndim - 1] = out_w;
-    if (clt__output_check(fn, x->storage->device, x->dtype, x->ndim, shape) != CLT_OK)
-        return NULL;
+    if (clt__resized_output(fn, x, x->ndim, shape, &out) != CLT_OK || out)
+        return out;
     if (H % out_h == 0 && W % out_w == 0 && H / out_h <= INT_MAX && W / out_w <= INT_MAX) {
         /* equal windows without overlap: one average pooling */
         clt_pool2d_options o = clt_pool2d_options_default((int)(H / out_h), (int)(W / out_w));
         out = clt_avg_pool2d(x, &o);
     } else {
-        clt_tensor *rows = adaptive_mean(x, x->ndim - 2, H, out_h);
-        out = rows ? adaptive_mean(rows, x->ndim - 1, W, out_w) : NULL;
+        clt_tensor *rows = adaptive_mean(fn, x, x->ndim - 2, H, out_h);
+        out = rows ? adaptive_mean(fn, rows, x->ndim - 1, W, out_w) : NULL;
         clt_tensor_release(rows);
     }
     if (!out)

@@ -67,6 +67,14 @@ clt_status clt__pool2d_geometry(const char *fn, const clt_tensor *x, const clt_p
 clt_status clt__conv2d_geometry(const char *fn, const clt_tensor *x, int kh, int kw,
                                 const clt_conv2d_options *o, clt__conv_call *c);
 
+/* The output of `shape` that an op computes from x and the caller's sizes (pads, output
+ * sizes), checked before any work (clt__output_check); for an empty x, *empty is the result
+ * itself, x reshaped to it (a view, recorded for autograd), so that no work is sized by a
+ * dimension of the empty output. CLT_OK (*empty NULL where the op is to compute it), or the
+ * error naming fn. */
+clt_status clt__resized_output(const char *fn, clt_tensor *x, int ndim, const int64_t *shape,
+                               clt_tensor **empty);
+
 /* idx's values (i64, any device) on the host, a buffer for clt__free, each checked to lie in
  * 0..k-1 (or, with allow, to equal `allowed`); NULL with the error naming fn and `what` ("index
  * 4 (element 0) is out of range for size 4 (valid: 0..3)"). */

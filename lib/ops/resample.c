@@ -99,9 +99,10 @@ clt_tensor *clt_pad(clt_tensor *x, int npad, const int64_t *pad, clt_pad_mode mo
             return NULL;
         }
     }
-    if (clt__output_check(fn, x->storage->device, x->dtype, x->ndim, shape) != CLT_OK)
-        return NULL;
-    clt_tensor *y = clt_tensor_retain(x);
+    clt_tensor *y;
+    if (clt__resized_output(fn, x, x->ndim, shape, &y) != CLT_OK || y)
+        return y;
+    y = clt_tensor_retain(x);
     for (int k = 0; k + 1 < npad && y; k += 2) {
         clt_tensor *next = pad[k] || pad[k + 1] ? pad_dim(fn, y, x->ndim - 1 - k / 2, pad[k],
                                                           pad[k + 1], mode, value)
@@ -192,8 +193,9 @@ clt_tensor *clt_interpolate2d(clt_tensor *x, int64_t out_h, int64_t out_w,
     int64_t shape[4];
     memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
     shape[x->ndim - 2] = out_h, shape[x->ndim - 1] = out_w;
-    if (clt__output_check(fn, x->storage->device, x->dtype, x->ndim, shape) != CLT_OK)
-        return NULL;
+    clt_tensor *empty;
+    if (clt__resized_output(fn, x, x->ndim, shape, &empty) != CLT_OK || empty)
+        return empty;
     /* one dimension at a time, rows first unless resizing the columns first keeps the step
      * between them smaller (out_h * W against H * out_w) */
     int dim[2] = {x->ndim - 2, x->ndim - 1};

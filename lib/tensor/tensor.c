@@ -53,12 +53,12 @@ static clt_status check_shape(const char *fn, int ndim, const int64_t *shape, cl
     return CLT_OK;
 }
 
-clt_status clt__output_check(const char *fn, const clt_device *dev, clt_dtype dtype, int ndim,
+clt_status clt__output_check(const char *fn, clt_device *dev, clt_dtype dtype, int ndim,
                               const int64_t *shape)
 {
     char text[256];
     int64_t n;
-    size_t bytes;
+    size_t bytes, limit;
     clt__format_shape(text, sizeof text, ndim, shape);
     if (!clt__shape_numel(ndim, shape, &n) ||
         !clt__mul_size((size_t)n, clt_dtype_size(dtype), &bytes))
@@ -71,6 +71,15 @@ clt_status clt__output_check(const char *fn, const clt_device *dev, clt_dtype dt
                           "once (%llu bytes)",
                           text, clt_dtype_name(dtype), bytes, dev->name,
                           (unsigned long long)dev->info.max_alloc_bytes);
+    clt__error_state saved;
+    clt__error_save(&saved); /* the pool is made once; its failure is the allocation's to tell */
+    limit = clt__device_memory_limit(dev);
+    clt__error_restore(&saved);
+    if (limit && bytes > limit)
+        return clt__error(clt__is_host(dev) ? CLT_ERR_OUT_OF_MEMORY : CLT_ERR_DEVICE_OUT_OF_MEMORY,
+                          fn, "the output %s of %s needs %zu bytes, more than the %zu that %s's "
+                          "tensors may hold (its memory, or CLT_DEVICE_MEMORY_LIMIT)",
+                          text, clt_dtype_name(dtype), bytes, limit, dev->name);
     return CLT_OK;
 }
 

@@ -73,8 +73,9 @@ clt_tensor *clt__tensor_new_ex(const char *fn, clt_device *dev, clt_dtype dtype,
  * checked arithmetic) can exist on dev, checked before any allocation or work:
  * CLT_ERR_INVALID_ARGUMENT naming fn and the shape when its byte size does not fit the address
  * space, CLT_ERR_OUT_OF_MEMORY (CLT_ERR_DEVICE_OUT_OF_MEMORY on an OpenCL device) when it
- * exceeds the device's largest single allocation. */
-clt_status clt__output_check(const char *fn, const clt_device *dev, clt_dtype dtype, int ndim,
+ * exceeds the device's largest single allocation or what its tensors may hold together
+ * (CLT_DEVICE_MEMORY_LIMIT, an OpenCL device's memory). */
+clt_status clt__output_check(const char *fn, clt_device *dev, clt_dtype dtype, int ndim,
                               const int64_t *shape);
 /* CLT_OK when t is not NULL; otherwise the error naming fn. */
 clt_status clt__tensor_check(const char *fn, const clt_tensor *t);

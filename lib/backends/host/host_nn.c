@@ -67,13 +67,15 @@ static inline long window_col(const clt__conv_call *c, size_t ox, int x)
 /* The taps (y, x) of output (oy, ox)'s window that lie inside the image, in order, each with the
  * input row iy and column ix it reads. */
 #define FOR_WINDOW_TAPS(c, oy, ox, ...)                                                        \
-    for (int y = 0; y < (c)->kh; y++) {                                                        \
-        long iy = window_row(c, oy, y);                                                        \
-        for (int x = 0; iy >= 0 && x < (c)->kw; x++) {                                         \
-            long ix = window_col(c, ox, x);                                                    \
-            if (ix >= 0) {                                                                     \
-                __VA_ARGS__;                                                                   \
-            }                                                                                  \
+    for (long y0_ = (long)(oy) * (c)->sh - (c)->ph, y = clt_window_tap_lo(y0_, (c)->dh),       \
+              yb_ = clt_window_tap_hi(y0_, (c)->kh, (c)->dh, (long)(c)->H);                    \
+         y < yb_; y++) {                                                                       \
+        long iy = y0_ + y * (c)->dh;                                                           \
+        for (long x0_ = (long)(ox) * (c)->sw - (c)->pw, x = clt_window_tap_lo(x0_, (c)->dw),   \
+                  xb_ = clt_window_tap_hi(x0_, (c)->kw, (c)->dw, (long)(c)->W);                \
+             x < xb_; x++) {                                                                   \
+            long ix = x0_ + x * (c)->dw;                                                       \
+            __VA_ARGS__;                                                                       \
         }                                                                                      \
     }
 
@@ -128,7 +130,7 @@ HOST_GATHER_MASKED(uint64_t)
                                 size_t n1, size_t oy0, size_t oy1, T *out)                     \
     {                                                                                          \
         size_t OW = c->OW;                                                                     \
-        const T *in = (const T *)c->in + c->in_offset;                                         \
+        const T *in = c->in ? (const T *)c->in + c->in_offset : NULL; /* NULL: empty */        \
         for (size_t row = lo; row < hi; row++) {                                               \
             /* int32_t offsets; an empty plane has no element 0 for the masked loads */         \
             if (OW < IM2COL_NARROW && c->H * c->W <= INT32_MAX && c->H * c->W > 0) {           \
@@ -141,15 +143,14 @@ HOST_GATHER_MASKED(uint64_t)
             tap_span t;                                                                        \
             tap_span_make(c, (int)(row % (size_t)c->kw), 0, OW, &t);                           \
             for (size_t n = n0; n < n1; n++) {                                                 \
-                const T *plane = in + (n * c->C + ch) * c->H * c->W;                           \
+                size_t plane = (n * c->C + ch) * c->H * c->W; /* in may be NULL: empty */     \
                 for (size_t oy = oy0; oy < oy1; oy++, out += OW) {                             \
                     long iy = (long)oy * c->sh - c->ph + y * c->dh;                            \
-                    bool none = iy < 0 || iy >= (long)c->H || t.lo >= t.hi;                    \
-                    const T *src = plane + (none ? 0 : (size_t)iy * c->W);                     \
-                    if (none) {                                                                \
+                    if (iy < 0 || iy >= (long)c->H || t.lo >= t.hi) {                          \
                         memset(out, 0, OW * sizeof *out); /* every dtype's zero: zero bits */  \
                         continue;                                                              \
                     }                                                                          \
+                    const T *src = in + plane + (size_t)iy * c->W;                             \
                     memset(out, 0, (size_t)t.lo * sizeof *out);                                \
                     if (c->sw == 1)                                                            \
                         memcpy(out + t.lo, src + t.b + t.lo,                                   \
@@ -580,10 +581,11 @@ static inline double pick_double(bool b, double x, double y)
         long rows = 0;                                                                         \
         for (size_t j = 0; j < n && !c->is_max; j++)                                           \
             acc[j] = 0;                                                                        \
-        for (int y = 0; y < c->kh; y++) {                                                      \
-            long iy = window_row(c, oy, y);                                                    \
-            if (iy < 0)                                                                        \
-                continue;                                                                      \
+        long y0 = (long)oy * c->sh - c->ph;                                                    \
+        for (long y = clt_window_tap_lo(y0, c->dh),                                            \
+                  yb = clt_window_tap_hi(y0, c->kh, c->dh, (long)c->H);                        \
+             y < yb; y++) {                                                                    \
+            long iy = y0 + y * c->dh;                                                          \
             for (int x = 0; x < c->kw; x++) {                                                  \
                 long at = iy * (long)c->W + (long)x0 * c->sw - c->pw + (long)x * c->dw;        \
                 const ST *src = plane + at;                                                    \
@@ -625,14 +627,14 @@ static inline double pick_double(bool b, double x, double y)
         size_t per = c->OH * c->OW;                                                            \
         /* the output columns whose taps all lie inside: [in_lo, in_hi) */                     \
         long reach = (long)c->W - 1 + c->pw - (long)(c->kw - 1) * c->dw;                       \
-        size_t in_lo = (size_t)((c->pw + c->sw - 1) / c->sw);                                  \
+        size_t in_lo = (size_t)(((long)c->pw + c->sw - 1) / c->sw);                            \
         size_t in_hi = reach < 0 ? 0 : (size_t)(reach / c->sw + 1);                            \
         in_hi = in_hi < c->OW ? in_hi : c->OW;                                                 \
         if (in_hi <= in_lo)                                                                    \
             in_lo = in_hi = c->OW;                                                             \
         int32_t offs[POOL_TABLE], org[POOL_BLOCK];                                             \
         long dst[POOL_BLOCK];                                                                  \
-        int taps = c->kh * c->kw;                                                              \
+        long taps = (long)c->kh * c->kw;                                                       \
         bool narrow = c->OW < POOL_NARROW && taps <= POOL_TABLE &&                             \
                       c->H * c->W <= INT32_MAX; /* int32_t offsets */                          \
         for (int t = 0; narrow && t < taps; t++)                                               \
@@ -654,7 +656,7 @@ static inline double pick_double(bool b, double x, double y)
                     dst[n] = (long)(oy * c->OW + ox);                                          \
                 }                                                                              \
                 if (n && (n + POOL_NARROW > POOL_BLOCK || oy + 1 == c->OH)) {                  \
-                    CLT_CAT(pool_gather_, DT)(c, plane, org, dst, n, offs, taps, out, arg);    \
+                    CLT_CAT(pool_gather_, DT)(c, plane, org, dst, n, offs, (int)taps, out, arg); \
                     n = 0;                                                                     \
                 }                                                                              \
                 for (size_t x0 = in_lo; !table && x0 < in_hi; x0 += POOL_BLOCK) {              \

@@ -16,13 +16,24 @@
     }
 CLT_WINDOW_AT(clt_window_at, clt_i64)
 
+/* The taps t of a window whose first tap reads position `first` and the t-th first + t d
+ * (d >= 1) that lie inside an input of n positions: t from clt_window_tap_lo to
+ * clt_window_tap_hi (exclusive; none where lo >= hi), in closed form, so that a kernel of
+ * INT_MAX taps costs no more than one of 3. */
+CLT_FN clt_i64 clt_window_tap_lo(clt_i64 first, int d)
+{
+    return first >= 0 ? 0 : (clt_i64)(((clt_u64)-first + (clt_u64)d - 1) / (clt_u64)d);
+}
+CLT_FN clt_i64 clt_window_tap_hi(clt_i64 first, int k, int d, clt_i64 n)
+{
+    clt_i64 hi = first > n - 1 ? 0 : (clt_i64)((clt_u64)(n - 1 - first) / (clt_u64)d) + 1;
+    return hi < k ? hi : k;
+}
+
 /* How many of the k taps of window o fall inside an input of n positions. */
 CLT_FN clt_i64 clt_window_taps_inside(clt_i64 o, int k, int s, int p, int d, clt_u64 n)
 {
-    clt_i64 inside = 0;
-    for (int t = 0; t < k; t++) {
-        clt_i64 v = o * s - p + (clt_i64)t * d;
-        inside += v >= 0 && v < (clt_i64)n;
-    }
-    return inside;
+    clt_i64 first = o * s - p, lo = clt_window_tap_lo(first, d);
+    clt_i64 hi = clt_window_tap_hi(first, k, d, (clt_i64)n);
+    return hi > lo ? hi - lo : 0;
 }
