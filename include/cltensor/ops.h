@@ -224,7 +224,8 @@ CLT_API clt_loss_options clt_loss_options_default(void);
  * -weight[t] * log_probs[t]; the mean divides by the sum of the counted elements' weights (their
  * number without weights); reduction none gives the targets' shape. Targets equal to
  * ignore_index count for nothing; any other target outside 0..C-1 is CLT_ERR_INVALID_ARGUMENT
- * naming it. The targets (and weights) are read on the host to be checked. */
+ * naming it. With no class (C = 0, every target ignored) the mean over nothing is NaN and the
+ * sum 0, as PyTorch's. The targets (and weights) are read on the host to be checked. */
 CLT_API clt_tensor *clt_nll_loss(clt_tensor *log_probs, clt_tensor *target,
                                  const clt_loss_options *options);
 /* torch.nn.functional.cross_entropy with class-index targets: nll_loss(log_softmax(logits))
@@ -342,9 +343,10 @@ CLT_API clt_tensor *clt_avg_pool2d(clt_tensor *x, const clt_pool2d_options *opti
 
 /* F.adaptive_avg_pool2d: the out_h x out_w averages of PyTorch's adaptive windows over a
  * floating (N, C, H, W) or (C, H, W) x (window i of n inputs: floor(i n / out) ..
- * ceil((i + 1) n / out) - 1). When the sizes divide, one average pooling; otherwise a mean per
- * output row and column. CLT_ERR_INVALID_ARGUMENT for another ndim, a size that is not
- * positive or an empty input. */
+ * ceil((i + 1) n / out) - 1). When the sizes divide, one average pooling; otherwise, along each
+ * dimension, a mean per window or, for many short windows, one weighted gather per position of
+ * the longest. CLT_ERR_INVALID_ARGUMENT for another ndim, a size that is not positive or empty
+ * H or W; an output too large for the device is refused before any work (as clt_pad's). */
 CLT_API clt_tensor *clt_adaptive_avg_pool2d(clt_tensor *x, int out_h, int out_w);
 
 /* The modes of clt_pad and clt_interpolate2d. */
@@ -363,15 +365,19 @@ typedef enum clt_interpolate_mode {
  * pad[2] and pad[3] around the one before it, and so on (npad even, at most 2 a dimension, each
  * >= 0). CONSTANT fills with value; REFLECT mirrors without repeating the edge (pads below the
  * size); REPLICATE repeats the edge; CIRCULAR wraps around (pads at most the size). Composed
- * from cat and index_select, so any dtype on any device and differentiable. */
+ * from cat and index_select, so any dtype on any device and differentiable. An output whose
+ * bytes overflow is CLT_ERR_INVALID_ARGUMENT, one beyond the device's largest allocation or
+ * CLT_DEVICE_MEMORY_LIMIT out of (device) memory, both before any work; an empty x gives its
+ * empty output at once. */
 CLT_API clt_tensor *clt_pad(clt_tensor *x, int npad, const int64_t *pad, clt_pad_mode mode,
                             double value);
 
 /* F.interpolate(x, size=(out_h, out_w), mode, align_corners) for a floating (N, C, H, W) or
  * (C, H, W) x: NEAREST takes element floor(o * in / out) (PyTorch's "nearest"); BILINEAR
  * weighs the two neighbours of PyTorch's source coordinate ((o + 0.5) in / out - 0.5, at least
- * 0; with align_corners o (in - 1) / (out - 1)). Rows, then columns, each an index_select (and
- * for bilinear a weighted sum); differentiable. */
+ * 0; with align_corners o (in - 1) / (out - 1)). One dimension, then the other (the order that
+ * keeps the step between them smaller), each an index_select (and for bilinear a weighted sum);
+ * differentiable. Outputs too large are refused, and empty ones returned, as clt_pad's. */
 CLT_API clt_tensor *clt_interpolate2d(clt_tensor *x, int64_t out_h, int64_t out_w,
                                       clt_interpolate_mode mode, bool align_corners);
 

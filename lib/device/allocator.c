@@ -152,7 +152,7 @@ clt_status clt__device_alloc(const char *fn, clt_device *dev, size_t nbytes, boo
     clt_status st;
     *buf = NULL;
     if (!p)
-        return clt_last_status();
+        return clt__rename_error(fn);
     if (dev->info.max_alloc_bytes && nbytes > dev->info.max_alloc_bytes)
         return clt__error(CLT_ERR_DEVICE_OUT_OF_MEMORY, fn,
                           "%zu bytes exceed the largest single allocation of %s (%llu bytes)",
