@@ -5,6 +5,7 @@
  * small GPT-2's logits, loss and gradients (the tied embedding's included) and its greedy
  * decoding through the KV cache; the full-size ResNet-18 and GPT-2 small have PyTorch's
  * parameter names and shapes. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -408,6 +409,372 @@ START_TEST(test_models_full_size_names)
 }
 END_TEST
 
+/* ---- bad input: refused with the public function's name, the cause and the values ---------- */
+
+/* A tiny GPT-2: 16 tokens, 8 positions, 8 features. */
+static clt_module *tiny_gpt(int n_layer, int n_head)
+{
+    gpt_config c = {.vocab_size = 16, .n_positions = 8, .n_embd = 8, .n_layer = n_layer,
+                    .n_head = n_head, .layer_norm_epsilon = 1e-5};
+    clt_module *m = gpt_new(&c);
+    ck_assert_msg(m != NULL, "%s", clt_last_error());
+    return m;
+}
+
+/* i64 token ids (B, T) on dev, all 3. */
+static clt_tensor *token_ids(int64_t B, int64_t T, clt_device *dev)
+{
+    clt_tensor *t = clt_tensor_full(CLT_SHAPE(B, T), 3, CLT_I64, dev);
+    ck_assert_msg(t != NULL, "%s", clt_last_error());
+    return t;
+}
+
+/* gpt_forward refuses the cache with `status`, its message holding each of `what`, and leaves
+ * the cache as it was. */
+static void assert_cache_refused(clt_module *m, clt_tensor *ids, gpt_cache *cache,
+                                 clt_status status, const char *const *what, int n)
+{
+    gpt_cache before = *cache;
+    clt_tensor *k0 = cache->k && cache->n_layer > 0 ? cache->k[0] : NULL;
+    ck_assert_ptr_null(gpt_forward(m, ids, cache));
+    ck_assert_int_eq(clt_last_status(), status);
+    ck_assert_error_has("gpt_forward: ");
+    for (int i = 0; i < n; i++)
+        ck_assert_error_has(what[i]);
+    ck_assert(cache->n_layer == before.n_layer && cache->length == before.length &&
+              cache->k == before.k && cache->v == before.v);
+    ck_assert_ptr_eq(cache->k && cache->n_layer > 0 ? cache->k[0] : NULL, k0);
+}
+
+START_TEST(test_models_gpt_cache_mismatch)
+{
+    clt_module *one = tiny_gpt(1, 1), *two_layers = tiny_gpt(2, 1), *two_heads = tiny_gpt(1, 2);
+    clt_tensor *step = token_ids(1, 1, clt_device_cpu()), *pair = token_ids(2, 1, NULL);
+    gpt_cache cache;
+    ck_assert_int_eq(gpt_cache_init(&cache, one), CLT_OK);
+    /* made for one layer, used with two: the model's second layer has no entry */
+    assert_cache_refused(two_layers, step, &cache, CLT_ERR_INVALID_ARGUMENT,
+                         (const char *[]){"n_layer 1", "n_layer 2"}, 2);
+    clt_tensor *prompt = token_ids(1, 2, NULL), *out = gpt_forward(one, prompt, &cache);
+    ck_assert_msg(out != NULL, "%s", clt_last_error());
+    clt_tensor_release(out);
+    ck_assert_int_eq(cache.length, 2);
+    /* keys (1, 1, 2, 8): another head count or head size, another batch, another length */
+    assert_cache_refused(two_heads, step, &cache, CLT_ERR_SHAPE,
+                         (const char *[]){"(1, 1, 2, 8)", "(1, 2, 2, 4)"}, 2);
+    assert_cache_refused(one, pair, &cache, CLT_ERR_SHAPE,
+                         (const char *[]){"(1, 1, 2, 8)", "(2, 1, 2, 8)"}, 2);
+    cache.length = 3;
+    assert_cache_refused(one, step, &cache, CLT_ERR_SHAPE,
+                         (const char *[]){"(1, 1, 2, 8)", "(1, 1, 3, 8)"}, 2);
+    cache.length = -1;
+    assert_cache_refused(one, step, &cache, CLT_ERR_INVALID_ARGUMENT,
+                         (const char *[]){"length -1"}, 1);
+    cache.length = 2;
+    /* another dtype, another device */
+    clt_module *wide = tiny_gpt(1, 1);
+    ck_assert_int_eq(clt_module_to_dtype(wide, CLT_F64), CLT_OK);
+    assert_cache_refused(wide, step, &cache, CLT_ERR_DTYPE, (const char *[]){"f32", "f64"}, 2);
+    if (test_device_total > 1) {
+        clt_device *dev = test_device(1);
+        clt_module *moved = tiny_gpt(1, 1);
+        clt_tensor *there = token_ids(1, 1, dev);
+        ck_assert_int_eq(clt_module_to(moved, dev), CLT_OK);
+        assert_cache_refused(moved, there, &cache, CLT_ERR_DEVICE_MISMATCH,
+                             (const char *[]){"cpu", clt_device_name(dev)}, 2);
+        clt_tensor_release(there);
+        clt_module_release(moved);
+    }
+    /* not a GPT-2 */
+    clt_module *resnet = resnet_new(&(resnet_config){{1, 1, 1, 1}, 2, 3});
+    assert_cache_refused(resnet, step, &cache, CLT_ERR_INVALID_ARGUMENT,
+                         (const char *[]){"ResNet"}, 1);
+    gpt_cache other;
+    ck_assert_int_eq(gpt_cache_init(&other, resnet), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("gpt_cache_init: ");
+    ck_assert_error_has("ResNet");
+    ck_assert_int_eq(gpt_cache_init(&other, NULL), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(gpt_load(resnet, "unread.safetensors"), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("gpt_load: ");
+    /* the cache still serves its own model */
+    out = gpt_forward(one, step, &cache);
+    ck_assert_msg(out != NULL, "%s", clt_last_error());
+    ck_assert_int_eq(cache.length, 3);
+    clt_tensor *all[] = {out, prompt, step, pair};
+    TEST_RELEASE_ALL(all);
+    gpt_cache_clear(&cache);
+    clt_module *models[] = {one, two_layers, two_heads, wide, resnet};
+    for (size_t i = 0; i < sizeof models / sizeof *models; i++)
+        clt_module_release(models[i]);
+}
+END_TEST
+
+/* A model deeper than any fixed bound decodes through its cache. */
+START_TEST(test_models_gpt_cache_deep)
+{
+    clt_module *m = tiny_gpt(65, 2);
+    clt_tensor *ids = token_ids(1, 2, NULL);
+    gpt_cache cache;
+    ck_assert_int_eq(gpt_cache_init(&cache, m), CLT_OK);
+    for (int k = 0; k < 2; k++) {
+        clt_tensor *out = gpt_forward(m, ids, &cache);
+        ck_assert_msg(out != NULL, "%s", clt_last_error());
+        clt_tensor_release(out);
+    }
+    ck_assert_int_eq(cache.length, 4);
+    gpt_cache_clear(&cache);
+    clt_tensor_release(ids);
+    clt_module_release(m);
+}
+END_TEST
+
+/* A copy of m's wte values. */
+static clt_tensor *wte_copy(clt_module *m)
+{
+    clt_tensor *w = clt_module_get_parameter(m, "transformer.wte.weight");
+    clt_tensor *c =
+        clt_tensor_to_ex(w, &(clt_to_options){.dtype = CLT_DTYPE_NONE, .copy = true});
+    ck_assert_msg(c != NULL, "%s", clt_last_error());
+    return c;
+}
+
+/* Writes `from`'s weights with `head` as lm_head.weight to a file; its path. */
+static const char *file_with_head(clt_module *from, clt_tensor *head)
+{
+    static char path[512];
+    clt_state_dict sd;
+    ck_assert_int_eq(clt_module_state_dict(from, &sd), CLT_OK);
+    clt_named_tensor *named = malloc((size_t)(sd.count + 1) * sizeof *named);
+    int n = 0;
+    for (int i = 0; i < sd.count; i++)
+        if (strcmp(sd.tensors[i].name, "lm_head.weight") != 0)
+            named[n++] = sd.tensors[i];
+    named[n++] = (clt_named_tensor){"lm_head.weight", head};
+    snprintf(path, sizeof path, "%s/gpt.safetensors", test_temp_dir());
+    ck_assert_msg(clt_safetensors_save(path, named, n, NULL, 0) == CLT_OK, "%s",
+                  clt_last_error());
+    free(named);
+    clt_state_dict_clear(&sd);
+    return path;
+}
+
+/* lm_head.weight is wte's (vocab_size, n_embd): another shape is refused, naming both, and
+ * loads nothing; wte's shape loads. */
+START_TEST(test_models_gpt_load_head_shape)
+{
+    clt_module *m = tiny_gpt(1, 2), *other = tiny_gpt(1, 2);
+    clt_tensor *before = wte_copy(m);
+    struct {
+        int ndim;
+        int64_t shape[2];
+        const char *text;
+    } bad[] = {{2, {7, 5}, "(7, 5)"}, {2, {8, 16}, "(8, 16)"}, {1, {128}, "(128)"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        clt_tensor *head = clt_tensor_zeros(bad[i].ndim, bad[i].shape, CLT_F32, NULL);
+        ck_assert_int_eq(gpt_load(m, file_with_head(other, head)),
+                         CLT_ERR_INVALID_ARGUMENT);
+        ck_assert_error_has("gpt_load: ");
+        ck_assert_error_has("lm_head.weight");
+        ck_assert_error_has(bad[i].text);
+        ck_assert_error_has("(16, 8)");
+        test_assert_same_bytes(clt_module_get_parameter(m, "transformer.wte.weight"), before);
+        clt_tensor_release(head);
+    }
+    clt_tensor *want = wte_copy(other);
+    ck_assert_msg(gpt_load(m, file_with_head(other, want)) == CLT_OK, "%s", clt_last_error());
+    test_assert_same_bytes(clt_module_get_parameter(m, "transformer.wte.weight"), want);
+    clt_tensor_release(want), clt_tensor_release(before);
+    clt_module_release(m), clt_module_release(other);
+}
+END_TEST
+
+/* mobilenet_v2_new refuses the config with CLT_ERR_INVALID_ARGUMENT naming `what`. */
+static void assert_mobilenet_refused(mobilenet_config c, const char *what)
+{
+    clt_clear_error();
+    clt_module *m = mobilenet_v2_new(&c);
+    ck_assert_msg(m == NULL, "accepted: %s", what);
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("mobilenet_v2_new: ");
+    ck_assert_error_has(what);
+}
+
+static mobilenet_config mobilenet_with(const int (*setting)[4], int stages, double width_mult)
+{
+    return (mobilenet_config){.width_mult = width_mult, .num_classes = 4, .setting = setting,
+                              .stages = stages};
+}
+
+/* Every stage's values on its own: a count within the cap, and a running total within it that
+ * cannot wrap (a sum within the cap hides none); an expansion, channels and stride of at least
+ * 1, and hidden channels an int holds. */
+START_TEST(test_models_mobilenet_bad_stages)
+{
+    static const int wrapping[2][4] = {{1, 16, 100, 1}, {6, 24, -60, 2}};
+    static const int too_many[1][4] = {{1, 16, 65, 1}};
+    static const int total[2][4] = {{1, 16, 40, 1}, {6, 24, 40, 2}};
+    static const int overflow[2][4] = {{1, 16, INT_MAX, 1}, {6, 24, INT_MAX, 2}};
+    static const int no_t[1][4] = {{0, 16, 1, 1}}, no_c[1][4] = {{1, 0, 1, 1}};
+    static const int no_s[1][4] = {{1, 16, 1, 0}}, wide_t[1][4] = {{INT_MAX, 16, 1, 1}};
+    static const int wide_c[1][4] = {{1, INT_MAX, 1, 1}};
+    assert_mobilenet_refused(mobilenet_with(wrapping, 2, 1), "stage 0: n 100");
+    assert_mobilenet_refused(mobilenet_with(wrapping + 1, 1, 1), "stage 0: n -60");
+    assert_mobilenet_refused(mobilenet_with(too_many, 1, 1), "stage 0: n 65");
+    assert_mobilenet_refused(mobilenet_with(total, 2, 1), "stage 1: n 40");
+    assert_mobilenet_refused(mobilenet_with(overflow, 2, 1), "stage 0: n 2147483647");
+    assert_mobilenet_refused(mobilenet_with(no_t, 1, 1), "stage 0: t 0");
+    assert_mobilenet_refused(mobilenet_with(no_c, 1, 1), "stage 0: c 0");
+    assert_mobilenet_refused(mobilenet_with(no_s, 1, 1), "stage 0: s 0");
+    assert_mobilenet_refused(mobilenet_with(wide_t, 1, 1), "stage 0: t 2147483647");
+    assert_mobilenet_refused(mobilenet_with(wide_c, 1, 1), "stage 0: c 2147483647");
+    assert_mobilenet_refused(mobilenet_with(total, 0, 1), "stages 0");
+    /* stages of no blocks are torchvision's too */
+    static const int empty[2][4] = {{1, 16, 0, 1}, {6, 24, 1, 2}};
+    clt_module *m = mobilenet_v2_new(&(mobilenet_config){.width_mult = 0.25, .num_classes = 4,
+                                                         .setting = empty, .stages = 2});
+    ck_assert_msg(m != NULL, "%s", clt_last_error());
+    clt_module_release(m);
+}
+END_TEST
+
+/* The width multiplier is refused before any conversion of it (an infinity or NaN would be
+ * undefined), and so is one that makes more channels than an int holds; the classifier's
+ * settings too. */
+START_TEST(test_models_mobilenet_bad_width)
+{
+    static const int too_many[1][4] = {{1, 16, 65, 1}};
+    assert_mobilenet_refused(mobilenet_with(NULL, 0, INFINITY), "width_mult inf");
+    assert_mobilenet_refused(mobilenet_with(NULL, 0, NAN), "width_mult nan");
+    assert_mobilenet_refused(mobilenet_with(NULL, 0, -1), "width_mult -1");
+    assert_mobilenet_refused(mobilenet_with(NULL, 0, 0), "width_mult 0");
+    assert_mobilenet_refused(mobilenet_with(NULL, 0, 1e8), "width_mult 1e+08");
+    /* the width is judged before the stages */
+    assert_mobilenet_refused(mobilenet_with(too_many, 1, 1e300), "width_mult 1e+300");
+    assert_mobilenet_refused((mobilenet_config){.width_mult = 1, .num_classes = 0},
+                             "num_classes 0");
+    assert_mobilenet_refused((mobilenet_config){.width_mult = 1, .num_classes = 4, .dropout = 1},
+                             "dropout 1");
+    clt_clear_error();
+    ck_assert_ptr_null(mobilenet_v2_new(NULL));
+    ck_assert_error_has("mobilenet_v2_new: ");
+}
+END_TEST
+
+/* The constructors refuse a config they cannot build, naming themselves and the value. */
+static void assert_refused(clt_module *m, const char *where, const char *what)
+{
+    ck_assert_msg(m == NULL, "%s accepted %s", where, what);
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has(where);
+    ck_assert_error_has(what);
+}
+
+START_TEST(test_models_bad_config)
+{
+    gpt_config g = {.vocab_size = 16, .n_positions = 8, .n_embd = 8, .n_layer = 1, .n_head = 2,
+                    .layer_norm_epsilon = 1e-5};
+    gpt_config gs[] = {g, g, g, g, g, g};
+    gs[0].vocab_size = 0, gs[1].n_positions = -1, gs[2].n_embd = 0, gs[3].n_head = 3;
+    gs[4].n_layer = 0, gs[5].layer_norm_epsilon = INFINITY;
+    const char *gwhat[] = {"vocab_size 0", "n_positions -1", "n_embd 0", "n_head 3",
+                           "n_layer 0",    "layer_norm_epsilon inf"};
+    for (int i = 0; i < 6; i++) {
+        clt_clear_error();
+        assert_refused(gpt_new(&gs[i]), "gpt_new: ", gwhat[i]);
+    }
+    bert_config b = {.vocab_size = 16, .hidden_size = 8, .num_hidden_layers = 1,
+                     .num_attention_heads = 2, .intermediate_size = 8,
+                     .max_position_embeddings = 8, .type_vocab_size = 2,
+                     .layer_norm_eps = 1e-12, .hidden_dropout_prob = 0};
+    bert_config bs[] = {b, b, b, b, b};
+    bs[0].intermediate_size = 0, bs[1].type_vocab_size = 0, bs[2].hidden_size = -8;
+    bs[3].num_hidden_layers = 0, bs[4].hidden_dropout_prob = 1;
+    const char *bwhat[] = {"intermediate_size 0", "type_vocab_size 0", "hidden_size -8",
+                           "num_hidden_layers 0", "hidden_dropout_prob 1"};
+    for (int i = 0; i < 5; i++) {
+        clt_clear_error();
+        assert_refused(bert_new(&bs[i]), "bert_new: ", bwhat[i]);
+    }
+    resnet_config r = {{1, 1, 1, 1}, 2, 3};
+    resnet_config rs[] = {r, r, r, r};
+    rs[0].blocks[2] = 17, rs[1].blocks[0] = 0, rs[2].width = 0, rs[3].num_classes = 0;
+    const char *rwhat[] = {"layer3: 17 blocks", "layer1: 0 blocks", "width 0", "num_classes 0"};
+    for (int i = 0; i < 4; i++) {
+        clt_clear_error();
+        assert_refused(resnet_new(&rs[i]), "resnet_new: ", rwhat[i]);
+    }
+    clt_clear_error();
+    assert_refused(gpt_new(NULL), "gpt_new: ", "NULL");
+    assert_refused(bert_new(NULL), "bert_new: ", "NULL");
+    assert_refused(resnet_new(NULL), "resnet_new: ", "NULL");
+    /* bert_forward: a model of another type, nowhere to write the hidden state */
+    clt_module *gpt = tiny_gpt(1, 2), *bert = bert_new(&b);
+    clt_tensor *ids = token_ids(1, 2, NULL), *hidden = NULL;
+    ck_assert_int_eq(bert_forward(gpt, ids, NULL, NULL, &hidden, NULL),
+                     CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("bert_forward: ");
+    ck_assert_error_has("GPT2LMHeadModel");
+    ck_assert_int_eq(bert_forward(bert, ids, NULL, NULL, NULL, NULL), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("bert_forward: ");
+    ck_assert_ptr_null(hidden);
+    clt_tensor_release(ids);
+    clt_module_release(gpt), clt_module_release(bert);
+}
+END_TEST
+
+/* config.json's sizes are whole numbers in range, taken without a conversion that could
+ * overflow; a file too large to read whole is refused, not read in part. */
+START_TEST(test_models_config_read_refused)
+{
+    const char *dir = test_temp_dir();
+    char path[512], error[256];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    static const struct {
+        const char *json, *what;
+    } gpt_bad[] = {{"{\"n_embd\": 16.5}", "n_embd 16.5"},
+                   {"{\"n_layer\": 1e300}", "n_layer 1e+300"},
+                   {"{\"n_layer\": 4294967298}", "n_layer 4.29497e+09"},
+                   {"{\"vocab_size\": -3}", "vocab_size -3"},
+                   {"{\"n_ctx\": 0.5}", "n_ctx 0.5"},
+                   {"{\"layer_norm_epsilon\": 1e999}", "layer_norm_epsilon inf"}};
+    for (size_t i = 0; i < sizeof gpt_bad / sizeof *gpt_bad; i++) {
+        gpt_config c;
+        test_write_file(dir, "config.json", gpt_bad[i].json);
+        ck_assert_int_eq(gpt_config_read(path, &c, error, sizeof error),
+                         CLT_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(error, gpt_bad[i].what) != NULL, "\"%s\" lacks \"%s\"", error,
+                      gpt_bad[i].what);
+    }
+    static const struct {
+        const char *json, *what;
+    } bert_bad[] = {{"{\"num_hidden_layers\": 2.5}", "num_hidden_layers 2.5"},
+                    {"{\"hidden_size\": 1e300}", "hidden_size 1e+300"},
+                    {"{\"num_attention_heads\": 1e10}", "num_attention_heads 1e+10"}};
+    for (size_t i = 0; i < sizeof bert_bad / sizeof *bert_bad; i++) {
+        bert_config c;
+        test_write_file(dir, "config.json", bert_bad[i].json);
+        ck_assert_int_eq(bert_config_read(path, &c, error, sizeof error),
+                         CLT_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(error, bert_bad[i].what) != NULL, "\"%s\" lacks \"%s\"", error,
+                      bert_bad[i].what);
+    }
+    /* n_layer past the first 64 KiB */
+    size_t n = 70000;
+    char *big = malloc(n + 32);
+    memset(big, ' ', n);
+    snprintf(big + n, 32, "{\"n_layer\": 3}");
+    test_write_file(dir, "config.json", big);
+    free(big);
+    gpt_config c;
+    ck_assert_int_eq(gpt_config_read(path, &c, error, sizeof error), CLT_ERR_IO);
+    ck_assert_msg(strstr(error, "larger than") != NULL, "%s", error);
+    /* whole numbers written with a fraction or an exponent are whole */
+    test_write_file(dir, "config.json", "{\"n_layer\": 3.0, \"n_embd\": 1.6e1, \"n_head\": 2}");
+    ck_assert_msg(gpt_config_read(path, &c, error, sizeof error) == CLT_OK, "%s", error);
+    ck_assert(c.n_layer == 3 && c.n_embd == 16 && c.n_head == 2);
+}
+END_TEST
+
 Suite *suite_models(void)
 {
     Suite *s = suite_create("models");
@@ -417,6 +784,13 @@ Suite *suite_models(void)
     ADD_DEVICE_TEST(tc, test_models_gpt_reference);
     ADD_DEVICE_TEST(tc, test_models_bert_reference);
     tcase_add_test(tc, test_models_full_size_names);
+    tcase_add_test(tc, test_models_gpt_cache_mismatch);
+    tcase_add_test(tc, test_models_gpt_cache_deep);
+    tcase_add_test(tc, test_models_gpt_load_head_shape);
+    tcase_add_test(tc, test_models_mobilenet_bad_stages);
+    tcase_add_test(tc, test_models_mobilenet_bad_width);
+    tcase_add_test(tc, test_models_bad_config);
+    tcase_add_test(tc, test_models_config_read_refused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,4 +1,5 @@
 /* BERT as Hugging Face's BertModel builds it (see bert.h). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,45 +19,60 @@ bert_config bert_base_config(void)
                          .hidden_dropout_prob = 0.1};
 }
 
+enum { BERT_MAX_LAYERS = 1000 };
+
+/* Whether c describes a model bert_new can build; when not, why in `why` (of size bytes). */
+static bool config_ok(const bert_config *c, char *why, size_t size)
+{
+    static const char *const names[5] = {"vocab_size", "hidden_size", "intermediate_size",
+                                         "max_position_embeddings", "type_vocab_size"};
+    int64_t sizes[5] = {c->vocab_size, c->hidden_size, c->intermediate_size,
+                        c->max_position_embeddings, c->type_vocab_size};
+    for (int i = 0; i < 5; i++)
+        if (sizes[i] < 1) {
+            snprintf(why, size, "%s %lld must be positive", names[i], (long long)sizes[i]);
+            return false;
+        }
+    if (c->num_hidden_layers < 1 || c->num_hidden_layers > BERT_MAX_LAYERS)
+        snprintf(why, size, "num_hidden_layers %d must be from 1 to %d", c->num_hidden_layers,
+                 BERT_MAX_LAYERS);
+    else if (c->num_attention_heads < 1 || c->hidden_size % c->num_attention_heads != 0)
+        snprintf(why, size,
+                 "num_attention_heads %d must be positive and divide hidden_size %lld",
+                 c->num_attention_heads, (long long)c->hidden_size);
+    else if (!(c->layer_norm_eps >= 0 && isfinite(c->layer_norm_eps)))
+        snprintf(why, size, "layer_norm_eps %g must be finite and not negative",
+                 c->layer_norm_eps);
+    else if (!(c->hidden_dropout_prob >= 0 && c->hidden_dropout_prob < 1))
+        snprintf(why, size, "hidden_dropout_prob %g must be in [0, 1)", c->hidden_dropout_prob);
+    else
+        return true;
+    return false;
+}
+
 clt_status bert_config_read(const char *path, bert_config *c, char *error, size_t size)
 {
-    char text[1 << 16];
+    char text[1 << 16], why[160];
     double v;
     *c = bert_base_config();
     clt_status st = models_read_text(path, text, sizeof text, error, size);
     if (st != CLT_OK)
         return st;
-    if (models_json_number(text, "vocab_size", &v))
-        c->vocab_size = (int64_t)v;
-    if (models_json_number(text, "hidden_size", &v))
-        c->hidden_size = (int64_t)v;
-    if (models_json_number(text, "num_hidden_layers", &v))
-        c->num_hidden_layers = (int)v;
-    if (models_json_number(text, "num_attention_heads", &v))
-        c->num_attention_heads = (int)v;
-    if (models_json_number(text, "intermediate_size", &v))
-        c->intermediate_size = (int64_t)v;
-    if (models_json_number(text, "max_position_embeddings", &v))
-        c->max_position_embeddings = (int64_t)v;
-    if (models_json_number(text, "type_vocab_size", &v))
-        c->type_vocab_size = (int64_t)v;
+    models_json j = {text, path, error, size};
+    if (!models_json_size(&j, "vocab_size", &c->vocab_size) ||
+        !models_json_size(&j, "hidden_size", &c->hidden_size) ||
+        !models_json_int(&j, "num_hidden_layers", &c->num_hidden_layers) ||
+        !models_json_int(&j, "num_attention_heads", &c->num_attention_heads) ||
+        !models_json_size(&j, "intermediate_size", &c->intermediate_size) ||
+        !models_json_size(&j, "max_position_embeddings", &c->max_position_embeddings) ||
+        !models_json_size(&j, "type_vocab_size", &c->type_vocab_size))
+        return CLT_ERR_INVALID_ARGUMENT;
     if (models_json_number(text, "layer_norm_eps", &v))
         c->layer_norm_eps = v;
     if (models_json_number(text, "hidden_dropout_prob", &v))
         c->hidden_dropout_prob = v;
-    if (c->vocab_size < 1 || c->hidden_size < 1 || c->num_hidden_layers < 1 ||
-        c->num_attention_heads < 1 || c->hidden_size % c->num_attention_heads != 0 ||
-        c->intermediate_size < 1 || c->max_position_embeddings < 1 || c->type_vocab_size < 1 ||
-        !(c->layer_norm_eps >= 0) ||
-        !(c->hidden_dropout_prob >= 0 && c->hidden_dropout_prob < 1)) {
-        snprintf(error, size,
-                 "%s: vocab_size %lld, hidden_size %lld, num_hidden_layers %d, "
-                 "num_attention_heads %d, intermediate_size %lld, max_position_embeddings %lld, "
-                 "type_vocab_size %lld: sizes must be positive, hidden_size a multiple of "
-                 "num_attention_heads and hidden_dropout_prob in [0, 1)",
-                 path, (long long)c->vocab_size, (long long)c->hidden_size,
-                 c->num_hidden_layers, c->num_attention_heads, (long long)c->intermediate_size,
-                 (long long)c->max_position_embeddings, (long long)c->type_vocab_size);
+    if (!config_ok(c, why, sizeof why)) {
+        snprintf(error, size, "%s: %s", path, why);
         return CLT_ERR_INVALID_ARGUMENT;
     }
     return CLT_OK;
@@ -125,9 +141,15 @@ static clt_module *layer_new(const bert_config *c)
 
 clt_module *bert_new(const bert_config *c)
 {
-    if (!c || c->num_hidden_layers < 1 || c->num_hidden_layers > 1000 ||
-        c->num_attention_heads < 1 || c->hidden_size % c->num_attention_heads)
+    char why[160];
+    if (!c) {
+        clt_set_error(CLT_ERR_INVALID_ARGUMENT, "bert_new", "config is NULL");
         return NULL;
+    }
+    if (!config_ok(c, why, sizeof why)) {
+        clt_set_error(CLT_ERR_INVALID_ARGUMENT, "bert_new", "%s", why);
+        return NULL;
+    }
     int64_t H = c->hidden_size;
     clt_module *list = clt_module_new(&list_type);
     bool ok = list != NULL;
@@ -214,6 +236,11 @@ static clt_tensor *layer_forward(clt_module *model, clt_module *layer, clt_tenso
 clt_status bert_forward(clt_module *model, clt_tensor *ids, clt_tensor *token_type_ids,
                         clt_tensor *attention_mask, clt_tensor **hidden, clt_tensor **pooled)
 {
+    if (!model || model->type != &bert_type || !hidden)
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "bert_forward",
+                             "the model is a %s (must be a %s) and hidden %s (must not be NULL)",
+                             clt_module_type_name(model), bert_type.name,
+                             hidden ? "not NULL" : "NULL");
     const bert_config *c = &((const bert *)model)->config;
     int64_t T = clt_tensor_size(ids, 1), B = clt_tensor_size(ids, 0);
     if (clt_tensor_ndim(ids) != 2 || T > c->max_position_embeddings ||

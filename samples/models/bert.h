@@ -25,8 +25,8 @@ typedef struct bert_config {
 
 /* bert-base's config. */
 bert_config bert_base_config(void);
-/* Reads the fields above from a Hugging Face config.json (others are ignored; missing ones keep
- * bert-base's values). CLT_OK, or CLT_ERR_IO / CLT_ERR_INVALID_ARGUMENT with a message in
+/* Reads the fields above from a Hugging Face config.json of at most 64 KiB (others are ignored;
+ * missing ones keep bert-base's values; sizes must be whole numbers). CLT_OK, or CLT_ERR_IO / CLT_ERR_INVALID_ARGUMENT with a message in
  * `error` (of `size` bytes). */
 clt_status bert_config_read(const char *path, bert_config *config, char *error, size_t size);
 
@@ -38,8 +38,9 @@ clt_module *bert_new(const bert_config *config);
 /* BertModel(input_ids, attention_mask, token_type_ids): the last hidden state (B, T, hidden)
  * and the pooled output (B, hidden; tanh of pooler.dense on the first token). ids i64 (B, T);
  * token_type_ids i64 (B, T) or NULL (all 0); attention_mask (B, T), nonzero for the tokens to
- * attend to, or NULL (all). *pooled may be NULL when not wanted. CLT_OK, or the library's
- * error with nothing written. */
+ * attend to, or NULL (all). *pooled may be NULL when not wanted, hidden not. CLT_OK, or the
+ * library's error with nothing written (CLT_ERR_INVALID_ARGUMENT for a model that is not a
+ * BertModel). */
 clt_status bert_forward(clt_module *model, clt_tensor *ids, clt_tensor *token_type_ids,
                         clt_tensor *attention_mask, clt_tensor **hidden, clt_tensor **pooled);
 

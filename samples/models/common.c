@@ -1,5 +1,7 @@
 /* The helpers the models of samples/models share (see common.h). */
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +21,9 @@ bool models_json_number(const char *text, const char *key, double *value)
     if (*at++ != ':')
         return false;
     char *end;
-    errno = 0;
+    /* out of range: HUGE_VAL or a tiny number, for the caller to judge */
     *value = strtod(at, &end);
-    return end != at && errno == 0;
+    return end != at;
 }
 
 clt_status models_read_text(const char *path, char *buf, size_t size, char *error,
@@ -33,9 +35,53 @@ clt_status models_read_text(const char *path, char *buf, size_t size, char *erro
         return CLT_ERR_IO;
     }
     size_t n = fread(buf, 1, size - 1, f);
+    bool failed = ferror(f) != 0, more = !failed && n == size - 1 && fgetc(f) != EOF;
     fclose(f);
     buf[n] = '\0';
-    return CLT_OK;
+    if (failed)
+        snprintf(error, error_size, "%s: cannot be read", path);
+    else if (more)
+        snprintf(error, error_size, "%s: larger than %zu bytes", path, size - 1);
+    return failed || more ? CLT_ERR_IO : CLT_OK;
+}
+
+/* *value = v when v is a whole number from 1 to max, compared as a double before any
+ * conversion; false with a message otherwise. */
+static bool json_whole(const models_json *j, const char *key, double max, int64_t *value)
+{
+    double v;
+    if (!models_json_number(j->text, key, &v))
+        return true;
+    if (!(v >= 1 && v <= max && v == floor(v))) {
+        snprintf(j->error, j->size, "%s: %s %g is not a whole number from 1 to %.0f", j->path,
+                 key, v, max);
+        return false;
+    }
+    *value = (int64_t)v;
+    return true;
+}
+
+bool models_json_size(const models_json *j, const char *key, int64_t *value)
+{
+    return json_whole(j, key, 9007199254740992.0, value); /* 2^53: every whole number exact */
+}
+
+bool models_json_int(const models_json *j, const char *key, int *value)
+{
+    int64_t v = *value;
+    bool ok = json_whole(j, key, INT_MAX, &v);
+    *value = (int)v;
+    return ok;
+}
+
+const char *models_shape(int ndim, const int64_t *shape, char *buf, size_t size)
+{
+    size_t n = (size_t)snprintf(buf, size, "(");
+    for (int d = 0; d < ndim && n < size; d++)
+        n += (size_t)snprintf(buf + n, size - n, d ? ", %lld" : "%lld", (long long)shape[d]);
+    if (n < size)
+        snprintf(buf + n, size - n, ")");
+    return buf;
 }
 
 clt_module *models_container(const clt_module_type *type, int n, const char *const *names,

@@ -13,34 +13,52 @@ gpt_config gpt2_small_config(void)
                         .n_head = 12, .layer_norm_epsilon = 1e-5};
 }
 
+enum { GPT_MAX_LAYERS = 1000 };
+
+/* Whether c describes a model gpt_new can build; when not, why in `why` (of size bytes). */
+static bool config_ok(const gpt_config *c, char *why, size_t size)
+{
+    static const char *const names[3] = {"vocab_size", "n_positions", "n_embd"};
+    int64_t sizes[3] = {c->vocab_size, c->n_positions, c->n_embd};
+    for (int i = 0; i < 3; i++)
+        if (sizes[i] < 1) {
+            snprintf(why, size, "%s %lld must be positive", names[i], (long long)sizes[i]);
+            return false;
+        }
+    if (c->n_layer < 1 || c->n_layer > GPT_MAX_LAYERS)
+        snprintf(why, size, "n_layer %d must be from 1 to %d", c->n_layer, GPT_MAX_LAYERS);
+    else if (c->n_head < 1 || c->n_embd % c->n_head != 0)
+        snprintf(why, size, "n_head %d must be positive and divide n_embd %lld", c->n_head,
+                 (long long)c->n_embd);
+    else if (!(c->layer_norm_epsilon >= 0 && isfinite(c->layer_norm_epsilon)))
+        snprintf(why, size, "layer_norm_epsilon %g must be finite and not negative",
+                 c->layer_norm_epsilon);
+    else
+        return true;
+    return false;
+}
+
 clt_status gpt_config_read(const char *path, gpt_config *c, char *error, size_t size)
 {
-    char text[1 << 16];
+    char text[1 << 16], why[160];
     *c = gpt2_small_config();
     clt_status st = models_read_text(path, text, sizeof text, error, size);
     if (st != CLT_OK)
         return st;
-    double v;
-    /* the names Hugging Face's GPT2Config uses, and their older aliases */
-    if (models_json_number(text, "vocab_size", &v))
-        c->vocab_size = (int64_t)v;
-    if (models_json_number(text, "n_positions", &v) || models_json_number(text, "n_ctx", &v))
-        c->n_positions = (int64_t)v;
-    if (models_json_number(text, "n_embd", &v))
-        c->n_embd = (int64_t)v;
-    if (models_json_number(text, "n_layer", &v))
-        c->n_layer = (int)v;
-    if (models_json_number(text, "n_head", &v))
-        c->n_head = (int)v;
-    if (models_json_number(text, "layer_norm_epsilon", &v))
-        c->layer_norm_epsilon = v;
-    if (c->vocab_size < 1 || c->n_positions < 1 || c->n_embd < 1 || c->n_layer < 1 ||
-        c->n_head < 1 || c->n_embd % c->n_head != 0 || !(c->layer_norm_epsilon >= 0)) {
-        snprintf(error, size,
-                 "%s: vocab_size %lld, n_positions %lld, n_embd %lld, n_layer %d, n_head %d: sizes "
-                 "must be positive and n_embd a multiple of n_head",
-                 path, (long long)c->vocab_size, (long long)c->n_positions, (long long)c->n_embd,
-                 c->n_layer, c->n_head);
+    /* the names Hugging Face's GPT2Config uses, and n_ctx, n_positions' older alias */
+    models_json j = {text, path, error, size};
+    if (!models_json_size(&j, "vocab_size", &c->vocab_size) ||
+        !models_json_size(&j, "n_ctx", &c->n_positions) ||
+        !models_json_size(&j, "n_positions", &c->n_positions) ||
+        !models_json_size(&j, "n_embd", &c->n_embd) ||
+        !models_json_int(&j, "n_layer", &c->n_layer) ||
+        !models_json_int(&j, "n_head", &c->n_head))
+        return CLT_ERR_INVALID_ARGUMENT;
+    double eps;
+    if (models_json_number(text, "layer_norm_epsilon", &eps))
+        c->layer_norm_epsilon = eps;
+    if (!config_ok(c, why, sizeof why)) {
+        snprintf(error, size, "%s: %s", path, why);
         return CLT_ERR_INVALID_ARGUMENT;
     }
     return CLT_OK;
@@ -135,8 +153,15 @@ static clt_module *block_new(const gpt_config *c)
 
 clt_module *gpt_new(const gpt_config *c)
 {
-    if (!c || c->n_layer < 1 || c->n_layer > 1000 || c->n_head < 1 || c->n_embd % c->n_head)
+    char why[160];
+    if (!c) {
+        clt_set_error(CLT_ERR_INVALID_ARGUMENT, "gpt_new", "config is NULL");
         return NULL;
+    }
+    if (!config_ok(c, why, sizeof why)) {
+        clt_set_error(CLT_ERR_INVALID_ARGUMENT, "gpt_new", "%s", why);
+        return NULL;
+    }
     clt_module *m = clt_module_new(&gpt_type);
     gpt *g = (gpt *)m;
     clt_module *list = m ? clt_module_new(&list_type) : NULL;
@@ -261,23 +286,112 @@ static clt_tensor *block_forward(clt_module *block, const gpt_config *c, clt_ten
     return out;
 }
 
-clt_tensor *gpt_forward(clt_module *model, clt_tensor *ids, gpt_cache *cache)
+/* model as a GPT-2, or NULL with the error naming `where` set. */
+static const gpt *as_gpt(const clt_module *model, const char *where)
 {
-    gpt *g = (gpt *)model;
-    const gpt_config *c = &g->config;
-    int64_t past = cache ? cache->length : 0, T = clt_tensor_size(ids, 1);
-    clt_tensor *saved_k[64], *saved_v[64];
-    if (clt_tensor_ndim(ids) != 2 || past + T > c->n_positions || (cache && c->n_layer > 64)) {
-        clt_set_error(CLT_ERR_SHAPE, "gpt_forward",
-                      "ids must be (B, T) with T + the cached %lld tokens at most n_positions "
-                      "%lld (got %d dimensions, T %lld)",
-                      (long long)past, (long long)c->n_positions, clt_tensor_ndim(ids),
-                      (long long)T);
+    if (!model || model->type != &gpt_type) {
+        clt_set_error(CLT_ERR_INVALID_ARGUMENT, where, "the model is a %s, not a %s",
+                      clt_module_type_name(model), gpt_type.name);
         return NULL;
     }
-    if (cache) /* the cache as it was, for a failure */
-        for (int l = 0; l < c->n_layer; l++)
-            saved_k[l] = clt_tensor_retain(cache->k[l]), saved_v[l] = clt_tensor_retain(cache->v[l]);
+    return (const gpt *)model;
+}
+
+/* CLT_OK when t (layer l's keys or values) is what a step over a batch of B needs after the
+ * cache's tokens: (B, n_head, length, head size), of the model's dtype on its device. */
+static clt_status check_cached(const gpt *g, const gpt_cache *cache, int l, clt_tensor *t,
+                               int64_t B)
+{
+    const gpt_config *c = &g->config;
+    clt_tensor *w = clt_module_get_parameter(g->wte, "weight");
+    int64_t want[4] = {B, c->n_head, cache->length, c->n_embd / c->n_head};
+    char got_s[96], want_s[96];
+    bool same = clt_tensor_ndim(t) == 4;
+    for (int d = 0; same && d < 4; d++)
+        same = clt_tensor_size(t, d) == want[d];
+    if (!same)
+        return clt_set_error(CLT_ERR_SHAPE, "gpt_forward",
+                             "layer %d of the cache holds %s, a step of this model over a batch "
+                             "of %lld after %lld cached tokens needs %s (B, n_head, length, "
+                             "head size)",
+                             l,
+                             models_shape(clt_tensor_ndim(t), clt_tensor_shape(t), got_s,
+                                          sizeof got_s),
+                             (long long)B, (long long)cache->length,
+                             models_shape(4, want, want_s, sizeof want_s));
+    if (clt_tensor_dtype(t) != clt_tensor_dtype(w))
+        return clt_set_error(CLT_ERR_DTYPE, "gpt_forward",
+                             "layer %d of the cache holds %s, the model %s", l,
+                             clt_dtype_name(clt_tensor_dtype(t)),
+                             clt_dtype_name(clt_tensor_dtype(w)));
+    if (clt_tensor_device(t) != clt_tensor_device(w))
+        return clt_set_error(CLT_ERR_DEVICE_MISMATCH, "gpt_forward",
+                             "layer %d of the cache is on %s, the model on %s", l,
+                             clt_device_name(clt_tensor_device(t)),
+                             clt_device_name(clt_tensor_device(w)));
+    return CLT_OK;
+}
+
+/* CLT_OK when the cache is one of this model's, fit for a step over a batch of B. */
+static clt_status check_cache(const gpt *g, const gpt_cache *cache, int64_t B)
+{
+    if (cache->n_layer != g->config.n_layer || !cache->k || !cache->v)
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "gpt_forward",
+                             "the cache has n_layer %d%s, the model n_layer %d (gpt_cache_init "
+                             "makes a model's cache)",
+                             cache->n_layer, cache->k && cache->v ? "" : " and no arrays",
+                             g->config.n_layer);
+    if (cache->length < 0)
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "gpt_forward",
+                             "the cache's length %lld is negative", (long long)cache->length);
+    clt_status st = CLT_OK;
+    for (int l = 0; cache->length > 0 && st == CLT_OK && l < cache->n_layer; l++) {
+        st = check_cached(g, cache, l, cache->k[l], B);
+        st = st == CLT_OK ? check_cached(g, cache, l, cache->v[l], B) : st;
+    }
+    return st;
+}
+
+/* The cache's keys and values, retained (each layer's k, then v), to put back after a failed
+ * step; NULL with the error set when there is no room. */
+static clt_tensor **cache_keep(const gpt_cache *cache)
+{
+    clt_tensor **kept = calloc(2 * (size_t)cache->n_layer, sizeof *kept);
+    if (!kept) {
+        clt_set_error(CLT_ERR_OUT_OF_MEMORY, "gpt_forward",
+                      "no room to keep the %d layers of the cache", cache->n_layer);
+        return NULL;
+    }
+    for (int l = 0; l < cache->n_layer; l++) {
+        kept[2 * l] = clt_tensor_retain(cache->k[l]);
+        kept[2 * l + 1] = clt_tensor_retain(cache->v[l]);
+    }
+    return kept;
+}
+
+/* Ends a step: after a success drops what cache_keep kept and counts the T new tokens; after a
+ * failure puts the kept keys and values back. */
+static void cache_end(gpt_cache *cache, clt_tensor **kept, bool ok, int64_t T)
+{
+    for (int l = 0; l < cache->n_layer; l++) {
+        if (!ok) { /* swap: the cache gets the old ones, the new ones are released */
+            clt_tensor *k = cache->k[l], *v = cache->v[l];
+            cache->k[l] = kept[2 * l], cache->v[l] = kept[2 * l + 1];
+            kept[2 * l] = k, kept[2 * l + 1] = v;
+        }
+        clt_tensor_release(kept[2 * l]), clt_tensor_release(kept[2 * l + 1]);
+    }
+    free(kept);
+    if (ok)
+        cache->length += T;
+}
+
+/* The logits of ids (B, T) at positions past ... past + T - 1, each layer's keys and values
+ * extended in the cache when there is one. */
+static clt_tensor *logits_of(const gpt *g, clt_tensor *ids, int64_t past, gpt_cache *cache)
+{
+    const gpt_config *c = &g->config;
+    int64_t T = clt_tensor_size(ids, 1);
     models_pool p = {.n = 0};
     clt_tensor *pos = K(clt_tensor_arange((double)past, (double)(past + T), 1, CLT_I64,
                                           clt_tensor_device(ids)));
@@ -292,22 +406,38 @@ clt_tensor *gpt_forward(clt_module *model, clt_tensor *ids, gpt_cache *cache)
     }
     clt_tensor *f = h ? K(clt_module_forward(g->ln_f, h)) : NULL;
     clt_tensor_release(h);
-    clt_tensor *logits = f ? clt_linear(f, clt_module_get_parameter(model, "transformer.wte.weight"),
-                                        NULL)
-                           : NULL;
+    clt_tensor *logits =
+        f ? clt_linear(f, clt_module_get_parameter(g->wte, "weight"), NULL) : NULL;
     models_drain(&p);
-    if (cache) {
-        for (int l = 0; l < c->n_layer; l++) {
-            if (logits) {
-                clt_tensor_release(saved_k[l]), clt_tensor_release(saved_v[l]);
-            } else { /* put the old cache back */
-                clt_tensor_release(cache->k[l]), clt_tensor_release(cache->v[l]);
-                cache->k[l] = saved_k[l], cache->v[l] = saved_v[l];
-            }
-        }
-        if (logits)
-            cache->length += T;
+    return logits;
+}
+
+clt_tensor *gpt_forward(clt_module *model, clt_tensor *ids, gpt_cache *cache)
+{
+    const gpt *g = as_gpt(model, "gpt_forward");
+    if (!g)
+        return NULL;
+    const gpt_config *c = &g->config;
+    if (clt_tensor_ndim(ids) != 2) {
+        clt_set_error(CLT_ERR_SHAPE, "gpt_forward", "ids must be (B, T) (got %d dimensions)",
+                      clt_tensor_ndim(ids));
+        return NULL;
     }
+    if (cache && check_cache(g, cache, clt_tensor_size(ids, 0)) != CLT_OK)
+        return NULL;
+    int64_t past = cache ? cache->length : 0, T = clt_tensor_size(ids, 1);
+    if (T > c->n_positions - past) {
+        clt_set_error(CLT_ERR_SHAPE, "gpt_forward",
+                      "T %lld and the cached %lld tokens are more than n_positions %lld",
+                      (long long)T, (long long)past, (long long)c->n_positions);
+        return NULL;
+    }
+    clt_tensor **kept = cache ? cache_keep(cache) : NULL; /* the cache as it was */
+    if (cache && !kept)
+        return NULL;
+    clt_tensor *logits = logits_of(g, ids, past, cache);
+    if (cache)
+        cache_end(cache, kept, logits != NULL, T);
     return logits;
 }
 
@@ -318,13 +448,18 @@ static clt_tensor *gpt_module_forward(clt_module *self, clt_tensor *ids)
 
 clt_status gpt_cache_init(gpt_cache *cache, const clt_module *model)
 {
-    const gpt *g = (const gpt *)model;
+    if (!cache)
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "gpt_cache_init", "cache is NULL");
     memset(cache, 0, sizeof *cache);
+    const gpt *g = as_gpt(model, "gpt_cache_init");
+    if (!g)
+        return CLT_ERR_INVALID_ARGUMENT;
     cache->k = calloc((size_t)g->config.n_layer, sizeof *cache->k);
     cache->v = calloc((size_t)g->config.n_layer, sizeof *cache->v);
     if (!cache->k || !cache->v) {
         gpt_cache_clear(cache);
-        return CLT_ERR_OUT_OF_MEMORY;
+        return clt_set_error(CLT_ERR_OUT_OF_MEMORY, "gpt_cache_init",
+                             "no room for the cache's %d layers", g->config.n_layer);
     }
     cache->n_layer = g->config.n_layer;
     return CLT_OK;
@@ -332,7 +467,9 @@ clt_status gpt_cache_init(gpt_cache *cache, const clt_module *model)
 
 void gpt_cache_clear(gpt_cache *cache)
 {
-    for (int l = 0; l < cache->n_layer; l++) {
+    if (!cache)
+        return;
+    for (int l = 0; cache->k && cache->v && l < cache->n_layer; l++) {
         clt_tensor_release(cache->k[l]);
         clt_tensor_release(cache->v[l]);
     }
@@ -349,8 +486,31 @@ static bool ends_with(const char *s, const char *tail)
     return n >= t && strcmp(s + n - t, tail) == 0;
 }
 
+/* CLT_OK when the file's lm_head.weight has the shape of wte's weight, which is the head's. */
+static clt_status check_head(const gpt *g, clt_tensor *head, const char *path)
+{
+    clt_tensor *w = clt_module_get_parameter(g->wte, "weight");
+    bool same = clt_tensor_ndim(head) == clt_tensor_ndim(w);
+    for (int d = 0; same && d < clt_tensor_ndim(w); d++)
+        same = clt_tensor_size(head, d) == clt_tensor_size(w, d);
+    char got[96], want[96];
+    if (!same)
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "gpt_load",
+                             "%s: lm_head.weight is %s, the model's (vocab_size, n_embd) %s "
+                             "(the head is tied to transformer.wte.weight)",
+                             path,
+                             models_shape(clt_tensor_ndim(head), clt_tensor_shape(head), got,
+                                          sizeof got),
+                             models_shape(clt_tensor_ndim(w), clt_tensor_shape(w), want,
+                                          sizeof want));
+    return CLT_OK;
+}
+
 clt_status gpt_load(clt_module *model, const char *path)
 {
+    const gpt *g = as_gpt(model, "gpt_load");
+    if (!g)
+        return CLT_ERR_INVALID_ARGUMENT;
     clt_safetensors file;
     clt_status st = clt_safetensors_load(path, clt_device_cpu(), &file);
     if (st != CLT_OK)
@@ -358,16 +518,21 @@ clt_status gpt_load(clt_module *model, const char *path)
     clt_named_tensor *named = calloc((size_t)(file.count ? file.count : 1), sizeof *named);
     char **names = calloc((size_t)(file.count ? file.count : 1), sizeof *names);
     int n = 0;
-    st = named && names ? CLT_OK : CLT_ERR_OUT_OF_MEMORY;
+    st = named && names ? CLT_OK
+                        : clt_set_error(CLT_ERR_OUT_OF_MEMORY, "gpt_load",
+                                        "no room for the names of %d tensors", file.count);
     for (int i = 0; st == CLT_OK && i < file.count; i++) {
         const char *name = file.tensors[i].name;
         if (ends_with(name, ".attn.bias") || ends_with(name, ".attn.masked_bias"))
             continue; /* older files' causal-mask buffers: attention is causal by itself */
-        if (strcmp(name, "lm_head.weight") == 0)
-            continue; /* tied to wte: loaded through transformer.wte.weight */
+        if (strcmp(name, "lm_head.weight") == 0) { /* tied to wte: loaded as its weight */
+            st = check_head(g, file.tensors[i].tensor, path);
+            continue;
+        }
         size_t len = strlen(name) + sizeof "transformer.";
         if (!(names[n] = malloc(len))) {
-            st = CLT_ERR_OUT_OF_MEMORY;
+            st = clt_set_error(CLT_ERR_OUT_OF_MEMORY, "gpt_load", "no room for the name %s",
+                               name);
             break;
         }
         snprintf(names[n], len, "%s%s", strncmp(name, "transformer.", 12) ? "transformer." : "",

@@ -1,15 +1,21 @@
 /* MobileNetV2 as torchvision builds it (see mobilenet.h). */
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 
 #include "mobilenet.h"
 
-/* torchvision's _make_divisible(v, 8): the nearest multiple of 8, at least 8, and not below
- * 90% of v. */
-static int64_t divisible(double v)
+/* torchvision's _make_divisible(v, 8) into *out: the nearest multiple of 8, at least 8, and not
+ * below 90% of v; false, converting nothing, when v (positive) is more channels than an int
+ * holds. */
+static bool divisible(double v, int64_t *out)
 {
+    if (!(v <= INT_MAX - 16)) /* the rounding below adds at most 12 */
+        return false;
     int64_t r = (int64_t)(v + 4) / 8 * 8;
     r = r < 8 ? 8 : r;
-    return (double)r < 0.9 * v ? r + 8 : r;
+    *out = (double)r < 0.9 * v ? r + 8 : r;
+    return true;
 }
 
 /* Conv2dNormActivation: a convolution without bias, BatchNorm and (if relu6) ReLU6. */
@@ -94,37 +100,118 @@ static clt_tensor *mobilenet_forward(clt_module *self, clt_tensor *x)
 static const clt_module_type mobilenet_type =
     {"MobileNetV2", sizeof(mobilenet), mobilenet_forward, NULL, NULL, NULL};
 
-clt_module *mobilenet_v2_new(const mobilenet_config *c)
+enum { MAX_BLOCKS = 64 };
+
+/* One InvertedResidual: its channels in and out, stride and expansion t. */
+typedef struct block_plan {
+    int64_t in, out;
+    int stride, t;
+} block_plan;
+
+/* What mobilenet_v2_new builds: the channels out of the stem, out of the last block (the
+ * stem's when there is none) and out of the last convolution, and the blocks. */
+typedef struct plan {
+    int64_t stem, body, last;
+    int blocks;
+    block_plan block[MAX_BLOCKS];
+} plan;
+
+/* Adds stage s's blocks (torchvision's t, c, n, s in `row`) to the plan, each value checked on
+ * its own before it is used: CLT_OK, or the error naming mobilenet_v2_new. */
+static clt_status plan_stage(plan *p, int s, const int row[4], double width_mult)
+{
+    static const char *const names[4] = {"t", "c", "n", "s"};
+    int64_t out;
+    for (int i = 0; i < 4; i++)
+        if (row[i] < (i == 2 ? 0 : 1))
+            return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "mobilenet_v2_new",
+                                 "stage %d: %s %d must be at least %d", s, names[i], row[i],
+                                 i == 2 ? 0 : 1);
+    if (row[2] > MAX_BLOCKS - p->blocks)
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "mobilenet_v2_new",
+                             "stage %d: n %d blocks after the %d of the stages before it are "
+                             "more than %d",
+                             s, row[2], p->blocks, MAX_BLOCKS);
+    if (!divisible(row[1] * width_mult, &out))
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "mobilenet_v2_new",
+                             "stage %d: c %d times width_mult %g is more channels than an int "
+                             "holds",
+                             s, row[1], width_mult);
+    for (int i = 0; i < row[2]; i++, p->body = out) {
+        if (p->body > INT_MAX / row[0]) /* the depthwise convolution's groups: an int */
+            return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "mobilenet_v2_new",
+                                 "stage %d: t %d times %lld channels in is more hidden channels "
+                                 "than an int holds",
+                                 s, row[0], (long long)p->body);
+        p->block[p->blocks++] = (block_plan){p->body, out, i ? 1 : row[3], row[0]};
+    }
+    return CLT_OK;
+}
+
+/* CLT_OK when config c's own values can be built, the error naming mobilenet_v2_new naming the
+ * first that cannot. */
+static clt_status check_config(const mobilenet_config *c)
+{
+    const char *f = "mobilenet_v2_new";
+    if (!c)
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, f, "config is NULL");
+    if (!(c->width_mult > 0 && isfinite(c->width_mult)))
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, f,
+                             "width_mult %g must be positive and finite", c->width_mult);
+    if (c->num_classes < 1)
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, f, "num_classes %d must be positive",
+                             c->num_classes);
+    if (!(c->dropout >= 0 && c->dropout < 1))
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, f, "dropout %g must be in [0, 1)",
+                             c->dropout);
+    if (c->setting && c->stages < 1)
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, f,
+                             "stages %d must be at least 1 with a setting", c->stages);
+    return CLT_OK;
+}
+
+/* The plan of config c, every value checked before it is converted or used: CLT_OK, or the
+ * error naming mobilenet_v2_new. */
+static clt_status plan_new(const mobilenet_config *c, plan *p)
 {
     static const int v2[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
                                  {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
-    enum { MAX_BLOCKS = 64 };
-    clt_module *features[MAX_BLOCKS + 2] = {NULL}, *m = NULL;
-    int n = 0, blocks = 0;
-    if (!c || !(c->width_mult > 0) || c->num_classes < 1 || !(c->dropout >= 0 && c->dropout < 1))
-        return NULL;
+    clt_status st = check_config(c);
+    if (st != CLT_OK)
+        return st;
+    if (!divisible(32 * c->width_mult, &p->stem) ||
+        !divisible(1280 * (c->width_mult > 1 ? c->width_mult : 1), &p->last))
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "mobilenet_v2_new",
+                             "width_mult %g makes more channels than an int holds (1280 times "
+                             "it in the last convolution)",
+                             c->width_mult);
+    p->body = p->stem;
     const int(*setting)[4] = c->setting ? c->setting : v2;
     int stages = c->setting ? c->stages : 7;
-    for (int s = 0; s < stages; s++)
-        blocks += setting[s][2];
-    if (stages < 1 || blocks > MAX_BLOCKS)
+    for (int s = 0; st == CLT_OK && s < stages; s++)
+        st = plan_stage(p, s, setting[s], c->width_mult);
+    return st;
+}
+
+clt_module *mobilenet_v2_new(const mobilenet_config *c)
+{
+    plan p = {.blocks = 0};
+    clt_module *features[MAX_BLOCKS + 2], *m = NULL;
+    if (plan_new(c, &p) != CLT_OK)
         return NULL;
-    int64_t in = divisible(32 * c->width_mult);
-    int64_t last = divisible(1280 * (c->width_mult > 1 ? c->width_mult : 1));
-    features[n++] = conv_bn(3, in, 3, 2, 1, true);
-    for (int s = 0; s < stages; s++) {
-        int64_t out = divisible(setting[s][1] * c->width_mult);
-        for (int i = 0; i < setting[s][2]; i++, in = out)
-            features[n++] = block_new(in, out, i ? 1 : setting[s][3], setting[s][0]);
-    }
-    features[n++] = conv_bn(in, last, 1, 1, 1, true);
+    int n = 0;
+    features[n++] = conv_bn(3, p.stem, 3, 2, 1, true);
+    for (int i = 0; i < p.blocks; i++)
+        features[n++] =
+            block_new(p.block[i].in, p.block[i].out, p.block[i].stride, p.block[i].t);
+    features[n++] = conv_bn(p.body, p.last, 1, 1, 1, true);
     clt_module *body = clt_nn_sequential_take(features, n);
     if (body && !(m = clt_module_new(&mobilenet_type)))
         clt_module_release(body);
     if (!body || !m || clt_module_register_module_take(m, "features", body) != CLT_OK ||
         clt_module_register_module_take(m, "classifier",
                                         CLT_SEQUENTIAL(clt_nn_dropout(c->dropout),
-                                                       clt_nn_linear(last, c->num_classes,
+                                                       clt_nn_linear(p.last, c->num_classes,
                                                                      true))) != CLT_OK) {
         clt_module_release(m);
         return NULL;

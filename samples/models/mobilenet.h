@@ -19,7 +19,9 @@ typedef struct mobilenet_config {
     int stages;
 } mobilenet_config;
 
-/* A new MobileNetV2; NULL with the library's last error set. */
+/* A new MobileNetV2; NULL with the library's last error set, also for a width_mult that is not
+ * positive and finite or makes more channels than an int holds, and for a stage whose t, c or s
+ * is below 1 or whose n is negative or brings the blocks of all stages past 64. */
 clt_module *mobilenet_v2_new(const mobilenet_config *config);
 /* torchvision.models.mobilenet_v2(num_classes=...). */
 clt_module *mobilenet_v2_default_new(int num_classes);

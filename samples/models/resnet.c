@@ -104,24 +104,41 @@ static clt_tensor *resnet_forward(clt_module *self, clt_tensor *x)
 static const clt_module_type resnet_type = {"ResNet", sizeof(resnet), resnet_forward,
                                             NULL,     NULL,           NULL};
 
-/* layer<n>: `blocks` BasicBlocks, the first changing in -> out channels at `stride`. */
+enum { MAX_STAGE_BLOCKS = 16 };
+
+/* layer<n>: `blocks` BasicBlocks (1 to MAX_STAGE_BLOCKS), the first changing in -> out channels
+ * at `stride`. */
 static clt_module *stage_new(int blocks, int64_t in, int64_t out, int stride)
 {
-    clt_module *list[16];
-    if (blocks < 1 || blocks > 16)
-        return NULL;
+    clt_module *list[MAX_STAGE_BLOCKS];
     for (int i = 0; i < blocks; i++)
         list[i] = block_new(i ? out : in, out, i ? 1 : stride);
     return clt_nn_sequential_take(list, blocks);
+}
+
+/* CLT_OK when c can be built, else the error naming resnet_new and the first value at fault. */
+static clt_status check_config(const resnet_config *c)
+{
+    const char *f = "resnet_new";
+    if (!c)
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, f, "config is NULL");
+    for (int s = 0; s < 4; s++)
+        if (c->blocks[s] < 1 || c->blocks[s] > MAX_STAGE_BLOCKS)
+            return clt_set_error(CLT_ERR_INVALID_ARGUMENT, f, "layer%d: %d blocks, not 1 to %d",
+                                 s + 1, c->blocks[s], MAX_STAGE_BLOCKS);
+    if (c->width < 1)
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, f, "width %d must be positive", c->width);
+    if (c->num_classes < 1)
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, f, "num_classes %d must be positive",
+                             c->num_classes);
+    return CLT_OK;
 }
 
 clt_module *resnet_new(const resnet_config *c)
 {
     static const char *const stem_names[4] = {"conv1", "bn1", "relu", "maxpool"};
     clt_module *m;
-    if (!c || c->width < 1 || c->num_classes < 1)
-        return NULL;
-    if (!(m = clt_module_new(&resnet_type)))
+    if (check_config(c) != CLT_OK || !(m = clt_module_new(&resnet_type)))
         return NULL;
     resnet *r = (resnet *)m;
     int64_t w = c->width;

@@ -14,7 +14,8 @@ typedef struct resnet_config {
     int num_classes; /* 1000 */
 } resnet_config;
 
-/* A new ResNet; NULL with the library's last error set. */
+/* A new ResNet; NULL with the library's last error set, also for a stage of fewer than 1 or
+ * more than 16 blocks. */
 clt_module *resnet_new(const resnet_config *config);
 /* torchvision.models.resnet18(num_classes=...) / resnet34(...). */
 clt_module *resnet18_new(int num_classes);
