@@ -1,9 +1,12 @@
 /* Cache suite: the disk cache of built OpenCL programs (a miss stores, another process hits;
  * corrupt, truncated and foreign entries and FIFOs are rebuilt; concurrent builders; CLT_CACHE_DIR=off; an
- * unwritable folder; the size cap's LRU eviction; clt_cache_get_info), a driver that keeps its
- * own cache, and clt_device_warmup. PoCL only, with its own cache off except where a test says. Processes that must start cold are forked at the start of a test, before it calls
+ * unwritable folder; the size cap's LRU eviction; clt_cache_get_info; an entry that holds
+ * another program's binary is removed and rebuilt), a driver that keeps its own cache,
+ * clt_device_warmup, and a kernel source in CLT_KERNEL_DIR that is no regular file. PoCL only,
+ * with its own cache off except where a test says. Processes that must start cold are forked at the start of a test, before it calls
  * OpenCL (PoCL hangs in children forked after). */
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -515,6 +518,139 @@ START_TEST(test_cache_warmup_builds_everything)
 }
 END_TEST
 
+/* exp of a 16-element f32 tensor on gpu:0, checked against the host: true when right. */
+static bool exp_is_right(void)
+{
+    double v[16];
+    clt_device *gpu = clt_device_get("gpu:0");
+    for (int i = 0; i < 16; i++)
+        v[i] = i / 8.0;
+    clt_tensor *x = gpu ? test_tensor(gpu, CLT_F32, v, 1, (int64_t[]){16}) : NULL;
+    clt_tensor *y = x ? clt_exp(x) : NULL;
+    double *got = y ? test_values(y) : NULL;
+    bool right = got != NULL;
+    for (int i = 0; right && i < 16; i++)
+        right = fabs(got[i] - exp(v[i])) <= 1e-5 * exp(v[i]);
+    free(got);
+    clt_tensor_release(y);
+    clt_tensor_release(x);
+    return right;
+}
+
+/* Runs work in a child process, forked before the test calls OpenCL: true when it returned
+ * true. */
+static bool in_child(bool (*work)(void))
+{
+    int status = 0;
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        _exit(work() ? 0 : 1);
+    return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* The bytes of the folder's file `name` (free), *size their count. */
+static unsigned char *read_whole(const char *dir, const char *name, size_t *size)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    *size = (size_t)file_size(dir, name);
+    unsigned char *bytes = malloc(*size);
+    ck_assert_ptr_nonnull(bytes);
+    ck_assert_uint_eq(fread(bytes, 1, *size, f), *size);
+    fclose(f);
+    return bytes;
+}
+
+/* An entry's key length (header bytes 16 to 24, little-endian). */
+static size_t entry_key_len(const unsigned char *entry)
+{
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--)
+        n = n << 8 | entry[16 + i];
+    return (size_t)n;
+}
+
+/* Caches f32 add's program and exp's, each in a cold child, then stores through the cache's own
+ * store, under the key of add's, the binary of exp's: an entry whose key and checksum are
+ * right but whose binary is another program's. Its file's name into poisoned. */
+static void poison_add_entry(const char *dir, char *poisoned)
+{
+    char names[8][64];
+    size_t add_size, exp_size;
+    ck_assert(add_in_children(1, only_f32));
+    ck_assert_int_eq(list_files(dir, names, 8), 1);
+    snprintf(poisoned, 64, "%s", names[0]);
+    ck_assert(in_child(exp_is_right));
+    ck_assert_int_eq(list_files(dir, names, 8), 2);
+    const char *exp_name = strcmp(names[0], poisoned) == 0 ? names[1] : names[0];
+    unsigned char *add = read_whole(dir, poisoned, &add_size);
+    unsigned char *ex = read_whole(dir, exp_name, &exp_size);
+    size_t add_key = entry_key_len(add), exp_key = entry_key_len(ex);
+    clt__cl_cache_store("test", (const char *)add + 40, add_key, ex + 40 + exp_key,
+                        exp_size - 40 - exp_key);
+    free(ex);
+    free(add);
+    ck_assert_int_eq(list_files(dir, names, 8), 2); /* replaced, under the same name */
+}
+
+/* An entry holding another program's binary under a right key and checksum: the program built
+ * from it lacks the kernel the launch needs, so the entry is removed and the program built from
+ * source, stored in its place. */
+START_TEST(test_cache_poisoned_entry_rebuilt)
+{
+    static char log[16384];
+    const char *dir = use_cache();
+    char poisoned[64];
+    size_t bad_size, new_size;
+    if (!dir)
+        return;
+    poison_add_entry(dir, poisoned);
+    long planted = clt__cl_cache_get_stats().stored;
+    unsigned char *bad = read_whole(dir, poisoned, &bad_size);
+    clt_set_log_callback(collect_log, log, CLT_LOG_DEBUG);
+    ck_assert(add_is_right(CLT_F32));
+    clt_set_log_callback(NULL, NULL, CLT_LOG_WARN);
+    clt__cl_cache_stats s = clt__cl_cache_get_stats();
+    ck_assert_int_eq(s.programs, 1);
+    ck_assert_int_eq(s.rejected, 1);
+    ck_assert_int_eq(s.hits, 0);
+    ck_assert_int_eq(s.misses, 1);
+    ck_assert_int_eq(s.stored, planted + 1);
+    ck_assert_msg(strstr(log, "has no kernel ewc_add: another program's; removing it"), "log: %s", log);
+    unsigned char *rebuilt = read_whole(dir, poisoned, &new_size);
+    ck_assert(new_size != bad_size || memcmp(rebuilt, bad, bad_size) != 0);
+    ck_assert_uint_eq(entry_key_len(rebuilt), entry_key_len(bad)); /* under the same key */
+    ck_assert_mem_eq(rebuilt + 40, bad + 40, entry_key_len(bad));
+    free(rebuilt);
+    free(bad);
+}
+END_TEST
+
+/* A kernel source in CLT_KERNEL_DIR that is no regular file (a folder, a FIFO): an I/O error
+ * that names it and the function called, at once. */
+START_TEST(test_cache_kernel_dir_irregular_file)
+{
+    char kernels[32], path[96], want[256];
+    if (!use_pocl())
+        return;
+    snprintf(kernels, sizeof kernels, "%s", test_temp_dir());
+    test_copy_kernels(kernels);
+    snprintf(path, sizeof path, "%s/common.cl", kernels);
+    ck_assert_int_eq(unlink(path), 0);
+    ck_assert_int_eq(_i == 0 ? mkdir(path, 0755) : mkfifo(path, 0600), 0);
+    setenv("CLT_KERNEL_DIR", kernels, 1);
+    clt_tensor *x = clt_tensor_full(CLT_SHAPE(4), 2.0, CLT_F32, clt_device_get("gpu:0"));
+    ck_assert_ptr_null(x);
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_IO);
+    snprintf(want, sizeof want,
+             "clt_tensor_full: cannot read %s (CLT_KERNEL_DIR): not a regular file", path);
+    ck_assert_str_eq(clt_last_error(), want);
+}
+END_TEST
+
 Suite *suite_cache(void)
 {
     Suite *s = suite_create("cache");
@@ -533,6 +669,8 @@ Suite *suite_cache(void)
     tcase_add_test(tc, test_cache_info);
     tcase_add_test(tc, test_cache_driver_keeps_programs);
     tcase_add_test(tc, test_cache_warmup_builds_everything);
+    tcase_add_test(tc, test_cache_poisoned_entry_rebuilt);
+    tcase_add_loop_test(tc, test_cache_kernel_dir_irregular_file, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

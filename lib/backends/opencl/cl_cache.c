@@ -415,6 +415,16 @@ unsigned char *clt__cl_cache_load(const char *fn, const char *key, size_t key_le
     return binary;
 }
 
+void clt__cl_cache_remove(const char *key, size_t key_len)
+{
+    char dir[sizeof cache.dir], path[sizeof cache.dir + 64];
+    if (!cache_dir(dir))
+        return;
+    entry_path(path, sizeof path, dir, key, key_len);
+    if (unlink(path) == 0)
+        clt__log(CLT_LOG_DEBUG, "program cache: removed %s", path);
+}
+
 typedef struct entry_file {
     struct timespec used; /* mtime */
     uint64_t size;

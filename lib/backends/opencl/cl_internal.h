@@ -336,6 +336,10 @@ unsigned char *clt__cl_cache_load(const char *fn, const char *key, size_t key_le
 void clt__cl_cache_store(const char *fn, const char *key, size_t key_len,
                          const unsigned char *binary, size_t size);
 
+/* Deletes the entry stored under the key, where there is one (one whose binary turned out to be
+ * another program's). */
+void clt__cl_cache_remove(const char *key, size_t key_len);
+
 /* Whether the device's driver keeps a disk cache of its own builds, on by default and not turned
  * off: PoCL (POCL_KERNEL_CACHE=0 turns it off; POCL_CACHE_DIR) and Mesa's Rusticl and Clover
  * (MESA_SHADER_CACHE_DISABLE; MESA_SHADER_CACHE_DIR). Such a driver caches what it compiles

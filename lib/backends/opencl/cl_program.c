@@ -2,12 +2,14 @@
  * lib/backends/shared (embedded in the library, or read from the folders CLT_KERNEL_DIR lists),
  * built per (device, program, options) the first time a device needs them, a program being
  * one part of a file (clt__cl_program), from the disk cache's binary when that cache is in use
- * and has one (cl_cache.c), and kept in memory with the kernels taken from them; the warm-up
- * that builds them all on several threads; and the launch helper. */
+ * and has one whose program holds the kernel asked for (cl_cache.c), and kept in memory with
+ * the kernels taken from them; the warm-up that builds them all on several threads; and the
+ * launch helper. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cl_internal.h"
@@ -16,6 +18,27 @@
 #include "core/core.h"
 
 #define CLT__PRELUDE_COUNT 2 /* common.cl and scalar.cl come before every program */
+
+/* Reads the open source file fd (closed here) of size bytes into a new NUL-terminated
+ * buffer. */
+static clt_status read_source(const char *fn, const char *path, int fd, size_t size, char **out)
+{
+    FILE *f = fdopen(fd, "rb");
+    char *buf = f ? clt__alloc(fn, size + 1) : NULL;
+    bool whole = buf && fread(buf, 1, size, f) == size;
+    if (f)
+        fclose(f);
+    else
+        close(fd);
+    if (!whole) {
+        clt__free(buf);
+        return f && !buf ? CLT_ERR_OUT_OF_MEMORY
+                         : clt__error(CLT_ERR_IO, fn, "cannot read %s", path);
+    }
+    buf[size] = '\0';
+    *out = buf;
+    return CLT_OK;
+}
 
 clt_status clt__cl_source_text(const char *fn, const char *name, const char **text,
                                size_t *len, char **owned)
@@ -33,32 +56,27 @@ clt_status clt__cl_source_text(const char *fn, const char *name, const char **te
         return clt__error(CLT_ERR_INTERNAL, fn, "no kernel source named %s.cl", name);
     }
 
-    /* a list of folders, separated by ':', searched in order */
+    /* a list of folders, separated by ':', searched in order; a name that is no regular file
+     * (a folder, a FIFO) stops the search */
     char path[4096];
-    FILE *f = NULL;
-    for (const char *p = dir; !f && *p;) {
-        size_t len = strcspn(p, ":");
-        snprintf(path, sizeof path, "%.*s/%s.cl", (int)len, p, name);
-        f = len ? fopen(path, "rb") : NULL;
-        p += len + (p[len] == ':');
+    struct stat sb;
+    bool irregular = false;
+    int fd = -1;
+    for (const char *p = dir; fd < 0 && !irregular && *p;) {
+        size_t part = strcspn(p, ":");
+        snprintf(path, sizeof path, "%.*s/%s.cl", (int)part, p, name);
+        fd = part ? clt__open_regular(path, &irregular, &sb) : -1;
+        p += part + (p[part] == ':');
     }
-    if (!f)
+    if (irregular)
+        return clt__error(CLT_ERR_IO, fn, "cannot read %s (CLT_KERNEL_DIR): not a regular file",
+                          path);
+    if (fd < 0)
         return clt__error(CLT_ERR_IO, fn, "cannot open %s.cl in CLT_KERNEL_DIR (%s)", name, dir);
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = size >= 0 ? clt__alloc(fn, (size_t)size + 1) : NULL;
-    if (!buf || fread(buf, 1, (size_t)size, f) != (size_t)size) {
-        fclose(f);
-        clt__free(buf);
-        return size < 0 || buf ? clt__error(CLT_ERR_IO, fn, "cannot read %s", path)
-                               : CLT_ERR_OUT_OF_MEMORY;
-    }
-    fclose(f);
-    buf[size] = '\0';
-    *text = *owned = buf;
-    *len = (size_t)size;
-    return CLT_OK;
+    clt_status st = read_source(fn, path, fd, (size_t)sb.st_size, owned);
+    *text = *owned;
+    *len = (size_t)sb.st_size;
+    return st;
 }
 
 /* Appends the compiler's log for a failed build to the last error. */
@@ -124,6 +142,41 @@ static cl_program build_binary(clt_device *dev, const char *name, const char *op
     clt__cl_cache_note(CLT__CACHE_REJECTED);
     clt__log(CLT_LOG_WARN, "cached binary of OpenCL program '%s' refused by %s: %s (%d); "
              "building from source", name, dev->name, clt_status_name(err), (int)err);
+    return NULL;
+}
+
+/* Whether a built program holds kernel `kernel` (NULL: any program does), by its kernel names,
+ * which a built program gives without compiling anything more. */
+static bool holds_kernel(cl_program program, const char *kernel)
+{
+    size_t size = 0, len = kernel ? strlen(kernel) : 0;
+    char *names = NULL;
+    bool found = !kernel;
+    if (!found && clGetProgramInfo(program, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &size) ==
+                      CL_SUCCESS &&
+        (names = malloc(size + 1)) &&
+        clGetProgramInfo(program, CL_PROGRAM_KERNEL_NAMES, size, names, NULL) == CL_SUCCESS) {
+        names[size] = '\0';
+        for (const char *n = names; !found && *n; n += strcspn(n, ";"), n += *n == ';')
+            found = strncmp(n, kernel, len) == 0 && (n[len] == ';' || n[len] == '\0');
+    }
+    free(names);
+    return found;
+}
+
+/* The program built from a cache entry's binary when it holds `kernel`; else NULL, the entry
+ * removed (it holds another program's binary, though its key and checksum are right) and
+ * counted as rejected. */
+static cl_program check_binary(clt_device *dev, const char *name, const char *kernel,
+                               cl_program program, const char *key, size_t key_len)
+{
+    if (!program || holds_kernel(program, kernel))
+        return program;
+    clReleaseProgram(program);
+    clt__cl_cache_note(CLT__CACHE_REJECTED);
+    clt__log(CLT_LOG_DEBUG, "cached binary of OpenCL program '%s' for %s has no kernel %s: "
+             "another program's; removing it, building from source", name, dev->name, kernel);
+    clt__cl_cache_remove(key, key_len);
     return NULL;
 }
 
@@ -235,11 +288,11 @@ static void first_build(clt_device *dev)
 }
 
 /* Builds program `name` (see clt__cl_program) with the complete options for the device: from
- * the disk cache's binary when that cache is in use and holds a usable one, else from source
- * (then stored there). Touches no list of the device's: callable without its lock once
- * first_build has run. */
-static clt_status build(const char *fn, clt_device *dev, const char *name, const char *options,
-                        cl_program *out)
+ * the disk cache's binary when that cache is in use and holds a usable one (one whose program
+ * holds `kernel`, where not NULL), else from source (then stored there). Touches no list of the
+ * device's: callable without its lock once first_build has run. */
+static clt_status build(const char *fn, clt_device *dev, const char *name, const char *kernel,
+                        const char *options, cl_program *out)
 {
     const char *names[CLT__PRELUDE_COUNT + 2];
     const char *texts[CLT__PRELUDE_COUNT + 2];
@@ -258,6 +311,7 @@ static clt_status build(const char *fn, clt_device *dev, const char *name, const
         key = ours ? clt__cl_cache_key(fn, dev, options, count, texts, lens, &key_len) : NULL;
         binary = key ? clt__cl_cache_load(fn, key, key_len, &size) : NULL;
         *out = binary ? build_binary(dev, name, options, binary, size) : NULL;
+        *out = check_binary(dev, name, kernel, *out, key, key_len);
         if (*out)
             clt__cl_cache_note(CLT__CACHE_HIT);
         else
@@ -326,9 +380,10 @@ static clt_status add_program(const char *fn, clt_device *dev, const char *name,
     return CLT_OK;
 }
 
-/* The program `name` with `extra` options for the device, built on first use. Lock held. */
+/* The program `name` with `extra` options for the device, built on first use (holding
+ * `kernel`, where it comes from the disk cache). Lock held. */
 static clt_status get_program(const char *fn, clt_device *dev, const char *name,
-                              const char *extra, clt__cl_program **out)
+                              const char *extra, const char *kernel, clt__cl_program **out)
 {
     char options[512];
     cl_program program;
@@ -340,7 +395,7 @@ static clt_status get_program(const char *fn, clt_device *dev, const char *name,
         return CLT_OK;
     first_build(dev);
     program_options(dev, name, extra, options, sizeof options);
-    st = build(fn, dev, name, options, &program);
+    st = build(fn, dev, name, kernel, options, &program);
     return st == CLT_OK ? add_program(fn, dev, name, extra, program, out) : st;
 }
 
@@ -488,7 +543,7 @@ static clt_status enqueue(const char *fn, clt_device *dev, const char *program,
         return st;
     clt__cl_reap(dev, false);
     pthread_mutex_lock(&cd->lock);
-    st = get_program(fn, dev, program, options, &p);
+    st = get_program(fn, dev, program, options, kernel, &p);
     if (st == CLT_OK)
         st = get_kernel(fn, dev, p, kernel, &k);
     /* the one path every argument takes: checked against the kernel's own count (read once,
@@ -545,12 +600,12 @@ clt_status clt__cl_launch_nd(const char *fn, clt_device *dev, const char *progra
                    &(range){.dims = (cl_uint)dims, .global_nd = global, .local_nd = local}, event);
 }
 
-/* Every program the kernels use, the dtypes each is built for (bits 1 << dtype: those the
- * operations that use it accept; a launch with another still builds what it needs) and the
- * options that specialise it for one: the dtype's (its dtype table row), gemm.cl's, or none
- * (one build, only where the device holds that dtype: a cast from it, random). Fills and
- * transposes move bits, so they are built for one dtype per storage size
- * (clt__cl_bits_dtype). */
+/* Every program the kernels use, a kernel each holds (what its cached binary is checked for),
+ * the dtypes each is built for (bits 1 << dtype: those the operations that use it accept; a
+ * launch with another still builds what it needs) and the options that specialise it for one:
+ * the dtype's (its dtype table row), gemm.cl's, or none (one build, only where the device
+ * holds that dtype: a cast from it, random). Fills and transposes move bits, so they are built
+ * for one dtype per storage size (clt__cl_bits_dtype). */
 #define D(t) (1u << (t))
 #define EVERY_DTYPE (D(CLT_F32) | D(CLT_F64) | D(CLT_F16) | D(CLT_BF16) | D(CLT_I32) |          \
                      D(CLT_I64) | D(CLT_U8) | D(CLT_BOOL))
@@ -558,40 +613,40 @@ clt_status clt__cl_launch_nd(const char *fn, clt_device *dev, const char *progra
 #define BIT_DTYPES (D(CLT_U8) | D(CLT_F16) | D(CLT_I32) | D(CLT_I64))
 enum { DTYPE_OPTIONS, GEMM_OPTIONS, NO_OPTIONS };
 static const struct {
-    const char *name;
+    const char *name, *kernel;
     unsigned dtypes;
     int options;
 } every_program[] = {
-    {"elementwise:binary", EVERY_DTYPE, DTYPE_OPTIONS},
-    {"elementwise:scalar", EVERY_DTYPE, DTYPE_OPTIONS},
-    {"elementwise:sign", EVERY_DTYPE & ~D(CLT_BOOL), DTYPE_OPTIONS},
-    {"elementwise:math", FLOAT_DTYPES, DTYPE_OPTIONS},
-    {"elementwise:compare", EVERY_DTYPE, DTYPE_OPTIONS},
-    {"elementwise:backward", FLOAT_DTYPES, DTYPE_OPTIONS},
-    {"elementwise:copy", EVERY_DTYPE, DTYPE_OPTIONS},
-    {"elementwise:fill", BIT_DTYPES, DTYPE_OPTIONS},
-    {"elementwise:transpose", BIT_DTYPES, DTYPE_OPTIONS},
-    {"reduce:sums", EVERY_DTYPE, DTYPE_OPTIONS},
-    {"reduce:extremes", EVERY_DTYPE, DTYPE_OPTIONS},
-    {"nn", EVERY_DTYPE, DTYPE_OPTIONS},
-    {"attention", FLOAT_DTYPES, DTYPE_OPTIONS},
-    {"loss", FLOAT_DTYPES, DTYPE_OPTIONS},
-    {"winograd", D(CLT_F32) | D(CLT_F64), DTYPE_OPTIONS},
-    {"rows", EVERY_DTYPE, DTYPE_OPTIONS},
-    {"optim", D(CLT_F32) | D(CLT_F64), DTYPE_OPTIONS},
-    {"gemm:direct", D(CLT_F32) | D(CLT_F64), GEMM_OPTIONS},
-    {"gemm:packed", D(CLT_F32) | D(CLT_F64), GEMM_OPTIONS},
-    {"gemm:tiled", D(CLT_F32) | D(CLT_F64), GEMM_OPTIONS},
-    {"gemm:dot", D(CLT_F32) | D(CLT_F64), GEMM_OPTIONS},
-    {"random", D(CLT_F32), NO_OPTIONS},
-    {"cast:from_f32", D(CLT_F32), NO_OPTIONS},
-    {"cast:from_f64", D(CLT_F64), NO_OPTIONS},
-    {"cast:from_f16", D(CLT_F16), NO_OPTIONS},
-    {"cast:from_bf16", D(CLT_BF16), NO_OPTIONS},
-    {"cast:from_i32", D(CLT_I32), NO_OPTIONS},
-    {"cast:from_i64", D(CLT_I64), NO_OPTIONS},
-    {"cast:from_u8", D(CLT_U8), NO_OPTIONS},
-    {"cast:from_b8", D(CLT_BOOL), NO_OPTIONS},
+    {"elementwise:binary", "ew_add", EVERY_DTYPE, DTYPE_OPTIONS},
+    {"elementwise:scalar", "ew_add_scalar", EVERY_DTYPE, DTYPE_OPTIONS},
+    {"elementwise:sign", "ew_neg", EVERY_DTYPE & ~D(CLT_BOOL), DTYPE_OPTIONS},
+    {"elementwise:math", "ew_exp", FLOAT_DTYPES, DTYPE_OPTIONS},
+    {"elementwise:compare", "ew_eq", EVERY_DTYPE, DTYPE_OPTIONS},
+    {"elementwise:backward", "ew_relu_backward", FLOAT_DTYPES, DTYPE_OPTIONS},
+    {"elementwise:copy", "ew_copy", EVERY_DTYPE, DTYPE_OPTIONS},
+    {"elementwise:fill", "ew_fill", BIT_DTYPES, DTYPE_OPTIONS},
+    {"elementwise:transpose", "ew_copy_t", BIT_DTYPES, DTYPE_OPTIONS},
+    {"reduce:sums", "sum_rows", EVERY_DTYPE, DTYPE_OPTIONS},
+    {"reduce:extremes", "argmax_rows", EVERY_DTYPE, DTYPE_OPTIONS},
+    {"nn", "index_select", EVERY_DTYPE, DTYPE_OPTIONS},
+    {"attention", "attention", FLOAT_DTYPES, DTYPE_OPTIONS},
+    {"loss", "cross_entropy", FLOAT_DTYPES, DTYPE_OPTIONS},
+    {"winograd", "winograd_input", D(CLT_F32) | D(CLT_F64), DTYPE_OPTIONS},
+    {"rows", "sort_rows", EVERY_DTYPE, DTYPE_OPTIONS},
+    {"optim", "optim_step", D(CLT_F32) | D(CLT_F64), DTYPE_OPTIONS},
+    {"gemm:direct", "gemm_direct", D(CLT_F32) | D(CLT_F64), GEMM_OPTIONS},
+    {"gemm:packed", "gemm_packed", D(CLT_F32) | D(CLT_F64), GEMM_OPTIONS},
+    {"gemm:tiled", "gemm_tiled", D(CLT_F32) | D(CLT_F64), GEMM_OPTIONS},
+    {"gemm:dot", "gemm_dot", D(CLT_F32) | D(CLT_F64), GEMM_OPTIONS},
+    {"random", "uniform_f32", D(CLT_F32), NO_OPTIONS},
+    {"cast:from_f32", "cast_f32_f32", D(CLT_F32), NO_OPTIONS},
+    {"cast:from_f64", "cast_f64_f32", D(CLT_F64), NO_OPTIONS},
+    {"cast:from_f16", "cast_f16_f32", D(CLT_F16), NO_OPTIONS},
+    {"cast:from_bf16", "cast_bf16_f32", D(CLT_BF16), NO_OPTIONS},
+    {"cast:from_i32", "cast_i32_f32", D(CLT_I32), NO_OPTIONS},
+    {"cast:from_i64", "cast_i64_f32", D(CLT_I64), NO_OPTIONS},
+    {"cast:from_u8", "cast_u8_f32", D(CLT_U8), NO_OPTIONS},
+    {"cast:from_b8", "cast_b8_f32", D(CLT_BOOL), NO_OPTIONS},
 };
 #undef D
 
@@ -602,7 +657,7 @@ clt_dtype clt__cl_bits_dtype(size_t size)
 
 /* One program of a warm-up: what to build, then what the build gave. */
 typedef struct warm_job {
-    const char *name, *extra;
+    const char *name, *extra, *kernel;
     cl_program program;
     clt_status status;
     char error[1024]; /* the failure's message, from the thread that built it */
@@ -616,7 +671,8 @@ typedef struct warm_work {
     atomic_size_t next; /* the next job to take */
 } warm_work;
 
-/* A warm-up thread: builds jobs until none is left. */
+/* A warm-up thread: builds jobs until none is left, each checked for the kernel every_program
+ * names. */
 static void *warm_thread(void *arg)
 {
     warm_work *w = arg;
@@ -625,7 +681,12 @@ static void *warm_thread(void *arg)
         warm_job *j = &w->jobs[i];
         char options[512];
         program_options(w->dev, j->name, j->extra, options, sizeof options);
-        j->status = build(w->fn, w->dev, j->name, options, &j->program);
+        j->status = build(w->fn, w->dev, j->name, j->kernel, options, &j->program);
+        if (j->status == CLT_OK && !holds_kernel(j->program, j->kernel)) { /* every_program */
+            clReleaseProgram(j->program);
+            j->status = clt__error(CLT_ERR_INTERNAL, w->fn, "OpenCL program '%s' has no kernel %s",
+                                   j->name, j->kernel);
+        }
         if (j->status != CLT_OK)
             snprintf(j->error, sizeof j->error, "%s", clt_last_error());
     }
@@ -650,7 +711,8 @@ static size_t warm_jobs(clt_device *dev, warm_job *jobs)
             if (find_program(cd, every_program[i].name, extra))
                 continue;
             if (jobs)
-                jobs[n] = (warm_job){.name = every_program[i].name, .extra = extra};
+                jobs[n] = (warm_job){.name = every_program[i].name,
+                                     .kernel = every_program[i].kernel, .extra = extra};
             n++;
         }
     }
