@@ -188,6 +188,31 @@ START_TEST(test_sizes_windows)
 }
 END_TEST
 
+/* Pooling windows of INT_MAX x INT_MAX taps over a 2 x 2 image (padding INT_MAX / 2 makes them
+ * fit): the taps inside are found without visiting the others (once 2^62 steps a window). */
+START_TEST(test_sizes_huge_window)
+{
+    clt_device *dev = test_device(_i);
+    clt_tensor *h = clt_tensor_from_data(CLT_SHAPE(1, 1, 2, 2), (float[]){1, 5, 3, 2}, CLT_F32,
+                                         clt_device_cpu());
+    clt_tensor *x = clt_tensor_to(h, dev);
+    clt_pool2d_options o = clt_pool2d_options_default(INT_MAX, INT_MAX);
+    o.padding[0] = o.padding[1] = INT_MAX / 2;
+    clt_tensor *mx = clt_max_pool2d(x, &o, NULL);
+    o.exclude_padding = true;
+    clt_tensor *avg = clt_avg_pool2d(x, &o);
+    ck_assert_msg(mx && avg, "%s", clt_last_error());
+    ck_assert_int_eq(clt_tensor_numel(mx), 1);
+    ck_assert_int_eq(clt_tensor_numel(avg), 1);
+    float *m = test_bytes(mx), *a = test_bytes(avg);
+    ck_assert_float_eq(m[0], 5);
+    ck_assert_float_eq(a[0], 2.75f);
+    free(m), free(a);
+    clt_tensor *all[] = {avg, mx, x, h};
+    TEST_RELEASE_ALL(all);
+}
+END_TEST
+
 /* An empty input's output is empty whatever the sizes asked: returned at once, of the shape
  * asked, with no work sized by its dimensions (adaptive pooling once looped over INT_MAX
  * windows of nothing, pad and interpolate sized index arrays by them). */
@@ -235,6 +260,7 @@ Suite *suite_sizes(void)
     ADD_DEVICE_TEST(tc, test_sizes_interpolate);
     ADD_DEVICE_TEST(tc, test_sizes_adaptive_pool);
     ADD_DEVICE_TEST(tc, test_sizes_windows);
+    ADD_DEVICE_TEST(tc, test_sizes_huge_window);
     ADD_DEVICE_TEST(tc, test_sizes_empty_input);
     ADD_DEVICE_TEST(tc, test_sizes_memory_limit);
     suite_add_tcase(s, tc);

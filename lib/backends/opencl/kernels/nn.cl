@@ -205,15 +205,15 @@ __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulo
                 arg[i] = best_at;                                                              \
             return;                                                                            \
         }                                                                                      \
-        int ya = 0, yb = kh, xa = 0, xb = kw;    /* the taps inside: [ya, yb) x [xa, xb) */     \
-        while (ya < yb && y0 + (IT)ya * dh < 0)                                                \
-            ya++;                                                                              \
-        while (yb > ya && y0 + (IT)(yb - 1) * dh >= H)                                         \
-            yb--;                                                                              \
-        while (xa < xb && x0 + (IT)xa * dw < 0)                                                \
-            xa++;                                                                              \
-        while (xb > xa && x0 + (IT)(xb - 1) * dw >= W)                                         \
-            xb--;                                                                              \
+        /* the taps inside, [ya, yb) x [xa, xb), in closed form, in long (a kernel of INT_MAX   \
+         * taps costs what one of 3 does); written out here: window.cl's clt_window_tap_lo and \
+         * _hi, inlined here, gave wrong windows on Mesa's llvmpipe */                         \
+        long ya = y0 >= 0 ? 0 : (-(long)y0 - 1) / dh + 1;                                      \
+        long xa = x0 >= 0 ? 0 : (-(long)x0 - 1) / dw + 1;                                      \
+        long yb = y0 > H - 1 ? 0 : ((long)H - 1 - y0) / dh + 1;                                \
+        long xb = x0 > W - 1 ? 0 : ((long)W - 1 - x0) / dw + 1;                                \
+        yb = yb < kh ? yb : kh, xb = xb < kw ? xb : kw;                                        \
+        yb = yb > ya ? yb : ya, xb = xb > xa ? xb : xa;                                        \
         if (MAX) {                                                                             \
             CT best = -INFINITY; /* a window wholly in padding */                              \
             IT best_at = -1;                                                                   \
