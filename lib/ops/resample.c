@@ -9,17 +9,6 @@
 #include "core/core.h"
 #include "ops_internal.h"
 
-/* x indexed along dim by the n host positions src (each in 0..x.shape[dim] - 1). */
-static clt_tensor *pick(const char *fn, clt_tensor *x, int dim, const int64_t *src, int64_t n)
-{
-    clt_tensor *idx = clt_tensor_from_data(1, &n, src, CLT_I64, x->storage->device);
-    clt_tensor *out = idx ? clt_index_select(x, dim, idx) : NULL;
-    clt_tensor_release(idx);
-    if (!out)
-        clt__rename_error(fn);
-    return out;
-}
-
 /* ---- pad ---------------------------------------------------------------------------------------- */
 
 /* x padded by `before` and `after` along dim. Consumes nothing. */
@@ -55,7 +44,7 @@ static clt_tensor *pad_dim(const char *fn, clt_tensor *x, int dim, int64_t befor
             i = ((i % n) + n) % n;
         src[o] = i;
     }
-    clt_tensor *out = pick(fn, x, dim, src, total);
+    clt_tensor *out = clt__index_select_host(fn, x, dim, src, total);
     clt__free(src);
     return out;
 }
@@ -152,13 +141,14 @@ static clt_tensor *resize_dim(const char *fn, clt_tensor *x, int dim, int64_t ou
         w[o] = s - (double)lo[o];
     }
     if (mode == CLT_INTERPOLATE_NEAREST) {
-        y = pick(fn, x, dim, lo, out);
+        y = clt__index_select_host(fn, x, dim, lo, out);
     } else {
         /* (1 - w) x[lo] + w x[hi], w along dim broadcast over the rest */
         int64_t shape[CLT_MAX_DIMS];
         for (int d = 0; d < x->ndim; d++)
             shape[d] = d == dim ? out : 1;
-        clt_tensor *a = pick(fn, x, dim, lo, out), *b = a ? pick(fn, x, dim, hi, out) : NULL;
+        clt_tensor *a = clt__index_select_host(fn, x, dim, lo, out);
+        clt_tensor *b = a ? clt__index_select_host(fn, x, dim, hi, out) : NULL;
         clt_tensor *wh = b ? clt_tensor_from_data(x->ndim - dim, shape + dim, w, CLT_F64, NULL) : NULL;
         clt_tensor *wt = wh ? clt_tensor_to_ex(wh, &(clt_to_options){.device = x->storage->device,
                                                                       .dtype = x->dtype})
@@ -361,10 +351,10 @@ clt_tensor *clt_conv_transpose2d(clt_tensor *x, clt_tensor *weight, clt_tensor *
     if (rev) {
         for (int64_t i = 0; i < kh; i++)
             rev[i] = kh - 1 - i;
-        t[8] = pick(fn, t[7], 2, rev, kh);
+        t[8] = clt__index_select_host(fn, t[7], 2, rev, kh);
         for (int64_t i = 0; i < kw; i++)
             rev[i] = kw - 1 - i;
-        t[9] = t[8] ? pick(fn, t[8], 3, rev, kw) : NULL;
+        t[9] = t[8] ? clt__index_select_host(fn, t[8], 3, rev, kw) : NULL;
         clt__free(rev);
     }
     if (t[9]) {
