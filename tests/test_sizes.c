@@ -189,13 +189,15 @@ START_TEST(test_sizes_windows)
 END_TEST
 
 /* Pooling windows of INT_MAX x INT_MAX taps over a 2 x 2 image (padding INT_MAX / 2 makes them
- * fit): the taps inside are found without visiting the others (once 2^62 steps a window). */
+ * fit), forward and backward: the taps inside are found without visiting the others (once 2^62
+ * steps a window forward, and backward 2^31 an input element and more). */
 START_TEST(test_sizes_huge_window)
 {
     clt_device *dev = test_device(_i);
     clt_tensor *h = clt_tensor_from_data(CLT_SHAPE(1, 1, 2, 2), (float[]){1, 5, 3, 2}, CLT_F32,
                                          clt_device_cpu());
     clt_tensor *x = clt_tensor_to(h, dev);
+    ck_assert_int_eq(clt_tensor_set_requires_grad(x, true), CLT_OK);
     clt_pool2d_options o = clt_pool2d_options_default(INT_MAX, INT_MAX);
     o.padding[0] = o.padding[1] = INT_MAX / 2;
     clt_tensor *mx = clt_max_pool2d(x, &o, NULL);
@@ -208,7 +210,15 @@ START_TEST(test_sizes_huge_window)
     ck_assert_float_eq(m[0], 5);
     ck_assert_float_eq(a[0], 2.75f);
     free(m), free(a);
-    clt_tensor *all[] = {avg, mx, x, h};
+    /* the gradient visits only the taps that reach a window: a quarter to each element */
+    ck_assert_int_eq(clt_backward(avg, NULL, false), CLT_OK);
+    clt_tensor *g = clt_tensor_grad(x);
+    ck_assert_ptr_nonnull(g);
+    float *gv = test_bytes(g);
+    for (int i = 0; i < 4; i++)
+        ck_assert_float_eq(gv[i], 0.25f);
+    free(gv);
+    clt_tensor *all[] = {g, avg, mx, x, h};
     TEST_RELEASE_ALL(all);
 }
 END_TEST

@@ -993,7 +993,11 @@ static inline double pick_double(bool b, double x, double y)
             for (long h = 0; h < (long)c->H; h++)                                              \
                 for (long w = 0; w < (long)c->W; w++) {                                        \
                     CT sum = 0;                                                                \
-                    for (int y = 0; y < c->kh; y++) {                                          \
+                    long y_hi = clt_window_reach_hi(h, c->ph, c->dh, c->kh);                   \
+                    long x_lo = clt_window_reach_lo(w, c->pw, c->dw, c->sw, c->OW);            \
+                    long x_hi = clt_window_reach_hi(w, c->pw, c->dw, c->kw);                   \
+                    for (int y = (int)clt_window_reach_lo(h, c->ph, c->dh, c->sh, c->OH);      \
+                         y < y_hi; y++) {                                                      \
                         long oy = window_y(&t, c, h, y);                                       \
                         long rows = oy < 0 ? c->kh                                             \
                                     : c->count_pad                                             \
@@ -1001,7 +1005,7 @@ static inline double pick_double(bool b, double x, double y)
                                                                  c->H + 2 * (size_t)c->ph)     \
                                         : clt_window_taps_inside(oy, c->kh, c->sh, c->ph,      \
                                                                  c->dh, c->H);                 \
-                        for (int x = 0; oy >= 0 && x < c->kw; x++) {                           \
+                        for (int x = (int)x_lo; oy >= 0 && x < x_hi; x++) {                    \
                             long ox = window_x(&t, c, w, x);                                   \
                             if (ox < 0)                                                        \
                                 continue;                                                      \

@@ -30,6 +30,21 @@ CLT_FN clt_i64 clt_window_tap_hi(clt_i64 first, int k, int d, clt_i64 n)
     return hi < k ? hi : k;
 }
 
+/* The taps y through which input position v reaches some window of n at stride s (padding p,
+ * dilation d): those with v + p - y d in 0 .. (n - 1) s, from clt_window_reach_lo to
+ * clt_window_reach_hi (exclusive, at most k); the others reach none, so a gradient's loop need
+ * not visit them (a kernel of INT_MAX taps costs what one of 3 does). */
+CLT_FN clt_i64 clt_window_reach_lo(clt_i64 v, int p, int d, int s, clt_u64 n)
+{
+    clt_i64 over = v + p - ((clt_i64)n - 1) * s; /* what y d must reach */
+    return over <= 0 ? 0 : (over - 1) / d + 1;
+}
+CLT_FN clt_i64 clt_window_reach_hi(clt_i64 v, int p, int d, int k)
+{
+    clt_i64 top = v + p, hi = top < 0 ? 0 : top / d + 1;
+    return hi < k ? hi : k;
+}
+
 /* How many of the k taps of window o fall inside an input of n positions. */
 CLT_FN clt_i64 clt_window_taps_inside(clt_i64 o, int k, int s, int p, int d, clt_u64 n)
 {

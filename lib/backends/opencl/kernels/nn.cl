@@ -603,12 +603,15 @@ static void pool2d_backward_at(ulong i, __global ST *out, __global const long *a
     long w = (long)(i % W), h = (long)((i / W) % H);
     ulong plane = (i / (W * H)) * OH * OW;
     CT sum = 0;
-    for (int y = 0; y < kh; y++) {
+    /* only the taps through which (h, w) reaches a window */
+    long y_hi = clt_window_reach_hi(h, ph, dh, kh), x_hi = clt_window_reach_hi(w, pw, dw, kw);
+    long x_lo = clt_window_reach_lo(w, pw, dw, sw, OW);
+    for (int y = (int)clt_window_reach_lo(h, ph, dh, sh, OH); y < y_hi; y++) {
         long oy = clt_window_at(h, y, sh, ph, dh, OH);
         long rows = oy < 0      ? kh
                     : count_pad ? clt_window_taps_inside(oy, kh, sh, 0, dh, H + 2 * (ulong)ph)
                                 : clt_window_taps_inside(oy, kh, sh, ph, dh, H);
-        for (int x = 0; oy >= 0 && x < kw; x++) {
+        for (int x = (int)x_lo; oy >= 0 && x < x_hi; x++) {
             long ox = clt_window_at(w, x, sw, pw, dw, OW);
             if (ox < 0)
                 continue;
