@@ -262,6 +262,48 @@ START_TEST(test_sizes_memory_limit)
 }
 END_TEST
 
+/* The new paths under allocation failures: adaptive pooling as weighted gathers (3x50 to
+ * 20x7), interpolate columns first, an empty input's resized output, and a loss over no class.
+ * Each failure must name the op and leak nothing (test_fault_sweep). */
+typedef struct sized_case {
+    int which;
+    clt_tensor *x, *wide, *empty, *no_class, *ignored;
+} sized_case;
+
+static bool run_sized_case(void *ctx)
+{
+    sized_case *c = ctx;
+    clt_tensor *r = NULL;
+    switch (c->which) {
+    case 0: r = clt_adaptive_avg_pool2d(c->x, 20, 7); break;
+    case 1: r = clt_interpolate2d(c->wide, 8, 1, CLT_INTERPOLATE_BILINEAR, false); break;
+    case 2: r = clt_pad(c->empty, 2, (int64_t[]){1 << 20, 3}, CLT_PAD_REPLICATE, 0); break;
+    default: r = clt_cross_entropy(c->no_class, c->ignored, NULL); break;
+    }
+    clt_tensor_release(r);
+    return r != NULL;
+}
+
+START_TEST(test_sizes_allocation_failures)
+{
+    clt_device *dev = test_device(_i);
+    static const char *const fns[] = {"clt_adaptive_avg_pool2d", "clt_interpolate2d", "clt_pad",
+                                      "clt_cross_entropy"};
+    sized_case c = {.x = input(dev, CLT_SHAPE(1, 3, 50)),
+                    .wide = input(dev, CLT_SHAPE(1, 1, 2, 64)),
+                    .empty = input(dev, CLT_SHAPE(0, 2, 3)),
+                    .no_class = input(dev, CLT_SHAPE(3, 0)),
+                    .ignored = clt_tensor_full(CLT_SHAPE(3), -100, CLT_I64, dev)};
+    ck_assert_ptr_nonnull(c.ignored);
+    for (c.which = 0; c.which < 4; c.which++) {
+        ck_assert_int_gt(test_fault_sweep(run_sized_case, &c, fns[c.which], CLT__HOST), 0);
+        test_fault_sweep(run_sized_case, &c, fns[c.which], CLT__DEVICE);
+    }
+    clt_tensor *all[] = {c.ignored, c.no_class, c.empty, c.wide, c.x};
+    TEST_RELEASE_ALL(all);
+}
+END_TEST
+
 Suite *suite_sizes(void)
 {
     Suite *s = suite_create("sizes");
@@ -273,6 +315,7 @@ Suite *suite_sizes(void)
     ADD_DEVICE_TEST(tc, test_sizes_huge_window);
     ADD_DEVICE_TEST(tc, test_sizes_empty_input);
     ADD_DEVICE_TEST(tc, test_sizes_memory_limit);
+    ADD_DEVICE_TEST(tc, test_sizes_allocation_failures);
     suite_add_tcase(s, tc);
     return s;
 }
