@@ -31,5 +31,9 @@ int main(void)
     }
     printf("%d OpenCL device%s; default device: %s\n", n, n == 1 ? "" : "s",
            clt_device_name(clt_device_default()));
+    if (n == 0) { /* why there is no gpu:N (NULL: a library built without OpenCL) */
+        const char *why = clt_backend_status("opencl");
+        printf("OpenCL: %s\n", why ? why : "not built into this library");
+    }
     return 0;
 }

@@ -85,7 +85,14 @@ CLT_VISIBLE_DEVICES=nosuch expect 1 - 'CLT_VISIBLE_DEVICES="nosuch"' --
 ENVS="OCL_ICD_VENDORS=$work/empty"
 mkdir "$work/empty"
 OCL_ICD_VENDORS=$work/empty expect 0 '^cpu: ' - --
-[[ $(OCL_ICD_VENDORS=$work/empty "$info" | wc -l) == 1 ]] || { echo "FAIL: without OpenCL, clt-info lists more than cpu"; failures=$((failures + 1)); }
+[[ $(OCL_ICD_VENDORS=$work/empty "$info" | wc -l) == 2 ]] || { echo "FAIL: without OpenCL, clt-info lists more than cpu and why"; failures=$((failures + 1)); }
+OCL_ICD_VENDORS=$work/empty expect 0 '^no gpu:N: OpenCL library .*: no OpenCL platform' - --
+ENVS="CLT_OPENCL_LIBRARY=off"
+CLT_OPENCL_LIBRARY=off expect 0 '^no gpu:N: OpenCL library not loaded: CLT_OPENCL_LIBRARY=off$' - --
+ENVS="CLT_OPENCL_LIBRARY=$work/none.so"
+CLT_OPENCL_LIBRARY=$work/none.so expect 0 '^no gpu:N: OpenCL library not loaded: CLT_OPENCL_LIBRARY=' 'warning: OpenCL: OpenCL library not loaded' --
+ENVS=""
+expect 0 '^opencl: OpenCL library .*, [0-9]+ platforms?; CLBlast' - -- -v
 OCL_ICD_VENDORS=$work/empty expect 0 '^default device: cpu$' - -- -v
 
 if ((failures)); then

@@ -1,13 +1,20 @@
 /* Test helpers: see helpers.h. */
 #include <dirent.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef _WIN32
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
+#else
+#include <ftw.h>
+#include <sys/wait.h>
+#endif
 
 #include "helpers.h"
+#include "platform/platform.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define CLT_TEST_ASAN 1
@@ -45,8 +52,36 @@ test_live test_live_now(void)
     return (test_live){clt__live_allocations(CLT__HOST), clt__live_allocations(CLT__DEVICE)};
 }
 
+#ifdef _WIN32
+int test_setenv(const char *name, const char *value, int overwrite)
+{
+    if (!overwrite && getenv(name))
+        return 0;
+    return _putenv_s(name, value) == 0 ? 0 : -1;
+}
+
+int test_unsetenv(const char *name)
+{
+    return _putenv_s(name, "") == 0 ? 0 : -1;
+}
+
+/* tmpfile() of the C runtime creates its file in the root folder of the current drive, where a
+ * user may not write: this one is in GetTempPath's folder, deleted when closed ("D"). */
+static FILE *temp_file(void)
+{
+    char dir[MAX_PATH], path[MAX_PATH];
+    DWORD n = GetTempPathA(sizeof dir, dir);
+    if (n == 0 || n >= sizeof dir || !GetTempFileNameA(dir, "clt", 0, path))
+        return NULL;
+    return fopen(path, "w+bD");
+}
+#else
+#define temp_file tmpfile
+#endif
+
 /* What the test wrote on stderr goes to this file (test_setup), which must stay empty: the
- * library and the drivers it uses never print. (Not in sanitizer builds.) */
+ * library and the drivers it uses never print. (Not in sanitizer builds. Under Wine a host
+ * driver writes to the Unix stderr, which this does not catch.) */
 static FILE *stderr_file;
 
 void test_setup(void)
@@ -55,7 +90,7 @@ void test_setup(void)
     return; /* the sanitizers report there */
 #endif
     fflush(stderr);
-    stderr_file = tmpfile();
+    stderr_file = temp_file();
     if (stderr_file)
         dup2(fileno(stderr_file), STDERR_FILENO);
 }
@@ -110,11 +145,164 @@ void test_teardown(void)
     check_stderr();
 }
 
+#ifdef _WIN32
+/* Appends s to the command line cmd (size wide characters) as one argument, quoted as the C
+ * runtime reads it back. */
+static void append_arg(wchar_t *cmd, size_t size, const wchar_t *s)
+{
+    size_t n = wcslen(cmd);
+    if (n && n + 1 < size)
+        cmd[n++] = L' ';
+    if (n + 1 < size)
+        cmd[n++] = L'"';
+    for (const wchar_t *p = s;; p++) {
+        size_t slashes = 0;
+        for (; *p == L'\\'; p++)
+            slashes++;
+        /* backslashes are doubled before a quote (the closing one too), else kept as they are */
+        size_t repeat = (*p == L'"' || *p == L'\0') ? 2 * slashes : slashes;
+        for (size_t i = 0; i < repeat && n + 1 < size; i++)
+            cmd[n++] = L'\\';
+        if (*p == L'\0')
+            break;
+        if (*p == L'"' && n + 1 < size)
+            cmd[n++] = L'\\';
+        if (n + 1 < size)
+            cmd[n++] = *p;
+    }
+    if (n + 1 < size)
+        cmd[n++] = L'"';
+    cmd[n] = L'\0';
+}
+
+void *test_start_self(const char *const *args)
+{
+    static wchar_t self[MAX_PATH * 4];
+    wchar_t *cmd = calloc(32768, sizeof *cmd), arg[4096];
+    STARTUPINFOW si = {.cb = sizeof si};
+    PROCESS_INFORMATION pi;
+    DWORD n = self[0] ? 1 /* known */ : GetModuleFileNameW(NULL, self, sizeof self / sizeof *self);
+    BOOL ok = FALSE;
+    if (cmd && n > 0 && n < sizeof self / sizeof *self) {
+        append_arg(cmd, 32768, self);
+        for (; *args; args++) {
+            if (!MultiByteToWideChar(CP_UTF8, 0, *args, -1, arg, sizeof arg / sizeof *arg))
+                break;
+            append_arg(cmd, 32768, arg);
+        }
+        fflush(stdout);
+        fflush(stderr);
+        ok = !*args && CreateProcessW(self, cmd, NULL, NULL, TRUE, 0, NULL, NULL, &si, &pi);
+    }
+    free(cmd);
+    if (!ok)
+        return NULL;
+    CloseHandle(pi.hThread);
+    return pi.hProcess;
+}
+
+long long test_wait_self(void *process, long timeout_ms, bool *timed_out)
+{
+    DWORD code = 0;
+    bool late = WaitForSingleObject(process, timeout_ms < 0 ? INFINITE : (DWORD)timeout_ms) ==
+                WAIT_TIMEOUT;
+    if (late) {
+        TerminateProcess(process, 1);
+        WaitForSingleObject(process, INFINITE);
+    }
+    bool known = !late && GetExitCodeProcess(process, &code);
+    CloseHandle(process);
+    if (timed_out)
+        *timed_out = late;
+    return known ? (long long)code : -1;
+}
+
+static struct {
+    const char *name;
+    test_child_fn fn;
+} children[32];
+static int child_count;
+
+void test_child_register(const char *name, test_child_fn fn)
+{
+    if (child_count < (int)(sizeof children / sizeof *children))
+        children[child_count].name = name, children[child_count++].fn = fn;
+}
+
+test_child_fn test_child_find(const char *name)
+{
+    for (int i = 0; i < child_count; i++)
+        if (strcmp(children[i].name, name) == 0)
+            return children[i].fn;
+    return NULL;
+}
+
+bool test_run_children(int count, const char *name, test_child_fn fn, const char *arg)
+{
+    const char *args[] = {"--child", name, arg, NULL};
+    void *procs[8];
+    bool ok = true;
+    (void)fn;
+    ck_assert_int_le(count, 8);
+    ck_assert_ptr_eq(test_child_find(name), fn);
+    for (int i = 0; i < count; i++)
+        ck_assert_ptr_nonnull(procs[i] = test_start_self(args));
+    for (int i = 0; i < count; i++)
+        ok = test_wait_self(procs[i], -1, NULL) == 0 && ok;
+    return ok;
+}
+#else
+bool test_run_children(int count, const char *name, test_child_fn fn, const char *arg)
+{
+    pid_t pids[8];
+    bool ok = true;
+    (void)name;
+    ck_assert_int_le(count, 8);
+    for (int i = 0; i < count; i++) {
+        pids[i] = fork();
+        ck_assert_int_ge(pids[i], 0);
+        if (pids[i] == 0)
+            _exit(fn(arg) ? 0 : 1);
+    }
+    for (int i = 0; i < count; i++) {
+        int status = 0;
+        ok = waitpid(pids[i], &status, 0) == pids[i] && WIFEXITED(status) &&
+             WEXITSTATUS(status) == 0 && ok;
+    }
+    return ok;
+}
+#endif
+
+#ifdef _WIN32
+/* What test_case made, for main.c's runner: Check keeps a TCase's name and timeout to itself. */
+static struct {
+    const TCase *tc;
+    const char *name;
+    int timeout;
+} cases[256];
+static int case_count;
+
+bool test_case_info(const TCase *tc, const char **name, int *timeout)
+{
+    for (int i = 0; i < case_count; i++)
+        if (cases[i].tc == tc) {
+            *name = cases[i].name, *timeout = cases[i].timeout;
+            return true;
+        }
+    return false;
+}
+#endif
+
 TCase *test_case(const char *name, int timeout)
 {
     TCase *tc = tcase_create(name);
     tcase_set_timeout(tc, timeout);
     tcase_add_checked_fixture(tc, test_setup, test_teardown);
+#ifdef _WIN32
+    if (case_count < (int)(sizeof cases / sizeof *cases))
+        cases[case_count].tc = tc, cases[case_count].name = name,
+        cases[case_count++].timeout = timeout;
+#endif
     return tc;
 }
 
@@ -193,11 +381,60 @@ void test_release_all(clt_tensor *const *ts, size_t n)
 /* The folders test_temp_dir made, removed with everything in them when the process that made
  * them exits (not a forked child that inherited the list). */
 static struct {
-    char paths[64][32];
+    char paths[64][320];
     int n;
     pid_t pid;
 } temp_dirs;
 
+#ifdef _WIN32
+/* A folder and all it holds (nftw's work; the tests make no links on Windows). */
+static void remove_tree(const char *path)
+{
+    char inner[512];
+    DIR *d = opendir(path);
+    struct dirent *e;
+    if (!d) {
+        remove(path);
+        return;
+    }
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+            snprintf(inner, sizeof inner, "%s/%s", path, e->d_name);
+            remove_tree(inner);
+        }
+    closedir(d);
+    rmdir(path);
+}
+
+/* mkdtemp, which MinGW-w64 lacks, in GetTempPath's folder: path is at least MAX_PATH long. */
+static char *make_temp_dir(char *path)
+{
+    static const char letters[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+    static unsigned seed;
+    DWORD n = GetTempPathA(MAX_PATH, path);
+    if (n == 0 || n + 16 > MAX_PATH)
+        return NULL;
+    for (char *p = path; *p; p++)
+        if (*p == '\\')
+            *p = '/';
+    if (!seed)
+        seed = (unsigned)GetTickCount() ^ (unsigned)GetCurrentProcessId() * 2654435761u;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        char *name = path + n;
+        memcpy(name, "clt_test_", 9);
+        for (int i = 0; i < 6; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            name[9 + i] = letters[(seed >> 16) % 36];
+        }
+        name[15] = '\0';
+        if (CreateDirectoryA(path, NULL))
+            return path;
+        if (GetLastError() != ERROR_ALREADY_EXISTS)
+            return NULL;
+    }
+    return NULL;
+}
+#else
 static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
     (void)st, (void)type, (void)ftw;
@@ -205,20 +442,31 @@ static int remove_entry(const char *path, const struct stat *st, int type, struc
     return 0;
 }
 
+static void remove_tree(const char *path)
+{
+    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static char *make_temp_dir(char *path)
+{
+    snprintf(path, 32, "/tmp/clt_test_XXXXXX");
+    return mkdtemp(path);
+}
+#endif
+
 static void remove_temp_dirs(void)
 {
     if (getpid() != temp_dirs.pid)
         return;
     for (int i = 0; i < temp_dirs.n; i++)
-        nftw(temp_dirs.paths[i], remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        remove_tree(temp_dirs.paths[i]);
     temp_dirs.n = 0;
 }
 
 const char *test_temp_dir(void)
 {
-    static char path[32];
-    snprintf(path, sizeof path, "/tmp/clt_test_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(path));
+    static char path[sizeof temp_dirs.paths[0]];
+    ck_assert_ptr_nonnull(make_temp_dir(path));
     if (temp_dirs.pid != getpid()) { /* the first in this process: the list is its own */
         temp_dirs.n = 0;
         if (temp_dirs.pid == 0)
@@ -234,7 +482,7 @@ void test_write_file(const char *dir, const char *name, const char *text)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
+    FILE *f = fopen(path, "wb");
     ck_assert_ptr_nonnull(f);
     fputs(text, f);
     fclose(f);
@@ -250,6 +498,17 @@ bool test_use_vendors(bool pocl, bool oclgrind)
 {
     if (test_host_only() && (pocl || oclgrind))
         return false;
+#ifdef _WIN32
+    /* Windows' ICD loader reads the registry; under Wine the host's loader reads the Unix
+     * environment the process started with (Wine gives it no variable set since, nor a child
+     * process's). So the test gets only what the process sees already: no platform when the
+     * library loads no OpenCL, PoCL alone where the run was started so (tests/CMakeLists.txt gives
+     * Wine OCL_ICD_VENDORS with PoCL's file alone, and says so in CLT_TEST_PLATFORMS). */
+    const char *platforms = getenv("CLT_TEST_PLATFORMS");
+    if (!pocl && !oclgrind)
+        return setenv("CLT_OPENCL_LIBRARY", "off", 1) == 0;
+    return pocl && !oclgrind && platforms && strcmp(platforms, "pocl") == 0;
+#endif
     const char *dir = test_temp_dir();
     if (pocl) {
         ck_assert_msg(CLT_TEST_POCL_ICD[0] != '\0', "PoCL's ICD file was not found at build time");
@@ -346,16 +605,18 @@ clt_module *test_mlp(int64_t in, int64_t hidden, int64_t out, clt_module *activa
     return m;
 }
 
-/* The file of that name in one of the folders CLT_TEST_CL_DIR lists (':' between them). */
+/* The file of that name in one of the folders CLT_TEST_CL_DIR lists (':' between them, ';' on
+ * Windows). */
 static FILE *open_kernel(const char *name)
 {
+    static const char sep[] = {CLT__PATH_LIST_SEP, '\0'};
     char from[512];
     FILE *in = NULL;
     for (const char *p = CLT_TEST_CL_DIR; !in && *p;) {
-        size_t len = strcspn(p, ":");
+        size_t len = strcspn(p, sep);
         snprintf(from, sizeof from, "%.*s/%s", (int)len, p, name);
         in = fopen(from, "rb");
-        p += len + (p[len] == ':');
+        p += len + (p[len] == sep[0]);
     }
     return in;
 }
@@ -376,13 +637,14 @@ void test_copy_kernel(const char *dir, const char *name)
 
 void test_copy_kernels(const char *dir)
 {
+    static const char sep[] = {CLT__PATH_LIST_SEP, '\0'};
     char folder[512];
     for (const char *p = CLT_TEST_CL_DIR; *p;) {
-        size_t len = strcspn(p, ":");
+        size_t len = strcspn(p, sep);
         struct dirent *e;
         DIR *d;
         snprintf(folder, sizeof folder, "%.*s", (int)len, p);
-        p += len + (p[len] == ':');
+        p += len + (p[len] == sep[0]);
         d = opendir(folder);
         ck_assert_ptr_nonnull(d);
         while ((e = readdir(d)) != NULL) {

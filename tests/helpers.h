@@ -1,17 +1,60 @@
 /* Shared by the test suites: the device loop, leak accounting, environment set-up for
- * multi-platform tests and small assertions. Every test runs in its own forked process (Check's
- * fork mode), so a test may set environment variables before its first library call. */
+ * multi-platform tests and small assertions. Every test runs in a process of its own (Check's
+ * fork mode; on Windows one process per test that main.c starts), so a test may set environment
+ * variables before its first library call. */
 #ifndef CLT_TEST_HELPERS_H
 #define CLT_TEST_HELPERS_H
 
+#ifdef _WIN32
+/* Check declares its assertions' formatting with format(printf), which GCC for MinGW takes for
+ * the Microsoft runtime's printf (no %zu, no %lld), yet Check formats with MinGW's C99
+ * __mingw_vsnprintf: so its declarations are read as gnu_printf. */
+#include <stdio.h>
+#define printf gnu_printf
 #include <check.h>
+#undef printf
+#else
+#include <check.h>
+#endif
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cltensor.h>
 
 #include "core/core.h"
 #include "backends/backend.h"
+
+#ifdef _WIN32
+/* Windows has no fork(), so Check runs there in CK_NOFORK mode and main.c starts a process of
+ * its own for every test and every iteration of a loop test (a "unit"). Every Check macro that
+ * adds a test ends in _tcase_add_test, which comes here instead: in the runner's process it only
+ * lists the units, in a unit's process it adds to Check that one unit and nothing else (main.c).
+ * `(_tcase_add_test)(...)` still calls Check's own. */
+void test_add_case(TCase *tc, const TTest *ttest, int signal, int allowed_exit, int start,
+                   int end);
+#define _tcase_add_test(tc, ttest, signal, allowed_exit, start, end)                           \
+    test_add_case(tc, ttest, signal, allowed_exit, start, end)
+/* The name and timeout (seconds) test_case gave tc: false for a TCase it did not make. */
+bool test_case_info(const TCase *tc, const char **name, int *timeout);
+/* Starts this program again with the arguments args (NULL-terminated; the program's name is
+ * added) and the environment as it is now: the process, or NULL. */
+void *test_start_self(const char *const *args);
+/* Waits for a process test_start_self started, at most timeout_ms (negative: no limit), and
+ * ends it past that: its exit code (a DWORD), or -1 (*timed_out tells why, when not NULL). */
+long long test_wait_self(void *process, long timeout_ms, bool *timed_out);
+
+/* The kernel folders, as CLT_KERNEL_DIR lists them (tests/CMakeLists.txt). */
+#define CLT_TEST_CL_DIR CLT_TEST_CL_DIR1 ";" CLT_TEST_CL_DIR2
+
+/* The POSIX calls MinGW-w64 lacks. The C runtime keeps no empty variable: setting one to ""
+ * removes it (unsetenv does just that). The OpenCL drivers under Wine read the Unix environment
+ * the process started with, which neither changes. */
+int test_setenv(const char *name, const char *value, int overwrite);
+int test_unsetenv(const char *name);
+#define setenv test_setenv
+#define unsetenv test_unsetenv
+#endif
 
 /* Devices a loop test runs on: index 0 is cpu, index i is gpu:(i-1). */
 extern int test_device_total;
@@ -74,18 +117,46 @@ long test_fault_sweep_checked(test_op op, test_check snapshot, test_check check,
 /* Makes OCL_ICD_VENDORS a fresh folder registering PoCL and, with oclgrind, the Oclgrind
  * simulator (a second platform, listed first because it reports itself as a GPU). Returns
  * false, and the test returns at once, when CLT_TEST_HOST_ONLY=1 asks for a run that loads no
- * OpenCL platform (for valgrind) or the library has no OpenCL backend (test_host_only). */
+ * OpenCL platform (for valgrind) or the library has no OpenCL backend (test_host_only).
+ * On Windows no process can choose its platforms (helpers.c): neither asked for gives
+ * CLT_OPENCL_LIBRARY=off, PoCL alone is true only where CLT_TEST_PLATFORMS=pocl says the process
+ * sees PoCL's platform alone, Oclgrind never. */
 bool test_use_vendors(bool pocl, bool oclgrind);
 bool test_host_only(void);
 
-/* A fresh temporary folder (created), removed with what it holds when the process that made it
- * exits; the string lives until the next call. */
+/* Work that a test runs in fresh processes (test_run_children): true when it succeeded. Its
+ * ck_assert calls do not reach the test; it says what went wrong in its result alone. */
+typedef bool (*test_child_fn)(const char *arg);
+/* Runs fn(arg) in `count` (at most 8) processes of their own at once, that start before this
+ * one calls OpenCL where that matters (PoCL hangs in a process forked after): true when every
+ * one returned true. POSIX: forked children. Windows: this program started again as
+ * `clt_tests --child NAME ARG`, in the environment as it is now, where main.c runs the function
+ * that TEST_CHILD_FN listed under that name. */
+bool test_run_children(int count, const char *name, test_child_fn fn, const char *arg);
+#ifdef _WIN32
+void test_child_register(const char *name, test_child_fn fn);
+test_child_fn test_child_find(const char *name);
+/* Defines a test_child_fn `fn` (file scope), listed under its name for test_run_children. */
+#define TEST_CHILD_FN(fn)                                                                      \
+    static bool fn(const char *arg);                                                           \
+    __attribute__((constructor)) static void fn##_register(void)                               \
+    {                                                                                          \
+        test_child_register(#fn, fn);                                                          \
+    }                                                                                          \
+    static bool fn(const char *arg)
+#else
+#define TEST_CHILD_FN(fn) static bool fn(const char *arg)
+#endif
+
+/* A fresh temporary folder (created; under /tmp, on Windows under GetTempPath's folder with '/'
+ * between folders), removed with what it holds when the process that made it exits; the string
+ * lives until the next call. */
 const char *test_temp_dir(void);
 
 /* Copies cl/<name> of the source tree into dir; test_copy_kernels copies every .cl file. */
 void test_copy_kernel(const char *dir, const char *name);
 void test_copy_kernels(const char *dir);
-/* Writes `text` into the file dir/name (asserts success). */
+/* Writes `text` into the file dir/name, byte for byte (asserts success). */
 void test_write_file(const char *dir, const char *name, const char *text);
 
 /* Asserts that the last error's message contains `text`. */

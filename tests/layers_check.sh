@@ -5,7 +5,11 @@
 #   (lib/backends/backend.h, whose elementwise operations are the shared table's) include the
 #   shared math (lib/backends/shared/);
 # - lib/tensor/ includes nothing of autograd or of the operations;
-# - lib/core/ includes nothing of the library but core/ and the public headers.
+# - lib/core/ includes nothing of the library but core/, the platform layer and the public headers;
+# - only the platform layer (lib/platform/) includes an operating system's own headers (files,
+#   folders, libraries, scheduling, Windows): the rest of lib/ reaches them through
+#   lib/platform/platform.h (<unistd.h> for read, write and close, and <sys/types.h>, which
+#   MinGW-w64 has too, excepted).
 #   layers_check.sh SOURCE_DIR
 set -euo pipefail
 cd "$1"
@@ -30,8 +34,12 @@ found=$(grep -rnE '#include "backends/shared/' lib | grep -vE '^lib/backends/' |
 tensor=$(grep -nE '#include "(autograd|ops|nn|optim|data|parallel|io)/|#include "cltensor/(autograd|ops|nn|optim)\.h"' lib/tensor/* || true)
 [[ -z $tensor ]] || fail "lib/tensor/ includes a layer above it" <<<"$tensor"
 
-core=$(grep -nE '#include "[a-z]+/' lib/core/* | grep -vE '#include "(core|cltensor)/' || true)
+core=$(grep -nE '#include "[a-z]+/' lib/core/* | grep -vE '#include "(core|cltensor|platform)/' || true)
 [[ -z $core ]] || fail "lib/core/ includes another part of the library" <<<"$core"
+
+os=$(grep -rnE '#include <(dlfcn|dirent|fcntl|sched|windows|io|direct|sys/(stat|random|wait|mman|time))\.h>' lib |
+  grep -v '^lib/platform/' || true)
+[[ -z $os ]] || fail "an operating system's header outside lib/platform/" <<<"$os"
 
 ((status == 0)) && echo "layers: every include follows the layers"
 exit $status

@@ -14,6 +14,11 @@
 
 #include "helpers.h"
 
+#ifdef _WIN32
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
+#endif
+
 static char *path_in(const char *dir, const char *name)
 {
     static char path[8][512];
@@ -222,6 +227,38 @@ START_TEST(test_io_metadata)
     ck_assert_int_eq(clt_safetensors_load("/nonexistent/x", NULL, &st), CLT_ERR_IO);
     ck_assert_error_has("/nonexistent/x: cannot open");
     clt_tensor_release(t);
+}
+END_TEST
+
+/* A path in UTF-8 (not ASCII) names the file on disk as written: saved, replaced by a second
+ * save and loaded, and found under that very name by the system's own calls (the wide-character
+ * ones on Windows, the bytes on POSIX). */
+START_TEST(test_io_utf8_path)
+{
+    static const char name[] = "caf\xc3\xa9-\xe6\x97\xa5\xe6\x9c\xac.safetensors";
+    const char *path = path_in(test_temp_dir(), name);
+    float v[3] = {1.5f, -2, 3}, got[3];
+    for (int round = 0; round < 2; round++) { /* the second replaces the file in one step */
+        v[0] += (float)round;
+        clt_tensor *t = clt_tensor_from_data(CLT_SHAPE(3), v, CLT_F32, clt_device_cpu());
+        ck_assert_int_eq(clt_safetensors_save(path, &(clt_named_tensor){"w", t}, 1, NULL, 0),
+                         CLT_OK);
+        clt_tensor_release(t);
+    }
+    clt_safetensors st;
+    ck_assert_msg(clt_safetensors_load(path, NULL, &st) == CLT_OK, "%s", clt_last_error());
+    ck_assert_int_eq(clt_tensor_copy_to_host(clt_safetensors_get(&st, "w"), got, sizeof got),
+                     CLT_OK);
+    ck_assert(got[0] == 2.5f && got[1] == -2 && got[2] == 3);
+    clt_safetensors_clear(&st);
+#ifdef _WIN32
+    wchar_t wide[512];
+    ck_assert_int_gt(MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path, -1, wide, 512), 0);
+    ck_assert_msg(GetFileAttributesW(wide) != INVALID_FILE_ATTRIBUTES, "%s is not on disk", path);
+#else
+    struct stat sb;
+    ck_assert_msg(stat(path, &sb) == 0 && S_ISREG(sb.st_mode), "%s is not on disk", path);
+#endif
 }
 END_TEST
 
@@ -455,6 +492,7 @@ END_TEST
 
 /* ---- hostile paths and modules ---------------------------------------------------------------- */
 
+#ifndef _WIN32 /* FIFOs, symbolic links and the umask: none of them on Windows */
 /* A FIFO is refused at once instead of blocking the reader forever; a save writes through no
  * link planted at a predictable temporary name, leaves no temporary file, and makes the file
  * with the umask's mode. */
@@ -505,6 +543,7 @@ START_TEST(test_io_hostile_paths)
     clt_module_release(m);
 }
 END_TEST
+#endif
 
 static const clt_module_type holder_type = {"Holder", sizeof(clt_module), NULL, NULL, NULL,
                                             NULL};
@@ -649,10 +688,13 @@ Suite *suite_io(void)
     ADD_DEVICE_TEST(tc, test_io_dtypes_bit_exact);
     ADD_DEVICE_TEST(tc, test_io_state_dict_in_memory);
     tcase_add_test(tc, test_io_metadata);
+    tcase_add_test(tc, test_io_utf8_path);
     ADD_DEVICE_TEST(tc, test_io_strict_errors);
     ADD_DEVICE_TEST(tc, test_io_non_strict_report);
     tcase_add_test(tc, test_io_malformed_files);
+#ifndef _WIN32 /* FIFOs, symbolic links and the umask: none of them on Windows */
     tcase_add_test(tc, test_io_hostile_paths);
+#endif
     ADD_DEVICE_TEST(tc, test_io_load_all_or_nothing);
     ADD_DEVICE_TEST(tc, test_io_torch_mlp);
     ADD_DEVICE_TEST(tc, test_io_fault_sweeps);

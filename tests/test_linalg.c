@@ -7,14 +7,18 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "helpers.h"
+#include "backends/host/host.h"
+#include "backends/host/host_blas.h"
 #include "ops/ops_internal.h"
 #include "tensor/tensor_internal.h"
 
 #include "matmul_check.h"
+
+#if CLT_TEST_OPENCL
+bool clt__clblast_load(void); /* backends/opencl/cl_api.h */
+#endif
 
 /* x @ weight^T + bias computed naively: checks out's shape and values. */
 static void check_linear(clt_tensor *x, clt_tensor *w, clt_tensor *bias, clt_tensor *out,
@@ -109,6 +113,10 @@ START_TEST(test_matmul_views)
 {
     setenv("CLT_GEMM", "clblast", 1);
     clt_device *dev = test_device(_i);
+#if CLT_TEST_OPENCL
+    if (_i > 0 && !clt__clblast_load())
+        return; /* a machine without CLBlast (Windows under Wine): the library's own kernels */
+#endif
     test_live base = test_live_now();
     clt_manual_seed(2);
     clt_tensor *at = rnd(dev, CLT_F32, CLT_SHAPE(13, 7)), *bt = rnd(dev, CLT_F32, CLT_SHAPE(5, 13));
@@ -612,6 +620,221 @@ START_TEST(test_matmul_allocation_failures_packed)
 }
 END_TEST
 
+/* ---- the host's own GEMM (host_blas.h) ------------------------------------------------------ */
+
+/* A deterministic uniform value in [-1, 1) from *state (xorshift64). */
+static double blas_uniform(uint64_t *state)
+{
+    *state ^= *state << 13, *state ^= *state >> 7, *state ^= *state << 17;
+    return (double)(*state >> 11) / (double)(1ull << 52) - 1;
+}
+
+/* One product for clt__blas_sgemm or _dgemm: sizes, layouts and scalars. */
+typedef struct blas_case {
+    bool f64, trans_a, trans_b;
+    size_t m, n, k, lda, ldb, ldc;
+    double alpha, beta;
+} blas_case;
+
+/* Element (i, j) of an operand stored rows x cols with rows ld apart, read as op() reads it. */
+static double blas_at(const double *x, bool trans, size_t ld, size_t i, size_t j)
+{
+    return trans ? x[j * ld + i] : x[i * ld + j];
+}
+
+/* Runs case t on fresh random operands (C's padding and, with beta 0, C itself holding NaN)
+ * and checks every element of C against the product in double: within tol times the sum of
+ * the absolute terms, the padding untouched. */
+static void blas_check(const blas_case *t, uint64_t *state)
+{
+    size_t a_rows = t->trans_a ? t->k : t->m, b_rows = t->trans_b ? t->n : t->k;
+    size_t na = a_rows * t->lda + 1, nb = b_rows * t->ldb + 1, nc = t->m * t->ldc + 1;
+    double *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b), *c = malloc(nc * sizeof *c);
+    double *out = malloc(nc * sizeof *out);
+    void *ta = malloc(na * 8), *tb = malloc(nb * 8), *tc = malloc(nc * 8);
+    ck_assert(a && b && c && out && ta && tb && tc);
+    for (size_t i = 0; i < na; i++)
+        a[i] = blas_uniform(state);
+    for (size_t i = 0; i < nb; i++)
+        b[i] = blas_uniform(state);
+    for (size_t i = 0; i < nc; i++)
+        c[i] = t->beta == 0 || i % t->ldc >= t->n ? NAN : blas_uniform(state);
+    for (size_t i = 0; i < na + nb + nc; i++) { /* the operands in the case's dtype */
+        double v = i < na ? a[i] : i < na + nb ? b[i - na] : c[i - na - nb];
+        void *dst = i < na ? ta : i < na + nb ? tb : tc;
+        size_t at = i < na ? i : i < na + nb ? i - na : i - na - nb;
+        if (t->f64)
+            ((double *)dst)[at] = v;
+        else
+            ((float *)dst)[at] = (float)v;
+    }
+    if (t->f64)
+        clt__blas_dgemm(t->trans_a, t->trans_b, t->m, t->n, t->k, t->alpha, ta, t->lda, tb,
+                        t->ldb, t->beta, tc, t->ldc);
+    else
+        clt__blas_sgemm(t->trans_a, t->trans_b, t->m, t->n, t->k, (float)t->alpha, ta, t->lda,
+                        tb, t->ldb, (float)t->beta, tc, t->ldc);
+    for (size_t i = 0; i < nc; i++)
+        out[i] = t->f64 ? ((double *)tc)[i] : ((float *)tc)[i];
+    double eps = t->f64 ? 1e-14 : 1e-6, tol = eps * (sqrt((double)t->k) + 2);
+    for (size_t i = 0; i < t->m; i++) {
+        for (size_t j = 0; j < t->ldc; j++) {
+            double got = out[i * t->ldc + j], c0 = c[i * t->ldc + j];
+            if (j >= t->n) { /* the padding: still NaN */
+                ck_assert_msg(isnan(got), "padding (%zu, %zu) written: %g", i, j, got);
+                continue;
+            }
+            double s = 0, bound = 0;
+            for (size_t p = 0; p < t->k && t->alpha != 0; p++) {
+                double x = blas_at(a, t->trans_a, t->lda, i, p);
+                double y = blas_at(b, t->trans_b, t->ldb, p, j);
+                if (!t->f64) /* the rounded operands */
+                    x = (float)x, y = (float)y;
+                s += x * y, bound += fabs(x * y);
+            }
+            double base = t->beta == 0 ? 0 : t->f64 ? c0 : (float)c0;
+            double want = t->alpha * s + t->beta * base;
+            bound = fabs(t->alpha) * bound + fabs(t->beta * base);
+            ELEMENT_CHECK(fabs(got - want) <= tol * bound,
+                          "%s %c%c %zux%zux%zu (ld %zu %zu %zu) alpha %g beta %g: C(%zu, %zu) = "
+                          "%.17g, expected %.17g (bound %.3g)",
+                          t->f64 ? "dgemm" : "sgemm", t->trans_a ? 'T' : 'N',
+                          t->trans_b ? 'T' : 'N', t->m, t->n, t->k, t->lda, t->ldb, t->ldc,
+                          t->alpha, t->beta, i, j, got, want, tol * bound);
+        }
+    }
+    free(a), free(b), free(c), free(out), free(ta), free(tb), free(tc);
+}
+
+/* Every trans combination and a few scalars over one shape, rows padded at random. */
+static void blas_shape(bool f64, size_t m, size_t n, size_t k, uint64_t *state)
+{
+    static const double scalars[][2] = {{1, 0}, {1, 1}, {-0.5, 0.75}, {2.5, 0}, {0, -1.5}};
+    for (int tr = 0; tr < 4; tr++) {
+        const double *ab = scalars[(m + n + k + (size_t)tr) % 5];
+        blas_case t = {.f64 = f64,
+                       .trans_a = tr & 1,
+                       .trans_b = tr & 2,
+                       .m = m,
+                       .n = n,
+                       .k = k,
+                       .alpha = ab[0],
+                       .beta = ab[1]};
+        size_t pad = (size_t)(blas_uniform(state) * 2 + 2); /* 0 to 3 */
+        t.lda = (t.trans_a ? m : k) + (tr == 0 ? 0 : pad);
+        t.ldb = (t.trans_b ? k : n) + pad % 2;
+        t.ldc = n + (tr == 3 ? 0 : pad);
+        t.lda += t.lda == 0, t.ldb += t.ldb == 0, t.ldc += t.ldc == 0;
+        blas_check(&t, state);
+    }
+}
+
+/* clt__blas_sgemm and _dgemm, with every kernel the processor has, against a product in
+ * double: sizes 1 to 17, primes, sizes across the blocks (depths past 384, B's columns past
+ * 480, A's rows past 3072), single rows and columns; every trans combination, padded rows,
+ * alpha 0, 1 and others, beta 0 (C holding NaN), 1 and others. */
+START_TEST(test_host_blas_gemm)
+{
+    static const size_t small[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 16, 17};
+    static const size_t shapes[][3] = {{31, 37, 41},  {61, 67, 97}, {127, 5, 131}, {3, 131, 29},
+                                       {20, 23, 400}, {13, 500, 7}, {17, 33, 769}, {1, 300, 90},
+                                       {300, 1, 90},  {1, 1, 1000}, {3100, 19, 3}, {65, 70, 0}};
+    clt__blas_isa initial = clt__blas_isa_get();
+    uint64_t state = 0x9e3779b97f4a7c15ull;
+    for (int isa = CLT__BLAS_BASELINE; isa <= CLT__BLAS_AVX512; isa++) {
+        if (!clt__blas_isa_set((clt__blas_isa)isa))
+            continue;
+        for (int d = 0; d < 2; d++) {
+            for (size_t i = 0; i < sizeof small / sizeof *small; i++)
+                for (size_t j = 0; j < sizeof small / sizeof *small; j += 3)
+                    blas_shape(d, small[i], small[j], small[(i + j) % 14], &state);
+            for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+                blas_shape(d, shapes[i][0], shapes[i][1], shapes[i][2], &state);
+        }
+    }
+    ck_assert(clt__blas_isa_set(initial));
+    ck_assert_int_eq(clt__blas_isa_get(), initial);
+}
+END_TEST
+
+/* alpha 0 and k 0 leave A and B unread (NaN there changes nothing) and scale C by beta; sizes 0
+ * touch nothing; a product large enough for a packing buffer on the heap leaks nothing, and
+ * that buffer is no allocation fault injection counts (the product has the stack to fall back
+ * on). */
+START_TEST(test_host_blas_gemm_special)
+{
+    static float a[64 * 64], b[64 * 64], c[64 * 64], before[64 * 64];
+    for (size_t i = 0; i < 64 * 64; i++)
+        a[i] = NAN, b[i] = NAN, c[i] = (float)i;
+    clt__blas_sgemm(false, false, 4, 5, 6, 0, a, 6, b, 5, 2, c, 5);
+    for (size_t i = 0; i < 64 * 64; i++)
+        ck_assert_float_eq(c[i], i < 20 ? 2 * (float)i : (float)i);
+    clt__blas_sgemm(true, true, 3, 4, 0, 1, a, 3, b, 1, 0, c, 4);
+    for (size_t i = 0; i < 12; i++)
+        ck_assert_float_eq(c[i], 0);
+    clt__blas_sgemm(false, false, 0, 4, 3, 1, a, 3, b, 4, 0, c, 4);
+    clt__blas_sgemm(false, false, 4, 0, 3, 1, a, 3, b, 1, 0, c, 1);
+    ck_assert_float_eq(c[0], 0);
+    ck_assert_float_eq(c[12], 24);
+    for (size_t i = 0; i < 64 * 64; i++)
+        a[i] = (float)(i % 7), b[i] = (float)(i % 5), c[i] = before[i] = (float)i;
+    test_live base = test_live_now();
+    long attempts = clt__allocation_attempts(CLT__HOST);
+    clt__fault_inject(CLT__HOST, 1);
+    clt__blas_sgemm(false, false, 64, 64, 64, 1, a, 64, b, 64, 1, c, 64);
+    clt__fault_inject(CLT__HOST, 0);
+    ck_assert_int_eq(clt__allocation_attempts(CLT__HOST), attempts);
+    ck_assert_live_eq(test_live_now(), base);
+    for (size_t i = 0; i < 64; i += 9)
+        for (size_t j = 0; j < 64; j += 7) {
+            float want = before[i * 64 + j]; /* small integers: exact in any order */
+            for (size_t p = 0; p < 64; p++)
+                want += a[i * 64 + p] * b[p * 64 + j];
+            ck_assert_float_eq(c[i * 64 + j], want);
+        }
+}
+END_TEST
+
+/* clt_matmul and clt_linear on cpu with the built-in GEMM chosen (as CLT_HOST_GEMM=builtin
+ * does): shapes that cpu splits over its threads and that it does not, f32 and f64, a fused
+ * bias and ReLU, and every allocation of a product large enough for a packing buffer made to
+ * fail in turn (the output's: the buffer is not one of them). */
+START_TEST(test_matmul_builtin_gemm)
+{
+    clt_device *cpu = clt_device_cpu();
+    bool was = clt__host_gemm_builtin();
+    int threads = clt_get_num_threads();
+    clt__host_gemm_use_builtin(true);
+    ck_assert(clt__host_gemm_builtin());
+    ck_assert_int_eq(clt_set_num_threads(4), CLT_OK);
+    test_live base = test_live_now();
+    clt_manual_seed(11);
+    for (int d = 0; d < 2; d++) {
+        clt_dtype dt = d ? CLT_F64 : CLT_F32;
+        double tol = d ? TOL_F64 : TOL_F32;
+        matmul_case(cpu, dt, CLT_SHAPE(7, 13), CLT_SHAPE(13, 5), tol);
+        matmul_case(cpu, dt, CLT_SHAPE(13), CLT_SHAPE(13, 5), tol);
+        matmul_case(cpu, dt, CLT_SHAPE(7, 13), CLT_SHAPE(13), tol);
+        matmul_case(cpu, dt, CLT_SHAPE(3, 37, 200), CLT_SHAPE(3, 200, 90), tol);
+        matmul_case(cpu, dt, CLT_SHAPE(300, 301), CLT_SHAPE(301, 290), tol);
+        matmul_case(cpu, dt, CLT_SHAPE(1, 600), CLT_SHAPE(600, 700), tol);
+        clt_tensor *t = rnd(cpu, dt, CLT_SHAPE(400, 301));
+        view_product(viewed(t, clt_transpose(t, 0, 1)), rnd(cpu, dt, CLT_SHAPE(400, 50)), tol);
+        linear_case(cpu, dt, CLT_SHAPE(4, 300), 999, true, tol);
+    }
+    clt_tensor *a = rnd(cpu, CLT_F32, CLT_SHAPE(70, 80)),
+               *b = rnd(cpu, CLT_F32, CLT_SHAPE(80, 90));
+    fault_case big = {a, b, NULL, false, false};
+    ck_assert_int_ge(test_fault_sweep(run_fault_case, &big, "clt_matmul", CLT__HOST), 1);
+    clt_tensor_release(b);
+    clt_tensor_release(a);
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), base);
+    ck_assert_int_eq(clt_set_num_threads(threads), CLT_OK);
+    clt__host_gemm_use_builtin(was);
+}
+END_TEST
+
 Suite *suite_linalg(void)
 {
     Suite *s = suite_create("linalg");
@@ -629,6 +852,9 @@ Suite *suite_linalg(void)
     ADD_DEVICE_TEST(tc, test_matmul_bad_input);
     ADD_DEVICE_TEST(tc, test_matmul_allocation_failures);
     ADD_DEVICE_TEST(tc, test_matmul_allocation_failures_packed);
+    tcase_add_test(tc, test_host_blas_gemm);
+    tcase_add_test(tc, test_host_blas_gemm_special);
+    tcase_add_test(tc, test_matmul_builtin_gemm);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -7,8 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "helpers.h"
 
@@ -101,38 +99,33 @@ static void keep_warning(clt_log_level level, const char *message, void *user)
 
 /* A CLT_DEVICE_MEMORY_LIMIT that names no size of at least one byte is refused with a warning
  * naming the value (and no limit applies), where it silently meant "no limit" (or, cast from
- * a double out of range, anything); good values still apply. One child process a value: the
- * limit is read once, when a device's allocator starts. */
+ * a double out of range, anything); good values still apply. One process a value (a loop test):
+ * the limit is read once, when a device's allocator starts. */
+static const struct {
+    const char *value;
+    size_t limit; /* 0: refused */
+} limit_cases[] = {{"inf", 0}, {"1e30", 0}, {"0.5", 0}, {"-1", 0}, {"nan", 0}, {"1x", 0},
+                   {"K", 0}, {"1", 1}, {"1.5K", 1536}, {"2G", (size_t)2 << 30}};
+
 START_TEST(test_memory_limit_refused)
 {
-    static const struct {
-        const char *value;
-        size_t limit; /* 0: refused */
-    } cases[] = {{"inf", 0}, {"1e30", 0}, {"0.5", 0}, {"-1", 0}, {"nan", 0}, {"1x", 0}, {"K", 0},
-                 {"1", 1}, {"1.5K", 1536}, {"2G", (size_t)2 << 30}};
-    const char *no_vendors = test_temp_dir(); /* made here: the children end with _exit */
-    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-        pid_t pid = fork();
-        ck_assert_int_ge(pid, 0);
-        if (pid == 0) {
-            clt_memory_stats st;
-            char want[128];
-            setenv("OCL_ICD_VENDORS", no_vendors, 1); /* cpu alone */
-            setenv("CLT_DEVICE_MEMORY_LIMIT", cases[k].value, 1);
-            clt_set_log_callback(keep_warning, NULL, CLT_LOG_WARN);
-            bool ok = clt_device_memory_stats(clt_device_cpu(), &st) == CLT_OK &&
-                      st.limit == cases[k].limit;
-            snprintf(want, sizeof want, "CLT_DEVICE_MEMORY_LIMIT=\"%s\" is not a size",
-                     cases[k].value);
-            ok = ok && (cases[k].limit ? warned[0] == '\0' : strstr(warned, want) != NULL);
-            _exit(ok ? 0 : 1);
-        }
-        int status = 0;
-        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                      "CLT_DEVICE_MEMORY_LIMIT=%s: the limit or the warning is wrong",
-                      cases[k].value);
-    }
+    clt_memory_stats st;
+    char want[128];
+    ck_assert(test_use_vendors(false, false)); /* cpu alone */
+    setenv("CLT_DEVICE_MEMORY_LIMIT", limit_cases[_i].value, 1);
+    clt_set_log_callback(keep_warning, NULL, CLT_LOG_WARN);
+    ck_assert_int_eq(clt_device_memory_stats(clt_device_cpu(), &st), CLT_OK);
+    clt_set_log_callback(NULL, NULL, CLT_LOG_WARN);
+    ck_assert_msg(st.limit == limit_cases[_i].limit, "CLT_DEVICE_MEMORY_LIMIT=%s: limit %zu",
+                  limit_cases[_i].value, st.limit);
+    snprintf(want, sizeof want, "CLT_DEVICE_MEMORY_LIMIT=\"%s\" is not a size",
+             limit_cases[_i].value);
+    if (limit_cases[_i].limit)
+        ck_assert_msg(warned[0] == '\0', "CLT_DEVICE_MEMORY_LIMIT=%s: warned \"%s\"",
+                      limit_cases[_i].value, warned);
+    else
+        ck_assert_msg(strstr(warned, want) != NULL, "CLT_DEVICE_MEMORY_LIMIT=%s: warned \"%s\"",
+                      limit_cases[_i].value, warned);
 }
 END_TEST
 
@@ -288,7 +281,8 @@ Suite *suite_memory(void)
     TCase *tc = test_case("memory", 600);
     ADD_DEVICE_TEST(tc, test_memory_reuse);
     ADD_DEVICE_TEST(tc, test_memory_limit);
-    tcase_add_test(tc, test_memory_limit_refused);
+    tcase_add_loop_test(tc, test_memory_limit_refused, 0,
+                        (int)(sizeof limit_cases / sizeof *limit_cases));
     tcase_add_test(tc, test_memory_small_gpu);
     ADD_DEVICE_TEST(tc, test_memory_host_buffer);
     ADD_DEVICE_TEST(tc, test_memory_async_copies);

@@ -201,7 +201,9 @@ static void header(void)
     clt_cache_info cache;
     char size[32], limit[32];
 
+    const char *opencl = clt_backend_status("opencl");
     printf("cltensor %s\n", clt_version_string());
+    printf("opencl: %s\n", opencl ? opencl : "not built into this library");
     clt_cache_get_info(&cache);
     if (cache.enabled)
         printf("disk cache: %s (%" PRIu64 " entries, %s; limit %s)\n", cache.dir, cache.entries,
@@ -298,6 +300,10 @@ int main(int argc, char **argv)
     } else if (!o.warmup) {
         for (int i = 0; i < n; i++)
             list_line(devs[i]);
+        if (clt_device_count() == 0 && o.n_names == 0) { /* why there is no gpu:N */
+            const char *opencl = clt_backend_status("opencl");
+            printf("no gpu:N: %s\n", opencl ? opencl : "OpenCL is not built into this library");
+        }
     }
     return o.warmup ? warmup(devs, n) : 0;
 }

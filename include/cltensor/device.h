@@ -52,6 +52,15 @@ typedef struct clt_device_info {
  * device in the process then fails with the same error. */
 CLT_API int clt_device_count(void);
 
+/* One line on how a backend stands, once the devices are listed: for "opencl", the OpenCL
+ * library loaded and whether CLBlast was found ("OpenCL library libOpenCL.so.1; CLBlast
+ * libclblast.so.1"), or why there is no gpu:N ("OpenCL library not found: libOpenCL.so.1: cannot
+ * open shared object file: No such file or directory"); for "host", "built in". Owned by the
+ * library, valid for the life of the process. NULL with the last error set
+ * (CLT_ERR_INVALID_ARGUMENT) for NULL or a name no backend built into the library has (the
+ * message lists those that are). Added in 0.2. */
+CLT_API const char *clt_backend_status(const char *backend);
+
 /* The device with this name: "cpu", "gpu" (the current GPU, gpu:0 unless set) or "gpu:N";
  * owned by the library. NULL with the last error set: CLT_ERR_NO_DEVICE, listing the valid
  * names, for any other name or a GPU that does not exist; CLT_ERR_INVALID_ARGUMENT for NULL. */

@@ -74,7 +74,9 @@ CLT_API void clt_clear_error(void);
  * "(callback)") and returns status: how callbacks the library calls (datasets, module
  * forwards) report a failure with its cause. */
 CLT_API clt_status clt_set_error(clt_status status, const char *where, const char *fmt, ...)
-#if defined(__GNUC__)
+#if defined(__MINGW32__) /* C99's formats (%zu, %lld) on Windows too */
+    __attribute__((format(gnu_printf, 3, 4)))
+#elif defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;

@@ -611,6 +611,9 @@ typedef struct clt__backend_registry {
     /* The symbolic name of one of the backend's own status codes ("CL_OUT_OF_RESOURCES"), its
      * short description in *text; NULL for a code it does not know. */
     const char *(*status_name)(clt_status status, const char **text);
+    /* One line on how the backend stands once its devices are listed: the libraries it loaded,
+     * or why it has no devices (clt_backend_status). */
+    const char *(*status)(void);
 } clt__backend_registry;
 
 /* Every backend built into the library but the host's, NULL-terminated. */

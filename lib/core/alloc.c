@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "platform/platform.h"
 
 static atomic_long fault_countdown[2];
 static atomic_long live[2];
@@ -55,7 +56,7 @@ void clt__live_add(clt__alloc_kind kind, long delta)
 void *clt__alloc_aligned(const char *fn, size_t nbytes, size_t alignment)
 {
     void *p = NULL;
-    if (clt__fault_check(CLT__HOST) || posix_memalign(&p, alignment, nbytes ? nbytes : 1) != 0) {
+    if (clt__fault_check(CLT__HOST) || !(p = clt__aligned_alloc(nbytes, alignment))) {
         clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory allocating %zu bytes", nbytes);
         return NULL;
     }
@@ -81,7 +82,7 @@ void clt__free(void *ptr)
     if (!ptr)
         return;
     clt__live_add(CLT__HOST, -1);
-    free(ptr);
+    clt__aligned_free(ptr);
 }
 
 char *clt__strdup(const char *fn, const char *s)

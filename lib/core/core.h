@@ -10,7 +10,9 @@
 
 #include "cltensor/status.h"
 
-#if defined(__GNUC__)
+#if defined(__MINGW32__) /* the library formats as C99 does there too (__USE_MINGW_ANSI_STDIO) */
+#define CLT__PRINTF(a, b) __attribute__((format(gnu_printf, a, b)))
+#elif defined(__GNUC__)
 #define CLT__PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
 #define CLT__PRINTF(a, b)
@@ -86,17 +88,6 @@ long clt__allocation_attempts(clt__alloc_kind kind);
  * process (their owners subtract them with clt__live_add once they are cached). */
 long clt__live_allocations(clt__alloc_kind kind);
 void clt__live_add(clt__alloc_kind kind, long delta);
-
-struct stat;
-/* Opens an existing regular file for reading (close-on-exec, never as a controlling terminal)
- * without blocking on a FIFO: the descriptor, with the file's status in *sb, or -1 with errno
- * set; *irregular tells whether the path opened but is no regular file (a FIFO, a device, a
- * folder). */
-int clt__open_regular(const char *path, bool *irregular, struct stat *sb);
-/* Creates and opens for writing a new file named `path`, whose last six characters, "XXXXXX",
- * it replaces with random ones (O_EXCL | O_NOFOLLOW: never an existing file or a link's
- * target), with `mode` less the umask: the descriptor, or -1 with errno set. */
-int clt__create_temp(char *path, mode_t mode);
 
 /* Overflow-checked size arithmetic, which every computation of a size, count, extent or byte
  * length from caller-supplied numbers goes through: each stores the exact result in *out and

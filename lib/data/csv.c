@@ -5,13 +5,13 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <zlib.h>
 
 #include "backends/backend.h"
 #include "core/core.h"
+#include "platform/platform.h"
 #include "data/data_internal.h"
 #include "tensor/tensor_internal.h"
 
@@ -66,8 +66,8 @@ static clt_status read_all(const char *fn, const char *path, char **text, size_t
     clt_status st = CLT_OK;
     int err;
     bool irregular;
-    struct stat sb;
-    int fd = clt__open_regular(path, &irregular, &sb);
+    clt__path_info info;
+    int fd = clt__open_regular(path, &irregular, &info);
     if (fd < 0)
         return clt__error(CLT_ERR_IO, fn, "cannot open %s: %s", path,
                           irregular ? "not a regular file" : strerror(errno));

@@ -232,6 +232,26 @@ int clt_device_count(void)
     return st != CLT_OK ? st : gpu_count;
 }
 
+const char *clt_backend_status(const char *backend)
+{
+    static const char *const fn = "clt_backend_status";
+    char names[256] = "host";
+    if (!backend)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "backend is NULL"), NULL;
+    pthread_once(&registry_once, registry_init); /* the backends have tried to load */
+    if (strcmp(backend, "host") == 0)
+        return "built in";
+    for (const clt__backend_registry *const *b = clt__backends; *b; b++) {
+        if (strcmp(backend, (*b)->name) == 0)
+            return (*b)->status ? (*b)->status() : "built in";
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, ", %s", (*b)->name);
+    }
+    clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "no backend named \"%.64s\" is built into the "
+               "library (it has %s)", backend, names);
+    return NULL;
+}
+
 clt_device *clt_device_cpu(void)
 {
     return registry_ready("clt_device_cpu") == CLT_OK ? &cpu_device : NULL;

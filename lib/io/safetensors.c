@@ -3,12 +3,10 @@
  * full (JSON, dtypes, shapes, byte ranges that tile the data exactly, unique names) before any
  * data is read; reads never go past the ranges the file's size allows. */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cJSON.h>
@@ -17,6 +15,7 @@
 #include "cltensor/io.h"
 #include "cltensor/ops.h"
 #include "core/core.h"
+#include "platform/platform.h"
 #include "tensor/tensor_internal.h"
 
 #define MAX_HEADER ((uint64_t)100 << 20) /* bytes of JSON a reader accepts */
@@ -218,12 +217,12 @@ static clt_status save(const char *fn, const char *path, const clt_named_tensor 
     /* a new file of a name nobody can predict, in the destination's folder, renamed into
      * place once complete */
     snprintf(tmp, tmp_size, "%s.tmp-XXXXXX", path);
-    int fd = clt__create_temp(tmp, 0666);
+    int fd = clt__create_temp(tmp, false);
     if (fd < 0 || !(f = fdopen(fd, "wb"))) {
         st = clt__error(CLT_ERR_IO, fn, "%s: cannot create: %s", tmp, strerror(errno));
         if (fd >= 0) {
             close(fd);
-            unlink(tmp);
+            clt__remove_file(tmp);
         }
         goto fail;
     }
@@ -237,11 +236,11 @@ static clt_status save(const char *fn, const char *path, const clt_named_tensor 
     if (fclose(f) != 0 && st == CLT_OK)
         st = clt__error(CLT_ERR_IO, fn, "%s: write failed: %s", tmp, strerror(errno));
     f = NULL;
-    if (st == CLT_OK && rename(tmp, path) != 0)
+    if (st == CLT_OK && clt__replace_file(tmp, path) != 0)
         st = clt__error(CLT_ERR_IO, fn, "%s: cannot rename to %s: %s", tmp, path,
                         strerror(errno));
     if (st != CLT_OK)
-        remove(tmp);
+        clt__remove_file(tmp);
 fail:
     clt__free(tmp);
     clt__free(h.s);
@@ -490,7 +489,6 @@ static clt_status parse_file(const char *fn, const char *path, parsed *p)
     uint8_t len[8];
     uint64_t n = 0, size;
     char *header = NULL;
-    struct stat sb;
     clt_status st;
     memset(p, 0, sizeof *p);
     if (!path)
@@ -498,7 +496,8 @@ static clt_status parse_file(const char *fn, const char *path, parsed *p)
     if (!little_endian())
         return clt__error(CLT_ERR_UNSUPPORTED, fn, "big-endian hosts are not supported");
     bool irregular;
-    int fd = clt__open_regular(path, &irregular, &sb);
+    clt__path_info info;
+    int fd = clt__open_regular(path, &irregular, &info);
     if (fd < 0 && irregular)
         return clt__error(CLT_ERR_IO, fn, "%s: not a readable regular file", path);
     if (fd < 0 || !(p->f = fdopen(fd, "rb"))) {
@@ -507,7 +506,7 @@ static clt_status parse_file(const char *fn, const char *path, parsed *p)
             close(fd);
         return st;
     }
-    size = (uint64_t)sb.st_size;
+    size = info.size;
     if (size < 8 || fread(len, 1, 8, p->f) != 8) {
         st = BAD("%s: truncated: %" PRIu64 " bytes, fewer than the 8 of the header length",
                  path, size);

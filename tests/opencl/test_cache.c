@@ -3,16 +3,22 @@
  * unwritable folder; the size cap's LRU eviction; clt_cache_get_info; an entry that holds
  * another program's binary is removed and rebuilt), a driver that keeps its own cache,
  * clt_device_warmup, and a kernel source in CLT_KERNEL_DIR that is no regular file. PoCL only,
- * with its own cache off except where a test says. Processes that must start cold are forked at the start of a test, before it calls
- * OpenCL (PoCL hangs in children forked after). */
+ * with its own cache off except where a test says. Processes that must start cold are started
+ * at the start of a test, before it calls OpenCL (PoCL hangs in children forked after):
+ * test_run_children. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <sys/time.h>
-#include <sys/wait.h>
 #include <unistd.h>
+#ifdef _WIN32
+#include <direct.h>
+#include <sys/utime.h>
+#define mkdir(path, mode) _mkdir(path)
+#else
+#include <sys/time.h>
+#endif
 
 #include "opencl_helpers.h"
 #include "backends/opencl/cl_internal.h"
@@ -21,11 +27,14 @@
  * PoCL's own cache stays where it was, even for tests that move HOME and XDG_CACHE_HOME. */
 static const char *use_pocl(void)
 {
-    static char dir[64];
+    static char dir[320];
     char pocl[512];
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     if (!test_use_vendors(true, false))
         return NULL;
+#ifdef _WIN32 /* the user's cache folder is %LOCALAPPDATA% (the library's, and PoCL's there) */
+    xdg = getenv("LOCALAPPDATA"), home = NULL;
+#endif
     if (!getenv("POCL_CACHE_DIR") && ((xdg && *xdg) || home)) {
         snprintf(pocl, sizeof pocl, "%s%s/pocl", xdg && *xdg ? xdg : home,
                  xdg && *xdg ? "" : "/.cache");
@@ -66,28 +75,26 @@ static bool add_is_right(clt_dtype dtype)
     return right;
 }
 
+/* add_is_right for each dtype that arg lists by number ("0,3"). */
+TEST_CHILD_FN(add_listed)
+{
+    bool right = true;
+    for (char *end; *arg && right; arg = end + (*end == ',')) {
+        right = add_is_right((clt_dtype)strtol(arg, &end, 10));
+        right = right && end != arg;
+    }
+    return right;
+}
+
 /* Runs add_is_right for each dtype (ending at CLT_DTYPE_NONE) in `count` child processes at
  * once; true when every child succeeded. */
 static bool add_in_children(int count, const clt_dtype *dtypes)
 {
-    pid_t pids[4];
-    bool ok = true;
-    for (int i = 0; i < count; i++) {
-        pids[i] = fork();
-        ck_assert_int_ge(pids[i], 0);
-        if (pids[i] == 0) {
-            bool right = true;
-            for (const clt_dtype *d = dtypes; *d != CLT_DTYPE_NONE; d++)
-                right = right && add_is_right(*d);
-            _exit(right ? 0 : 1);
-        }
-    }
-    for (int i = 0; i < count; i++) {
-        int status = 0;
-        ok = waitpid(pids[i], &status, 0) == pids[i] && WIFEXITED(status) &&
-             WEXITSTATUS(status) == 0 && ok;
-    }
-    return ok;
+    char list[64] = "";
+    for (const clt_dtype *d = dtypes; *d != CLT_DTYPE_NONE; d++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", d == dtypes ? "" : ",",
+                 (int)*d);
+    return test_run_children(count, "add_listed", add_listed, list);
 }
 
 /* The names of the folder's files (sorted), up to max; returns how many there are. */
@@ -115,7 +122,7 @@ static int list_files(const char *dir, char names[][64], int max)
 
 static long file_size(const char *dir, const char *name)
 {
-    char path[256];
+    char path[512];
     struct stat sb;
     snprintf(path, sizeof path, "%s/%s", dir, name);
     ck_assert_int_eq(stat(path, &sb), 0);
@@ -181,7 +188,14 @@ static void damage_entries(const char *dir, bool truncate_them)
         long size = file_size(dir, names[i]);
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         if (truncate_them) {
+#ifdef _WIN32
+            FILE *t = fopen(path, "r+b");
+            ck_assert_ptr_nonnull(t);
+            ck_assert_int_eq(_chsize_s(_fileno(t), size / 2), 0);
+            fclose(t);
+#else
             ck_assert_int_eq(truncate(path, size / 2), 0);
+#endif
             continue;
         }
         FILE *f = fopen(path, "r+b");
@@ -228,7 +242,7 @@ END_TEST
 START_TEST(test_cache_foreign_entry_rejected)
 {
     const char *dir = use_cache();
-    char names[8][64], a[256], b[256], t[256];
+    char names[8][64], a[512], b[512], t[512];
     static const clt_dtype two[] = {CLT_F32, CLT_I32, CLT_DTYPE_NONE};
     if (!dir)
         return;
@@ -251,6 +265,7 @@ START_TEST(test_cache_foreign_entry_rejected)
 }
 END_TEST
 
+#ifndef _WIN32 /* no FIFOs on Windows */
 /* A FIFO at an entry's name (planted, or left by anything) is rejected at once instead of
  * blocking every process that needs the program, and the rebuilt entry replaces it. */
 START_TEST(test_cache_fifo_entry_rejected)
@@ -276,6 +291,7 @@ START_TEST(test_cache_fifo_entry_rejected)
     ck_assert_int_gt(sb.st_size, 40);
 }
 END_TEST
+#endif
 
 START_TEST(test_cache_concurrent_builders)
 {
@@ -298,12 +314,15 @@ END_TEST
 
 START_TEST(test_cache_off_writes_nothing)
 {
-    char names[4][64], home[64], dir[96];
+    char names[4][64], home[320], dir[340];
     if (!use_cache())
         return;
     snprintf(home, sizeof home, "%s", test_temp_dir());
     setenv("HOME", home, 1);
     setenv("XDG_CACHE_HOME", home, 1);
+#ifdef _WIN32
+    setenv("LOCALAPPDATA", home, 1); /* the user's cache folder on Windows */
+#endif
     setenv("CLT_CACHE_DIR", "off", 1);
     ck_assert(add_is_right(CLT_F32));
     clt__cl_cache_stats s = clt__cl_cache_get_stats();
@@ -322,11 +341,14 @@ END_TEST
 
 START_TEST(test_cache_default_folder)
 {
-    char names[4][64], home[64], dir[96];
+    char names[4][64], home[320], dir[340];
     if (!use_cache())
         return;
     snprintf(home, sizeof home, "%s", test_temp_dir());
     setenv("XDG_CACHE_HOME", home, 1);
+#ifdef _WIN32
+    setenv("LOCALAPPDATA", home, 1); /* the user's cache folder on Windows */
+#endif
     unsetenv("CLT_CACHE_DIR");
     ck_assert(add_is_right(CLT_F32));
     snprintf(dir, sizeof dir, "%s/cltensor", home);
@@ -348,7 +370,7 @@ static void count_warnings(clt_log_level level, const char *message, void *user)
 
 START_TEST(test_cache_unwritable_folder)
 {
-    char dir[160];
+    char dir[400];
     int warnings = 0;
     const char *base = use_cache();
     if (!base)
@@ -374,21 +396,26 @@ END_TEST
 /* A file named like an entry, of `size` bytes, last used at `when` (seconds since 1970). */
 static void plant(const char *dir, const char *name, long size, time_t when)
 {
-    char path[256];
+    char path[512];
     FILE *f;
     snprintf(path, sizeof path, "%s/%s", dir, name);
     ck_assert_ptr_nonnull(f = fopen(path, "wb"));
     for (long i = 0; i < size; i++)
         fputc('x', f);
     fclose(f);
+#ifdef _WIN32
+    struct _utimbuf times = {when, when};
+    ck_assert_int_eq(_utime(path, &times), 0);
+#else
     struct timeval times[2] = {{when, 0}, {when, 0}};
     ck_assert_int_eq(utimes(path, times), 0);
+#endif
 }
 
 START_TEST(test_cache_size_cap_evicts_oldest)
 {
     const char *dir = use_cache();
-    char names[8][64], cap[32], path[256];
+    char names[8][64], cap[32], path[512];
     static const char *const old[3] = {
         "clt-00000000000000000000000000000001.bin", "clt-00000000000000000000000000000002.bin",
         "clt-00000000000000000000000000000003.bin"};
@@ -422,7 +449,7 @@ END_TEST
 START_TEST(test_cache_info)
 {
     const char *dir = use_cache();
-    char path[256];
+    char path[512];
     clt_cache_info info;
     if (!dir)
         return;
@@ -537,22 +564,16 @@ static bool exp_is_right(void)
     return right;
 }
 
-/* Runs work in a child process, forked before the test calls OpenCL: true when it returned
- * true. */
-static bool in_child(bool (*work)(void))
+TEST_CHILD_FN(exp_in_child)
 {
-    int status = 0;
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0)
-        _exit(work() ? 0 : 1);
-    return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    (void)arg;
+    return exp_is_right();
 }
 
 /* The bytes of the folder's file `name` (free), *size their count. */
 static unsigned char *read_whole(const char *dir, const char *name, size_t *size)
 {
-    char path[256];
+    char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "rb");
     ck_assert_ptr_nonnull(f);
@@ -583,7 +604,7 @@ static void poison_add_entry(const char *dir, char *poisoned)
     ck_assert(add_in_children(1, only_f32));
     ck_assert_int_eq(list_files(dir, names, 8), 1);
     snprintf(poisoned, 64, "%s", names[0]);
-    ck_assert(in_child(exp_is_right));
+    ck_assert(test_run_children(1, "exp_in_child", exp_in_child, ""));
     ck_assert_int_eq(list_files(dir, names, 8), 2);
     const char *exp_name = strcmp(names[0], poisoned) == 0 ? names[1] : names[0];
     unsigned char *add = read_whole(dir, poisoned, &add_size);
@@ -633,14 +654,18 @@ END_TEST
  * that names it and the function called, at once. */
 START_TEST(test_cache_kernel_dir_irregular_file)
 {
-    char kernels[32], path[96], want[256];
+    char kernels[320], path[400], want[600];
     if (!use_pocl())
         return;
     snprintf(kernels, sizeof kernels, "%s", test_temp_dir());
     test_copy_kernels(kernels);
     snprintf(path, sizeof path, "%s/common.cl", kernels);
     ck_assert_int_eq(unlink(path), 0);
+#ifdef _WIN32
+    ck_assert_int_eq(mkdir(path, 0755), 0); /* (case 0 alone: no FIFOs on Windows) */
+#else
     ck_assert_int_eq(_i == 0 ? mkdir(path, 0755) : mkfifo(path, 0600), 0);
+#endif
     setenv("CLT_KERNEL_DIR", kernels, 1);
     clt_tensor *x = clt_tensor_full(CLT_SHAPE(4), 2.0, CLT_F32, clt_device_get("gpu:0"));
     ck_assert_ptr_null(x);
@@ -660,7 +685,9 @@ Suite *suite_cache(void)
     tcase_add_test(tc, test_cache_corrupt_entry_rebuilt);
     tcase_add_test(tc, test_cache_truncated_entry_rebuilt);
     tcase_add_test(tc, test_cache_foreign_entry_rejected);
+#ifndef _WIN32 /* no FIFOs on Windows */
     tcase_add_test(tc, test_cache_fifo_entry_rejected);
+#endif
     tcase_add_test(tc, test_cache_concurrent_builders);
     tcase_add_test(tc, test_cache_off_writes_nothing);
     tcase_add_test(tc, test_cache_default_folder);
@@ -670,7 +697,11 @@ Suite *suite_cache(void)
     tcase_add_test(tc, test_cache_driver_keeps_programs);
     tcase_add_test(tc, test_cache_warmup_builds_everything);
     tcase_add_test(tc, test_cache_poisoned_entry_rebuilt);
+#ifdef _WIN32
+    tcase_add_loop_test(tc, test_cache_kernel_dir_irregular_file, 0, 1); /* no FIFOs on Windows */
+#else
     tcase_add_loop_test(tc, test_cache_kernel_dir_irregular_file, 0, 2);
+#endif
     suite_add_tcase(s, tc);
     return s;
 }

@@ -5,12 +5,17 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "matmul_check.h"
 #include "opencl_helpers.h"
 #include "tensor/tensor_internal.h"
+
+/* What a GPU-type device's products run where nothing else is chosen: CLBlast when the library
+ * found it (the gemm_no_clblast run sets CLT_CLBLAST_LIBRARY=off), else the tiled kernel. */
+static clt__gemm_variant gpu_default(void)
+{
+    return clt__clblast_load() ? CLT__GEMM_CLBLAST : CLT__GEMM_TILED;
+}
 
 /* The OpenCL backend turns CLBlast's own status codes into CLT_ERR_INTERNAL naming the code
  * (here a leading dimension below the column count, which the front end never passes). */
@@ -20,6 +25,17 @@ START_TEST(test_gemm_clblast_status)
     char text[200];
     if (clt_device_get_info(dev)->type == CLT_DEVICE_HOST)
         return;
+    if (!clt__clblast_load()) { /* asked for, CLBlast's absence is an error that says why */
+        clt__gemm_call none = {.dtype = CLT_F32, .m = 4, .n = 4, .k = 4, .batch = 1};
+        ck_assert_int_eq(clt__cl_gemm_run("clt_matmul", dev, CLT__GEMM_CLBLAST, &none, NULL),
+                         CLT_ERR_UNSUPPORTED);
+        const char *off = getenv("CLT_CLBLAST_LIBRARY"); /* else not installed (Wine) */
+        ck_assert_error_has(off && strcmp(off, "off") == 0
+                                ? "asks for CLBlast, which is not used: CLBlast not loaded: "
+                                  "CLT_CLBLAST_LIBRARY=off"
+                                : "asks for CLBlast, which is not used: CLBlast not found: ");
+        return;
+    }
     clt_tensor *a = clt_tensor_ones(CLT_SHAPE(4, 4), CLT_F32, dev);
     clt_tensor *c = clt_tensor_zeros(CLT_SHAPE(4, 4), CLT_F32, dev);
     clt__gemm_call g = {.dtype = CLT_F32, .m = 4, .n = 4, .k = 4, .batch = 1, .alpha = 1,
@@ -73,7 +89,8 @@ START_TEST(test_gemm_variants)
     for (int v = 0; v < CLT__GEMM_VARIANTS; v++)
         for (int d = 0; d < 2; d++) {
             clt_dtype dt = d ? CLT_F64 : CLT_F32;
-            if (dt == CLT_F64 && !dev->info.fp64)
+            if ((dt == CLT_F64 && !dev->info.fp64) ||
+                (v == CLT__GEMM_CLBLAST && !clt__clblast_load())) /* test_gemm_clblast_status */
                 continue;
             for (size_t i = 0; i < sizeof gemm_cases / sizeof *gemm_cases; i++)
                 test_gemm_check(dev, dt, (clt__gemm_variant)v, &gemm_cases[i]);
@@ -89,11 +106,11 @@ static void collect_log(clt_log_level level, const char *message, void *user)
     snprintf(log + used, 8192 - used, "%s\n", message);
 }
 
-/* f32 tuning on gpu:0 with the choices written to fd: 0 when they came out of tuning (logged
- * "tuned in"), the log holds `expect` and no choice is the variant `never`. */
-static int tune_into(int fd, clt__gemm_variant never, const char *expect, char *log)
+/* f32 tuning on gpu:0, the choices into choice[CLT__GEMM_CHOICES]: 0 when they came out of
+ * tuning (logged "tuned in"), the log holds `expect` and no choice is the variant `never`. */
+static int tune_into(clt__gemm_variant *choice, clt__gemm_variant never, const char *expect,
+                     char *log)
 {
-    clt__gemm_variant choice[CLT__GEMM_CHOICES];
     clt_device *gpu = clt_device_get("gpu:0");
     clt_set_log_callback(collect_log, log, CLT_LOG_INFO);
     if (!gpu || clt__cl_gemm_tune("test", gpu, CLT_F32, choice) != CLT_OK)
@@ -101,8 +118,6 @@ static int tune_into(int fd, clt__gemm_variant never, const char *expect, char *
     for (int i = 0; i < CLT__GEMM_CHOICES; i++)
         if (choice[i] == never)
             return 2;
-    if (write(fd, choice, sizeof choice) != (ssize_t)sizeof choice)
-        return 3;
     if (!strstr(log, expect))
         return 4;
     return strstr(log, "tuned in") ? 0 : 5;
@@ -112,12 +127,7 @@ static int tune_into(int fd, clt__gemm_variant never, const char *expect, char *
 static void tune_here(clt__gemm_variant never, const char *expect, char *log,
                       clt__gemm_variant *choice)
 {
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    ck_assert_int_eq(tune_into(fds[1], never, expect, log), 0);
-    ck_assert_int_eq(read(fds[0], choice, CLT__GEMM_CHOICES * sizeof *choice),
-                     (ssize_t)(CLT__GEMM_CHOICES * sizeof *choice));
-    close(fds[0]), close(fds[1]);
+    ck_assert_int_eq(tune_into(choice, never, expect, log), 0);
 }
 
 /* A copy of the kernels in a fresh folder, made CLT_KERNEL_DIR, in which the GEMM kernel whose
@@ -160,6 +170,19 @@ static void products_right(bool transpose_b)
     }
 }
 
+/* Tuning f32 on gpu:0 with the direct kernel broken (test_gemm_tuning), its choices written to
+ * the file `arg`: true when they came out of tuning and direct is not among them. */
+TEST_CHILD_FN(tune_without_direct)
+{
+    static char log[8192];
+    clt__gemm_variant choice[CLT__GEMM_CHOICES];
+    FILE *f = NULL;
+    bool ok = tune_into(choice, CLT__GEMM_DIRECT,
+                        "GEMM variant direct on gpu:0 (f32) gave wrong results", log) == 0 &&
+              (f = fopen(arg, "wb")) != NULL && fwrite(choice, sizeof choice, 1, f) == 1;
+    return f && fclose(f) == 0 && ok;
+}
+
 /* The tuner with a direct kernel that gives wrong results (CLT_KERNEL_DIR): it is verified out
  * with a warning and never chosen; a process started after reads the same choices from the disk
  * cache without tuning, and products are right with them. */
@@ -167,27 +190,25 @@ START_TEST(test_gemm_tuning)
 {
     static char log[8192];
     clt__gemm_variant first[CLT__GEMM_CHOICES], again[CLT__GEMM_CHOICES];
-    int fds[2], status = -1;
+    char cache[320], path[400];
     if (!test_use_vendors(true, false))
         return;
     unsetenv("CLT_GEMM"); /* the tuned choice, whatever the environment says */
-    setenv("CLT_CACHE_DIR", test_temp_dir(), 1);
+    snprintf(cache, sizeof cache, "%s", test_temp_dir());
+    setenv("CLT_CACHE_DIR", cache, 1);
     break_gemm_kernel("__global const T *bp = bsrc + b_off + b * b_bs + j0;"); /* direct */
 
-    ck_assert_int_eq(pipe(fds), 0);
-    pid_t pid = fork(); /* before this process touches OpenCL */
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0)
-        _exit(tune_into(fds[1], CLT__GEMM_DIRECT,
-                        "GEMM variant direct on gpu:0 (f32) gave wrong results", log));
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "tuning child: %d", status);
-    ck_assert_int_eq(read(fds[0], first, sizeof first), (ssize_t)sizeof first);
+    /* in a process started before this one touches OpenCL */
+    snprintf(path, sizeof path, "%s/choices", test_temp_dir());
+    ck_assert_msg(test_run_children(1, "tune_without_direct", tune_without_direct, path),
+                  "the tuning child failed");
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fread(first, sizeof first, 1, f), 1);
+    fclose(f);
 
-    ck_assert_int_eq(tune_into(fds[1], CLT__GEMM_DIRECT, "", log), 5); /* not tuned again */
-    ck_assert_int_eq(read(fds[0], again, sizeof again), (ssize_t)sizeof again);
+    ck_assert_int_eq(tune_into(again, CLT__GEMM_DIRECT, "", log), 5); /* not tuned again */
     ck_assert_mem_eq(first, again, sizeof first);
-    close(fds[0]), close(fds[1]);
 
     products_right(false);
     products_right(true);
@@ -208,7 +229,7 @@ START_TEST(test_gemm_tuning_fallback)
         "__global const T *bp = panels + ((ulong)b * get_global_size(1) + p) * k * PW;");
     tune_here(CLT__GEMM_PACKED, "GEMM variant packed on gpu:0 (f32) gave wrong results", log,
               choice);
-    ck_assert_int_eq(choice[CLT__GEMM_CLASSES], CLT__GEMM_CLBLAST);
+    ck_assert_int_eq(choice[CLT__GEMM_CLASSES], gpu_default());
     products_right(true);
     products_right(false);
 }
@@ -387,7 +408,7 @@ START_TEST(test_gemm_tuning_build_failure)
     ck_assert_msg(strstr(log, "GEMM variant packed on gpu:0 (f32) failed") != NULL, "%s", log);
     ck_assert_msg(strstr(log, "GEMM variant direct on gpu:0 (f32) failed") != NULL, "%s", log);
     for (int i = 0; i < CLT__GEMM_CHOICES; i++)
-        ck_assert_int_eq(choice[i], CLT__GEMM_CLBLAST);
+        ck_assert_int_eq(choice[i], gpu_default());
 }
 END_TEST
 
@@ -409,14 +430,14 @@ START_TEST(test_gemm_defaults)
     clt__gemm_call small = {.dtype = CLT_F32, .m = 1, .n = 5, .k = 10, .batch = 1};
     clt__gemm_call large = {.dtype = CLT_F32, .m = 1024, .n = 1024, .k = 1024, .batch = 1};
     ck_assert_int_eq(clt__cl_gemm_choose("test", dev, &small, &v), CLT_OK);
-    ck_assert_int_eq(v, tiles ? CLT__GEMM_DIRECT : CLT__GEMM_CLBLAST);
+    ck_assert_int_eq(v, tiles ? CLT__GEMM_DIRECT : gpu_default());
     ck_assert_int_eq(clt__cl_gemm_choose("test", dev, &large, &v), CLT_OK);
-    ck_assert_int_eq(v, tiles ? CLT__GEMM_PACKED : CLT__GEMM_CLBLAST);
+    ck_assert_int_eq(v, tiles ? CLT__GEMM_PACKED : gpu_default());
     for (size_t m = 1; m <= 200; m += 63) { /* B transposed: dot products up to 64 rows */
         clt__gemm_call few =
             {.dtype = CLT_F32, .m = m, .n = 3072, .k = 768, .batch = 1, .trans_b = true};
         ck_assert_int_eq(clt__cl_gemm_choose("test", dev, &few, &v), CLT_OK);
-        ck_assert_int_eq(v, !tiles    ? CLT__GEMM_CLBLAST
+        ck_assert_int_eq(v, !tiles    ? gpu_default()
                             : m <= 64 ? CLT__GEMM_DOT
                                       : CLT__GEMM_PACKED);
     }
@@ -427,18 +448,18 @@ START_TEST(test_gemm_defaults)
         clt__gemm_call narrow =
             {.dtype = CLT_F32, .m = 128, .n = n, .k = 512, .batch = 1, .trans_b = true};
         ck_assert_int_eq(clt__cl_gemm_choose("test", dev, &narrow, &v), CLT_OK);
-        ck_assert_int_eq(v, !tiles ? CLT__GEMM_CLBLAST : n == half ? CLT__GEMM_DOT
+        ck_assert_int_eq(v, !tiles ? gpu_default() : n == half ? CLT__GEMM_DOT
                                                                    : CLT__GEMM_PACKED);
     }
     for (size_t m = CLT__GEMM_SHORT_ROWS; m <= CLT__GEMM_SHORT_ROWS + 1; m++) {
         clt__gemm_call wide = {.dtype = CLT_F32, .m = m, .n = 4096, .k = 4096, .batch = 1};
         ck_assert_int_eq(clt__cl_gemm_choose("test", dev, &wide, &v), CLT_OK);
-        ck_assert_int_eq(v, !tiles                       ? CLT__GEMM_CLBLAST
+        ck_assert_int_eq(v, !tiles                       ? gpu_default()
                             : m <= CLT__GEMM_SHORT_ROWS ? CLT__GEMM_DIRECT
                                                          : CLT__GEMM_PACKED);
         /* a convolution's product keeps the size class's choice (its packed path) */
         ck_assert_int_eq(clt__cl_gemm_choose_by_size("test", dev, &wide, &v), CLT_OK);
-        ck_assert_int_eq(v, tiles ? CLT__GEMM_PACKED : CLT__GEMM_CLBLAST);
+        ck_assert_int_eq(v, tiles ? CLT__GEMM_PACKED : gpu_default());
     }
     clt_manual_seed(6);
     for (int64_t n = 1; n <= 200; n *= 14) {

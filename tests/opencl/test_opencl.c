@@ -5,8 +5,6 @@
  * ones), the kernel arguments a launch leaves as they were, and the scheduling policy of a CPU
  * device's runtime threads. */
 #define _GNU_SOURCE /* SCHED_BATCH */
-#include <dirent.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -18,6 +16,10 @@
 #include "tensor/tensor_internal.h"
 
 bool clt__cl_usable(const char *c_version, const char *profile, const char **why);
+
+#ifdef __linux__
+#include <dirent.h>
+#include <sched.h>
 
 /* The process's threads under SCHED_BATCH (-1 where /proc cannot be read). */
 static int batch_threads(void)
@@ -33,6 +35,7 @@ static int batch_threads(void)
     closedir(dir);
     return n;
 }
+#endif
 
 /* In a process that may run on one core, PoCL's worker threads, started while the platforms are
  * listed, run under SCHED_BATCH, the calling thread keeping SCHED_OTHER (case 0);
@@ -257,7 +260,7 @@ START_TEST(test_device_kernel_build_failure)
         return;
     test_copy_kernels(dir);
     snprintf(path, sizeof path, "%s/cast.cl", dir);
-    FILE *f = fopen(path, "w");
+    FILE *f = fopen(path, "wb");
     fputs("__kernel void cast_f32_f16(__global float *x) { this is not OpenCL C; }\n", f);
     fclose(f);
     test_allow_stderr(); /* PoCL prints the compiler's error count */

@@ -2,10 +2,10 @@
  * same scalar functions (shared/scalar.cl) as the OpenCL kernels. */
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "host.h"
 #include "core/core.h"
+#include "platform/platform.h"
 #include "backends/shared/scalar_host.h"
 
 #define CLT__HOST_ALIGNMENT 64
@@ -179,36 +179,13 @@ void clt__host_event_release(void *event)
 const clt__backend clt__host_backend = {.name = "host", CLT__BACKEND_OPS(CLT__HOST_ENTRY)};
 #undef CLT__HOST_ENTRY
 
-/* The processor's model name from /proc/cpuinfo where there is one. */
-static void read_cpu_model(char *model, size_t size, char *vendor, size_t vsize)
-{
-    char line[512];
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    snprintf(model, size, "host processor");
-    snprintf(vendor, vsize, "unknown");
-    if (!f)
-        return;
-    while (fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (!colon)
-            continue;
-        char *value = colon + 1 + strspn(colon + 1, " \t");
-        value[strcspn(value, "\n")] = '\0';
-        if (strncmp(line, "model name", 10) == 0)
-            snprintf(model, size, "%s", value);
-        else if (strncmp(line, "vendor_id", 9) == 0)
-            snprintf(vendor, vsize, "%s", value);
-    }
-    fclose(f);
-}
-
 clt_status clt__host_describe(clt_device *dev)
 {
     static char model[256], vendor[128];
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    uint64_t memory = clt__memory_bytes();
+    int cpus = clt__cpu_count();
 
-    read_cpu_model(model, sizeof model, vendor, sizeof vendor);
+    clt__cpu_names(model, sizeof model, vendor, sizeof vendor);
     dev->info = (clt_device_info){
         .type = CLT_DEVICE_HOST,
         .name = model,
@@ -217,9 +194,9 @@ clt_status clt__host_describe(clt_device *dev)
         .platform = "host",
         .version = "",
         .driver_version = "",
-        .global_mem_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0,
-        .max_alloc_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0,
-        .compute_units = cpus > 0 ? (unsigned)cpus : 1,
+        .global_mem_bytes = memory,
+        .max_alloc_bytes = memory,
+        .compute_units = (unsigned)cpus,
         .max_work_group_size = 1,
         .fp64 = true,
         .fp16 = false,

@@ -1,20 +1,70 @@
 /* The host backend's matrix products: a strided-batched GEMM (see clt__gemm_call in backend.h)
  * as CBLAS calls (OpenBLAS) on host memory, a GEMV where the product has one row or one column,
- * else a GEMM. The calls run on the host's pool of threads (host_parallel.h), OpenBLAS on one
- * thread: the matrices of a batch in parallel, and a product with fewer matrices than threads in
- * ranges of C's columns (or rows, where it has more of them). One pool for every host kernel:
- * with OpenBLAS's own threads beside it (which spin for a while after each call), three threads
- * shared two cores; ResNet-18's inference at batch 1 took 32-58 ms a run, and 28-46 ms on the
- * one pool (2-core AVX-512 EPYC). */
+ * else a GEMM; in a build without CBLAS, or with CLT_HOST_GEMM=builtin (host.h), as calls of the
+ * library's own GEMM (host_blas.h). The calls run on the host's pool of threads
+ * (host_parallel.h), each on one thread (OpenBLAS's too): the matrices of a batch in parallel,
+ * and a product with fewer matrices than threads in ranges of C's columns (or rows, where it
+ * has more of them). One pool for every host kernel: with OpenBLAS's own threads beside it
+ * (which spin for a while after each call), three threads shared two cores; ResNet-18's
+ * inference at batch 1 took 32-58 ms a run, and 28-46 ms on the one pool (2-core AVX-512
+ * EPYC). */
+#if defined(CLT_HAVE_CBLAS)
 #include <cblas.h>
+#endif
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "host.h"
+#include "host_blas.h"
 #include "host_parallel.h"
 #include "host_simd.h"
 #include "core/core.h"
 
+/* Whether products take the built-in GEMM: 1 yes, 0 CBLAS, -1 not yet read from CLT_HOST_GEMM
+ * ("builtin", or "cblas", unset or empty for CBLAS; anything else ignored with a warning). */
+static atomic_int builtin_gemm = -1;
+
+bool clt__host_gemm_builtin(void)
+{
+#if defined(CLT_HAVE_CBLAS)
+    int use = atomic_load(&builtin_gemm);
+    if (use >= 0)
+        return use == 1;
+    const char *v = getenv("CLT_HOST_GEMM");
+    bool builtin = v && strcmp(v, "builtin") == 0;
+    if (v && *v && !builtin && strcmp(v, "cblas") != 0)
+        clt__log(CLT_LOG_WARN, "CLT_HOST_GEMM=\"%s\" is neither builtin nor cblas: ignored", v);
+    atomic_compare_exchange_strong(&builtin_gemm, &use, builtin); /* a setter's choice stays */
+    return atomic_load(&builtin_gemm) == 1;
+#else
+    return true;
+#endif
+}
+
+void clt__host_gemm_use_builtin(bool builtin)
+{
+    atomic_store(&builtin_gemm, builtin);
+}
+
+/* One product (c's first matrix) through the built-in GEMM. */
+static void builtin_product(const clt__gemm_call *c)
+{
+    if (c->dtype == CLT_F64)
+        clt__blas_dgemm(c->trans_a, c->trans_b, c->m, c->n, c->k, c->alpha,
+                        (const double *)c->a + c->a_offset, c->lda,
+                        (const double *)c->b + c->b_offset, c->ldb, c->beta,
+                        (double *)c->c + c->c_offset, c->ldc);
+    else
+        clt__blas_sgemm(c->trans_a, c->trans_b, c->m, c->n, c->k, (float)c->alpha,
+                        (const float *)c->a + c->a_offset, c->lda,
+                        (const float *)c->b + c->b_offset, c->ldb, (float)c->beta,
+                        (float *)c->c + c->c_offset, c->ldc);
+}
+
+#if defined(CLT_HAVE_CBLAS)
 /* Whether a size fits CBLAS's integer type (int, or 64 bits in OpenBLAS's ILP64 builds). */
 static bool fits(size_t v)
 {
@@ -74,6 +124,30 @@ static bool as_gemv(const clt__gemm_call *c, gemv_call *g)
                     (T)c->beta, out, (blasint)c->ldc);                                         \
     } while (0)
 
+static void cblas_product(const clt__gemm_call *c)
+{
+    gemv_call g = {0};
+    const bool gemv = as_gemv(c, &g);
+    if (c->dtype == CLT_F64)
+        HOST_PRODUCT(double, cblas_dgemv, cblas_dgemm);
+    else
+        HOST_PRODUCT(float, cblas_sgemv, cblas_sgemm);
+}
+
+/* Whether CBLAS takes the product's sizes; else an error under fn. */
+static clt_status cblas_check(const char *fn, clt_device *dev, const clt__gemm_call *c)
+{
+    const size_t sizes[] = {c->m, c->n, c->k, c->lda, c->ldb, c->ldc};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        if (!fits(sizes[i]))
+            return clt__error(CLT_ERR_UNSUPPORTED, fn,
+                              "a matrix product of %zu x %zu by %zu x %zu on %s exceeds the "
+                              "sizes CBLAS takes (leading dimensions %zu, %zu, %zu)",
+                              c->m, c->k, c->k, c->n, dev->name, c->lda, c->ldb, c->ldc);
+    return CLT_OK;
+}
+#endif
+
 /* The epilogue (clt__gemm_call) over an m x n matrix of T with rows ldc apart (bias NULL or at
  * its offset), row by row while the product's rows are still in cache. */
 #define HOST_EPILOGUE(T)                                                                       \
@@ -96,14 +170,15 @@ static bool as_gemv(const clt__gemm_call *c, gemv_call *g)
 HOST_EPILOGUE(float)
 HOST_EPILOGUE(double)
 
-static void product(const clt__gemm_call *c)
+/* One product and its epilogue, built-in or through CBLAS. */
+static void product(const clt__gemm_call *c, bool builtin)
 {
-    gemv_call g = {0};
-    const bool gemv = as_gemv(c, &g);
-    if (c->dtype == CLT_F64)
-        HOST_PRODUCT(double, cblas_dgemv, cblas_dgemm);
+    if (builtin)
+        builtin_product(c);
+#if defined(CLT_HAVE_CBLAS)
     else
-        HOST_PRODUCT(float, cblas_sgemv, cblas_sgemm);
+        cblas_product(c);
+#endif
     if (!clt__gemm_has_epilogue(c))
         return;
     const bool relu = c->act == CLT__ACT_RELU;
@@ -128,7 +203,7 @@ static void product(const clt__gemm_call *c)
 typedef struct gemm_split {
     const clt__gemm_call *c;
     size_t blocks, step;
-    bool along_n;
+    bool along_n, builtin;
 } gemm_split;
 
 static void run_pieces(const void *call, size_t lo, size_t hi)
@@ -146,7 +221,7 @@ static void run_pieces(const void *call, size_t lo, size_t hi)
             p.m = len, p.a_offset += r0 * (p.trans_a ? 1 : p.lda), p.c_offset += r0 * p.ldc;
         if (s->along_n != p.bias_rows) /* the bias along the split dimension */
             p.bias_offset += r0;
-        product(&p);
+        product(&p, s->builtin);
     }
 }
 
@@ -156,16 +231,15 @@ clt_status clt__host_gemm(const char *fn, clt_device *dev, const clt__gemm_call 
         return clt__gemm_composed_row_sums(fn, dev, c, clt__host_gemm);
     if (c->c_group) /* CBLAS stores C's rows whole */
         return clt__gemm_composed_groups(fn, dev, c, clt__host_gemm);
-    const size_t sizes[] = {c->m, c->n, c->k, c->lda, c->ldb, c->ldc};
-    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
-        if (!fits(sizes[i]))
-            return clt__error(CLT_ERR_UNSUPPORTED, fn,
-                              "a matrix product of %zu x %zu by %zu x %zu on %s exceeds the "
-                              "sizes CBLAS takes (leading dimensions %zu, %zu, %zu)",
-                              c->m, c->k, c->k, c->n, dev->name, c->lda, c->ldb, c->ldc);
+    const bool builtin = clt__host_gemm_builtin();
+#if defined(CLT_HAVE_CBLAS)
+    clt_status st = builtin ? CLT_OK : cblas_check(fn, dev, c);
+    if (st != CLT_OK)
+        return st;
+#endif
     /* the pool's count (its first reading also leaves OpenBLAS one thread: host_parallel.h) */
     size_t threads = (size_t)clt_get_num_threads();
-    gemm_split s = {.c = c, .blocks = 1, .along_n = c->n >= c->m};
+    gemm_split s = {.c = c, .blocks = 1, .along_n = c->n >= c->m, .builtin = builtin};
     size_t dim = s.along_n ? c->n : c->m, fma = c->m * c->n * c->k; /* fits: sizes in memory */
     s.step = dim;
     if (threads > 1 && c->batch < threads && fma >= 2 * (size_t)PIECE_MIN_FMA) {

@@ -4,12 +4,12 @@
  * floating ones compute in the same type and order as the OpenCL kernels. */
 #include <string.h>
 #include <tgmath.h>
-#include <unistd.h>
 
 #include "host.h"
 #include "host_parallel.h"
 #include "host_simd.h"
 #include "device/allocator.h"
+#include "platform/platform.h"
 #include "backends/shared/scalar_host.h"
 #include "backends/shared/window.cl"
 
@@ -249,12 +249,8 @@ static void conv_band_part(const void *call, size_t lo, size_t hi)
 /* Half the second-level cache of a core, or 256 KiB where the system does not say. */
 static size_t band_budget(void)
 {
-#ifdef _SC_LEVEL2_CACHE_SIZE
-    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    if (l2 >= 65536)
-        return (size_t)l2 / 2;
-#endif
-    return 256 * 1024;
+    long l2 = clt__l2_cache_bytes();
+    return l2 >= 65536 ? (size_t)l2 / 2 : 256 * 1024;
 }
 
 clt_status clt__host_conv2d(const char *fn, clt_device *dev, const clt__conv_call *c)

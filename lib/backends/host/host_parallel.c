@@ -11,20 +11,20 @@
  * checks, then sleep on a condition variable. One loop at a time holds the pool; a loop started
  * while it is held, or from inside a part, runs in its caller alone. */
 #define _GNU_SOURCE
+#if defined(CLT_HAVE_CBLAS)
 #include <cblas.h>
+#endif
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <cltensor/device.h>
 
 #include "host_parallel.h"
 #include "core/core.h"
+#include "platform/platform.h"
 
 #define MAX_THREADS 64
 /* A part's least work in elementary operations: about 10-20 microseconds of memory-bound work,
@@ -66,13 +66,6 @@ static inline void relax(void)
 #endif
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Items [lo, hi) of part k of `parts` over n: sizes differing by at most one. */
 static void part_range(size_t n, unsigned parts, unsigned k, size_t *lo, size_t *hi)
 {
@@ -102,14 +95,14 @@ static void run_parts(unsigned long long v)
 /* The job word after `seen` changes: spins for SPIN_NS, then sleeps. */
 static unsigned long long next_job(unsigned long long seen)
 {
-    uint64_t start = now_ns();
+    uint64_t start = clt__monotonic_ns();
     for (unsigned i = 1;; i++) {
         unsigned long long v = atomic_load_explicit(&pool.job, memory_order_acquire);
         if (v != seen)
             return v;
         relax();
         if (i % 64 == 0) {
-            if (now_ns() - start > SPIN_NS)
+            if (clt__monotonic_ns() - start > SPIN_NS)
                 break;
             sched_yield(); /* a busy processor goes to whoever needs it */
         }
@@ -159,15 +152,6 @@ static void blas_single_thread(void)
 #endif
 }
 
-static int available_processors(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-        return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
 /* In a child after fork() the workers do not exist: the pool starts again when first used. */
 static void after_fork_in_child(void)
 {
@@ -193,10 +177,10 @@ static void choose_count(void)
                      env);
     }
     if (n == 0)
-        n = available_processors();
+        n = clt__cpu_count();
     atomic_store(&pool.threads, n < MAX_THREADS ? n : MAX_THREADS);
     blas_single_thread();
-    pthread_atfork(NULL, NULL, after_fork_in_child);
+    clt__at_fork_child(after_fork_in_child);
 }
 
 /* Starts the workers the count asks for (as many as the system gives); called holding `run`. */

@@ -2,6 +2,8 @@
  * of backends/backend.h's list, filled from it) and its registry entry: device enumeration with
  * CLT_SUBDEVICES, the warm-up, the disk cache's figures and the names of OpenCL's status codes. */
 #include <ctype.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,10 +80,34 @@ static const char *status_name(clt_status status, const char **text)
     }
 }
 
+/* The OpenCL library and CLBlast as loaded (cl_loader.c). */
+static char status_line[2200];
+static pthread_once_t status_once = PTHREAD_ONCE_INIT;
+
+static void compose_status(void)
+{
+    int n = clt__cl_platforms_found;
+    if (!clt__cl_load())
+        snprintf(status_line, sizeof status_line, "%s", clt__cl_load_status());
+    else if (n == 0)
+        snprintf(status_line, sizeof status_line, "%s: no OpenCL platform (no driver installed, "
+                 "or none that the loader's vendor files name loads)", clt__cl_load_status());
+    else
+        snprintf(status_line, sizeof status_line, "%s, %d platform%s; %s", clt__cl_load_status(),
+                 n, n == 1 ? "" : "s", clt__clblast_status());
+}
+
+static const char *status(void)
+{
+    pthread_once(&status_once, compose_status);
+    return status_line;
+}
+
 const clt__backend_registry clt__opencl_registry = {
     .name = "opencl",
     .enumerate = enumerate,
     .warmup = clt__cl_warmup,
     .cache_info = clt__cl_cache_info,
     .status_name = status_name,
+    .status = status,
 };

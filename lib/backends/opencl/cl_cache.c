@@ -13,19 +13,17 @@
  *  24  binary length               u64
  *  32  FNV-1a 64 of the binary     u64
  *  40  the key, then the binary */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cl_internal.h"
 #include "core/core.h"
+#include "platform/platform.h"
 
 #define CLT__CACHE_MAGIC "CLTPROG"      /* with its terminating NUL: 8 bytes */
 #define CLT__CACHE_FORMAT 1u
@@ -101,23 +99,6 @@ static bool parse_size(const char *s, uint64_t *out)
     return true;
 }
 
-/* mkdir -p: true when the folder exists afterwards. */
-static bool make_dirs(char *path)
-{
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        bool ok = mkdir(path, 0755) == 0 || errno == EEXIST;
-        *p = '/';
-        if (!ok)
-            return false;
-    }
-    struct stat sb;
-    return (mkdir(path, 0755) == 0 || errno == EEXIST) && stat(path, &sb) == 0 &&
-           S_ISDIR(sb.st_mode);
-}
-
 /* Whether an environment variable reads as true, as Mesa reads its switches. */
 static bool env_true(const char *name)
 {
@@ -127,19 +108,18 @@ static bool env_true(const char *name)
 }
 
 /* The folder `tool` keeps under the user's cache folder into folder: `over` (an environment
- * variable naming it) when set, else $XDG_CACHE_HOME/tool, else $HOME/.cache/tool. Returns
+ * variable naming it) when set, else the user's cache folder's `tool` (platform.h). Returns
  * snprintf's count, or -1 (folder "") when there is none. */
 static int user_cache_folder(const char *over, const char *tool, char *folder, size_t size)
 {
-    const char *v = getenv(over), *base;
+    const char *v = getenv(over);
+    char base[4096];
     folder[0] = '\0';
     if (v && *v)
         return snprintf(folder, size, "%s", v);
-    if ((base = getenv("XDG_CACHE_HOME")) && *base)
-        return snprintf(folder, size, "%s/%s", base, tool);
-    if ((base = getenv("HOME")) && *base)
-        return snprintf(folder, size, "%s/.cache/%s", base, tool);
-    return -1;
+    if (clt__user_cache_home(base, sizeof base) < 0 || strlen(base) >= sizeof base - 1)
+        return -1;
+    return snprintf(folder, size, "%s/%s", base, tool);
 }
 
 /* Reads CLT_CACHE_DIR and CLT_CACHE_SIZE once and creates the folder. Cache lock held. */
@@ -164,7 +144,7 @@ static void resolve(void)
         cache.dir[0] = '\0';
         return;
     }
-    if (!make_dirs(cache.dir) || access(cache.dir, W_OK | X_OK) != 0) {
+    if (!clt__make_dirs(cache.dir) || !clt__path_writable(cache.dir)) {
         clt__log(CLT_LOG_WARN, "program cache folder %s cannot be created or written (%s): "
                  "cache off", cache.dir, strerror(errno));
         return;
@@ -208,8 +188,8 @@ clt_status clt__cl_cache_info(clt_cache_info *info)
 {
     static const char *const fn = "clt_cache_get_info";
     char path[sizeof cache.dir + 64];
-    struct dirent *e;
-    DIR *d;
+    const char *name;
+    clt__dir *d;
 
     if (!info)
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "info is NULL");
@@ -219,19 +199,19 @@ clt_status clt__cl_cache_info(clt_cache_info *info)
     /* cache.dir and the rest are fixed once resolved */
     *info = (clt_cache_info){.enabled = cache.enabled, .dir = cache.dir, .size_limit = cache.cap};
     pthread_mutex_unlock(&cache_lock);
-    if (!info->enabled || !(d = opendir(info->dir)))
+    if (!info->enabled || !(d = clt__dir_open(info->dir)))
         return CLT_OK;
-    while ((e = readdir(d)) != NULL) {
-        struct stat sb;
-        if (!entry_name(e->d_name))
+    while ((name = clt__dir_next(d)) != NULL) {
+        clt__path_info pi;
+        if (!entry_name(name))
             continue;
-        snprintf(path, sizeof path, "%s/%.*s", info->dir, CLT__CACHE_NAME_LEN, e->d_name);
-        if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        snprintf(path, sizeof path, "%s/%.*s", info->dir, CLT__CACHE_NAME_LEN, name);
+        if (clt__path_info_get(path, &pi) && pi.kind == CLT__PATH_FILE) {
             info->entries++;
-            info->bytes += (uint64_t)sb.st_size;
+            info->bytes += pi.size;
         }
     }
-    closedir(d);
+    clt__dir_close(d);
     return CLT_OK;
 }
 
@@ -351,9 +331,9 @@ static bool transfer_all(int fd, void *buf, size_t n, bool writing)
     return true;
 }
 
-/* Checks an open regular entry of status sb against the key; the binary (clt__free) on
+/* Checks an open regular entry of `entry_size` bytes against the key; the binary (clt__free) on
  * success, NULL after rejecting it. */
-static unsigned char *read_entry(const char *fn, int fd, const struct stat *sb, const char *path,
+static unsigned char *read_entry(const char *fn, int fd, uint64_t entry_size, const char *path,
                                  const char *key, size_t key_len, size_t *size)
 {
     unsigned char head[CLT__CACHE_HEADER], *buf = NULL;
@@ -368,7 +348,7 @@ static unsigned char *read_entry(const char *fn, int fd, const struct stat *sb, 
     klen = get_u64(head + 16);
     blen = get_u64(head + 24);
     if (klen > CLT__CACHE_MAX_ENTRY || blen > CLT__CACHE_MAX_ENTRY || blen == 0 ||
-        (uint64_t)sb->st_size != CLT__CACHE_HEADER + klen + blen)
+        entry_size != CLT__CACHE_HEADER + klen + blen)
         return reject(path, "is truncated or has a bad length"), NULL;
     if (klen != key_len)
         return reject(path, "belongs to another key (foreign entry)"), NULL;
@@ -401,17 +381,17 @@ unsigned char *clt__cl_cache_load(const char *fn, const char *key, size_t key_le
         return NULL;
     entry_path(path, sizeof path, dir, key, key_len);
     bool irregular;
-    struct stat sb;
-    fd = clt__open_regular(path, &irregular, &sb); /* a FIFO at the entry's name: no wait */
+    clt__path_info info;
+    fd = clt__open_regular(path, &irregular, &info); /* a FIFO at the entry's name: no wait */
     if (fd < 0) {
         if (irregular || errno != ENOENT)
             reject(path, irregular ? "is not a regular file" : strerror(errno));
         return NULL;
     }
-    binary = read_entry(fn, fd, &sb, path, key, key_len, size);
+    binary = read_entry(fn, fd, info.size, path, key, key_len, size);
     close(fd);
     if (binary)
-        utimensat(AT_FDCWD, path, NULL, 0); /* most recently used: the last to be evicted */
+        clt__touch_file(path); /* most recently used: the last to be evicted */
     return binary;
 }
 
@@ -421,12 +401,12 @@ void clt__cl_cache_remove(const char *key, size_t key_len)
     if (!cache_dir(dir))
         return;
     entry_path(path, sizeof path, dir, key, key_len);
-    if (unlink(path) == 0)
+    if (clt__remove_file(path) == 0)
         clt__log(CLT_LOG_DEBUG, "program cache: removed %s", path);
 }
 
 typedef struct entry_file {
-    struct timespec used; /* mtime */
+    int64_t used; /* mtime, ns */
     uint64_t size;
     char name[CLT__CACHE_NAME_LEN + 1];
 } entry_file;
@@ -434,31 +414,29 @@ typedef struct entry_file {
 static int older_first(const void *a, const void *b)
 {
     const entry_file *x = a, *y = b;
-    if (x->used.tv_sec != y->used.tv_sec)
-        return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
-    if (x->used.tv_nsec != y->used.tv_nsec)
-        return x->used.tv_nsec < y->used.tv_nsec ? -1 : 1;
+    if (x->used != y->used)
+        return x->used < y->used ? -1 : 1;
     return strcmp(x->name, y->name);
 }
 
 /* Deletes the least recently used entries until those left fit under the cap. */
 static void evict(const char *fn, const char *dir, uint64_t cap)
 {
-    DIR *d = opendir(dir);
+    clt__dir *d = clt__dir_open(dir);
     entry_file *files = NULL;
     size_t count = 0, room = 0;
     uint64_t total = 0;
-    struct dirent *e;
+    const char *name;
     char path[sizeof cache.dir + 64];
 
     if (!d)
         return;
-    while ((e = readdir(d)) != NULL) {
-        struct stat sb;
-        if (!entry_name(e->d_name))
+    while ((name = clt__dir_next(d)) != NULL) {
+        clt__path_info pi;
+        if (!entry_name(name))
             continue;
-        snprintf(path, sizeof path, "%s/%.*s", dir, CLT__CACHE_NAME_LEN, e->d_name);
-        if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+        snprintf(path, sizeof path, "%s/%.*s", dir, CLT__CACHE_NAME_LEN, name);
+        if (!clt__path_info_get(path, &pi) || pi.kind != CLT__PATH_FILE)
             continue;
         if (count == room) {
             size_t grown = room ? room * 2 : 64;
@@ -470,17 +448,17 @@ static void evict(const char *fn, const char *dir, uint64_t cap)
             clt__free(files);
             files = more, room = grown;
         }
-        files[count].used = sb.st_mtim;
-        files[count].size = (uint64_t)sb.st_size;
-        memcpy(files[count].name, e->d_name, sizeof files[count].name);
+        files[count].used = pi.mtime_ns;
+        files[count].size = pi.size;
+        memcpy(files[count].name, name, sizeof files[count].name);
         total += files[count++].size;
     }
-    closedir(d);
+    clt__dir_close(d);
     if (total > cap && count > 0)
         qsort(files, count, sizeof *files, older_first);
     for (size_t i = 0; i < count && total > cap; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
-        if (unlink(path) == 0 || errno == ENOENT)
+        if (clt__remove_file(path) == 0 || errno == ENOENT)
             total -= files[i].size;
         clt__log(CLT_LOG_DEBUG, "program cache: evicted %s", path);
     }
@@ -503,7 +481,7 @@ void clt__cl_cache_store(const char *fn, const char *key, size_t key_len,
     put_u64(head + 32, fnv1a64(binary, size));
     entry_path(path, sizeof path, dir, key, key_len);
     snprintf(tmp, sizeof tmp, "%s/.clt-tmp-XXXXXX", dir);
-    fd = clt__create_temp(tmp, 0600);
+    fd = clt__create_temp(tmp, true);
     if (fd < 0) {
         pthread_mutex_lock(&cache_lock);
         bool first = cache.enabled;
@@ -518,9 +496,9 @@ void clt__cl_cache_store(const char *fn, const char *key, size_t key_len,
               transfer_all(fd, (void *)key, key_len, true) &&
               transfer_all(fd, (void *)binary, size, true);
     ok = close(fd) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
+    if (!ok || clt__replace_file(tmp, path) != 0) {
         clt__log(CLT_LOG_WARN, "program cache: writing %s failed (%s)", path, strerror(errno));
-        unlink(tmp);
+        clt__remove_file(tmp);
         return;
     }
     clt__cl_cache_note(CLT__CACHE_STORED);

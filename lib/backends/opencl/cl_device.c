@@ -337,18 +337,23 @@ static clt_status add_platform(cl_platform_id platform, bool cpu_pass, unsigned 
 
 /* The registry's device list lives as long as the process, so it is allocated outside the
  * counted allocator (and outside fault injection). */
+int clt__cl_platforms_found = -1;
+
 clt_status clt__cl_enumerate(const char *fn, unsigned subdevices, clt_device ***devices,
                              int *count)
 {
     cl_uint np = 0;
     cl_platform_id *platforms;
     clt__cl_batch batch; /* the runtimes start their threads while listed */
+    if (!clt__cl_load())
+        return CLT_OK; /* no OpenCL library: only cpu (clt_backend_status says why) */
     clt__cl_batch_begin(&batch, true);
     cl_int err = clGetPlatformIDs(0, NULL, &np);
     clt_status st = CLT_OK;
     bool not_cpu = false;
 
     clt__cl_check_vendors(); /* the loader has loaded what it could */
+    clt__cl_platforms_found = err == CL_SUCCESS ? (int)np : 0;
     if (err != CL_SUCCESS || np == 0) {
         clt__cl_batch_end(&batch, false);
         if (err != CL_SUCCESS && err != CL_PLATFORM_NOT_FOUND_KHR)

@@ -7,46 +7,31 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cl_internal.h" /* first: it sets the OpenCL version CLBlast's header then sees */
+#include "cl_internal.h"
 #include "core/core.h"
 #include "device/allocator.h"
 
-#include <clblast_c.h>
+/* CLBlast's own status codes (those that are not OpenCL's), by value (clblast_c.h). */
+#define CLT__CLBLAST_CODES(X)                                                                  \
+    X(-1024, NotImplemented) X(-1022, InvalidMatrixA) X(-1021, InvalidMatrixB)                 \
+    X(-1020, InvalidMatrixC) X(-1019, InvalidVectorX) X(-1018, InvalidVectorY)                 \
+    X(-1017, InvalidDimension) X(-1016, InvalidLeadDimA) X(-1015, InvalidLeadDimB)             \
+    X(-1014, InvalidLeadDimC) X(-1013, InvalidIncrementX) X(-1012, InvalidIncrementY)          \
+    X(-1011, InsufficientMemoryA) X(-1010, InsufficientMemoryB) X(-1009, InsufficientMemoryC)  \
+    X(-1008, InsufficientMemoryX) X(-1007, InsufficientMemoryY)                                \
+    X(-2050, InsufficientMemoryTemp) X(-2049, InvalidBatchCount)                               \
+    X(-2048, InvalidOverrideKernel) X(-2047, MissingOverrideParameter)                         \
+    X(-2046, InvalidLocalMemUsage) X(-2045, NoHalfPrecision) X(-2044, NoDoublePrecision)       \
+    X(-2043, InvalidVectorScalar) X(-2042, InsufficientMemoryScalar) X(-2041, DatabaseError)   \
+    X(-2040, UnknownError) X(-2039, UnexpectedError)
 
-/* The name of one of CLBlast's own status codes (those that are not OpenCL codes). */
-static const char *clblast_code_name(CLBlastStatusCode s)
+/* The name of one of CLBlast's own status codes. */
+static const char *clblast_code_name(int s)
 {
     switch (s) {
-#define CLT__CLBLAST_CODE(name) case name: return #name;
-    CLT__CLBLAST_CODE(CLBlastNotImplemented)
-    CLT__CLBLAST_CODE(CLBlastInvalidMatrixA)
-    CLT__CLBLAST_CODE(CLBlastInvalidMatrixB)
-    CLT__CLBLAST_CODE(CLBlastInvalidMatrixC)
-    CLT__CLBLAST_CODE(CLBlastInvalidVectorX)
-    CLT__CLBLAST_CODE(CLBlastInvalidVectorY)
-    CLT__CLBLAST_CODE(CLBlastInvalidDimension)
-    CLT__CLBLAST_CODE(CLBlastInvalidLeadDimA)
-    CLT__CLBLAST_CODE(CLBlastInvalidLeadDimB)
-    CLT__CLBLAST_CODE(CLBlastInvalidLeadDimC)
-    CLT__CLBLAST_CODE(CLBlastInvalidIncrementX)
-    CLT__CLBLAST_CODE(CLBlastInvalidIncrementY)
-    CLT__CLBLAST_CODE(CLBlastInsufficientMemoryA)
-    CLT__CLBLAST_CODE(CLBlastInsufficientMemoryB)
-    CLT__CLBLAST_CODE(CLBlastInsufficientMemoryC)
-    CLT__CLBLAST_CODE(CLBlastInsufficientMemoryX)
-    CLT__CLBLAST_CODE(CLBlastInsufficientMemoryY)
-    CLT__CLBLAST_CODE(CLBlastInsufficientMemoryTemp)
-    CLT__CLBLAST_CODE(CLBlastInvalidBatchCount)
-    CLT__CLBLAST_CODE(CLBlastInvalidOverrideKernel)
-    CLT__CLBLAST_CODE(CLBlastMissingOverrideParameter)
-    CLT__CLBLAST_CODE(CLBlastInvalidLocalMemUsage)
-    CLT__CLBLAST_CODE(CLBlastNoHalfPrecision)
-    CLT__CLBLAST_CODE(CLBlastNoDoublePrecision)
-    CLT__CLBLAST_CODE(CLBlastInvalidVectorScalar)
-    CLT__CLBLAST_CODE(CLBlastInsufficientMemoryScalar)
-    CLT__CLBLAST_CODE(CLBlastDatabaseError)
-    CLT__CLBLAST_CODE(CLBlastUnknownError)
-    CLT__CLBLAST_CODE(CLBlastUnexpectedError)
+#define CLT__CLBLAST_CODE(value, name)                                                         \
+    case value: return "CLBlast" #name;
+        CLT__CLBLAST_CODES(CLT__CLBLAST_CODE)
 #undef CLT__CLBLAST_CODE
     default: return "an unknown CLBlast status";
     }
@@ -54,11 +39,11 @@ static const char *clblast_code_name(CLBlastStatusCode s)
 
 /* CLBlast's status as the library's: OpenCL codes (above -1000) pass through unchanged,
  * CLBlast's own become CLT_ERR_INTERNAL naming the code. */
-static clt_status clblast_status(const char *fn, clt_device *dev, CLBlastStatusCode s,
+static clt_status clblast_status(const char *fn, clt_device *dev, int s,
                                  const char *routine, const clt__gemm_call *c)
 {
     char what[192];
-    if (s == CLBlastSuccess)
+    if (s == CL_SUCCESS)
         return CLT_OK;
     snprintf(what, sizeof what, "%s (%zu x %zu by %zu x %zu, batch %zu)", routine, c->m, c->k,
              c->k, c->n, c->batch);
@@ -75,33 +60,38 @@ static pthread_mutex_t clblast_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static clt_status run_clblast(const char *fn, clt_device *dev, const clt__gemm_call *c)
 {
-    const CLBlastLayout row = CLBlastLayoutRowMajor;
-    const CLBlastTranspose ta = c->trans_a ? CLBlastTransposeYes : CLBlastTransposeNo;
-    const CLBlastTranspose tb = c->trans_b ? CLBlastTransposeYes : CLBlastTransposeNo;
+    const clt__clblast_api *api = &clt__clblast_fn;
+    const int row = CLT__CLBLAST_ROW_MAJOR;
+    const int ta = c->trans_a ? CLT__CLBLAST_TRANSPOSE : CLT__CLBLAST_NO_TRANSPOSE;
+    const int tb = c->trans_b ? CLT__CLBLAST_TRANSPOSE : CLT__CLBLAST_NO_TRANSPOSE;
     cl_mem a = c->a, b = c->b, out = c->c;
     cl_command_queue q = clt__cl(dev)->queue;
-    CLBlastStatusCode s;
+    int s;
     const char *routine;
+
+    if (!clt__clblast_load())
+        return clt__error(CLT_ERR_UNSUPPORTED, fn, "a product on %s asks for CLBlast, which is "
+                          "not used: %s", dev->name, clt__clblast_status());
 
     pthread_mutex_lock(&clblast_lock);
     if (c->batch == 1 && c->dtype == CLT_F64) {
         routine = "CLBlastDgemm";
-        s = CLBlastDgemm(row, ta, tb, c->m, c->n, c->k, c->alpha, a, c->a_offset, c->lda, b,
+        s = api->p_CLBlastDgemm(row, ta, tb, c->m, c->n, c->k, c->alpha, a, c->a_offset, c->lda, b,
                          c->b_offset, c->ldb, c->beta, out, c->c_offset, c->ldc, &q, NULL);
     } else if (c->batch == 1) {
         routine = "CLBlastSgemm";
-        s = CLBlastSgemm(row, ta, tb, c->m, c->n, c->k, (float)c->alpha, a, c->a_offset, c->lda,
+        s = api->p_CLBlastSgemm(row, ta, tb, c->m, c->n, c->k, (float)c->alpha, a, c->a_offset, c->lda,
                          b, c->b_offset, c->ldb, (float)c->beta, out, c->c_offset, c->ldc, &q,
                          NULL);
     } else if (c->dtype == CLT_F64) {
         routine = "CLBlastDgemmStridedBatched";
-        s = CLBlastDgemmStridedBatched(row, ta, tb, c->m, c->n, c->k, c->alpha, a, c->a_offset,
+        s = api->p_CLBlastDgemmStridedBatched(row, ta, tb, c->m, c->n, c->k, c->alpha, a, c->a_offset,
                                        c->lda, c->a_stride, b, c->b_offset, c->ldb, c->b_stride,
                                        c->beta, out, c->c_offset, c->ldc, c->c_stride, c->batch,
                                        &q, NULL);
     } else {
         routine = "CLBlastSgemmStridedBatched";
-        s = CLBlastSgemmStridedBatched(row, ta, tb, c->m, c->n, c->k, (float)c->alpha, a,
+        s = api->p_CLBlastSgemmStridedBatched(row, ta, tb, c->m, c->n, c->k, (float)c->alpha, a,
                                        c->a_offset, c->lda, c->a_stride, b, c->b_offset, c->ldb,
                                        c->b_stride, (float)c->beta, out, c->c_offset, c->ldc,
                                        c->c_stride, c->batch, &q, NULL);

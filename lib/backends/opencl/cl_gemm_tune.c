@@ -16,11 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cl_internal.h"
 #include "cl_run.h"
 #include "core/core.h"
+#include "platform/platform.h"
 
 #define TUNE_MAX_N 1024      /* the largest product timed */
 #define TUNE_BUDGET_S 4.0    /* seconds of timed runs that larger classes may not take past: they
@@ -39,9 +39,7 @@
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return (double)clt__monotonic_ns() * 1e-9;
 }
 
 static const size_t few_rows[CLT__GEMM_FEW_CLASSES] = CLT__GEMM_FEW_ROWS;
@@ -338,13 +336,32 @@ static bool tile_shaped(clt_device *dev)
     return clt__cl_serial(dev);
 }
 
+/* What a GPU's products run by default: CLBlast where it was found, else the library's tiled
+ * kernel. */
+static clt__gemm_variant gpu_default(void)
+{
+    return clt__clblast_load() ? CLT__GEMM_CLBLAST : CLT__GEMM_TILED;
+}
+
+/* The variant for a product no chosen one can run: CLBlast where it was found, else the first
+ * of the library's kernels that takes it (tiled, or the one-work-item kernels that run on any
+ * work-group size). */
+static clt__gemm_variant last_resort(clt_device *dev, const clt__gemm_call *c)
+{
+    if (clt__clblast_load() || clt__cl_gemm_fits(dev, CLT__GEMM_TILED, c))
+        return gpu_default();
+    if (clt__cl_gemm_fits(dev, CLT__GEMM_PACKED, c))
+        return CLT__GEMM_PACKED;
+    return c->trans_b ? CLT__GEMM_DOT : CLT__GEMM_DIRECT;
+}
+
 /* The choices of a device that has not been tuned. */
 static void defaults(clt_device *dev, unsigned char *choice)
 {
     bool tiles = tile_shaped(dev);
     for (int cls = 0; cls < CLT__GEMM_CLASSES; cls++)
-        choice[cls] = !tiles ? CLT__GEMM_CLBLAST : cls < 3 ? CLT__GEMM_DIRECT : CLT__GEMM_PACKED;
-    choice[CLT__GEMM_FALLBACK] = tiles ? CLT__GEMM_PACKED : CLT__GEMM_CLBLAST;
+        choice[cls] = !tiles ? gpu_default() : cls < 3 ? CLT__GEMM_DIRECT : CLT__GEMM_PACKED;
+    choice[CLT__GEMM_FALLBACK] = tiles ? CLT__GEMM_PACKED : gpu_default();
     for (int f = 0; f < CLT__GEMM_FEW_CLASSES; f++) /* dot won to 64 rows on an AVX2 EPYC */
         choice[CLT__GEMM_FEW + f] =
             tiles && few_rows[f] <= 64 ? CLT__GEMM_DOT : choice[CLT__GEMM_FALLBACK];
@@ -353,13 +370,15 @@ static void defaults(clt_device *dev, unsigned char *choice)
 }
 
 /* Whether tuning considers variant v on dev: the library's kernels shaped for it, and CLBlast
- * where the register tiles are not (on CPU-type devices its database knows no parameters, its
+ * (where it was found) where the register tiles are not (on CPU-type devices its database knows no parameters, its
  * kernels ran 13-18 times slower than the tiles, and compiling them took PoCL about 20 s). */
 static bool candidate(clt_device *dev, clt__gemm_variant v)
 {
     if (v == CLT__GEMM_PACKED || v == CLT__GEMM_DIRECT || v == CLT__GEMM_DOT)
         return tile_shaped(dev);
-    return v == CLT__GEMM_TILED || !tile_shaped(dev);
+    if (v == CLT__GEMM_CLBLAST)
+        return !tile_shaped(dev) && clt__clblast_load();
+    return v == CLT__GEMM_TILED;
 }
 
 /* A square class's winner against its runner-up where that came within TUNE_CLOSE of it: each
@@ -420,7 +439,7 @@ static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigne
     for (int cls = 0; cls < CLT__GEMM_CLASSES; cls++) {
         size_t size = (size_t)64 << cls;
         double best = -1;
-        choice[cls] = CLT__GEMM_CLBLAST;
+        choice[cls] = (unsigned char)gpu_default();
         /* each class costs about 8 times the last: stop before the budget would be passed, the
          * classes left taking the default (when it passed verification) */
         if (cls > 0 && (size > TUNE_MAX_N || spent + 8 * last > TUNE_BUDGET_S ||
@@ -451,7 +470,8 @@ static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigne
                             best > 0 ? 2e-9 * (double)size * (double)size * (double)size / best
                                      : 0.0);
     }
-    choice[CLT__GEMM_FALLBACK] = verified[CLT__GEMM_PACKED] ? CLT__GEMM_PACKED : CLT__GEMM_CLBLAST;
+    choice[CLT__GEMM_FALLBACK] =
+        (unsigned char)(verified[CLT__GEMM_PACKED] ? CLT__GEMM_PACKED : gpu_default());
     /* few rows, B transposed: dot against the fallback on m x 512 x 512 */
     for (int f = 0; f < CLT__GEMM_FEW_CLASSES; f++) {
         unsigned char other = choice[CLT__GEMM_FALLBACK], *to = &choice[CLT__GEMM_FEW + f];
@@ -627,8 +647,10 @@ static clt_status choose(const char *fn, clt_device *dev, const clt__gemm_call *
     }
     if (!clt__cl_gemm_fits(dev, *v, c))
         *v = choice[CLT__GEMM_FALLBACK];
-    if (!clt__cl_gemm_fits(dev, *v, c))
-        *v = CLT__GEMM_CLBLAST;
+    /* CLBlast chosen when it was there (a stored tuning), gone now */
+    if (!clt__cl_gemm_fits(dev, *v, c) || (*v == CLT__GEMM_CLBLAST && forced < 0 &&
+                                           !clt__clblast_load()))
+        *v = last_resort(dev, c);
     return CLT_OK;
 }
 

@@ -3,13 +3,9 @@
 #ifndef CLT_CL_INTERNAL_H
 #define CLT_CL_INTERNAL_H
 
-#define CL_TARGET_OPENCL_VERSION 120
-#ifdef __APPLE__
-#include <OpenCL/opencl.h>
-#else
-#include <CL/cl.h>
-#endif
 #include <pthread.h>
+
+#include "cl_api.h" /* the OpenCL headers, the calls through the loaded library's table */
 
 #include "backends/backend.h"
 
@@ -166,6 +162,8 @@ extern const clt__backend clt__cl_backend;
  * No platform at all is not an error. */
 clt_status clt__cl_enumerate(const char *fn, unsigned subdevices, clt_device ***devices,
                              int *count);
+/* The platforms the last enumeration found (-1 before one ran), for clt_backend_status. */
+extern int clt__cl_platforms_found;
 /* The disk cache's settings and contents (cl_cache.c), for clt_cache_get_info. */
 clt_status clt__cl_cache_info(clt_cache_info *info);
 /* Builds every program and tunes GEMM for each float dtype (cl_warmup.c). */

@@ -9,13 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cl_internal.h"
 #include "cl_run.h"
 #include "cl_sources.h"
 #include "core/core.h"
+#include "platform/platform.h"
 
 #define CLT__PRELUDE_COUNT 2 /* common.cl and scalar.cl come before every program */
 
@@ -56,26 +56,27 @@ clt_status clt__cl_source_text(const char *fn, const char *name, const char **te
         return clt__error(CLT_ERR_INTERNAL, fn, "no kernel source named %s.cl", name);
     }
 
-    /* a list of folders, separated by ':', searched in order; a name that is no regular file
-     * (a folder, a FIFO) stops the search */
+    /* a list of folders, separated by CLT__PATH_LIST_SEP (':', ';' on Windows), searched in
+     * order; a name that is no regular file (a folder, a FIFO) stops the search */
     char path[4096];
-    struct stat sb;
+    clt__path_info info;
     bool irregular = false;
     int fd = -1;
     for (const char *p = dir; fd < 0 && !irregular && *p;) {
-        size_t part = strcspn(p, ":");
+        const char sep[2] = {CLT__PATH_LIST_SEP, '\0'};
+        size_t part = strcspn(p, sep);
         snprintf(path, sizeof path, "%.*s/%s.cl", (int)part, p, name);
-        fd = part ? clt__open_regular(path, &irregular, &sb) : -1;
-        p += part + (p[part] == ':');
+        fd = part ? clt__open_regular(path, &irregular, &info) : -1;
+        p += part + (p[part] == CLT__PATH_LIST_SEP);
     }
     if (irregular)
         return clt__error(CLT_ERR_IO, fn, "cannot read %s (CLT_KERNEL_DIR): not a regular file",
                           path);
     if (fd < 0)
         return clt__error(CLT_ERR_IO, fn, "cannot open %s.cl in CLT_KERNEL_DIR (%s)", name, dir);
-    clt_status st = read_source(fn, path, fd, (size_t)sb.st_size, owned);
+    clt_status st = read_source(fn, path, fd, (size_t)info.size, owned);
     *text = *owned;
-    *len = (size_t)sb.st_size;
+    *len = (size_t)info.size;
     return st;
 }
 
@@ -725,7 +726,7 @@ clt_status clt__cl_build_all(const char *fn, clt_device *dev)
     warm_work w = {.fn = fn, .dev = dev};
     pthread_t threads[8];
     size_t started = 0, want;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long cores = clt__cpu_count();
     clt_status st = clt__cl_start(fn, dev);
 
     if (st != CLT_OK)

@@ -5,25 +5,20 @@
  * machine without its GPU), which is no fault. The files are those the Linux loaders (ocl-icd,
  * Khronos) read: the folder or .icd file OCL_ICD_VENDORS names, else OPENCL_VENDOR_PATH, else
  * /etc/OpenCL/vendors/ *.icd, and the libraries of OCL_ICD_FILENAMES. */
-#include <dirent.h>
-#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cl_internal.h"
 #include "core/core.h"
+#include "platform/platform.h"
 
 /* Warns when `library` (from `source`) is not loaded in this process. */
 static void check_library(const char *source, const char *library)
 {
-    void *h = dlopen(library, RTLD_LAZY | RTLD_NOLOAD);
-    if (h) {
-        dlclose(h); /* NOLOAD took a reference */
+    clt__path_info info;
+    if (clt__library_loaded(library))
         return;
-    }
-    if (strchr(library, '/') && access(library, R_OK) != 0)
+    if (strchr(library, '/') && !clt__path_info_get(library, &info))
         clt__log(CLT_LOG_WARN, "OpenCL: %s names %s, which does not exist: that platform is missing",
                  source, library);
     else
@@ -57,13 +52,16 @@ static bool ends_with(const char *s, const char *suffix)
 
 void clt__cl_check_vendors(void)
 {
+#ifdef _WIN32
+    return; /* the Windows loader reads the registry, where nothing can name a missing file */
+#endif
     const char *vendors = getenv("OCL_ICD_VENDORS"), *files = getenv("OCL_ICD_FILENAMES");
     const char *path_env = getenv("OPENCL_VENDOR_PATH");
     const char *dir = vendors && *vendors    ? vendors
                       : path_env && *path_env ? path_env
                                               : "/etc/OpenCL/vendors";
     char path[4096];
-    struct stat sb;
+    clt__path_info info;
 
     if (files && *files) {
         char list[4096];
@@ -71,22 +69,22 @@ void clt__cl_check_vendors(void)
         for (char *save = NULL, *lib = strtok_r(list, ":", &save); lib; lib = strtok_r(NULL, ":", &save))
             check_library("OCL_ICD_FILENAMES", lib);
     }
-    if (stat(dir, &sb) != 0)
+    if (!clt__path_info_get(dir, &info))
         return;
-    if (!S_ISDIR(sb.st_mode)) {
+    if (info.kind != CLT__PATH_DIR) {
         if (ends_with(dir, ".icd"))
             check_icd(dir);
         return;
     }
-    DIR *d = opendir(dir);
-    struct dirent *e;
+    clt__dir *d = clt__dir_open(dir);
+    const char *name;
     if (!d)
         return;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.' || !ends_with(e->d_name, ".icd"))
+    while ((name = clt__dir_next(d)) != NULL) {
+        if (name[0] == '.' || !ends_with(name, ".icd"))
             continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        snprintf(path, sizeof path, "%s/%s", dir, name);
         check_icd(path);
     }
-    closedir(d);
+    clt__dir_close(d);
 }

@@ -11,7 +11,7 @@
  * Where the workers need the cores the host thread runs on, the other way round, a worker that
  * waits for the host's time slice to end holds up the whole kernel: the same CNN at batch 128 on
  * PoCL's two workers over two cores took 2.2-2.4 ms, and 2.8-3.8 ms with them under SCHED_BATCH.
- * So by default only a process that may run on one core (sched_getaffinity) does this;
+ * So by default only a process that may run on one core (clt__cpu_count) does this;
  * CLT_BATCH_WORKERS=1 does it always, 0 never.
  *
  * The runtimes start their threads from the thread that lists the platforms or creates a
@@ -20,18 +20,12 @@
  * SCHED_OTHER. A thread that already had another policy is left alone, and so are the threads of
  * a GPU's driver: the platforms are listed before their devices' types are known, so where any
  * device is not a CPU, the threads started while listing them go back to SCHED_OTHER. */
-#define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
 
 #include "cl_internal.h"
 #include "core/core.h"
-
-#ifdef __linux__
-#include <dirent.h>
-#include <pthread.h>
-#include <sched.h>
-#include <sys/types.h>
+#include "platform/platform.h"
 
 /* CLT_BATCH_WORKERS: 1 always, 0 never, unset only where the process may run on one core;
  * decided once, when the platforms are listed. */
@@ -41,42 +35,19 @@ static pthread_once_t batch_once = PTHREAD_ONCE_INIT;
 static void decide(void)
 {
     const char *v = getenv("CLT_BATCH_WORKERS");
-    cpu_set_t allowed;
     if (v && (!strcmp(v, "0") || !strcmp(v, "1"))) {
         batch_wanted = v[0] == '1';
         return;
     }
     if (v && *v)
         clt__log(CLT_LOG_WARN, "CLT_BATCH_WORKERS=\"%s\" is neither 0 nor 1: ignored", v);
-    batch_wanted = sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) == 1;
+    batch_wanted = clt__cpu_count() == 1;
 }
 
 static bool wanted(void)
 {
     pthread_once(&batch_once, decide);
     return batch_wanted;
-}
-
-/* The ids of the process's threads into w (none where /proc cannot be read). */
-static void note_threads(clt__cl_batch *w)
-{
-    DIR *dir = opendir("/proc/self/task");
-    struct dirent *e;
-    int room = 0;
-    w->tids = NULL, w->count = 0;
-    while (dir && (e = readdir(dir))) {
-        if (e->d_name[0] == '.')
-            continue;
-        if (w->count == room) {
-            int *more = realloc(w->tids, (size_t)(room = room ? 2 * room : 64) * sizeof *more);
-            if (!more)
-                break;
-            w->tids = more;
-        }
-        w->tids[w->count++] = atoi(e->d_name);
-    }
-    if (dir)
-        closedir(dir);
 }
 
 static bool noted(const clt__cl_batch *w, int tid)
@@ -89,45 +60,26 @@ static bool noted(const clt__cl_batch *w, int tid)
 
 void clt__cl_batch_begin(clt__cl_batch *w, bool note)
 {
-    struct sched_param none = {0};
     *w = (clt__cl_batch){NULL, 0, false};
-    if (!wanted() || sched_getscheduler(0) != SCHED_OTHER)
+    if (!wanted() || clt__sched_get(0) != CLT__SCHED_NORMAL)
         return;
     if (note)
-        note_threads(w);
-    w->begun = sched_setscheduler(0, SCHED_BATCH, &none) == 0;
+        w->count = clt__thread_ids(&w->tids);
+    w->begun = clt__sched_set(0, CLT__SCHED_BATCH);
 }
 
 void clt__cl_batch_end(clt__cl_batch *w, bool keep)
 {
-    struct sched_param none = {0};
     if (w->begun) {
-        sched_setscheduler(0, SCHED_OTHER, &none);
+        clt__sched_set(0, CLT__SCHED_NORMAL);
         if (!keep) { /* the threads started since the beginning, inheriting SCHED_BATCH */
-            clt__cl_batch now;
-            note_threads(&now);
-            for (int k = 0; k < now.count; k++)
-                if (!noted(w, now.tids[k]) && sched_getscheduler(now.tids[k]) == SCHED_BATCH)
-                    sched_setscheduler(now.tids[k], SCHED_OTHER, &none);
-            free(now.tids);
+            int *now, count = clt__thread_ids(&now);
+            for (int k = 0; k < count; k++)
+                if (!noted(w, now[k]) && clt__sched_get(now[k]) == CLT__SCHED_BATCH)
+                    clt__sched_set(now[k], CLT__SCHED_NORMAL);
+            free(now);
         }
     }
     free(w->tids);
     *w = (clt__cl_batch){NULL, 0, false};
 }
-
-#else /* elsewhere the policy stays as it is */
-
-void clt__cl_batch_begin(clt__cl_batch *w, bool note)
-{
-    (void)note;
-    *w = (clt__cl_batch){NULL, 0, false};
-}
-
-void clt__cl_batch_end(clt__cl_batch *w, bool keep)
-{
-    (void)keep;
-    *w = (clt__cl_batch){NULL, 0, false};
-}
-
-#endif
