@@ -197,7 +197,8 @@ static void header(void)
                                        "CLT_CACHE_DIR", "CLT_CACHE_SIZE", "CLT_GEMM",
                                        "CLT_WINOGRAD", "CLT_NUM_THREADS", "CLT_LOG",
                                        "CLT_DEVICE_MEMORY_LIMIT", "CLT_BATCH_WORKERS",
-                                       "OCL_ICD_VENDORS"};
+                                       "CLT_OPENCL_LIBRARY", "CLT_CLBLAST_LIBRARY",
+                                       "CLT_HOST_GEMM", "CLT_HOST_GEMM_ISA", "OCL_ICD_VENDORS"};
     clt_cache_info cache;
     char size[32], limit[32];
 
