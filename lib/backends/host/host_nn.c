@@ -475,26 +475,6 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
 #define LOAD(v) CLT_CAT(clt_load_, DT)(v)
 #define STORE(v) CLT_CAT(CLT_CAT(CLT_CAT(clt_, KIND), _to_), DT)(v)
 
-/* x where b, else y, without a branch: the comparisons of max pooling on random data go either
- * way alike, and a branch a tap made a 2 x 2 pooling of 8 x 8 images take 7 times as long as
- * where the branches' outcomes repeated (the same data pooled again). */
-static inline float pick_float(bool b, float x, float y)
-{
-    uint32_t xb, yb, m = -(uint32_t)b;
-    memcpy(&xb, &x, sizeof xb), memcpy(&yb, &y, sizeof yb);
-    xb = (xb & m) | (yb & ~m);
-    memcpy(&x, &xb, sizeof x);
-    return x;
-}
-static inline double pick_double(bool b, double x, double y)
-{
-    uint64_t xb, yb, m = -(uint64_t)b;
-    memcpy(&xb, &x, sizeof xb), memcpy(&yb, &y, sizeof yb);
-    xb = (xb & m) | (yb & ~m);
-    memcpy(&x, &xb, sizeof x);
-    return x;
-}
-
 /* Pooling over image planes [lo, hi) of N * C, each output element as the OpenCL kernel
  * computes it (the taps in the same order). Max pooling writes the indices where arg is set.
  * The output columns whose taps all lie inside the image's columns go in blocks of POOL_BLOCK,
