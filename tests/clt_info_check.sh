@@ -91,6 +91,10 @@ ENVS="CLT_OPENCL_LIBRARY=off"
 CLT_OPENCL_LIBRARY=off expect 0 '^no gpu:N: OpenCL library not loaded: CLT_OPENCL_LIBRARY=off$' - --
 ENVS="CLT_OPENCL_LIBRARY=$work/none.so"
 CLT_OPENCL_LIBRARY=$work/none.so expect 0 '^no gpu:N: OpenCL library not loaded: CLT_OPENCL_LIBRARY=' 'warning: OpenCL: OpenCL library not loaded' --
+ENVS="CLT_OPENCL_LIBRARY=libz.so.1"
+CLT_OPENCL_LIBRARY=libz.so.1 expect 0 '^no gpu:N: libz.so.1 lacks clBuildProgram, so it is not used$' 'warning: OpenCL: libz.so.1 lacks clBuildProgram' --
+ENVS="CLT_CLBLAST_LIBRARY=off"
+CLT_CLBLAST_LIBRARY=off expect 0 '^opencl: OpenCL library .*; CLBlast not loaded: CLT_CLBLAST_LIBRARY=off$' - -- -v
 ENVS=""
 expect 0 '^opencl: OpenCL library .*, [0-9]+ platforms?; CLBlast' - -- -v
 OCL_ICD_VENDORS=$work/empty expect 0 '^default device: cpu$' - -- -v
