@@ -170,6 +170,41 @@ static void products_right(bool transpose_b)
     }
 }
 
+/* Choices that name CLBlast (a tuning stored where CLBlast was found) on a run without it
+ * (gemm_no_clblast): every product runs one of the library's kernels instead, and is right. */
+START_TEST(test_gemm_stored_clblast_absent)
+{
+    clt_device *dev = test_device(_i);
+    clt__gemm_variant v;
+    if (clt__is_host(dev) || clt__clblast_load())
+        return;
+    unsetenv("CLT_GEMM");
+    setenv("CLT_CACHE_DIR", "off", 1);
+    clt__cl_device *cd = clt__cl(dev);
+    ck_assert_int_eq(clt__cl_start("test", dev), CLT_OK);
+    pthread_mutex_lock(&cd->gemm_lock);
+    cd->gemm_state[0] = CLT__GEMM_TUNED;
+    memset(cd->gemm_choice[0], CLT__GEMM_CLBLAST, sizeof cd->gemm_choice[0]);
+    pthread_mutex_unlock(&cd->gemm_lock);
+    for (int64_t m = 1; m <= 300; m += 299)
+        for (int t = 0; t < 2; t++) {
+            clt__gemm_call c = {.dtype = CLT_F32, .m = (size_t)m, .n = 200, .k = 96, .batch = 1,
+                                .trans_b = t};
+            ck_assert_int_eq(clt__cl_gemm_choose("test", dev, &c, &v), CLT_OK);
+            ck_assert_int_ne(v, CLT__GEMM_CLBLAST);
+            clt_tensor *a = rnd(dev, CLT_F32, CLT_SHAPE(m, 96));
+            clt_tensor *b = t ? rnd(dev, CLT_F32, CLT_SHAPE(200, 96))
+                              : rnd(dev, CLT_F32, CLT_SHAPE(96, 200));
+            clt_tensor *bt = t ? clt_transpose(b, 0, 1) : clt_tensor_retain(b);
+            clt_tensor *out = clt_matmul(a, bt);
+            ck_assert_msg(out != NULL, "%s", clt_last_error());
+            check_matmul(a, bt, out, TOL_F32);
+            clt_tensor_release(out), clt_tensor_release(bt), clt_tensor_release(b);
+            clt_tensor_release(a);
+        }
+}
+END_TEST
+
 /* Tuning f32 on gpu:0 with the direct kernel broken (test_gemm_tuning), its choices written to
  * the file `arg`: true when they came out of tuning and direct is not among them. */
 TEST_CHILD_FN(tune_without_direct)
@@ -572,6 +607,7 @@ Suite *suite_gemm(void)
     /* CLBlast's kernels compile slowly on PoCL the first time */
     TCase *tc = test_case("gemm", 600);
     ADD_DEVICE_TEST(tc, test_gemm_clblast_status);
+    ADD_DEVICE_TEST(tc, test_gemm_stored_clblast_absent);
     ADD_DEVICE_TEST(tc, test_gemm_variants);
     ADD_DEVICE_TEST(tc, test_gemm_defaults);
     ADD_DEVICE_TEST(tc, test_gemm_long_k);
