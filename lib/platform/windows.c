@@ -29,12 +29,16 @@ static wchar_t *wide(const char *s)
     return w;
 }
 
-/* A wide string as UTF-8 into buf: snprintf's count, or -1. */
+/* A wide string as UTF-8 into buf: its length, or -1 (buf "" where it has room) when it does
+ * not convert or does not fit. */
 static int narrow(const wchar_t *w, char *buf, size_t size)
 {
     int n = WideCharToMultiByte(CP_UTF8, 0, w, -1, NULL, 0, NULL, NULL);
-    if (n <= 0 || (size_t)n > size)
-        return n <= 0 ? -1 : n - 1;
+    if (n <= 0 || (size_t)n > size) {
+        if (size)
+            buf[0] = '\0';
+        return -1;
+    }
     WideCharToMultiByte(CP_UTF8, 0, w, -1, buf, n, NULL, NULL);
     return n - 1;
 }
@@ -306,16 +310,14 @@ int clt__user_cache_home(char *folder, size_t size)
     folder[0] = '\0';
     if (!base || !*base)
         return -1;
-    int n = narrow(base, folder, size);
-    if (n < 0)
-        folder[0] = '\0';
-    return n;
+    return narrow(base, folder, size);
 }
 
 void *clt__library_open(const char *name, char *why, size_t why_size)
 {
     wchar_t *w = wide(name);
-    /* the library's own folder and the system's, not the current folder */
+    /* a bare name: Windows' standard search (the program's folder, the system's, then PATH);
+     * a path: that file, with the libraries it needs found beside it */
     HMODULE h =
         w ? LoadLibraryExW(w, NULL, strpbrk(name, "/\\") ? LOAD_WITH_ALTERED_SEARCH_PATH : 0)
           : NULL;
@@ -398,17 +400,19 @@ long clt__l2_cache_bytes(void)
     return 0;
 }
 
-/* A string value under the first processor's key in the registry. */
+/* A string value under the first processor's key in the registry into out, which keeps what it
+ * held where there is none. */
 static void processor_string(const wchar_t *value, char *out, size_t size)
 {
     wchar_t data[256];
+    char text[768];
     DWORD len = sizeof data - sizeof *data;
     if (RegGetValueW(HKEY_LOCAL_MACHINE, L"HARDWARE\\DESCRIPTION\\System\\CentralProcessor\\0",
-                     value, RRF_RT_REG_SZ, NULL, data, &len) == ERROR_SUCCESS) {
-        data[len / sizeof *data] = L'\0';
-        if (narrow(data, out, size) > 0)
-            return;
-    }
+                     value, RRF_RT_REG_SZ, NULL, data, &len) != ERROR_SUCCESS)
+        return;
+    data[len / sizeof *data] = L'\0';
+    if (narrow(data, text, sizeof text) > 0)
+        snprintf(out, size, "%s", text);
 }
 
 void clt__cpu_names(char *model, size_t size, char *vendor, size_t vendor_size)
