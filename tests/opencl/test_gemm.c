@@ -153,21 +153,27 @@ static void break_gemm_kernel(const char *line)
 }
 
 /* a @ b (b^T with transpose_b) of a few sizes, one from each of several classes, checked. */
+/* An m x k by k x n product of random f32 on dev (B stored transposed with transpose_b) against
+ * the host's. */
+static void product_right(clt_device *dev, int64_t m, int64_t k, int64_t n, bool transpose_b)
+{
+    clt_tensor *a = rnd(dev, CLT_F32, CLT_SHAPE(m, k));
+    clt_tensor *b = transpose_b ? rnd(dev, CLT_F32, CLT_SHAPE(n, k))
+                                : rnd(dev, CLT_F32, CLT_SHAPE(k, n));
+    clt_tensor *bt = transpose_b ? clt_transpose(b, 0, 1) : clt_tensor_retain(b);
+    clt_tensor *c = clt_matmul(a, bt);
+    ck_assert_msg(c != NULL, "%s", clt_last_error());
+    check_matmul(a, bt, c, TOL_F32);
+    clt_tensor_release(c), clt_tensor_release(bt), clt_tensor_release(b);
+    clt_tensor_release(a);
+}
+
 static void products_right(bool transpose_b)
 {
     clt_device *gpu = clt_device_get("gpu:0");
     clt_manual_seed(4);
-    for (int64_t n = 24; n <= 600; n *= 5) {
-        clt_tensor *a = rnd(gpu, CLT_F32, CLT_SHAPE(n, n + 3));
-        clt_tensor *b = transpose_b ? rnd(gpu, CLT_F32, CLT_SHAPE(n, n + 3))
-                                    : rnd(gpu, CLT_F32, CLT_SHAPE(n + 3, n));
-        clt_tensor *bt = transpose_b ? clt_transpose(b, 0, 1) : clt_tensor_retain(b);
-        clt_tensor *c = clt_matmul(a, bt);
-        ck_assert_msg(c != NULL, "%s", clt_last_error());
-        check_matmul(a, bt, c, TOL_F32);
-        clt_tensor_release(c), clt_tensor_release(bt), clt_tensor_release(b);
-        clt_tensor_release(a);
-    }
+    for (int64_t n = 24; n <= 600; n *= 5)
+        product_right(gpu, n, n + 3, n, transpose_b);
 }
 
 /* Choices that name CLBlast (a tuning stored where CLBlast was found) on a run without it
@@ -192,15 +198,7 @@ START_TEST(test_gemm_stored_clblast_absent)
                                 .trans_b = t};
             ck_assert_int_eq(clt__cl_gemm_choose("test", dev, &c, &v), CLT_OK);
             ck_assert_int_ne(v, CLT__GEMM_CLBLAST);
-            clt_tensor *a = rnd(dev, CLT_F32, CLT_SHAPE(m, 96));
-            clt_tensor *b = t ? rnd(dev, CLT_F32, CLT_SHAPE(200, 96))
-                              : rnd(dev, CLT_F32, CLT_SHAPE(96, 200));
-            clt_tensor *bt = t ? clt_transpose(b, 0, 1) : clt_tensor_retain(b);
-            clt_tensor *out = clt_matmul(a, bt);
-            ck_assert_msg(out != NULL, "%s", clt_last_error());
-            check_matmul(a, bt, out, TOL_F32);
-            clt_tensor_release(out), clt_tensor_release(bt), clt_tensor_release(b);
-            clt_tensor_release(a);
+            product_right(dev, m, 96, 200, t);
         }
 }
 END_TEST
