@@ -59,8 +59,7 @@ if ((gpus > 0)); then
   expect 0 '^gpu:0: kernels ready in [0-9.]+ s$' - -- --warmup -d gpu:0
   expect 0 "^disk cache: $work/cache \\([1-9][0-9]* entries" - -- -v -d cpu
   # a kernel source that does not build: the warm-up fails and says which program
-  mkdir "$work/cl" && IFS=: read -ra folders <<<"$cl_dir"
-  for folder in "${folders[@]}"; do cp "$folder"/*.cl "$work/cl"; done
+  mkdir "$work/cl" && cp "$cl_dir"/*.cl "$work/cl"
   echo "this is not OpenCL C" >>"$work/cl/reduce.cl"
   ENVS="CLT_KERNEL_DIR=$work/cl"
   CLT_KERNEL_DIR=$work/cl expect 1 '^cpu: kernels ready' 'gpu:0: warm-up failed: .*reduce' -- --warmup -d cpu -d gpu:0

@@ -605,28 +605,14 @@ clt_module *test_mlp(int64_t in, int64_t hidden, int64_t out, clt_module *activa
     return m;
 }
 
-/* The file of that name in one of the folders CLT_TEST_CL_DIR lists (':' between them, ';' on
- * Windows). */
-static FILE *open_kernel(const char *name)
-{
-    static const char sep[] = {CLT__PATH_LIST_SEP, '\0'};
-    char from[512];
-    FILE *in = NULL;
-    for (const char *p = CLT_TEST_CL_DIR; !in && *p;) {
-        size_t len = strcspn(p, sep);
-        snprintf(from, sizeof from, "%.*s/%s", (int)len, p, name);
-        in = fopen(from, "rb");
-        p += len + (p[len] == sep[0]);
-    }
-    return in;
-}
-
 void test_copy_kernel(const char *dir, const char *name)
 {
     char to[512], buf[4096];
     size_t n;
     snprintf(to, sizeof to, "%s/%s", dir, name);
-    FILE *in = open_kernel(name), *out = fopen(to, "wb");
+    char from[512];
+    snprintf(from, sizeof from, "%s/%s", CLT_TEST_CL_DIR, name);
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
     ck_assert_ptr_nonnull(in);
     ck_assert_ptr_nonnull(out);
     while ((n = fread(buf, 1, sizeof buf, in)) > 0)
@@ -637,23 +623,15 @@ void test_copy_kernel(const char *dir, const char *name)
 
 void test_copy_kernels(const char *dir)
 {
-    static const char sep[] = {CLT__PATH_LIST_SEP, '\0'};
-    char folder[512];
-    for (const char *p = CLT_TEST_CL_DIR; *p;) {
-        size_t len = strcspn(p, sep);
-        struct dirent *e;
-        DIR *d;
-        snprintf(folder, sizeof folder, "%.*s", (int)len, p);
-        p += len + (p[len] == sep[0]);
-        d = opendir(folder);
-        ck_assert_ptr_nonnull(d);
-        while ((e = readdir(d)) != NULL) {
-            size_t n = strlen(e->d_name);
-            if (n > 3 && strcmp(e->d_name + n - 3, ".cl") == 0)
-                test_copy_kernel(dir, e->d_name);
-        }
-        closedir(d);
+    struct dirent *e;
+    DIR *d = opendir(CLT_TEST_CL_DIR);
+    ck_assert_ptr_nonnull(d);
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n > 3 && strcmp(e->d_name + n - 3, ".cl") == 0)
+            test_copy_kernel(dir, e->d_name);
     }
+    closedir(d);
 }
 
 /* A made-up device's buffers: host memory, counted as a device's, as the caching allocator

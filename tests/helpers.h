@@ -44,9 +44,6 @@ void *test_start_self(const char *const *args);
  * ends it past that: its exit code (a DWORD), or -1 (*timed_out tells why, when not NULL). */
 long long test_wait_self(void *process, long timeout_ms, bool *timed_out);
 
-/* The kernel folders, as CLT_KERNEL_DIR lists them (tests/CMakeLists.txt). */
-#define CLT_TEST_CL_DIR CLT_TEST_CL_DIR1 ";" CLT_TEST_CL_DIR2
-
 /* The POSIX calls MinGW-w64 lacks. The C runtime keeps no empty variable: setting one to ""
  * removes it (unsetenv does just that). The OpenCL drivers under Wine read the Unix environment
  * the process started with, which neither changes. */

@@ -1,19 +1,18 @@
 #!/usr/bin/env bash
-# Compiles every kernel file (lib/backends/opencl/kernels, lib/backends/shared) with clang for
+# Compiles every kernel file (cl/) with clang for
 # x86-64 CPUs of three vector widths (the devices' native widths that PoCL reports for them as
 # the kernels' -DCLT_VW_* options) and every dtype's options (the floating ones for the floating
 # kernels), and fails on any compiler warning: a CPU driver such as PoCL prints a build's
 # warnings on stderr, and warnings about the vector ABI come only from CPUs narrower than the one
 # the tests run on.
-#   tests/kernel_warnings.sh <kernel folders, ':' between them> [clang]
+#   tests/kernel_warnings.sh <kernel folder> [clang]
 set -euo pipefail
 clang=${2:-clang}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 dir=$tmp/cl
 mkdir "$dir"
-IFS=: read -ra folders <<<"$1"
-for folder in "${folders[@]}"; do cp "$folder"/*.cl "$dir"/; done
+cp "$1"/*.cl "$dir"/
 dtypes=(
   "-DDT=f32 -DST=float -DCT=float -DKIND=flt -DCLT_KIND_INT=0"
   "-DDT=f64 -DST=double -DCT=double -DKIND=dbl -DCLT_KIND_INT=0"

@@ -3,7 +3,7 @@
 # - only the OpenCL backend (lib/backends/opencl/) and include/cltensor/opencl.h name OpenCL;
 # - nothing outside a backend's folder includes its headers, and only the backends and the seam
 #   (lib/backends/backend.h, whose elementwise operations are the shared table's) include the
-#   shared math (lib/backends/shared/);
+#   shared math (the cl/ sources that lib/backends/shared/scalar_host.h compiles as C);
 # - lib/tensor/ includes nothing of autograd or of the operations;
 # - lib/core/ includes nothing of the library but core/, the platform layer and the public headers;
 # - only the platform layer (lib/platform/) includes an operating system's own headers (files,
@@ -28,7 +28,7 @@ for b in host opencl; do
   found=$(grep -rnE "#include \"backends/$b/" lib | grep -v "^lib/backends/$b/" || true)
   [[ -z $found ]] || fail "a header of backends/$b/ included outside it" <<<"$found"
 done
-found=$(grep -rnE '#include "backends/shared/' lib | grep -vE '^lib/backends/' || true)
+found=$(grep -rnE '#include "(backends/shared/|cl/)' lib | grep -vE '^lib/backends/' || true)
 [[ -z $found ]] || fail "the shared math included outside the backends" <<<"$found"
 
 tensor=$(grep -nE '#include "(autograd|ops|nn|optim|data|parallel|io)/|#include "cltensor/(autograd|ops|nn|optim)\.h"' lib/tensor/* || true)

@@ -11,7 +11,7 @@
 #include "cltensor/device.h"
 #include "cltensor/tensor.h"
 #include "core/dtype.h"
-#include "backends/shared/elementwise_ops.cl"
+#include "cl/elementwise_ops.cl"
 
 typedef struct clt__backend clt__backend;
 
@@ -43,7 +43,7 @@ typedef struct clt__async {
     void *ctx;
 } clt__async;
 
-/* The elementwise operations: those of backends/shared/elementwise_ops.cl, then copy and where. */
+/* The elementwise operations: those of cl/elementwise_ops.cl, then copy and where. */
 #define CLT__EW_ENUM(name, ...) CLT_EW_##name,
 typedef enum clt__ew_op { CLT_EW_OPS(CLT__EW_ENUM) CLT_EW_copy, CLT_EW_where, CLT_EW_COUNT } clt__ew_op;
 #undef CLT__EW_ENUM
@@ -212,7 +212,7 @@ typedef struct clt__attention_call {
 } clt__attention_call;
 
 /* Row operations over `rows` contiguous rows of `len` >= 1 elements of one dtype (see
- * backends/shared/sort_scan.cl). cumsum: out[r, j] = in[r, 0] + ... + in[r, j] (with reverse,
+ * cl/sort_scan.cl). cumsum: out[r, j] = in[r, 0] + ... + in[r, j] (with reverse,
  * in[r, j] + ... + in[r, len - 1]), summed in the compute dtype in order from the row's start
  * (end), stored in the dtype. sort: each row in a stable order (ascending, or descending with
  * reverse; NaN above every number) into out, the positions within the row (i64) into idx, with
@@ -349,7 +349,7 @@ static inline bool clt__windows_apart(const clt__conv_call *c)
 }
 
 /* One optimizer update of `count` (1 to CLT__OPTIM_GROUP) f32 or f64 parameters of one dtype
- * with the same settings and step count, in one launch (see backends/shared/optim_step.cl):
+ * with the same settings and step count, in one launch (see cl/optim_step.cl):
  * each tensor's n contiguous elements. SGD uses m (the momentum buffer, when momentum is not 0;
  * with `first` it is written, not read), Adam and AdamW use m and v (the moment estimates).
  * bias1 and bias2 are Adam's 1 - beta^t. State buffers are contiguous from element 0; unused

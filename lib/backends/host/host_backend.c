@@ -1,5 +1,5 @@
 /* The host backend: `cpu` runs every operation as plain C loops over host memory, using the
- * same scalar functions (shared/scalar.cl) as the OpenCL kernels. */
+ * same scalar functions (cl/scalar.cl) as the OpenCL kernels. */
 #include <stdio.h>
 #include <string.h>
 

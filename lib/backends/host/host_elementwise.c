@@ -2,7 +2,7 @@
  * the table in shared/elementwise_ops.cl that the OpenCL kernels use too; copies that are batched
  * transposes (clt__tile_plan) in cache-sized tiles, 4 x 4 (2 x 2) blocks of 4-byte (8-byte)
  * elements transposed in SSE2 registers; and the dtype conversions, one loop per pair of
- * dtypes over the branch-free functions of shared/scalar.cl. */
+ * dtypes over the branch-free functions of cl/scalar.cl. */
 #include <string.h>
 #include <tgmath.h>
 #if defined(__SSE2__)

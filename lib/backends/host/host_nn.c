@@ -1,4 +1,4 @@
-/* The host backend's neural-network kernels (see kernels/nn.cl): index_select, im2col, depthwise
+/* The host backend's neural-network kernels (see cl/nn.cl): index_select, im2col, depthwise
  * convolution and 2-D pooling, and their adjoints index_add, col2im and pool2d_backward,
  * attention, cross entropy's rows and Winograd's convolution's stages, as plain loops; the
  * floating ones compute in the same type and order as the OpenCL kernels. */
@@ -11,7 +11,7 @@
 #include "device/allocator.h"
 #include "platform/platform.h"
 #include "backends/shared/scalar_host.h"
-#include "backends/shared/window.cl"
+#include "cl/window.cl"
 
 /* Rows [lo, hi) of the A x M rows of B elements index_select writes. */
 static void index_select_part(const void *call, size_t lo, size_t hi)
@@ -1022,7 +1022,7 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
         }                                                                                      \
     }
 
-/* Attention as kernels/attention.cl computes it, one query row at a time: the same sums in the
+/* Attention as cl/attention.cl computes it, one query row at a time: the same sums in the
  * same order. */
 #define HOST_ATTENTION                                                                         \
     static CT CLT_CAT(score_, DT)(const ST *qr, const ST *kj, const ST *mr, size_t j,          \
@@ -1080,7 +1080,7 @@ static inline long window_x(const window_tables *t, const clt__conv_call *c, lon
         }                                                                                      \
     }
 
-/* Cross entropy's rows as kernels/loss.cl computes them (clt__xent_call): the same sums in the
+/* Cross entropy's rows as cl/loss.cl computes them (clt__xent_call): the same sums in the
  * same order. */
 #define HOST_XENT                                                                              \
     static void CLT_CAT(xent_, DT)(const void *call, size_t lo, size_t hi)                     \

@@ -7,7 +7,7 @@
 
 #include "host.h"
 #include "host_simd.h"
-#include "backends/shared/optim_step.cl"
+#include "cl/optim_step.cl"
 
 #define CLT__OPTIM_BLOCK 16
 

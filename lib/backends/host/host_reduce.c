@@ -1,6 +1,6 @@
 /* The host backend's reductions: each contiguous row is loaded in blocks converted to the
  * compute type (float for f32, f16 and bf16, double for f64, int64 for integers and bool) by the
- * conversions of shared/scalar.cl, then reduced with the rules of kernels/reduce.cl: compensated sums
+ * conversions of cl/scalar.cl, then reduced with the rules of cl/reduce.cl: compensated sums
  * over CLT__LANES interleaved accumulators, ties broken by the smaller index, NaN first. */
 #include <math.h>
 #include <stdbool.h>

@@ -1,5 +1,5 @@
-/* The host backend's row operations (see kernels/rows.cl): the running sum and the stable sort
- * of each contiguous row, with the algorithms of backends/shared/sort_scan.cl, instantiated
+/* The host backend's row operations (see cl/rows.cl): the running sum and the stable sort
+ * of each contiguous row, with the algorithms of cl/sort_scan.cl, instantiated
  * below for every dtype, so that cpu and the OpenCL devices sum and order alike. */
 #include "host.h"
 #include "backends/shared/scalar_host.h"
@@ -16,15 +16,15 @@
 #define CT float
 #define DT f32
 #define ST float
-#include "backends/shared/sort_scan.cl"
+#include "cl/sort_scan.cl"
 #undef DT
 #undef ST
 #define ST clt_u16
 #define DT f16
-#include "backends/shared/sort_scan.cl"
+#include "cl/sort_scan.cl"
 #undef DT
 #define DT bf16
-#include "backends/shared/sort_scan.cl"
+#include "cl/sort_scan.cl"
 #undef DT
 #undef ST
 #undef CT
@@ -33,7 +33,7 @@
 #define CT double
 #define DT f64
 #define ST double
-#include "backends/shared/sort_scan.cl"
+#include "cl/sort_scan.cl"
 #undef DT
 #undef ST
 #undef CT
@@ -44,20 +44,20 @@
 #define CT clt_i64
 #define DT i32
 #define ST clt_i32
-#include "backends/shared/sort_scan.cl"
+#include "cl/sort_scan.cl"
 #undef DT
 #undef ST
 #define DT i64
 #define ST clt_i64
-#include "backends/shared/sort_scan.cl"
+#include "cl/sort_scan.cl"
 #undef DT
 #undef ST
 #define DT u8
 #define ST clt_u8
-#include "backends/shared/sort_scan.cl"
+#include "cl/sort_scan.cl"
 #undef DT
 #define DT b8
-#include "backends/shared/sort_scan.cl"
+#include "cl/sort_scan.cl"
 #undef DT
 #undef ST
 

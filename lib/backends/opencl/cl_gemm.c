@@ -111,7 +111,7 @@ unsigned clt__cl_gemm_nv(unsigned vector_bytes)
     return vector_bytes >= 64 ? 4 : 3;
 }
 
-/* The width of a packed panel of B: NV vectors of VW elements (kernels/gemm.cl). */
+/* The width of a packed panel of B: NV vectors of VW elements (cl/gemm.cl). */
 size_t clt__cl_gemm_panel_width(clt_device *dev, clt_dtype dtype)
 {
     clt__cl_device *cd = clt__cl(dev);
@@ -244,7 +244,7 @@ static int epilogue_args_of(const clt__gemm_call *c, epilogue_args *e, clt__cl_a
 }
 
 /* gemm_packed over panels already holding op(B), C's columns in groups of cg, cg_stride apart
- * (kernels/gemm.cl). */
+ * (cl/gemm.cl). */
 static clt_status packed_product(const char *fn, clt_device *dev, const clt__gemm_call *c,
                                  cl_mem panels, size_t cg, size_t cg_stride)
 {

@@ -10,7 +10,7 @@
  * the fastest, but for the class of 2048 and more, which keeps the default: timed at 1024, a
  * winner there could be the loser above (direct won at 1024 on a Zen 4 EPYC, 207 against 145
  * GFLOP/s, and then ran 2048 at 81-91 GFLOP/s against packed's 200). A variant that fails verification is never chosen. The choices are stored in the
- * disk cache (under a key holding the device, its driver, the library version and kernels/gemm.cl),
+ * disk cache (under a key holding the device, its driver, the library version and cl/gemm.cl),
  * so that later processes start tuned. CLT_GEMM=<variant> skips all of this. */
 #include <math.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
 #include "backends/backend.h"
 
 /* The ways a GEMM can run on an OpenCL device (cl_gemm.c; CLT_GEMM takes these names):
- * CLBlast, or one of the library's kernels in kernels/gemm.cl. */
+ * CLBlast, or one of the library's kernels in cl/gemm.cl. */
 typedef enum clt__gemm_variant {
     CLT__GEMM_CLBLAST,
     CLT__GEMM_PACKED, /* B packed into panels, one work-item a 4 x 64 tile (CPU-type devices) */
@@ -53,7 +53,7 @@ extern const char *const clt__gemm_variant_names[CLT__GEMM_VARIANTS];
 
 /* A built program and the kernels taken from it so far. A program's name is a file of cl/
  * ("nn"), or "file:part" for the kernels of one part of it ("elementwise:contiguous"), built
- * with -DCLT_ONLY -DCLT_PICK_<part>=1 (kernels/common.cl). */
+ * with -DCLT_ONLY -DCLT_PICK_<part>=1 (cl/common.cl). */
 typedef struct clt__cl_program {
     struct clt__cl_program *next;
     char *name;  /* the program's name, one allocation with... */
@@ -135,7 +135,7 @@ typedef struct clt__cl_device {
     unsigned vw_float, vw_double, vw_long; /* the kernels' vector widths (CLT_VW_FLOAT, ...):
                                             * the native ones as 2, 4, 8 or 16 */
     unsigned gemm_nv[2]; /* f32, f64: vectors in a row of the GEMM register tile (CLT_GEMM_NV_*,
-                          * kernels/gemm.cl), from the native vector's size (clt__cl_gemm_nv) */
+                          * cl/gemm.cl), from the native vector's size (clt__cl_gemm_nv) */
     pthread_mutex_t gemm_lock; /* guards the two below: each dtype is tuned once */
     int gemm_state[2];         /* f32, f64: CLT__GEMM_UNKNOWN ... (cl_gemm_tune.c) */
     unsigned char gemm_choice[2][CLT__GEMM_CHOICES]; /* clt__gemm_variant values */
@@ -207,9 +207,8 @@ typedef struct clt__cl_arg {
 #define CLT__CL_ARG(v) {sizeof(v), &(v)}
 #define CLT__CL_ARGS(array) (array), (int)(sizeof(array) / sizeof *(array))
 
-/* The text of <name>.cl (lib/backends/opencl/kernels or lib/backends/shared): embedded, or
- * from CLT_KERNEL_DIR's folders. *owned receives memory to free (clt__free), NULL for the
- * embedded text. */
+/* The text of <name>.cl (cl/): embedded, or from CLT_KERNEL_DIR's folders. *owned receives
+ * memory to free (clt__free), NULL for the embedded text. */
 clt_status clt__cl_source_text(const char *fn, const char *name, const char **text,
                                size_t *len, char **owned);
 
@@ -236,7 +235,7 @@ clt_status clt__cl_launch_nd(const char *fn, clt_device *dev, const char *progra
                              int nargs, int dims, const size_t *global, const size_t *local,
                              cl_event *event);
 
-/* GEMM (cl_gemm.c). The build options of kernels/gemm.cl for f32 and f64. */
+/* GEMM (cl_gemm.c). The build options of cl/gemm.cl for f32 and f64. */
 #define CLT__CL_GEMM_F32 "-DT=float"
 #define CLT__CL_GEMM_F64 "-DT=double -DGEMM_F64=1"
 

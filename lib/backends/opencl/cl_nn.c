@@ -1,9 +1,9 @@
-/* The OpenCL backend's neural-network kernels (kernels/nn.cl): index_select, im2col, depthwise
+/* The OpenCL backend's neural-network kernels (cl/nn.cl): index_select, im2col, depthwise
  * convolution and 2-D pooling, and the adjoints index_add, col2im and pool2d_backward, one
  * work-item an output element (pool2d_scatter, max pooling's adjoint where windows do not
- * overlap, one a window); attention (kernels/attention.cl), cross entropy's rows (kernels/loss.cl)
- * and the row operations cumsum and sort (kernels/rows.cl), one work-item a row; Winograd's
- * convolution's stages (kernels/winograd.cl). */
+ * overlap, one a window); attention (cl/attention.cl), cross entropy's rows (cl/loss.cl)
+ * and the row operations cumsum and sort (cl/rows.cl), one work-item a row; Winograd's
+ * convolution's stages (cl/winograd.cl). */
 #include "cl_internal.h"
 #include "cl_run.h"
 #include "core/core.h"
@@ -69,7 +69,7 @@ static clt_status columns(const char *fn, clt_device *dev, const clt__conv_call 
     return clt__cl_run(fn, dev, "nn", clt__dtype(c->dtype)->options, kernel, args, nargs, n);
 }
 
-/* The most positions a plane of im2col_small and col2im_small holds (kernels/nn.cl's
+/* The most positions a plane of im2col_small and col2im_small holds (cl/nn.cl's
  * CLT_SMALL_PLANE). */
 #define CLT__CL_SMALL_PLANE 256
 

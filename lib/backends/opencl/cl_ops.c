@@ -1,9 +1,9 @@
-/* The OpenCL backend's kernels for tensors: dtype conversion (kernels/cast.cl), elementwise
- * operations (kernels/elementwise.cl: the strided kernels, or, when every operand is contiguous, the
+/* The OpenCL backend's kernels for tensors: dtype conversion (cl/cast.cl), elementwise
+ * operations (cl/elementwise.cl: the strided kernels, or, when every operand is contiguous, the
  * ewc_ kernels that loop with CLT_RUN, and copies that are batched transposes in tiles:
  * ew_copy_t through local memory, or ew_copy_tb one tile a work-item on CPU-type devices),
  * copies that keep the last dimension run by run (ew_copy_rows),
- * fills and random fills (kernels/random.cl). */
+ * fills and random fills (cl/random.cl). */
 #include <stdio.h>
 #include <string.h>
 
@@ -39,7 +39,7 @@ int clt__cl_run_blocked = -1;
 static const char *const ew_kernels[CLT_EW_COUNT][2] = {
     CLT_EW_OPS(CLT__EW_KERNELS){"ew_copy", "ewc_copy"}, {"ew_where", "ewc_where"}};
 
-/* The programs that hold them: the part of kernels/elementwise.cl for the operation's group. */
+/* The programs that hold them: the part of cl/elementwise.cl for the operation's group. */
 #define CLT__EW_BINARY(...) "elementwise:binary",
 #define CLT__EW_SCALAR(...) "elementwise:scalar",
 #define CLT__EW_SIGN(...) "elementwise:sign",
@@ -68,7 +68,7 @@ static clt_status contiguous(const char *fn, clt_device *dev, const clt__ew_call
                        c->n);
 }
 
-/* The struct arguments of kernels/elementwise.cl's strided kernels and transposes, field for
+/* The struct arguments of cl/elementwise.cl's strided kernels and transposes, field for
  * field. */
 typedef struct ew_layout {
     cl_long sh[8], st[32];
@@ -89,7 +89,7 @@ static tp_batch batch_of(int nb, const int64_t *shape, const int64_t *out, const
     return bd;
 }
 
-#define CLT__TP_T 32   /* TP_T of kernels/elementwise.cl */
+#define CLT__TP_T 32   /* TP_T of cl/elementwise.cl */
 #define CLT__TP_ROWS 8 /* TP_ROWS */
 
 /* A copy of plan t in tiles (ew_copy_t, or ew_copy_tb with the blocked layout). */

@@ -1,4 +1,4 @@
-/* The OpenCL backend's optimizer update (kernels/optim.cl): up to CLT__OPTIM_GROUP parameters a
+/* The OpenCL backend's optimizer update (cl/optim.cl): up to CLT__OPTIM_GROUP parameters a
  * launch, each work-item looping over several elements of each (cl_run.h). */
 #include "cl_internal.h"
 #include "cl_run.h"

@@ -1,5 +1,5 @@
-/* Kernels compiled at load time: the sources of lib/backends/opencl/kernels and
- * lib/backends/shared (embedded in the library, or read from the folders CLT_KERNEL_DIR lists),
+/* Kernels compiled at load time: the sources of cl/ (embedded in the library, or read from the
+ * folders CLT_KERNEL_DIR lists),
  * built per (device, program, options) the first time a device needs them, a program being
  * one part of a file (clt__cl_program), from the disk cache's binary when that cache is in use
  * and has one whose program holds the kernel asked for (cl_cache.c), and kept in memory with

@@ -1,4 +1,4 @@
-/* The OpenCL backend's reductions (kernels/reduce.cl): choosing how rows map onto work-items and
+/* The OpenCL backend's reductions (cl/reduce.cl): choosing how rows map onto work-items and
  * launching the kernels. Rows of at most CLT__RED_SHORT elements take one work-item each. Longer
  * rows take one work-group each; when there are too few rows to give every compute unit
  * several work-groups, each row is split into parts of at least CLT__RED_MIN_PART elements,
@@ -14,7 +14,7 @@
 #include "cl_run.h"
 #include "core/core.h"
 
-#define CLT__RED_WG 256          /* work-group size asked for: CLT_RED_WG of kernels/reduce.cl */
+#define CLT__RED_WG 256          /* work-group size asked for: CLT_RED_WG of cl/reduce.cl */
 #define CLT__RED_SHORT 32        /* rows this short: one work-item per row */
 #define CLT__RED_GROUPS_PER_CU 8 /* work-groups wanted per compute unit */
 #define CLT__RED_MIN_PART 4096   /* elements a work-group takes at least, when rows are split */
@@ -35,7 +35,7 @@ static const char *red_name(clt__reduce_op op)
     }
 }
 
-/* The program of an operation's kernels: its part of kernels/reduce.cl. */
+/* The program of an operation's kernels: its part of cl/reduce.cl. */
 static const char *red_program(clt__reduce_op op)
 {
     return op == CLT_REDUCE_SUM || op == CLT_REDUCE_SQDEV || op == CLT_REDUCE_MEAN

@@ -1,4 +1,4 @@
-/* Launches of the kernels that loop over contiguous elements with CLT_RUN (kernels/common.cl): the
+/* Launches of the kernels that loop over contiguous elements with CLT_RUN (cl/common.cl): the
  * layout (blocked on CPU-type devices) and the work-group size and count for n elements. */
 #ifndef CLT_CL_RUN_H
 #define CLT_CL_RUN_H

@@ -5,7 +5,7 @@
 #include <stddef.h>
 
 typedef struct clt__cl_source {
-    const char *name; /* "cast" for kernels/cast.cl */
+    const char *name; /* "cast" for cl/cast.cl */
     const char *text;
     size_t length;
 } clt__cl_source;

@@ -1,5 +1,5 @@
-/* The host's prelude for shared/scalar.cl: the same fixed-width names and bit casts as
- * kernels/common.cl gives OpenCL programs, so that the host compiles the very same functions. */
+/* The host's prelude for cl/scalar.cl: the same fixed-width names and bit casts as
+ * cl/common.cl gives OpenCL programs, so that the host compiles the very same functions. */
 #ifndef CLT_SCALAR_HOST_H
 #define CLT_SCALAR_HOST_H
 
@@ -71,11 +71,11 @@ static inline clt_u32 clt_mulhi32(clt_u32 a, clt_u32 b)
     return (clt_u32)(((clt_u64)a * b) >> 32);
 }
 
-/* No contraction into fma, as in kernels/common.cl: the build passes -ffp-contract=off (GCC ignores
+/* No contraction into fma, as in cl/common.cl: the build passes -ffp-contract=off (GCC ignores
  * the standard pragma). */
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
 #endif
-#include "scalar.cl"
+#include "cl/scalar.cl"
 
 #endif

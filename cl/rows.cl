@@ -1,6 +1,6 @@
 /* Row kernels, built per dtype with the options of elementwise.cl (-DDT, -DST, -DCT, -DKIND):
  * the running sum (cumsum) and the stable sort of each contiguous row, one work-item a row, with
- * the algorithms of backends/shared/sort_scan.cl, which comes first. Offsets are in elements. */
+ * the algorithms of cl/sort_scan.cl, which comes first. Offsets are in elements. */
 
 /* out[r, :] = the running sums of in[r, :] (from the end with reverse). */
 __kernel void cumsum_rows(__global ST *out, ulong out_off, __global const ST *in, ulong in_off,

@@ -1,5 +1,5 @@
 /* Row algorithms shared by the host backend (lib/backends/host/host_rows.c, compiled as C11, once
- * per dtype) and the OpenCL program "rows" (kernels/rows.cl), so that both give the same results
+ * per dtype) and the OpenCL program "rows" (cl/rows.cl), so that both give the same results
  * in the same order: the running sum of a row and a stable merge sort of a row. The host defines
  * CLT_FN, GLOBAL (the address space of the rows), ST and CT (the storage and compute types),
  * LOAD, STORE, ROWS_NAME(name) (the dtype's name for a function) and ROWS_FLOATING (1 when

@@ -1,4 +1,4 @@
-/* One optimizer update of one element, shared by the OpenCL kernel (kernels/optim.cl) and the host
+/* One optimizer update of one element, shared by the OpenCL kernel (cl/optim.cl) and the host
  * backend (lib/backends/host/host_optim.c), so that both compute the same expressions in the same order.
  * p, g, m, v are variables of the compute type (the parameter, its gradient, and the first and
  * second state values), updated in place; the other arguments are of the compute type too,

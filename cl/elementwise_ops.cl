@@ -1,4 +1,4 @@
-/* The elementwise operations, shared by the OpenCL kernels (kernels/elementwise.cl) and the host
+/* The elementwise operations, shared by the OpenCL kernels (cl/elementwise.cl) and the host
  * backend: one table, so that both sides compute the same expressions. x, y, z are the loaded
  * inputs and s0, s1 the scalar parameters, all of the compute type: float (f32, f16, bf16),
  * double (f64) or clt_i64 (integers and bool). The including file defines the math functions
@@ -31,7 +31,7 @@
      (x) * (1 - (t) * (t)) * (CT)0.39894228040143267794 * (1 + (CT)0.134145 * (x) * (x)))
 
 /* The operations, in groups (the OpenCL kernels of one group are built together,
- * kernels/elementwise.cl): binary (with addcmul, z + s0 x y, of three inputs, and mul_rsqrt,
+ * cl/elementwise.cl): binary (with addcmul, z + s0 x y, of three inputs, and mul_rsqrt,
  * x / sqrt(y + s0): a BatchNorm's scale, floating only), scalar, sign
  * (defined on integers too), math (floating dtypes only), compare and backward (floating only).
  * The operations' derivatives (name_backward) take the output's gradient as x and the saved
