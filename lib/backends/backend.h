@@ -539,6 +539,14 @@ struct clt__backend {
                         : clt__backend_unsupported(fn, dev, #op, dtype))
 clt_status clt__backend_unsupported(const char *fn, const clt_device *dev, const char *op,
                                     clt_dtype dtype);
+/* Scratch buffers for a backend's intermediate results, from dev's caching allocator, so that
+ * they are reused between calls: the one service the layers above the seam give a backend
+ * (lib/device/allocator.c implements it). *capacity receives the buffer's size, for
+ * clt__scratch_free; errors name fn. clt__scratch_free gives the buffer back for reuse: work
+ * already queued on the device's in-order queue may still read it. */
+clt_status clt__scratch_alloc(const char *fn, clt_device *dev, size_t nbytes, void **buf,
+                              size_t *capacity);
+void clt__scratch_free(clt_device *dev, void *buf, size_t capacity);
 /* The conv2d entry composed of dev's own im2col and gemm: the columns of every image into a
  * buffer of the caching allocator, then one strided-batched product, an image a matrix, written
  * in the output's layout; or with one_product, one product over every image's columns, written

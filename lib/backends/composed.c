@@ -10,7 +10,6 @@
 
 #include "backends/backend.h"
 #include "core/core.h"
-#include "device/allocator.h"
 
 clt_status clt__conv2d_composed(const char *fn, clt_device *dev, const clt__conv_call *c,
                                 bool one_product)
@@ -18,7 +17,7 @@ clt_status clt__conv2d_composed(const char *fn, clt_device *dev, const clt__conv
     size_t es = clt_dtype_size(c->dtype), k = c->C * (size_t)c->kh * (size_t)c->kw;
     size_t L = c->OH * c->OW, nl = c->N * L, capacity = 0;
     void *cols = NULL;
-    clt_status st = clt__device_alloc(fn, dev, k * nl * es, false, &cols, &capacity);
+    clt_status st = clt__scratch_alloc(fn, dev, k * nl * es, &cols, &capacity);
     clt__conv_call u = *c;
     u.out = cols, u.out_offset = 0;
     if (st == CLT_OK && (st = CLT__BACKEND_CALL(im2col, fn, dev, c->dtype, &u)) == CLT_OK) {
@@ -46,12 +45,12 @@ clt_status clt__conv2d_composed(const char *fn, clt_device *dev, const clt__conv
         st = CLT__BACKEND_CALL(gemm, fn, dev, c->dtype, &g);
     }
     if (cols) /* work on one device runs in order */
-        clt__device_free(dev, cols, capacity);
+        clt__scratch_free(dev, cols, capacity);
     return st;
 }
 
 /* A rows x cols matrix of dtype in a buffer of dev's caching allocator (*capacity its size for
- * clt__device_free), for `what`. */
+ * clt__scratch_free), for `what`. */
 static clt_status matrix_buffer(const char *fn, clt_device *dev, const char *what, size_t rows,
                                 size_t cols, clt_dtype dtype, void **buf, size_t *capacity)
 {
@@ -59,7 +58,7 @@ static clt_status matrix_buffer(const char *fn, clt_device *dev, const char *wha
     if (!clt__mul_size(rows, cols, &bytes) || !clt__mul_size(bytes, clt_dtype_size(dtype), &bytes))
         return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "%s of %zu x %zu on %s: more bytes than "
                           "memory holds", what, rows, cols, dev->name);
-    return clt__device_alloc(fn, dev, bytes, false, buf, capacity);
+    return clt__scratch_alloc(fn, dev, bytes, buf, capacity);
 }
 
 clt_status clt__gemm_composed_groups(const char *fn, clt_device *dev, const clt__gemm_call *c,
@@ -92,7 +91,7 @@ clt_status clt__gemm_composed_groups(const char *fn, clt_device *dev, const clt_
         st = CLT__BACKEND_CALL(elementwise, fn, dev, c->dtype, &e);
     }
     if (wide) /* work on one device runs in order */
-        clt__device_free(dev, wide, capacity);
+        clt__scratch_free(dev, wide, capacity);
     return st;
 }
 
@@ -144,7 +143,7 @@ clt_status clt__gemm_row_sums_apart(const char *fn, clt_device *dev, const clt__
     if (st == CLT_OK)
         st = CLT__BACKEND_CALL(reduce, fn, dev, c->dtype, &r);
     if (rows) /* work on one device runs in order */
-        clt__device_free(dev, rows, capacity);
+        clt__scratch_free(dev, rows, capacity);
     return st;
 }
 
@@ -265,11 +264,11 @@ clt_status clt__conv2d_winograd(const char *fn, clt_device *dev, const clt__conv
     rows = (all + blocks - 1) / blocks; /* blocks of even size */
     void *u = NULL, *v = NULL, *m = NULL;
     size_t u_cap = 0, v_cap = 0, m_cap = 0;
-    clt_status st = clt__device_alloc(fn, dev, 16 * K * C * es, false, &u, &u_cap);
+    clt_status st = clt__scratch_alloc(fn, dev, 16 * K * C * es, &u, &u_cap);
     if (st == CLT_OK)
-        st = clt__device_alloc(fn, dev, 16 * C * rows * TW * es, false, &v, &v_cap);
+        st = clt__scratch_alloc(fn, dev, 16 * C * rows * TW * es, &v, &v_cap);
     if (st == CLT_OK)
-        st = clt__device_alloc(fn, dev, 16 * K * rows * TW * es, false, &m, &m_cap);
+        st = clt__scratch_alloc(fn, dev, 16 * K * rows * TW * es, &m, &m_cap);
     if (st == CLT_OK)
         st = winograd_stage(fn, dev, c, CLT_WINOGRAD_WEIGHT, 0, 0, u);
     for (size_t row0 = 0; st == CLT_OK && row0 < all; row0 += rows) {
@@ -297,11 +296,11 @@ clt_status clt__conv2d_winograd(const char *fn, clt_device *dev, const clt__conv
     }
     /* work on one device runs in order: the buffers may go back to the pool at once */
     if (m)
-        clt__device_free(dev, m, m_cap);
+        clt__scratch_free(dev, m, m_cap);
     if (v)
-        clt__device_free(dev, v, v_cap);
+        clt__scratch_free(dev, v, v_cap);
     if (u)
-        clt__device_free(dev, u, u_cap);
+        clt__scratch_free(dev, u, u_cap);
     return st;
 }
 

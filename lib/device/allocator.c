@@ -277,3 +277,14 @@ void clt_device_empty_cache(clt_device *dev)
     drain(dev, p);
     pthread_mutex_unlock(&p->lock);
 }
+
+clt_status clt__scratch_alloc(const char *fn, clt_device *dev, size_t nbytes, void **buf,
+                              size_t *capacity)
+{
+    return clt__device_alloc(fn, dev, nbytes, false, buf, capacity);
+}
+
+void clt__scratch_free(clt_device *dev, void *buf, size_t capacity)
+{
+    clt__device_free(dev, buf, capacity);
+}

@@ -8,7 +8,6 @@
 #include "host.h"
 #include "host_parallel.h"
 #include "host_simd.h"
-#include "device/allocator.h"
 #include "platform/platform.h"
 #include "backends/shared/scalar_host.h"
 #include "cl/window.cl"
@@ -269,12 +268,12 @@ clt_status clt__host_conv2d(const char *fn, clt_device *dev, const clt__conv_cal
         b.slots = threads < c->N * b.bands ? threads : c->N * b.bands;
         void *scratch = NULL;
         size_t capacity = 0, bytes = b.slots * k * b.rows * c->OW * es;
-        if ((st = clt__device_alloc(fn, dev, bytes, false, &scratch, &capacity)) != CLT_OK)
+        if ((st = clt__scratch_alloc(fn, dev, bytes, &scratch, &capacity)) != CLT_OK)
             return st;
         b.scratch = scratch;
         clt__host_parallel(b.slots, c->N * L * k * c->mult / b.slots / 8 + 1, conv_band_part,
                            &b);
-        clt__device_free(dev, scratch, capacity);
+        clt__scratch_free(dev, scratch, capacity);
         return CLT_OK;
     }
     return clt__conv2d_composed(fn, dev, c, false); /* a product an image, in parallel */

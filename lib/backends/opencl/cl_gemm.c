@@ -9,7 +9,6 @@
 
 #include "cl_internal.h"
 #include "core/core.h"
-#include "device/allocator.h"
 
 /* CLBlast's own status codes (those that are not OpenCL's), by value (clblast_c.h). */
 #define CLT__CLBLAST_CODES(X)                                                                  \
@@ -392,7 +391,7 @@ clt_status clt__cl_conv2d_packed(const char *fn, clt_device *dev, const clt__con
     void *panels = NULL;
     size_t capacity = 0, pw = clt__cl_gemm_panel_width(dev, g->dtype), L = c->OH * c->OW;
     clt_status st =
-        clt__device_alloc(fn, dev, clt__cl_gemm_panel_bytes(dev, g), false, &panels, &capacity);
+        clt__scratch_alloc(fn, dev, clt__cl_gemm_panel_bytes(dev, g), &panels, &capacity);
     if (st != CLT_OK)
         return st;
     cl_mem in = c->in, p = panels;
@@ -411,7 +410,7 @@ clt_status clt__cl_conv2d_packed(const char *fn, clt_device *dev, const clt__con
                            "gemm_pack_im2col", args, 18, 2, global, NULL, NULL);
     if (st == CLT_OK)
         st = packed_product(fn, dev, g, panels, L, c->mult * L);
-    clt__device_free(dev, panels, capacity); /* the in-order queue runs what reuses it later */
+    clt__scratch_free(dev, panels, capacity); /* the in-order queue runs what reuses it later */
     return st;
 }
 
@@ -430,11 +429,11 @@ clt_status clt__cl_gemm(const char *fn, clt_device *dev, const clt__gemm_call *c
     if (c->c_group && !clt__cl_gemm_fits(dev, v, c)) /* a variant that stores rows whole */
         return clt__gemm_composed_groups(fn, dev, c, clt__cl_gemm);
     if (v == CLT__GEMM_PACKED &&
-        (st = clt__device_alloc(fn, dev, clt__cl_gemm_panel_bytes(dev, c), false, &panels,
+        (st = clt__scratch_alloc(fn, dev, clt__cl_gemm_panel_bytes(dev, c), &panels,
                                 &capacity)) != CLT_OK)
         return st;
     st = clt__cl_gemm_run(fn, dev, v, c, panels);
     if (panels) /* the in-order queue runs whatever reuses it after this product */
-        clt__device_free(dev, panels, capacity);
+        clt__scratch_free(dev, panels, capacity);
     return st;
 }
