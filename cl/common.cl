@@ -14,7 +14,8 @@ typedef long clt_i64;
 
 #define CLT_FN static inline
 /* A function the compiler must inline: PoCL kept the pooling kernels' per-output function a call
- * of 17 arguments, and inlined it pooled 8 x 8 images about a quarter faster. */
+ * of 17 arguments, and inlined it pooled 8 x 8 images faster (docs/performance.md, Convolution
+ * and pooling). */
 #define CLT_INLINE static inline __attribute__((always_inline))
 #define CLT_U64C(x) x##UL
 #define CLT_I64C(x) x##L

@@ -368,7 +368,8 @@ __kernel void ew_copy_tb(TP_PARAMS)
  * last dimension, as a convolution's output (O, N, L) to (N, O, L)): `rows` runs of `len`
  * elements, run r from the offsets tp_base gives r. Blocked, a work-item's runs are placed by
  * division once, then counted on, each copied in one loop that compilers vectorise: PoCL ran
- * ew_copy's general walk over such runs of 16 floats 7 times slower. */
+ * ew_copy's general walk over such runs of 16 floats several times slower (docs/performance.md,
+ * Convolution and pooling). */
 #if CLT_WANTED(transpose)
 __kernel void ew_copy_rows(__global ST *outp, ulong out_off, __global const ST *inp,
                            ulong in_off, ulong len, ulong rows, tp_batch bd, int nb, int blocked)

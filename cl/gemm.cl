@@ -96,9 +96,9 @@ CLT_FN void transpose_square(VT *v)
  * a vector along each of its columns (a stored row of B) and written as VW x PW: global
  * (ceil(k / VW), panels, batch); one element per row read from a different line made the pack
  * of a 784 x 256 transposed B cost as much as the product. A whole VW x PW block goes VW x VW
- * at a time, transposed in registers (transpose_square), its rows stored as vectors: the pack of
- * nn.Linear's 256 x 784 weight took a fifth of the forward product's time, element by element a
- * third; the MLP's x^T (784 x 128) 34-44 us through a private square, 30-33 us by shuffles. */
+ * at a time, transposed in registers (transpose_square), its rows stored as vectors: faster
+ * than element by element, and than a square through private memory (docs/performance.md,
+ * Matrix products on OpenCL devices). */
 #if CLT_WANTED(packed)
 __kernel void gemm_pack(int n, int k, __global const T *bsrc, ulong b_off, ulong b_rs, ulong b_cs,
                         ulong b_bs, __global T *panels)
@@ -215,7 +215,7 @@ CLT_FN void store_row(__global T *crow, int j0, int n, T alpha, T beta, VT *v, i
                       __global const T *bias, int i)
 {
     if (j0 + PW <= n) { /* as vectors, the epilogue's included (element by element, a
-                          * convolution's bias and ReLU made its product take 2.5 times as long) */
+                          * convolution's bias and ReLU made its product much slower) */
         for (int q = 0; q < NV; q++) {
             VT o = beta != 0 ? fma((VT)alpha, v[q], (VT)beta * vloadw(q, crow + j0))
                              : v[q] * alpha;
@@ -311,8 +311,8 @@ CLT_FN void store_row_groups(__global T *crow, int j0, int n, int cg, ulong cg_s
 }
 
 /* A whole panel's row into groups of a multiple of VW columns: each vector within one group,
- * stored as a vector (a convolution's 4 x 4 maps, 16 columns a group, took 1.45 times as long
- * element by element on PoCL with 64-wide panels). */
+ * stored as a vector (a convolution's 4 x 4 maps, 16 columns a group, took longer element by
+ * element on PoCL with 64-wide panels: docs/performance.md, Matrix products on OpenCL devices). */
 CLT_FN void store_row_vectors(__global T *crow, int j0, int cg, ulong cg_stride, T alpha, T beta,
                               VT *v, int ep, __global const T *bias, int i)
 {
@@ -374,7 +374,8 @@ __kernel void gemm_packed(int m, int n, int k, T alpha, T beta, __global const T
 /* As gemm_packed with B read in place: element (l, j) at b[b_off + b * b_bs + l * ldb + j]. A
  * panel that reaches past n reads its vectors within n as vectors, the one that n cuts element
  * by element, zero beyond n (element by element throughout, the last panel of nn.Linear's
- * weight gradient, 16 columns of 784, took a seventh of the product's time). */
+ * weight gradient, 16 columns of 784, cost far more than its share of the product:
+ * docs/performance.md, Matrix products on OpenCL devices). */
 #if CLT_WANTED(direct)
 __kernel void gemm_direct(int m, int n, int k, T alpha, T beta, __global const T *a, ulong a_off,
                           ulong a_rs, ulong a_cs, ulong a_bs, __global const T *bsrc, ulong b_off,

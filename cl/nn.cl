@@ -106,10 +106,9 @@ static void im2col_range(ulong b, ulong e, __global ST *out, __global const ST *
  * (y, x) reads input position j + (y * dh - ph) * W + x * dw - pw, or nothing where its row or
  * column falls outside, so that a plane of columns is one loop over j with a test against the
  * positions' rows and columns (tabled once a work-item), which compilers vectorise with masked
- * loads: PoCL ran im2col and col2im of 128 x 16 planes of 4 x 4 in 49 and 55 us so, against 174
- * and 175 a piece of a row at a time; of 32 x 16 planes of 16 x 16, 157 and 258 us against 251
- * and 1095. Kernels of their own (im2col_small, col2im_small), so that the others hold no
- * private tables. */
+ * loads: PoCL ran im2col and col2im of such planes much faster so than a piece of a row at a
+ * time (docs/performance.md, Convolution and pooling). Kernels of their own (im2col_small,
+ * col2im_small), so that the others hold no private tables. */
 #define CLT_SMALL_PLANE 256
 
 /* The row and column of each position of a plane of rows x cols. */
@@ -179,10 +178,9 @@ __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulo
  * which differs from kh * kw only where ceil mode lets the last window overhang), else only the
  * elements inside the image. One kernel for each of max and average pooling (MAX 1 or 0) and
  * positions within a plane in int (where they fit) or long (_wide): PoCL ran a kernel that chose
- * at run time, or held positions in long, 1.5-1.8 times slower. A window's taps are clipped to
- * the image before the loops over them, which then test nothing: PoCL for an AVX-512 CPU ran
- * the max pool that tested each tap 5.6 times slower (16 x 64 x 112 x 112, 3 x 3 stride 2: 274
- * ms, against 49). */
+ * at run time, or held positions in long, slower. A window's taps are clipped to the image
+ * before the loops over them, which then test nothing: PoCL ran the max pool that tested each
+ * tap several times slower (docs/performance.md, Convolution and pooling). */
 #define POOL2D_AT(NAME, IT, MAX)                                                               \
     CLT_INLINE void NAME##_at(ulong i, IT ox, IT oy, __global ST *out, __global long *arg,     \
                           __global const ST *plane, IT H, IT W, int kh, int kw, int sh,        \
@@ -254,9 +252,9 @@ __kernel void im2col(__global ST *out, ulong out_off, __global const ST *in, ulo
  * the rows, the first tap of column x at x * S, the second D after it: a row whose windows lie
  * inside down the columns too in one loop (the same taps in the same order as NAME##_at, without
  * its tests), any other row window by window; the indices too where ARG. With S, D and ARG
- * constants compilers vectorise the loop with interleaved loads: PoCL ran the max pool of 2048
- * planes of 8 x 8 with indices in 31 us so, 80 with S and D, or ARG, read at run time, and 113
- * window by window. */
+ * constants compilers vectorise the loop with interleaved loads: PoCL ran the max pool of 8 x 8
+ * planes with indices fastest so, slower with S and D, or ARG, read at run time, and slowest
+ * window by window (docs/performance.md, Convolution and pooling). */
 #define POOL2D_PAIRS(NAME, IT, MAX, S, D, ARG)                                                 \
     do {                                                                                       \
         for (; r < e; r++) {                                                                   \
@@ -492,7 +490,7 @@ CLT_WINDOW_AT(window_at_int, int)
 /* The adjoint of im2col: out[n, c, h, w] = the sum of the column entries im2col reads from
  * (h, w), taps (y, x) in order. Columns are (C * kh * kw) x N x (OH * OW); out is N x C x H x W.
  * One work-item an image element: element i at (w, h) of channel c of image n, positions in
- * IT: col2im in int (where they fit: 1.4 times faster on PoCL), col2im_wide in long. */
+ * IT: col2im in int (where they fit: faster on PoCL), col2im_wide in long. */
 #define COL2IM_AT(IT)                                                                          \
     static void col2im_at_##IT(ulong i, IT w, IT h, ulong n, ulong c, __global ST *out,        \
                                __global const ST *in, ulong N, IT OH, IT OW, int kh, int kw,   \
@@ -644,8 +642,8 @@ __kernel void pool2d_backward(__global ST *out, ulong out_off, __global const lo
 /* Max pooling's adjoint where 2 x 2 windows of stride 2 tile the planes (H = 2 OH, W = 2 OW), in
  * the blocked layout: input rows [r, e) of the NC planes whole, element (h, w) the gradient of
  * window (h / 2, w / 2) where its index names (h, w), else 0, what pool2d_backward's gather
- * gives (0 + g). One pass, writing each row once, instead of zeros and the scatter: PoCL took
- * 33-59 us for 2048 planes of 8 x 8 so, 64-91 for the two, timed in turn. */
+ * gives (0 + g). One pass, writing each row once, instead of zeros and the scatter: faster on
+ * PoCL, timed in turn (docs/performance.md, Convolution and pooling). */
 __kernel void pool2d_pairs_backward(__global ST *out, ulong out_off, __global const long *arg,
                                     ulong arg_off, __global const ST *in, ulong in_off,
                                     ulong NC, ulong OH, ulong OW)

@@ -6,7 +6,8 @@
  * loop per (kind, momentum or not), chosen before it, with both constants inside it, as in the
  * host backend, and the state loaded without a condition (the first step of momentum replaces
  * it): PoCL does not vectorise a loop that tests them at every element, or loads under a
- * condition, and ran SGD's update 10 times slower so. */
+ * condition, and ran SGD's update an order of magnitude slower so (docs/performance.md,
+ * Memory-bound kernels). */
 
 /* The loop of kind K with momentum used (M) or not, as constants. */
 #define OPTIM_RUN(K, M)                                                                        \

@@ -489,7 +489,7 @@ CLT_FN ST amin_result(arg_state st, __global const ST *row, clt_u64 len)
  * work-item on GPUs (neighbours read neighbouring columns); in the blocked layout a work-item
  * takes a run of columns, COLUMN_RUN of one row group at a time in its lanes, read a row
  * piece at a time, as vectors where the piece is whole (element by element, the gradient of
- * a bias of 256 over 128 rows took four times as long on PoCL). */
+ * a bias of 256 over 128 rows took several times as long on PoCL). */
 #define COLUMN_RUN 16
 #if CLT_WANTED(sums) && !CLT_KIND_INT
 CLT_FN void sum_columns_run(__global const ST *x, ulong len, ulong inner, ulong c, ulong n,

@@ -5,7 +5,7 @@
 /* NAME(v, t, s, p, d, n): the output position (of n) whose window tap t reads input position v,
  * for stride s, padding p and dilation d, or -1 when none does, in integers of type IT
  * (clt_window_at in 64 bits; OpenCL kernels also make an int one). Stride 1 skips the division
- * and remainder (col2im of a 3 x 3 convolution on PoCL: 15% of its time). */
+ * and remainder, a sizeable share of col2im's time on PoCL for a 3 x 3 convolution. */
 #define CLT_WINDOW_AT(NAME, IT)                                                                \
     CLT_FN IT NAME(IT v, int t, int s, int p, int d, IT n)                                     \
     {                                                                                          \

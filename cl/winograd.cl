@@ -6,9 +6,10 @@
  * function: on GPUs an item is a tile (neighbouring work-items, neighbouring tiles); in the
  * blocked layout (CPU devices) the weight's items are output channels, the input's and the
  * output's whole tile rows, WINOGRAD_CHUNK tiles at a time through private rows, in loops over
- * the channels or the tiles that the compiler vectorises, as the host does (a tile an item ran 3
- * to 4 times slower on PoCL). Every count fits in 32 bits (the
- * host checks), so items are split with 32-bit divisions. Offsets are in elements. */
+ * the channels or the tiles that the compiler vectorises, as the host does (a tile an item ran
+ * several times slower on PoCL: docs/performance.md, Convolution and pooling). Every count fits
+ * in 32 bits (the host checks), so items are split with 32-bit divisions. Offsets are in
+ * elements. */
 
 /* The blocked layout's loop over n row items: each work-item (g of gs, read before any branch:
  * see clt_run_span) one run of them, as even as the work-items allow (no item is short enough to
@@ -99,7 +100,7 @@ static void winograd_input_at(uint i, __global ST *v, __global const ST *in, uin
 /* Item c * rows + r: the same for every tile of tile row r of the block, channel c, through
  * private rows WINOGRAD_CHUNK tiles wide: the patches' rows with their zeros (seg), then B^T
  * applied to them (q). PoCL vectorised this; a loop reading the image straight, with the tiles
- * at its edges apart, ran twice as long. */
+ * at its edges apart, ran slower. */
 static void winograd_input_row(uint i, __global ST *v, __global const ST *in, uint C, uint H,
                                uint W, uint TH, uint TW, int ph, int pw, uint row0, uint rows)
 {

@@ -82,8 +82,8 @@ typedef struct grad_check {
  * moving a few elements by a few percent, while a wrong formula moves the whole tensor. The
  * bound is f32 rounding through a deep net whose batch statistics come from 2 images: the
  * ResNet's gradients differ from PyTorch's by 2e-4 to 1.1e-3 in this norm, all elements alike,
- * and by how much depends on the CPU's GEMM kernels (1.08e-3 at most on an AVX2 EPYC, under
- * 1e-3 on an AVX-512 Xeon), while an error in a formula gives 1e-1 and more. The 1e-6 floor is
+ * and by how much depends on the CPU's GEMM kernels (1.08e-3 at most with AVX2 kernels, under
+ * 1e-3 with AVX-512 ones), while an error in a formula gives 1e-1 and more. The 1e-6 floor is
  * for gradients that are zero but for rounding: a BatchNorm's bias ahead of a 1x1 convolution
  * and a training-mode BatchNorm (which removes each channel's mean) has a gradient of about
  * 1e-7 in PyTorch and in any other order of sums, against 1e-2 for the others. */

@@ -191,9 +191,9 @@ size_t clt__winograd_rows = 0;
 
 /* Winograd's path is taken where it saves at least this many multiply-adds for each pair of
  * input and output channels: the weight's transform costs about 25 elements read or written a
- * pair, each about as long as 30 multiply-adds of a product (2-core AMD EPYC: ResNet-18's
- * 512-channel 7 x 7 layer at batch 1, 185 saved, ran 1.6 times slower than the direct
- * convolution; its 256-channel 14 x 14 layer, 980 saved, 1.4 times faster). Fewer than
+ * pair, each as long as many multiply-adds of a product (ResNet-18's 512-channel 7 x 7 layer at
+ * batch 1, 185 saved a pair, ran slower through Winograd than direct; its 256-channel 14 x 14
+ * layer, 980 saved, faster: docs/performance.md, Convolution and pooling). Fewer than
  * WINOGRAD_MIN_CHANNELS input or output channels make products too thin to repay the
  * transforms' passes over 16 copies of the tiles. */
 #define WINOGRAD_MIN_SAVED 512
@@ -201,12 +201,11 @@ size_t clt__winograd_rows = 0;
 /* And where the channels repay each tile's transforms: a tile saves 20 C K multiply-adds and
  * costs 16 (C + K) transformed elements, so C K / (C + K) must reach WINOGRAD_MIN_PAIR, or
  * WINOGRAD_MIN_PAIR_WIDE in images of at least WINOGRAD_WIDE_TILES tiles a row (the stages
- * work a tile row at a time, and short rows cost more a tile). Measured on cpu and PoCL (2-core
- * Zen 4 EPYC, each pair of paths alternating in one process): batch 128 of 8 x 8 images (4
- * tiles a row) with 16 -> 32 channels (C K / (C + K) 10.7) ran 1.5-2.2 times slower through
- * Winograd, 32 -> 32 (16) 1.1-1.6 times, 32 -> 64 (21) 1.3 times, 64 -> 64 (32) even, 128 ->
- * 128 (64) 1.2-1.3 times faster; 32 -> 32 on 28 x 28 images (14 tiles a row) 1.1-1.4 times
- * slower, on 56 x 56 (28) even on PoCL and 1.7-1.9 times faster on cpu. */
+ * work a tile row at a time, and short rows cost more a tile). Measured on cpu and PoCL, each
+ * pair of paths alternating in one process: on images of 4 tiles a row Winograd ran slower
+ * below WINOGRAD_MIN_PAIR, even at it and faster above it; at WINOGRAD_MIN_PAIR_WIDE it ran
+ * slower on rows of 14 tiles, and on rows of 28 even on PoCL and faster on cpu
+ * (docs/performance.md, Convolution and pooling). */
 #define WINOGRAD_MIN_PAIR 32
 #define WINOGRAD_MIN_PAIR_WIDE 16
 #define WINOGRAD_WIDE_TILES 16

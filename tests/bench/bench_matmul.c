@@ -120,9 +120,9 @@ static int bench(clt_device *dev, int64_t n)
      * lasts 0.3 s, each product waited for: on cpu OpenBLAS's idle worker spins for about 0.1 s
      * after a threaded call, and in a process with the OpenCL drivers loaded after its first
      * use, holding a core (the library's products of 256 ran at one core's speed then); on
-     * PoCL the first tens of products of 256 took 350-500 us where later ones took 250-330
-     * (a 2-core EPYC: its products of 256 measured 46-109 GFLOP/s after one warm-up product,
-     * 103-124 after 0.3 s) */
+     * PoCL the first tens of products of 256 in a process ran slower than later ones, and one
+     * warm-up product left them slower and more scattered than 0.3 s of them
+     * (docs/performance.md, The other benchmarks) */
     double warm_until = now_s() + 0.3;
     while (now_s() < warm_until) {
         clt_tensor *p = clt_matmul(a, b);
@@ -130,8 +130,8 @@ static int bench(clt_device *dev, int64_t n)
         clt_tensor_release(p);
     }
     /* the check against the direct call comes after the timed runs: the reference's first
-     * call builds CLBlast's kernels, after which the library's products of 256 ran at 40-60
-     * GFLOP/s on a 2-core EPYC for a while, against 75-100 without it */
+     * call builds CLBlast's kernels, after which the library's products of 256 ran slower for
+     * a while than without it (docs/performance.md, The other benchmarks) */
     clt_tensor *last = NULL;
     for (int r = -1; r < repeats; r++) {
         double t0 = now_s();

@@ -24,10 +24,9 @@
 
 #define BATCH 128
 /* Steps before each block's timed ones, for every device and for PyTorch alike: on PoCL a step
- * of the MLP took 1.5-1.9 ms for its first 25 steps, 1.2-1.3 ms from the 50th and 1.1-1.2 ms
- * from the 100th (2-core Zen 4 EPYC; no such drift on cpu), and it drifts again after the
- * other side's block: blocks of ten timed steps after ten untimed ones measured it at 1.34 ms,
- * against 0.93-1.08 ms in one run of 200 steps. */
+ * of the MLP shortens over its first hundred steps (no such drift on cpu), and drifts again
+ * after the other side's block: blocks of ten timed steps after ten untimed ones measured it
+ * slower than one long run of steps (docs/performance.md, Training steps). */
 #define WARMUP 100
 #define REPEATS 150
 #define ROUNDS 3 /* blocks of REPEATS / ROUNDS timed steps, each side's in turn */
@@ -390,8 +389,9 @@ int main(void)
     torch_stop(&torch[1]);
     /* the hand-written step after the library's: run before them (with OpenBLAS on two
      * threads), OpenBLAS's worker kept spinning for a while after its last call and took a
-     * core from the cpu device's pool, whose steps measured 1.6-1.8 times slower on a 2-core
-     * Zen 4 EPYC (not with OPENBLAS_THREAD_TIMEOUT=4, which makes it sleep at once) */
+     * core from the cpu device's pool, whose steps then measured much slower (not with
+     * OPENBLAS_THREAD_TIMEOUT=4, which makes it sleep at once; docs/performance.md, Training
+     * steps) */
     double blas_s = blas_step_time();
     for (int d = -1; d < gpus; d++) {
         char name[16];

@@ -5,7 +5,7 @@ bench_train asks for in turn with its own, so that both are timed under the same
   train_torch.py --threads N --batch B
 
 Sets torch.set_num_threads(N) once (changing it back and forth in one process made the later
-blocks with two threads twice as slow as the first), then reads one request a line on stdin,
+blocks with two threads slower than the first), then reads one request a line on stdin,
 "MODEL STEPS" (MODEL mlp or cnn), runs STEPS steps of that model and prints one JSON line:
 {"model": "mlp", "torch": "2.1.0", "threads": 1, "batch": 128, "cpu_s": ..., "wall_s": ...,
  "times": [seconds of each step, ...]}
