@@ -1,4 +1,4 @@
-/* Checks and error handling shared by the operation front ends (see ops_internal.h). */
+/* Checks, error handling and clean-up shared by the operation front ends (see ops_internal.h). */
 #include <stdio.h>
 #include <string.h>
 
@@ -18,6 +18,11 @@ clt_status clt__same_device(const char *fn, clt_tensor *const *ts, int n)
                               b->name);
     }
     return CLT_OK;
+}
+
+clt_status clt__same_device_as(const char *fn, clt_tensor *a, clt_tensor *b)
+{
+    return b ? clt__same_device(fn, (clt_tensor *[]){a, b}, 2) : CLT_OK;
 }
 
 clt_status clt__need_floating(const char *fn, const clt_tensor *x)
@@ -41,4 +46,10 @@ clt_status clt__resized_output(const char *fn, clt_tensor *x, int ndim, const in
     if (!(*empty = clt_reshape(x, ndim, shape)))
         return clt__rename_error(fn);
     return CLT_OK;
+}
+
+void clt__release_all(clt_tensor **ts, int n)
+{
+    for (int i = 0; i < n; i++)
+        clt_tensor_release(ts[i]);
 }

@@ -1,7 +1,7 @@
-/* The adjoints of the gathers and sliding windows of nn.c, for the backward passes: index_add
- * (of index_select), col2im (of im2col) and pool2d_backward (of pooling). Internal helpers:
- * their callers pass what a forward pass already checked; what is checked here is what the
- * kernels rely on. */
+/* The adjoints of the gathers (nn.c) and sliding windows (conv.c, pool.c), for the backward
+ * passes: index_add (of index_select), col2im (of im2col) and pool2d_backward (of pooling).
+ * Internal helpers: their callers pass what a forward pass already checked; what is checked here
+ * is what the kernels rely on. */
 #include <string.h>
 
 #include "core/core.h"

@@ -14,8 +14,12 @@ clt_tensor *clt__contiguous(const char *fn, clt_tensor *x);
 /* CLT_OK when none of the n tensors is NULL and all are on one device; otherwise the error
  * ("fn: expected all tensors on the same device, got gpu:0 and cpu"). */
 clt_status clt__same_device(const char *fn, clt_tensor *const *ts, int n);
+/* CLT_OK when b is NULL, or a and b are tensors on one device; else clt__same_device's error. */
+clt_status clt__same_device_as(const char *fn, clt_tensor *a, clt_tensor *b);
 /* CLT_ERR_DTYPE naming the dtype and device unless x is floating. */
 clt_status clt__need_floating(const char *fn, const clt_tensor *x);
+/* Releases the n tensors at ts (NULL entries allowed). */
+void clt__release_all(clt_tensor **ts, int n);
 
 /* The elementwise operation op on a (and b, for two inputs; else NULL) with scalars s0, s1,
  * promoted and broadcast as the public operations, recorded for autograd as they are. Reaches
@@ -57,9 +61,31 @@ clt_tensor *clt__matmul_row_sums(const char *fn, clt_tensor *a, clt_tensor *b, c
 clt_tensor *clt__conv2d_act(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
                             const clt_conv2d_options *o, clt__act act);
 
-/* The geometry of 2-D pooling (lib/ops/nn.c) of x (N, C, H, W) under options o, as clt_max_pool2d
- * (is_max) or clt_avg_pool2d use it: fills *c but for its buffers and offsets, or returns the
- * error naming fn (invalid options, a window that does not fit). */
+/* The arguments of a 2-D window operation: convolution's (weight, bias, conv, act) or pooling's
+ * (pool, is_max, indices). */
+typedef struct clt__window_args {
+    clt_tensor *weight, *bias, **indices;
+    const clt_conv2d_options *conv;
+    const clt_pool2d_options *pool;
+    bool is_max;
+    clt__act act; /* the convolution's, after its bias */
+} clt__window_args;
+/* A 2-D window operation on an (N, C, H, W) x; errors name fn. */
+typedef clt_tensor *(*clt__window_run)(const char *fn, clt_tensor *x, const clt__window_args *a);
+/* run on x, and on an unbatched (C, H, W) x, as PyTorch's, on a batch of one made and removed
+ * around it. This and the two below: lib/ops/conv.c. */
+clt_tensor *clt__window_op(const char *fn, clt_tensor *x, const clt__window_args *a,
+                           clt__window_run run);
+/* v, where 0 means the default def: 1 for strides and dilations, the kernel size for pooling
+ * strides. */
+int clt__or_default(int v, int def);
+/* Fills c->OH and c->OW from the rest of the geometry (ceil_mode as pooling's), or fails with
+ * CLT_ERR_SHAPE naming fn when the kernel (or window: `what`) does not fit the input. */
+clt_status clt__window_output_size(const char *fn, clt__conv_call *c, const char *what,
+                                   bool ceil_mode);
+/* The geometry of 2-D pooling (lib/ops/pool.c) of x (N, C, H, W) under options o, as
+ * clt_max_pool2d (is_max) or clt_avg_pool2d use it: fills *c but for its buffers and offsets, or
+ * returns the error naming fn (invalid options, a window that does not fit). */
 clt_status clt__pool2d_geometry(const char *fn, const clt_tensor *x, const clt_pool2d_options *o,
                                 bool is_max, clt__conv_call *c);
 /* The geometry of clt_conv2d of x (N, C, H, W) with a kh x kw kernel under options o (NULL: the
@@ -81,6 +107,10 @@ clt_status clt__resized_output(const char *fn, clt_tensor *x, int ndim, const in
 int64_t *clt__host_indices(const char *fn, clt_tensor *idx, int64_t k, bool allow,
                            int64_t allowed, const char *what);
 
+/* x indexed along dim by the m indices idx_dev (i64 on x's device), which `host` holds too (all
+ * checked by the caller), recorded for autograd: clt_index_select's gather (lib/ops/nn.c). */
+clt_tensor *clt__gather(const char *fn, clt_tensor *x, int dim, clt_tensor *idx_dev,
+                        const int64_t *host, int64_t m);
 /* clt_index_select of x along dim (checked by the caller) by the m host indices `host` (checked
  * too), which go to x's device in one write: for callers that computed them on the host. */
 clt_tensor *clt__index_select_host(const char *fn, clt_tensor *x, int dim, const int64_t *host,
