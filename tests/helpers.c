@@ -564,6 +564,20 @@ void test_assert_close(clt_tensor *got, clt_tensor *want, double rel, const char
     free(w);
 }
 
+void test_assert_values(clt_tensor *t, const double *want, int64_t n, double tol,
+                        const char *what)
+{
+    ck_assert_msg(t != NULL, "%s: %s", what, clt_last_error());
+    ck_assert_int_eq(clt_tensor_numel(t), n);
+    double *v = test_values(t);
+    for (int64_t i = 0; i < n; i++)
+        ELEMENT_CHECK((isnan(v[i]) && isnan(want[i])) || v[i] == want[i] ||
+                          fabs(v[i] - want[i]) <= tol * fmax(1.0, fabs(want[i])),
+                      "%s: element %lld is %.9g, want %.9g", what, (long long)i, v[i], want[i]);
+    free(v);
+    clt_tensor_release(t);
+}
+
 double *test_values(clt_tensor *t)
 {
     clt_tensor *c = clt_tensor_to_ex(t, &(clt_to_options){.device = clt_device_cpu(), .dtype = CLT_F64});
@@ -582,6 +596,17 @@ void test_noise(double *v, int64_t n, unsigned seed, double lo, double hi)
     }
 }
 
+double *test_noise_new(int64_t n, unsigned seed)
+{
+    double *v = malloc((size_t)n * sizeof *v);
+    uint32_t s = seed * 747796405u + 1;
+    for (int64_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        v[i] = (double)(s >> 8) / 4194304.0 - 2.0;
+    }
+    return v;
+}
+
 clt_tensor *test_tensor(clt_device *dev, clt_dtype dtype, const double *v, int ndim,
                         const int64_t *shape)
 {
@@ -591,6 +616,35 @@ clt_tensor *test_tensor(clt_device *dev, clt_dtype dtype, const double *v, int n
     clt_tensor_release(h);
     return t;
 }
+
+clt_tensor *test_sines(clt_device *dev, clt_dtype dt, int ndim, const int64_t *shape, double phase)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++)
+        n *= shape[d];
+    double *v = malloc((size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = sin(0.37 * (double)i + phase);
+    clt_tensor *t = test_tensor(dev, dt, v, ndim, shape);
+    free(v);
+    return t;
+}
+
+clt_tensor *test_noisy(clt_device *dev, clt_dtype dt, unsigned seed, double **v, int ndim,
+                       const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++)
+        n *= shape[d];
+    double *raw = test_noise_new(n, seed);
+    clt_tensor *t = test_tensor(dev, dt, raw, ndim, shape);
+    free(raw);
+    *v = test_values(t);
+    return t;
+}
+
+const test_dtype_tol test_adjoint_dtypes[4] = {
+    {CLT_F32, 1e-5}, {CLT_F64, 1e-12}, {CLT_F16, 1e-3}, {CLT_BF16, 8e-3}};
 
 clt_module *test_mlp(int64_t in, int64_t hidden, int64_t out, clt_module *activation,
                      uint64_t seed)

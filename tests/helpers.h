@@ -173,8 +173,16 @@ double *test_values(clt_tensor *t);
 /* Asserts that got and want (any devices and dtypes; neither NULL, else the last error) have the
  * same shape and values within rel * max(1, |want|), naming `what` and the element. */
 void test_assert_close(clt_tensor *got, clt_tensor *want, double rel, const char *what);
+/* Asserts that t (any device, any floating dtype; not NULL, else the last error) holds the n
+ * values want within tol relative to max(1, |want|), NaN matching NaN, naming `what` and the
+ * element; releases t. */
+void test_assert_values(clt_tensor *t, const double *want, int64_t n, double tol,
+                        const char *what);
 /* n pseudo-random values in [lo, hi) from seed. */
 void test_noise(double *v, int64_t n, unsigned seed, double lo, double hi);
+/* n pseudo-random values in [-2, 2) from seed (another sequence than test_noise's), a buffer the
+ * test frees. */
+double *test_noise_new(int64_t n, unsigned seed);
 /* Sequential(Linear(in, hidden), activation, Linear(hidden, out)) on cpu, initialised after
  * clt_manual_seed(seed); takes over the activation's reference. */
 clt_module *test_mlp(int64_t in, int64_t hidden, int64_t out, clt_module *activation,
@@ -196,6 +204,21 @@ clt_loss_options test_loss_reduction(clt_reduction reduction);
 /* A tensor of dtype on dev holding the doubles v (asserts success). */
 clt_tensor *test_tensor(clt_device *dev, clt_dtype dtype, const double *v, int ndim,
                         const int64_t *shape);
+/* A tensor of `shape` and dtype on dev holding sin(0.37 i + phase), the values tests/reference
+ * uses. */
+clt_tensor *test_sines(clt_device *dev, clt_dtype dt, int ndim, const int64_t *shape, double phase);
+/* test_noise_new(n, seed) for the n elements of `shape`, as a tensor of dtype on dev; *v receives
+ * them as stored (rounded), a buffer the test frees. */
+clt_tensor *test_noisy(clt_device *dev, clt_dtype dt, unsigned seed, double **v, int ndim,
+                       const int64_t *shape);
+/* The floating dtypes, with the tolerance of an adjoint kernel's result relative to
+ * max(1, |want|): float accumulation, or one rounding of the result for f16 and bf16. */
+typedef struct test_dtype_tol {
+    clt_dtype dtype;
+    double tol;
+} test_dtype_tol;
+extern const test_dtype_tol test_adjoint_dtypes[4];
+#define TEST_ADJOINT_DTYPES (int)(sizeof test_adjoint_dtypes / sizeof *test_adjoint_dtypes)
 
 /* An assertion inside a loop over elements: Check records every passing ck_assert (a write
  * to its log), which over millions of elements costs more than the reductions themselves; this
