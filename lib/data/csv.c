@@ -9,7 +9,6 @@
 
 #include <zlib.h>
 
-#include "backends/backend.h"
 #include "core/core.h"
 #include "platform/platform.h"
 #include "data/data_internal.h"
@@ -268,8 +267,7 @@ static clt_status parse_row(const char *fn, const char *path, const lines *l,
             cd->labels[row] = (int64_t)v;
         } else {
             v *= f->scale;
-            clt__host_backend.cast(fn, NULL, &v, 0, CLT_F64, cd->features, (size_t)feature++,
-                                   f->dtype, 1);
+            clt__host_convert(&v, 0, CLT_F64, cd->features, (size_t)feature++, f->dtype, 1);
         }
         s = next;
     }

@@ -5,6 +5,14 @@
 #include "device/registry.h"
 #include "tensor_internal.h"
 
+void clt__host_convert(const void *src, size_t src_off, clt_dtype from, void *dst,
+                       size_t dst_off, clt_dtype to, size_t n)
+{
+    /* the host's cast fails on nothing: no device, no allocation */
+    (void)clt__host_backend.cast("clt__host_convert", NULL, (void *)src, src_off, from, dst,
+                                 dst_off, to, n);
+}
+
 /* A new tensor on x's device holding x converted to dtype (a plain copy for the same dtype,
  * so that every bit, NaN payloads included, is kept). */
 static clt_tensor *cast_here(const char *fn, clt_tensor *x, clt_dtype dtype)

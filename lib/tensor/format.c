@@ -179,8 +179,7 @@ char *clt_tensor_format(const clt_tensor *t)
         v = raw ? clt__alloc(fn, t->numel * sizeof *v) : NULL;
         if (!v || clt_tensor_copy_to_host(t, raw, nbytes) != CLT_OK)
             goto fail;
-        clt__host_backend.cast(fn, NULL, raw, 0, t->dtype, v, 0, floating ? CLT_F64 : CLT_I64,
-                               t->numel);
+        clt__host_convert(raw, 0, t->dtype, v, 0, floating ? CLT_F64 : CLT_I64, t->numel);
     }
     clt__sb_add(&b, "tensor(");
     if (t->ndim == 0) {

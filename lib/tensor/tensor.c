@@ -285,11 +285,13 @@ clt_status clt_tensor_item(const clt_tensor *t, double *value)
     if ((st = clt_tensor_copy_to_host(t, raw, sizeof raw)) != CLT_OK)
         return clt__rename_error(fn);
     floating = clt__is_floating(t->dtype);
-    if (floating)
-        return clt__host_backend.cast(fn, NULL, raw, 0, t->dtype, value, 0, CLT_F64, 1);
-    st = clt__host_backend.cast(fn, NULL, raw, 0, t->dtype, &i, 0, CLT_I64, 1);
+    if (floating) {
+        clt__host_convert(raw, 0, t->dtype, value, 0, CLT_F64, 1);
+        return CLT_OK;
+    }
+    clt__host_convert(raw, 0, t->dtype, &i, 0, CLT_I64, 1);
     *value = (double)i;
-    return st;
+    return CLT_OK;
 }
 
 /* s's range as known now: recorded, and nothing written since. */
@@ -411,7 +413,7 @@ static clt_tensor *filled(const char *fn, int ndim, const int64_t *shape, double
     clt_tensor *t = create(fn, &dev, dtype, ndim, shape);
     if (!t || t->storage->nbytes == 0)
         return t;
-    clt__host_backend.cast(fn, NULL, &value, 0, CLT_F64, pattern, 0, dtype, 1);
+    clt__host_convert(&value, 0, CLT_F64, pattern, 0, dtype, 1);
     if (dev->backend->fill(fn, dev, t->storage->buf, 0, pattern, clt_dtype_size(dtype),
                            t->storage->nbytes) != CLT_OK) {
         clt_tensor_release(t);
@@ -475,7 +477,7 @@ clt_tensor *clt_tensor_arange(double start, double end, double step, clt_dtype d
         goto fail;
     for (int64_t i = 0; i < n; i++)
         values[i] = start + (double)i * step;
-    clt__host_backend.cast(fn, NULL, values, 0, CLT_F64, host, 0, dtype, (size_t)n);
+    clt__host_convert(values, 0, CLT_F64, host, 0, dtype, (size_t)n);
     if (dev->backend->write(fn, dev, t->storage->buf, 0, host, t->storage->nbytes, NULL) != CLT_OK)
         goto fail;
     clt__free(values);

@@ -95,6 +95,10 @@ clt_tensor *clt__tensor_contiguous(const char *fn, clt_tensor *x);
  * expanded view). */
 clt_tensor *clt__tensor_view(const char *fn, clt_tensor *x, int ndim, const int64_t *shape,
                              const int64_t *strides, size_t offset);
+/* dst[dst_off + i] = src[src_off + i] converted from dtype `from` to `to` for i < n, in host
+ * memory, with clt_tensor_to_dtype's rules (the cpu device's conversion). */
+void clt__host_convert(const void *src, size_t src_off, clt_dtype from, void *dst,
+                       size_t dst_off, clt_dtype to, size_t n);
 /* x moved and converted as clt_tensor_to_ex says (x itself, retained, when nothing changes),
  * recorded for nothing; NULL with the error set. */
 clt_tensor *clt__tensor_convert(const char *fn, clt_tensor *x, const clt_to_options *o);
