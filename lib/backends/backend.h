@@ -392,7 +392,8 @@ typedef struct clt__copies_call {
  * one device runs in the order it was queued. An OPTIONAL entry may be NULL: a backend without
  * it leaves it out, and the call then fails with CLT_ERR_UNSUPPORTED naming the operation, the
  * device and the dtype (CLT__BACKEND_CALL), never running elsewhere. */
-#define CLT__BACKEND_OPS(X)                                                                       \
+/* The entries of memory and transfers. */
+#define CLT__BACKEND_MEMORY_OPS(X)                                                            \
     /* A buffer of nbytes > 0; CLT_ERR_DEVICE_OUT_OF_MEMORY or CLT_ERR_OUT_OF_MEMORY. */          \
     X(alloc, clt_status, (const char *fn, clt_device *dev, size_t nbytes, void **buf),            \
       REQUIRED)                                                                                   \
@@ -426,7 +427,10 @@ typedef struct clt__copies_call {
     X(fill, clt_status,                                                                           \
       (const char *fn, clt_device *dev, void *buf, size_t offset, const void *pattern,            \
        size_t pattern_size, size_t nbytes),                                                       \
-      REQUIRED)                                                                                   \
+      REQUIRED)
+
+/* The entries of computation. */
+#define CLT__BACKEND_COMPUTE_OPS(X)                                                           \
     /* dst[dst_off + i] = convert(src[src_off + i]) for i < n (clt_tensor_to_dtype's rules). */   \
     X(cast, clt_status,                                                                           \
       (const char *fn, clt_device *dev, void *src, size_t src_off, clt_dtype src_dtype,           \
@@ -493,7 +497,10 @@ typedef struct clt__copies_call {
     X(random, clt_status,                                                                         \
       (const char *fn, clt_device *dev, void *buf, size_t off, clt_dtype dtype, size_t n,         \
        bool normal, uint64_t seed, uint64_t counter),                                             \
-      OPTIONAL)                                                                                   \
+      OPTIONAL)
+
+/* The entries of pinned memory, the copy queue and synchronisation. */
+#define CLT__BACKEND_QUEUE_OPS(X)                                                             \
     /* nbytes > 0 of host memory the device copies from and to fastest (OpenCL: a page-locked \
      * CL_MEM_ALLOC_HOST_PTR buffer, mapped): *ptr is its address, *handle what pinned_free   \
      * takes. Counted as a device allocation. Without it, ordinary host memory is used. */   \
@@ -515,6 +522,10 @@ typedef struct clt__copies_call {
     X(marker, clt_status, (const char *fn, clt_device *dev, void **event), REQUIRED)              \
     X(event_wait, clt_status, (const char *fn, void *event), REQUIRED)                            \
     X(event_release, void, (void *event), REQUIRED)
+
+/* The whole table, in that order. */
+#define CLT__BACKEND_OPS(X)                                                                    \
+    CLT__BACKEND_MEMORY_OPS(X) CLT__BACKEND_COMPUTE_OPS(X) CLT__BACKEND_QUEUE_OPS(X)
 
 #define CLT__BACKEND_FIELD(name, ret, params, kind) ret(*name) params;
 struct clt__backend {
