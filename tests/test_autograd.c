@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "helpers.h"
-#include "autograd/graph.h"
+#include "autograd/derivatives.h"
+#include "graph/graph.h"
 #include "ops/ops_internal.h"
 
 #define fill_noise test_noise
@@ -1331,6 +1332,26 @@ START_TEST(test_autograd_hook_gradient_checked)
 }
 END_TEST
 
+/* Every operation the graph records has a name and a derivative, and every differentiable
+ * elementwise operation records one of them. */
+START_TEST(test_autograd_every_op_has_derivative)
+{
+    ck_assert_ptr_null(clt__derivative(CLT__OP_LEAF));
+    ck_assert_str_eq(clt__op_name(CLT__OP_LEAF), "AccumulateGrad");
+    for (int op = CLT__OP_LEAF + 1; op < CLT__OP_COUNT; op++) {
+        ck_assert_msg(clt__derivative((clt__op)op) != NULL, "op %d (%s) has no derivative", op,
+                      clt__op_name((clt__op)op));
+        ck_assert_msg(strstr(clt__op_name((clt__op)op), "Backward") != NULL, "op %d: %s", op,
+                      clt__op_name((clt__op)op));
+    }
+    ck_assert_int_eq(clt__op_of_ew(CLT_EW_mul), CLT__OP_mul);
+    ck_assert_int_eq(clt__op_of_ew(CLT_EW_where), CLT__OP_where);
+    ck_assert_int_eq(clt__op_of_ew(CLT_EW_copy), CLT__OP_LEAF);
+    ck_assert_int_eq(clt__op_of_ew(CLT_EW_eq), CLT__OP_LEAF);
+    ck_assert_str_eq(clt__op_name(clt__op_of_ew(CLT_EW_add_scalar)), "AddBackward");
+}
+END_TEST
+
 Suite *suite_autograd(void)
 {
     Suite *s = suite_create("autograd");
@@ -1352,6 +1373,7 @@ Suite *suite_autograd(void)
     ADD_DEVICE_TEST(tc, test_autograd_sends_first);
     ADD_DEVICE_TEST(tc, test_autograd_grad_cycles_refused);
     ADD_DEVICE_TEST(tc, test_autograd_hook_gradient_checked);
+    tcase_add_test(tc, test_autograd_every_op_has_derivative);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "helpers.h"
-#include "autograd/graph.h"
+#include "graph/graph.h"
 
 enum { N = 7, STEPS = 4 };
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "autograd/derivatives.h"
+#include "graph/graph.h"
 #include "cltensor/ops.h"
 #include "core/core.h"
 #include "ops/ops_internal.h"
@@ -219,48 +220,6 @@ static clt_status where_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
     return done(&s);
 }
 
-#define IN0 1u
-#define IN1 2u
-#define OUT CLT__SAVE_OUT
-
-static const clt__derivative ew_derivatives[CLT_EW_COUNT] = {
-    [CLT_EW_add] = {"AddBackward", add_bw, 0},
-    [CLT_EW_sub] = {"SubBackward", sub_bw, 0},
-    [CLT_EW_mul] = {"MulBackward", mul_bw, IN0 | IN1},
-    [CLT_EW_div] = {"DivBackward", div_bw, IN1 | OUT},
-    [CLT_EW_pow] = {"PowBackward", pow_bw, IN0 | IN1 | OUT},
-    [CLT_EW_maximum] = {"MaximumBackward", maximum_bw, IN0 | IN1},
-    [CLT_EW_minimum] = {"MinimumBackward", minimum_bw, IN0 | IN1},
-    [CLT_EW_addcmul] = {"AddcmulBackward", addcmul_bw, IN0 | IN1},
-    [CLT_EW_mul_rsqrt] = {"MulRsqrtBackward", mul_rsqrt_bw, IN1 | OUT},
-    [CLT_EW_add_scalar] = {"AddBackward", add_bw, 0},
-    [CLT_EW_mul_scalar] = {"MulBackward", mul_scalar_bw, 0},
-    [CLT_EW_rsub_scalar] = {"RsubBackward", rsub_scalar_bw, 0},
-    [CLT_EW_div_scalar] = {"DivBackward", div_scalar_bw, 0},
-    [CLT_EW_pow_scalar] = {"PowBackward", pow_scalar_bw, IN0},
-    [CLT_EW_neg] = {"NegBackward", neg_bw, 0},
-    [CLT_EW_abs] = {"AbsBackward", abs_bw, IN0},
-    [CLT_EW_exp] = {"ExpBackward", exp_bw, OUT},
-    [CLT_EW_log] = {"LogBackward", log_bw, IN0},
-    [CLT_EW_sqrt] = {"SqrtBackward", sqrt_bw, OUT},
-    [CLT_EW_rsqrt] = {"RsqrtBackward", rsqrt_bw, OUT},
-    [CLT_EW_sin] = {"SinBackward", sin_bw, IN0},
-    [CLT_EW_cos] = {"CosBackward", cos_bw, IN0},
-    [CLT_EW_tanh] = {"TanhBackward", tanh_bw, OUT},
-    [CLT_EW_sigmoid] = {"SigmoidBackward", sigmoid_bw, OUT},
-    [CLT_EW_relu] = {"ReluBackward", relu_bw, OUT},
-    [CLT_EW_gelu] = {"GeluBackward", gelu_bw, IN0},
-    [CLT_EW_gelu_tanh] = {"GeluBackward", gelu_tanh_bw, IN0},
-    [CLT_EW_silu] = {"SiluBackward", silu_bw, IN0},
-    [CLT_EW_clamp] = {"ClampBackward", clamp_bw, IN0},
-    [CLT_EW_where] = {"WhereBackward", where_bw, IN0},
-};
-
-const clt__derivative *clt__ew_derivative(clt__ew_op op)
-{
-    return op >= 0 && op < CLT_EW_COUNT && ew_derivatives[op].backward ? &ew_derivatives[op] : NULL;
-}
-
 /* ---- views and copies ---------------------------------------------------------------------------- */
 
 static clt_status view_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
@@ -308,13 +267,6 @@ static clt_status cat_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
     return CLT_OK;
 }
 
-const clt__derivative clt__d_view = {"ViewBackward", view_bw, 0};
-const clt__derivative clt__d_permute = {"PermuteBackward", permute_bw, 0};
-const clt__derivative clt__d_slice = {"SliceBackward", slice_bw, 0};
-const clt__derivative clt__d_expand = {"ExpandBackward", add_bw, 0};
-const clt__derivative clt__d_identity = {"CloneBackward", add_bw, 0};
-const clt__derivative clt__d_to = {"ToCopyBackward", to_bw, 0};
-const clt__derivative clt__d_cat = {"CatBackward", cat_bw, 0};
 
 /* ---- reductions ---------------------------------------------------------------------------------- */
 
@@ -405,13 +357,13 @@ static clt_status logsumexp_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
     return done(&s);
 }
 
-const clt__derivative clt__d_sum = {"SumBackward", sum_bw, 0};
-const clt__derivative clt__d_mean = {"MeanBackward", mean_bw, 0};
-const clt__derivative clt__d_amax = {"AmaxBackward", extreme_bw, IN0 | OUT};
-const clt__derivative clt__d_amin = {"AminBackward", extreme_bw, IN0 | OUT};
-const clt__derivative clt__d_var = {"VarBackward", var_bw, IN0};
-const clt__derivative clt__d_std = {"StdBackward", std_bw, IN0 | OUT};
-const clt__derivative clt__d_logsumexp = {"LogsumexpBackward", logsumexp_bw, IN0 | OUT};
+
+/* The gradient of a running sum is the running sum from the other end (a.keepdim: reversed). */
+static clt_status cumsum_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    gi[0] = clt__cumsum("clt_backward", g, n->a.dim, !n->a.keepdim);
+    return gi[0] ? CLT_OK : clt_last_status();
+}
 
 /* ---- matrix products --------------------------------------------------------------------------- */
 
@@ -520,12 +472,6 @@ static clt_status linear_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
     return done(&s);
 }
 
-const clt__derivative clt__d_matmul = {"MmBackward", matmul_bw, IN0 | IN1};
-const clt__derivative clt__d_linear = {"AddmmBackward", linear_bw, IN0 | IN1};
-/* Named after the activation, last of the fused operations, as PyTorch names its output's. */
-const clt__derivative clt__d_matmul_act = {"ReluBackward", matmul_bw, IN0 | IN1 | OUT};
-const clt__derivative clt__d_linear_act = {"ReluBackward", linear_bw, IN0 | IN1 | OUT};
-const clt__derivative clt__d_conv_product = {"ReluBackward", conv_product_bw, IN0 | IN1 | OUT};
 
 /* ---- neural-network functions --------------------------------------------------------------------- */
 
@@ -571,39 +517,210 @@ static clt_status pool_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
     return gi[0] ? CLT_OK : clt_last_status();
 }
 
-const clt__derivative clt__d_softmax = {"SoftmaxBackward", softmax_bw, OUT};
-const clt__derivative clt__d_log_softmax = {"LogSoftmaxBackward", log_softmax_bw, OUT};
-const clt__derivative clt__d_gather = {"IndexSelectBackward", gather_bw, 0};
-const clt__derivative clt__d_im2col = {"Im2ColBackward", im2col_bw, 0};
-const clt__derivative clt__d_max_pool2d = {"MaxPool2DBackward", pool_bw, IN1};
-const clt__derivative clt__d_avg_pool2d = {"AvgPool2DBackward", pool_bw, 0};
-
-/* ---- recording ------------------------------------------------------------------------------------ */
-
-clt_tensor *clt__record(const char *fn, const clt__derivative *d, clt_tensor *const *in, int n,
-                        clt_tensor *out, const clt__node_args *args)
+/* The gradient of cross entropy's rows, or of their sum or mean (a.i1 set, a.s0 the divisor):
+ * the device's fused backward pass, which reads the reduced loss's gradient itself. Inputs the
+ * logits and the targets, saved; a.i0 the ignored class. */
+static clt_status cross_entropy_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
 {
-    clt__node *node;
-    if (!out)
-        return NULL;
-    node = clt__node_new(fn, d, in, n);
-    if (node && args) {
-        node->a = *args;
-        return clt__node_finish(fn, node, out);
-    }
-    if (args)
-        clt__free(args->idx);
-    return clt__node_finish(fn, node, out);
+    gi[0] = clt__cross_entropy_backward("clt_backward", clt__node_saved(n, 0),
+                                        clt__node_saved(n, 1), g, n->a.i0, n->a.i1 != 0, n->a.s0);
+    return gi[0] ? CLT_OK : clt_last_status();
 }
 
-void clt__reduce_args(clt__node_args *args, int ndim, const int *dims, int ndims, bool keepdim)
+/* Inputs x (contiguous) and the weight ((C * mult) x 1 x kh x kw), saved; a.conv the geometry.
+ * The input's gradient is the transposed depthwise convolution of g; the weight's, per channel,
+ * g's rows times x's columns: both composed from differentiable operations. */
+static clt_status depthwise_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
 {
-    bool on[CLT_MAX_DIMS] = {false};
-    for (int i = 0; i < ndims; i++)
-        on[dims[i] < 0 ? dims[i] + ndim : dims[i]] = true;
-    args->ndims = 0;
-    for (int d = 0; d < ndim; d++)
-        if (ndims == 0 || on[d])
-            args->dims[args->ndims++] = d;
-    args->keepdim = keepdim;
+    const clt__conv_call *c = &n->a.conv;
+    clt_tensor *x = clt__node_saved(n, 0), *w = clt__node_saved(n, 1);
+    if (clt__node_wants(n, 0)) {
+        clt_conv_transpose2d_options o =
+            {.stride = {c->sh, c->sw},
+             .padding = {c->ph, c->pw},
+             .dilation = {c->dh, c->dw},
+             .groups = (int)c->C,
+             /* the rows and columns the forward windows left over, back in the output */
+             .output_padding =
+                 {(int)((c->H + 2 * (size_t)c->ph - (size_t)c->dh * (size_t)(c->kh - 1) - 1) %
+                        (size_t)c->sh),
+                  (int)((c->W + 2 * (size_t)c->pw - (size_t)c->dw * (size_t)(c->kw - 1) - 1) %
+                        (size_t)c->sw)}};
+        if (!(gi[0] = clt_conv_transpose2d(g, w, NULL, &o)))
+            return clt_last_status();
+    }
+    if (clt__node_wants(n, 1)) {
+        /* (C, mult, N * L) @ (C, N * L, kh * kw) -> (C, mult, kh * kw) */
+        int64_t C = (int64_t)c->C, m = (int64_t)c->mult, nl = (int64_t)(c->N * c->OH * c->OW);
+        int64_t kk = (int64_t)c->kh * c->kw;
+        clt_tensor *t[6] = {NULL};
+        t[0] = clt_view(g, CLT_SHAPE((int64_t)c->N, C * m, (int64_t)(c->OH * c->OW)));
+        t[1] = t[0] ? clt_transpose(t[0], 0, 1) : NULL;
+        t[2] = t[1] ? clt_reshape(t[1], 3, (int64_t[]){C, m, nl}) : NULL;
+        t[3] = t[2] ? clt__im2col("clt_backward", x, c) : NULL;
+        t[4] = t[3] ? clt_view(t[3], CLT_SHAPE(C, kk, nl)) : NULL;
+        t[5] = t[4] ? clt_transpose(t[4], 1, 2) : NULL;
+        clt_tensor *gw = t[5] ? clt_matmul(t[2], t[5]) : NULL;
+        gi[1] = gw ? clt_reshape(gw, 4, w->shape) : NULL;
+        clt_tensor_release(gw);
+        clt__release_all(t, 6);
+        if (!gi[1])
+            return clt_last_status();
+    }
+    return CLT_OK;
+}
+
+/* ---- attention ------------------------------------------------------------------------------ */
+
+/* The causal mask of L queries and S keys: 0 where j <= i, -inf elsewhere (PyTorch's
+ * is_causal, aligned at the top left). */
+static clt_tensor *causal_mask(clt_dtype dtype, clt_device *dev, int64_t L, int64_t S)
+{
+    clt_tensor *i = clt_tensor_arange(0, (double)L, 1, CLT_I64, dev);
+    clt_tensor *j = i ? clt_tensor_arange(0, (double)S, 1, CLT_I64, dev) : NULL;
+    clt_tensor *col = j ? clt_reshape(i, 2, (int64_t[]){L, 1}) : NULL;
+    clt_tensor *keep = col ? clt_le(j, col) : NULL;
+    clt_tensor *out = keep ? clt__attention_mask("clt_backward", keep, dtype, 2, (int64_t[]){L, S})
+                           : NULL;
+    clt_tensor_release(keep);
+    clt_tensor_release(col);
+    clt_tensor_release(j);
+    clt_tensor_release(i);
+    return out;
+}
+
+/* Inputs q, k, v and the mask as given (saved); a.s0 the scale, a.i0 causal. */
+static clt_status attention_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    clt_tensor *q = clt__node_saved(n, 0), *k = clt__node_saved(n, 1), *v = clt__node_saved(n, 2);
+    clt_tensor *mask = clt__node_saved(n, 3);
+    clt_tensor *t[16] = {0};
+    int used = 0;
+    double scale = n->a.s0;
+    int64_t L = q->shape[q->ndim - 2], S = k->shape[k->ndim - 2];
+    clt_status st = CLT_ERR_OUT_OF_MEMORY;
+#define KEEP(expr) (t[used] = (expr), t[used] ? t[used++] : NULL)
+    clt_tensor *kt = KEEP(clt_transpose(k, -1, -2));
+    clt_tensor *qk = kt ? KEEP(clt_matmul(q, kt)) : NULL;
+    clt_tensor *s = qk ? KEEP(clt_mul_scalar(qk, scale)) : NULL;
+    if (s && mask) {
+        clt_tensor *add =
+            KEEP(clt__attention_mask("clt_backward", mask, q->dtype, s->ndim, s->shape));
+        s = add ? KEEP(clt_add(s, add)) : NULL;
+    }
+    if (s && n->a.i0) {
+        clt_tensor *add = KEEP(causal_mask(q->dtype, q->storage->device, L, S));
+        s = add ? KEEP(clt_add(s, add)) : NULL;
+    }
+    clt_tensor *p = s ? KEEP(clt_softmax(s, -1)) : NULL;
+    /* dS = P * (dP - sum(dP * P)) with dP = dO V^T */
+    clt_tensor *vt = p ? KEEP(clt_transpose(v, -1, -2)) : NULL;
+    clt_tensor *dp = vt ? KEEP(clt_matmul(g, vt)) : NULL;
+    clt_tensor *dpp = dp ? KEEP(clt_mul(dp, p)) : NULL;
+    int last = (p ? p->ndim : 1) - 1;
+    clt_tensor *rows = dpp ? KEEP(clt_sum(dpp, &last, 1, true)) : NULL;
+    clt_tensor *diff = rows ? KEEP(clt_sub(dp, rows)) : NULL;
+    clt_tensor *ds = diff ? clt_mul(diff, p) : NULL;
+    if (ds) {
+        st = CLT_OK;
+        if (clt__node_wants(n, 0)) { /* dQ = scale dS K */
+            clt_tensor *m = clt_matmul(ds, k);
+            gi[0] = m ? clt_mul_scalar(m, scale) : NULL;
+            clt_tensor_release(m);
+            st = gi[0] ? st : clt_last_status();
+        }
+        if (st == CLT_OK && clt__node_wants(n, 1)) { /* dK = scale dS^T Q */
+            clt_tensor *dst = clt_transpose(ds, -1, -2), *m = dst ? clt_matmul(dst, q) : NULL;
+            gi[1] = m ? clt_mul_scalar(m, scale) : NULL;
+            clt_tensor_release(m), clt_tensor_release(dst);
+            st = gi[1] ? st : clt_last_status();
+        }
+        if (st == CLT_OK && clt__node_wants(n, 2)) { /* dV = P^T dO */
+            clt_tensor *pt = clt_transpose(p, -1, -2);
+            gi[2] = pt ? clt_matmul(pt, g) : NULL;
+            clt_tensor_release(pt);
+            st = gi[2] ? st : clt_last_status();
+        }
+        if (st == CLT_OK && clt__node_wants(n, 3)) /* an additive mask's gradient is dS's */
+            gi[3] = clt_tensor_retain(ds);
+        clt_tensor_release(ds);
+    } else {
+        st = clt_last_status();
+    }
+#undef KEEP
+    for (int i = 0; i < used; i++)
+        clt_tensor_release(t[i]);
+    return st;
+}
+
+/* ---- the table ------------------------------------------------------------------------------- */
+
+/* The derivative of every recorded operation, by its id (lib/graph/graph.h). The fused products
+ * are named after their activation, last of the fused operations, as PyTorch names its
+ * output's node. */
+static const clt__backward_fn derivatives[CLT__OP_COUNT] = {
+    [CLT__OP_add] = add_bw,
+    [CLT__OP_sub] = sub_bw,
+    [CLT__OP_mul] = mul_bw,
+    [CLT__OP_div] = div_bw,
+    [CLT__OP_pow] = pow_bw,
+    [CLT__OP_maximum] = maximum_bw,
+    [CLT__OP_minimum] = minimum_bw,
+    [CLT__OP_addcmul] = addcmul_bw,
+    [CLT__OP_mul_rsqrt] = mul_rsqrt_bw,
+    [CLT__OP_add_scalar] = add_bw,
+    [CLT__OP_mul_scalar] = mul_scalar_bw,
+    [CLT__OP_rsub_scalar] = rsub_scalar_bw,
+    [CLT__OP_div_scalar] = div_scalar_bw,
+    [CLT__OP_pow_scalar] = pow_scalar_bw,
+    [CLT__OP_neg] = neg_bw,
+    [CLT__OP_abs] = abs_bw,
+    [CLT__OP_exp] = exp_bw,
+    [CLT__OP_log] = log_bw,
+    [CLT__OP_sqrt] = sqrt_bw,
+    [CLT__OP_rsqrt] = rsqrt_bw,
+    [CLT__OP_sin] = sin_bw,
+    [CLT__OP_cos] = cos_bw,
+    [CLT__OP_tanh] = tanh_bw,
+    [CLT__OP_sigmoid] = sigmoid_bw,
+    [CLT__OP_relu] = relu_bw,
+    [CLT__OP_gelu] = gelu_bw,
+    [CLT__OP_gelu_tanh] = gelu_tanh_bw,
+    [CLT__OP_silu] = silu_bw,
+    [CLT__OP_clamp] = clamp_bw,
+    [CLT__OP_where] = where_bw,
+    [CLT__OP_view] = view_bw,
+    [CLT__OP_permute] = permute_bw,
+    [CLT__OP_slice] = slice_bw,
+    [CLT__OP_expand] = add_bw,
+    [CLT__OP_identity] = add_bw,
+    [CLT__OP_to] = to_bw,
+    [CLT__OP_cat] = cat_bw,
+    [CLT__OP_sum] = sum_bw,
+    [CLT__OP_mean] = mean_bw,
+    [CLT__OP_amax] = extreme_bw,
+    [CLT__OP_amin] = extreme_bw,
+    [CLT__OP_var] = var_bw,
+    [CLT__OP_std] = std_bw,
+    [CLT__OP_logsumexp] = logsumexp_bw,
+    [CLT__OP_cumsum] = cumsum_bw,
+    [CLT__OP_matmul] = matmul_bw,
+    [CLT__OP_linear] = linear_bw,
+    [CLT__OP_matmul_act] = matmul_bw,
+    [CLT__OP_linear_act] = linear_bw,
+    [CLT__OP_conv_product] = conv_product_bw,
+    [CLT__OP_softmax] = softmax_bw,
+    [CLT__OP_log_softmax] = log_softmax_bw,
+    [CLT__OP_gather] = gather_bw,
+    [CLT__OP_im2col] = im2col_bw,
+    [CLT__OP_max_pool2d] = pool_bw,
+    [CLT__OP_avg_pool2d] = pool_bw,
+    [CLT__OP_depthwise] = depthwise_bw,
+    [CLT__OP_cross_entropy] = cross_entropy_bw,
+    [CLT__OP_attention] = attention_bw,
+};
+
+clt__backward_fn clt__derivative(clt__op op)
+{
+    return op > CLT__OP_LEAF && op < CLT__OP_COUNT ? derivatives[op] : NULL;
 }

@@ -4,10 +4,10 @@
 #include <string.h>
 
 #include "autograd/derivatives.h"
-#include "autograd/graph.h"
 #include "cltensor/autograd.h"
 #include "cltensor/ops.h"
 #include "core/core.h"
+#include "graph/graph.h"
 #include "ops/ops_internal.h"
 
 static const char *const fn = "clt_backward";
@@ -64,19 +64,19 @@ static clt_status check_saved(const walk *w)
 {
     for (int k = 0; k < w->count; k++) {
         clt__node *n = w->nodes[k];
-        if (!n->d)
+        if (n->op == CLT__OP_LEAF)
             continue;
         if (n->freed)
             return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                               "the graph through %s was freed by an earlier backward pass; pass "
                               "retain_graph = true to the first one to go through it twice",
-                              n->d->name);
+                              clt__op_name(n->op));
         for (int i = 0; i <= n->ninputs; i++)
             if (n->saved[i] && atomic_load(&n->saved[i]->storage->version) != n->versions[i])
                 return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                                   "a tensor %s saved for its backward pass was changed in place "
                                   "or moved since (version %u, saved at %u)",
-                                  n->d->name, atomic_load(&n->saved[i]->storage->version),
+                                  clt__op_name(n->op), atomic_load(&n->saved[i]->storage->version),
                                   n->versions[i]);
     }
     return CLT_OK;
@@ -150,11 +150,11 @@ static clt_status accumulate(clt__node *next, clt_tensor *g)
  * them, so they run once nothing else is ready, after every device has been given its work. */
 static bool held_back(const clt__node *n)
 {
-    if (n->d != &clt__d_to || !n->grad)
+    if (n->op != CLT__OP_to || !n->grad)
         return false;
     for (int i = 0; i < n->ninputs; i++) {
         const clt__node *next = n->inputs[i].next;
-        if (next && (next->d || n->inputs[i].device == clt_tensor_device(n->grad)))
+        if (next && (next->op != CLT__OP_LEAF || n->inputs[i].device == clt_tensor_device(n->grad)))
             return false;
     }
     return true;
@@ -166,7 +166,7 @@ static bool held_back(const clt__node *n)
  * and the other device starts its part of the pass that much sooner. */
 static bool sends_ahead(const clt__node *n)
 {
-    return n->d == &clt__d_to && n->grad && n->ninputs == 1 &&
+    return n->op == CLT__OP_to && n->grad && n->ninputs == 1 &&
            n->inputs[0].device != clt_tensor_device(n->grad);
 }
 
@@ -191,7 +191,7 @@ static bool add_at_peer(clt__node *n, clt_tensor *g, clt_status *st)
 {
     clt__node *next = n->ninputs == 1 ? n->inputs[0].next : NULL;
     clt_tensor *sum;
-    if (n->d != &clt__d_to || !next || !next->grad || next->grad->dtype != n->inputs[0].dtype ||
+    if (n->op != CLT__OP_to || !next || !next->grad || next->grad->dtype != n->inputs[0].dtype ||
         !clt__peer_alike(next->grad, g))
         return false;
     sum = clt__add_peer(fn, next->grad, g);
@@ -215,7 +215,7 @@ static clt_status run_node(clt__node *n, walk *ready, walk *held)
     g = clt__contiguous(fn, n->grad);
     if (!g)
         st = clt__rename_error(fn);
-    else if (!add_at_peer(n, g, &st) && n->d->backward(n, g, gi) != CLT_OK)
+    else if (!add_at_peer(n, g, &st) && clt__derivative(n->op)(n, g, gi) != CLT_OK)
         st = clt__rename_error(fn);
     clt_tensor_release(g);
     for (int i = 0; i < n->ninputs; i++) {
@@ -341,7 +341,7 @@ clt_status clt_backward_ex(clt_tensor *root, clt_tensor *grad, bool retain_graph
         if (!n)
             break;
         ready.ahead = k + 1;
-        if (n->d)
+        if (n->op != CLT__OP_LEAF)
             st = run_node(n, &ready, &held);
         else if (hooks && hooks->leaf_ready && n->leaf && n->grad) /* a leaf's gradient is whole */
             hooks->leaf_ready(hooks->user, n->leaf, &n->grad);
@@ -356,7 +356,7 @@ clt_status clt_backward_ex(clt_tensor *root, clt_tensor *grad, bool retain_graph
         st = clt_last_status();
     for (int k = 0; st == CLT_OK && k < ready.count; k++) {
         clt__node *n = ready.nodes[k];
-        if (!n->d && n->leaf && n->grad && !(sums[k] = new_leaf_grad(n)))
+        if (n->op == CLT__OP_LEAF && n->leaf && n->grad && !(sums[k] = new_leaf_grad(n)))
             st = clt__rename_error(fn);
     }
     for (int k = 0; st == CLT_OK && k < ready.count; k++) {
@@ -367,7 +367,7 @@ clt_status clt_backward_ex(clt_tensor *root, clt_tensor *grad, bool retain_graph
             ls->grad = sums[k];
             sums[k] = NULL;
         }
-        if (n->d && !retain_graph) {
+        if (n->op != CLT__OP_LEAF && !retain_graph) {
             for (int i = 0; i <= n->ninputs; i++) {
                 clt_tensor_release(n->saved[i]);
                 n->saved[i] = NULL;

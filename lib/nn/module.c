@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cltensor/nn.h"
-#include "autograd/graph.h"
+#include "graph/graph.h"
 #include "cltensor/autograd.h"
 #include "core/core.h"
 #include "device/registry.h"
@@ -147,7 +147,7 @@ static clt_status add(const char *fn, clt_module *m, const char *name, int kind,
     if (kind == PARAMETER && clt__grad_fn(t))
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                           "\"%s\" was made by a recorded operation (%s); a parameter must be a "
-                          "leaf: detach it first", name, clt__grad_fn(t)->d->name);
+                          "leaf: detach it first", name, clt__op_name(clt__grad_fn(t)->op));
     if (kind == PARAMETER && clt__is_floating(t->dtype) && !clt__grad_state_get(fn, t))
         return CLT_ERR_OUT_OF_MEMORY;
     if (!(e.name = clt__strdup(fn, name)))

@@ -1,15 +1,13 @@
 /* Scaled dot-product attention, F.scaled_dot_product_attention: one device operation forward
- * (the backend's attention entry, one pass per query row without the score matrix), and a
- * backward pass written with the operations (it recomputes the probabilities, as fused
- * attention kernels do, and needs the L x S matrix only while it runs). */
+ * (the backend's attention entry, one pass per query row without the score matrix), recorded
+ * with its inputs for the backward pass (lib/autograd/derivatives.c), which is written with the
+ * operations. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cltensor/autograd.h"
 #include "cltensor/ops.h"
-#include "autograd/derivatives.h"
-#include "autograd/graph.h"
+#include "graph/graph.h"
 #include "core/core.h"
 #include "device/registry.h"
 #include "ops_internal.h"
@@ -19,11 +17,8 @@ clt_attention_options clt_attention_options_default(void)
     return (clt_attention_options){.mask = NULL, .causal = false, .scale = 0};
 }
 
-/* The additive form of a mask for scores of shape (..., L, S): a bool mask becomes 0 where it
- * is true and -inf where it is false; either kind is broadcast to `shape` and made
- * contiguous. */
-static clt_tensor *additive_mask(const char *fn, clt_tensor *mask, clt_dtype dtype, int ndim,
-                                 const int64_t *shape)
+clt_tensor *clt__attention_mask(const char *fn, clt_tensor *mask, clt_dtype dtype, int ndim,
+                                const int64_t *shape)
 {
     clt_tensor *add = NULL, *wide = NULL, *out = NULL;
     if (mask->dtype == CLT_BOOL) {
@@ -44,91 +39,6 @@ static clt_tensor *additive_mask(const char *fn, clt_tensor *mask, clt_dtype dty
     clt_tensor_release(add);
     return out;
 }
-
-/* The causal mask of L queries and S keys: 0 where j <= i, -inf elsewhere (PyTorch's
- * is_causal, aligned at the top left). */
-static clt_tensor *causal_mask(clt_dtype dtype, clt_device *dev, int64_t L, int64_t S)
-{
-    clt_tensor *i = clt_tensor_arange(0, (double)L, 1, CLT_I64, dev);
-    clt_tensor *j = i ? clt_tensor_arange(0, (double)S, 1, CLT_I64, dev) : NULL;
-    clt_tensor *col = j ? clt_reshape(i, 2, (int64_t[]){L, 1}) : NULL;
-    clt_tensor *keep = col ? clt_le(j, col) : NULL;
-    clt_tensor *out = keep ? additive_mask("clt_backward", keep, dtype, 2, (int64_t[]){L, S})
-                           : NULL;
-    clt_tensor_release(keep);
-    clt_tensor_release(col);
-    clt_tensor_release(j);
-    clt_tensor_release(i);
-    return out;
-}
-
-/* ---- backward ------------------------------------------------------------------------------ */
-
-/* Inputs q, k, v and the mask as given (saved); a.s0 the scale, a.i0 causal. */
-static clt_status attention_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
-{
-    clt_tensor *q = clt__node_saved(n, 0), *k = clt__node_saved(n, 1), *v = clt__node_saved(n, 2);
-    clt_tensor *mask = clt__node_saved(n, 3);
-    clt_tensor *t[16] = {0};
-    int used = 0;
-    double scale = n->a.s0;
-    int64_t L = q->shape[q->ndim - 2], S = k->shape[k->ndim - 2];
-    clt_status st = CLT_ERR_OUT_OF_MEMORY;
-#define KEEP(expr) (t[used] = (expr), t[used] ? t[used++] : NULL)
-    clt_tensor *kt = KEEP(clt_transpose(k, -1, -2));
-    clt_tensor *qk = kt ? KEEP(clt_matmul(q, kt)) : NULL;
-    clt_tensor *s = qk ? KEEP(clt_mul_scalar(qk, scale)) : NULL;
-    if (s && mask) {
-        clt_tensor *add = KEEP(additive_mask("clt_backward", mask, q->dtype, s->ndim, s->shape));
-        s = add ? KEEP(clt_add(s, add)) : NULL;
-    }
-    if (s && n->a.i0) {
-        clt_tensor *add = KEEP(causal_mask(q->dtype, q->storage->device, L, S));
-        s = add ? KEEP(clt_add(s, add)) : NULL;
-    }
-    clt_tensor *p = s ? KEEP(clt_softmax(s, -1)) : NULL;
-    /* dS = P * (dP - sum(dP * P)) with dP = dO V^T */
-    clt_tensor *vt = p ? KEEP(clt_transpose(v, -1, -2)) : NULL;
-    clt_tensor *dp = vt ? KEEP(clt_matmul(g, vt)) : NULL;
-    clt_tensor *dpp = dp ? KEEP(clt_mul(dp, p)) : NULL;
-    int last = (p ? p->ndim : 1) - 1;
-    clt_tensor *rows = dpp ? KEEP(clt_sum(dpp, &last, 1, true)) : NULL;
-    clt_tensor *diff = rows ? KEEP(clt_sub(dp, rows)) : NULL;
-    clt_tensor *ds = diff ? clt_mul(diff, p) : NULL;
-    if (ds) {
-        st = CLT_OK;
-        if (clt__node_wants(n, 0)) { /* dQ = scale dS K */
-            clt_tensor *m = clt_matmul(ds, k);
-            gi[0] = m ? clt_mul_scalar(m, scale) : NULL;
-            clt_tensor_release(m);
-            st = gi[0] ? st : clt_last_status();
-        }
-        if (st == CLT_OK && clt__node_wants(n, 1)) { /* dK = scale dS^T Q */
-            clt_tensor *dst = clt_transpose(ds, -1, -2), *m = dst ? clt_matmul(dst, q) : NULL;
-            gi[1] = m ? clt_mul_scalar(m, scale) : NULL;
-            clt_tensor_release(m), clt_tensor_release(dst);
-            st = gi[1] ? st : clt_last_status();
-        }
-        if (st == CLT_OK && clt__node_wants(n, 2)) { /* dV = P^T dO */
-            clt_tensor *pt = clt_transpose(p, -1, -2);
-            gi[2] = pt ? clt_matmul(pt, g) : NULL;
-            clt_tensor_release(pt);
-            st = gi[2] ? st : clt_last_status();
-        }
-        if (st == CLT_OK && clt__node_wants(n, 3)) /* an additive mask's gradient is dS's */
-            gi[3] = clt_tensor_retain(ds);
-        clt_tensor_release(ds);
-    } else {
-        st = clt_last_status();
-    }
-#undef KEEP
-    for (int i = 0; i < used; i++)
-        clt_tensor_release(t[i]);
-    return st;
-}
-
-static const clt__derivative attention_derivative = {"ScaledDotProductAttentionBackward",
-                                                     attention_bw, 1u | 2u | 4u | 8u};
 
 /* ---- forward ------------------------------------------------------------------------------- */
 
@@ -193,7 +103,7 @@ clt_tensor *clt_scaled_dot_product_attention(clt_tensor *q, clt_tensor *k, clt_t
     qc = clt__contiguous(fn, q);
     kc = qc ? clt__contiguous(fn, k) : NULL;
     vc = kc ? clt__contiguous(fn, v) : NULL;
-    mc = vc && o.mask ? additive_mask(fn, o.mask, q->dtype, nd, shape) : NULL;
+    mc = vc && o.mask ? clt__attention_mask(fn, o.mask, q->dtype, nd, shape) : NULL;
     shape[nd - 1] = D;
     if (vc && (mc || !o.mask))
         out = clt__tensor_new(fn, q->storage->device, q->dtype, nd, shape);
@@ -218,6 +128,6 @@ clt_tensor *clt_scaled_dot_product_attention(clt_tensor *q, clt_tensor *k, clt_t
     clt_tensor_release(qc);
     if (!rec || !out)
         return out;
-    return clt__record(fn, &attention_derivative, in, 4, out,
+    return clt__record(fn, CLT__OP_attention, in, 4, out,
                        &(clt__node_args){.s0 = scale, .i0 = o.causal});
 }

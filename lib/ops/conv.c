@@ -9,7 +9,7 @@
 #include "cltensor/ops.h"
 #include "core/core.h"
 #include "device/registry.h"
-#include "autograd/derivatives.h"
+#include "graph/graph.h"
 #include "cltensor/autograd.h"
 #include "ops_internal.h"
 
@@ -127,56 +127,10 @@ clt_tensor *clt__im2col(const char *fn, clt_tensor *in, const clt__conv_call *ge
     }
     if (cols && clt_grad_is_enabled() && clt__requires_grad(in)) {
         c.in = c.out = NULL;
-        cols = clt__record(fn, &clt__d_im2col, &in, 1, cols, &(clt__node_args){.conv = c});
+        cols = clt__record(fn, CLT__OP_im2col, &in, 1, cols, &(clt__node_args){.conv = c});
     }
     return cols;
 }
-
-/* Inputs x (contiguous) and the weight ((C * mult) x 1 x kh x kw), saved; a.conv the geometry.
- * The input's gradient is the transposed depthwise convolution of g; the weight's, per channel,
- * g's rows times x's columns: both composed from differentiable operations. */
-static clt_status depthwise_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
-{
-    const clt__conv_call *c = &n->a.conv;
-    clt_tensor *x = clt__node_saved(n, 0), *w = clt__node_saved(n, 1);
-    if (clt__node_wants(n, 0)) {
-        clt_conv_transpose2d_options o =
-            {.stride = {c->sh, c->sw},
-             .padding = {c->ph, c->pw},
-             .dilation = {c->dh, c->dw},
-             .groups = (int)c->C,
-             /* the rows and columns the forward windows left over, back in the output */
-             .output_padding =
-                 {(int)((c->H + 2 * (size_t)c->ph - (size_t)c->dh * (size_t)(c->kh - 1) - 1) %
-                        (size_t)c->sh),
-                  (int)((c->W + 2 * (size_t)c->pw - (size_t)c->dw * (size_t)(c->kw - 1) - 1) %
-                        (size_t)c->sw)}};
-        if (!(gi[0] = clt_conv_transpose2d(g, w, NULL, &o)))
-            return clt_last_status();
-    }
-    if (clt__node_wants(n, 1)) {
-        /* (C, mult, N * L) @ (C, N * L, kh * kw) -> (C, mult, kh * kw) */
-        int64_t C = (int64_t)c->C, m = (int64_t)c->mult, nl = (int64_t)(c->N * c->OH * c->OW);
-        int64_t kk = (int64_t)c->kh * c->kw;
-        clt_tensor *t[6] = {NULL};
-        t[0] = clt_view(g, CLT_SHAPE((int64_t)c->N, C * m, (int64_t)(c->OH * c->OW)));
-        t[1] = t[0] ? clt_transpose(t[0], 0, 1) : NULL;
-        t[2] = t[1] ? clt_reshape(t[1], 3, (int64_t[]){C, m, nl}) : NULL;
-        t[3] = t[2] ? clt__im2col("clt_backward", x, c) : NULL;
-        t[4] = t[3] ? clt_view(t[3], CLT_SHAPE(C, kk, nl)) : NULL;
-        t[5] = t[4] ? clt_transpose(t[4], 1, 2) : NULL;
-        clt_tensor *gw = t[5] ? clt_matmul(t[2], t[5]) : NULL;
-        gi[1] = gw ? clt_reshape(gw, 4, w->shape) : NULL;
-        clt_tensor_release(gw);
-        clt__release_all(t, 6);
-        if (!gi[1])
-            return clt_last_status();
-    }
-    return CLT_OK;
-}
-
-static const clt__derivative depthwise_derivative = {"DepthwiseConv2dBackward", depthwise_bw,
-                                                     1u | 2u};
 
 /* The (N, O, OH, OW) output of in (contiguous) and weight (O x ...) over the window geometry c
  * (its mult set): the backend's depthwise2d entry, or its conv2d, on the weight made contiguous;
@@ -219,7 +173,7 @@ static clt_tensor *depthwise(const char *fn, clt_tensor *in, clt_tensor *weight,
     if (!rec || !out)
         return out;
     c.in = c.out = c.weight = NULL;
-    return clt__record(fn, &depthwise_derivative, ins, 2, out, &(clt__node_args){.conv = c});
+    return clt__record(fn, CLT__OP_depthwise, ins, 2, out, &(clt__node_args){.conv = c});
 }
 
 static clt_tensor *conv2d_batched(const char *fn, clt_tensor *x, const clt__window_args *args)

@@ -8,7 +8,7 @@
 #include "cltensor/ops.h"
 #include "core/core.h"
 #include "device/registry.h"
-#include "autograd/derivatives.h"
+#include "graph/graph.h"
 #include "ops_internal.h"
 
 /* bool 0 < integer 1 < floating 2 */
@@ -159,11 +159,11 @@ static clt_tensor *compute(const char *fn, clt__ew_op op, clt_tensor *const *in,
 static clt_tensor *run(const char *fn, clt__ew_op op, clt_tensor *const *in, int nin,
                        clt_dtype dtype, double s0, double s1)
 {
-    const clt__derivative *d = clt__ew_derivative(op);
-    bool prev, rec = clt__grad_begin(in, nin, &prev) && d;
+    clt__op id = clt__op_of_ew(op);
+    bool prev, rec = clt__grad_begin(in, nin, &prev) && id != CLT__OP_LEAF;
     clt_tensor *out = compute(fn, op, in, nin, dtype, s0, s1);
     clt__grad_end(prev);
-    return rec ? clt__record(fn, d, in, nin, out, &(clt__node_args){.s0 = s0, .s1 = s1}) : out;
+    return rec ? clt__record(fn, id, in, nin, out, &(clt__node_args){.s0 = s0, .s1 = s1}) : out;
 }
 
 clt_tensor *clt__ew(const char *fn, clt__ew_op op, clt_tensor *a, clt_tensor *b, double s0,
@@ -609,7 +609,7 @@ clt_tensor *clt_cat(clt_tensor *const *xs, int n, int dim)
         }
     }
     clt__grad_end(prev);
-    return rec ? clt__record(fn, &clt__d_cat, xs, n, out, &(clt__node_args){.dim = dim}) : out;
+    return rec ? clt__record(fn, CLT__OP_cat, xs, n, out, &(clt__node_args){.dim = dim}) : out;
 }
 
 clt_tensor *clt_stack(clt_tensor *const *xs, int n, int dim)

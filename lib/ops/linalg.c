@@ -7,7 +7,7 @@
 
 #include "cltensor/ops.h"
 #include "core/core.h"
-#include "autograd/derivatives.h"
+#include "graph/graph.h"
 #include "ops_internal.h"
 
 /* One operand as a batch of rows x cols matrices over a tensor's storage, in elements. */
@@ -480,7 +480,7 @@ clt_tensor *clt_matmul(clt_tensor *a, clt_tensor *b)
     bool prev, rec = clt__grad_begin(in, 2, &prev);
     out = matmul_impl(a, b);
     clt__grad_end(prev);
-    return rec ? clt__record("clt_matmul", &clt__d_matmul, in, 2, out, NULL) : out;
+    return rec ? clt__record("clt_matmul", CLT__OP_matmul, in, 2, out, NULL) : out;
 }
 
 clt_tensor *clt_linear(clt_tensor *x, clt_tensor *weight, clt_tensor *bias)
@@ -495,7 +495,7 @@ clt_tensor *clt__linear_act(clt_tensor *x, clt_tensor *weight, clt_tensor *bias,
     bool prev, rec = clt__grad_begin(in, 3, &prev);
     out = linear_impl(fn, x, weight, bias, act);
     clt__grad_end(prev);
-    return rec ? clt__record(fn, act ? &clt__d_linear_act : &clt__d_linear, in, bias ? 3 : 2,
+    return rec ? clt__record(fn, act ? CLT__OP_linear_act : CLT__OP_linear, in, bias ? 3 : 2,
                              out, &(clt__node_args){.i0 = act})
                : out;
 }
@@ -507,7 +507,7 @@ clt_tensor *clt__conv_product(const char *fn, clt_tensor *a, clt_tensor *b, clt_
     bool prev, rec = clt__grad_begin(in, 3, &prev);
     out = conv_product_impl(fn, a, b, bias, act, group);
     clt__grad_end(prev);
-    return rec ? clt__record(fn, &clt__d_conv_product, in, bias ? 3 : 2, out,
+    return rec ? clt__record(fn, CLT__OP_conv_product, in, bias ? 3 : 2, out,
                              &(clt__node_args){.i0 = act})
                : out;
 }
@@ -519,7 +519,7 @@ clt_tensor *clt__matmul_act(const char *fn, clt_tensor *a, clt_tensor *b, clt_te
     bool prev, rec = clt__grad_begin(in, 3, &prev);
     out = matmul_act_impl(fn, a, b, bias, act);
     clt__grad_end(prev);
-    return rec ? clt__record(fn, &clt__d_matmul_act, in, bias ? 3 : 2, out,
+    return rec ? clt__record(fn, CLT__OP_matmul_act, in, bias ? 3 : 2, out,
                              &(clt__node_args){.i0 = act})
                : out;
 }

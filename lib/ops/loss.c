@@ -7,8 +7,7 @@
 #include "cltensor/ops.h"
 #include "core/core.h"
 #include "device/registry.h"
-#include "autograd/derivatives.h"
-#include "cltensor/autograd.h"
+#include "graph/graph.h"
 #include "ops_internal.h"
 
 /* Applies the reduction to per-element losses; mean divides by `count` (clt_mean's one launch
@@ -226,41 +225,35 @@ static clt_status class_rows(const char *fn, clt_tensor *x, clt_tensor *target, 
     return CLT_OK;
 }
 
-/* The gradient of cross entropy's rows, or of their sum or mean (a.i1 set, a.s0 the divisor):
- * the device's fused backward pass, which reads the reduced loss's gradient itself. */
-static clt_status xent_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+clt_tensor *clt__cross_entropy_backward(const char *fn, clt_tensor *x, clt_tensor *t,
+                                       clt_tensor *g, int64_t ignore, bool reduced,
+                                       double divisor)
 {
-    clt_tensor *x = clt__node_saved(n, 0), *t = clt__node_saved(n, 1);
     clt_device *dev = x->storage->device;
-    clt_tensor *out = clt__tensor_new("clt_backward", dev, x->dtype, x->ndim, x->shape);
+    clt_tensor *out = clt__tensor_new(fn, dev, x->dtype, x->ndim, x->shape);
     if (!out)
-        return clt_last_status();
+        return NULL;
     clt__xent_call c = {.dtype = x->dtype,
                         .backward = true,
                         .rows = (size_t)x->shape[0],
                         .classes = (size_t)x->shape[1],
-                        .ignore = n->a.i0,
+                        .ignore = ignore,
                         .logits = x->storage->buf,
                         .logits_offset = x->offset,
                         .target = t->storage->buf,
                         .target_offset = t->offset,
                         .g = g->storage->buf,
                         .g_offset = g->offset,
-                        .g_step = n->a.i1 ? 0 : 1,
-                        .g_divisor = n->a.s0,
+                        .g_step = reduced ? 0 : 1,
+                        .g_divisor = divisor,
                         .out = out->storage->buf,
                         .out_offset = out->offset};
-    clt_status st = out->numel ? CLT__BACKEND_CALL(cross_entropy, "clt_backward", dev, x->dtype, &c)
-                               : CLT_OK;
-    if (st != CLT_OK) {
+    if (out->numel && CLT__BACKEND_CALL(cross_entropy, fn, dev, x->dtype, &c) != CLT_OK) {
         clt_tensor_release(out);
-        return st;
+        return NULL;
     }
-    gi[0] = out;
-    return CLT_OK;
+    return out;
 }
-
-static const clt__derivative xent_derivative = {"CrossEntropyBackward", xent_bw, 1u | 2u};
 
 /* Cross entropy of logits (N, C) with targets (N,), none weighted or smoothed: the per-row
  * losses, or their sum or mean over the rows not ignored (`reduction`), recorded as one
@@ -312,7 +305,7 @@ static clt_tensor *xent_loss(const char *fn, clt_tensor *x, clt_tensor *target, 
         out = reduce_loss(out, reduction, denominator);
     clt__grad_end(prev);
     if (rec && out)
-        out = clt__record(fn, &xent_derivative, in, 2, out,
+        out = clt__record(fn, CLT__OP_cross_entropy, in, 2, out,
                           &(clt__node_args){.i0 = ignore,
                                             .i1 = reduction != CLT_REDUCTION_NONE,
                                             .s0 = reduction == CLT_REDUCTION_MEAN ? denominator

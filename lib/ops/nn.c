@@ -8,8 +8,7 @@
 #include "cltensor/ops.h"
 #include "core/core.h"
 #include "device/registry.h"
-#include "autograd/derivatives.h"
-#include "cltensor/autograd.h"
+#include "graph/graph.h"
 #include "ops_internal.h"
 
 /* ---- softmax ---------------------------------------------------------------------------------- */
@@ -51,7 +50,7 @@ static clt_tensor *softmax_recorded(const char *fn, clt_tensor *x, int dim, bool
         return out;
     if (dim < 0)
         dim += x->ndim;
-    return clt__record(fn, log ? &clt__d_log_softmax : &clt__d_softmax, &x, 1, out,
+    return clt__record(fn, log ? CLT__OP_log_softmax : CLT__OP_softmax, &x, 1, out,
                        &(clt__node_args){.dim = x->ndim ? dim : 0});
 }
 
@@ -141,7 +140,7 @@ clt_tensor *clt__gather(const char *fn, clt_tensor *x, int dim, clt_tensor *idx_
     }
     if (m)
         memcpy(args.idx, host, (size_t)m * sizeof *args.idx);
-    return clt__record(fn, &clt__d_gather, &x, 1, out, &args);
+    return clt__record(fn, CLT__OP_gather, &x, 1, out, &args);
 }
 
 clt_tensor *clt__index_select_host(const char *fn, clt_tensor *x, int dim, const int64_t *host,

@@ -131,6 +131,20 @@ clt_tensor *clt__index_add(const char *fn, clt_tensor *src, int dim, const int64
 /* The columns of in (contiguous, N x C x H x W) for the geometry (clt__conv2d_geometry's):
  * (C * kh * kw) x (N * OH * OW), recorded for the backward pass where in requires grad. */
 clt_tensor *clt__im2col(const char *fn, clt_tensor *in, const clt__conv_call *geometry);
+/* The gradient of cross entropy's rows over logits x (N, C) with targets t (N,): g the rows'
+ * gradient, or with reduced the gradient of their sum or mean, divided by divisor (the
+ * backend's fused backward pass); rows of class ignore get none. A new tensor, NULL with the
+ * error set (naming fn). */
+clt_tensor *clt__cross_entropy_backward(const char *fn, clt_tensor *x, clt_tensor *t,
+                                       clt_tensor *g, int64_t ignore, bool reduced,
+                                       double divisor);
+/* The additive form of an attention mask for scores of shape (..., L, S): a bool mask becomes 0
+ * where it is true and -inf where it is false; either kind is broadcast to shape and made
+ * contiguous. NULL with the error set (naming fn). */
+clt_tensor *clt__attention_mask(const char *fn, clt_tensor *mask, clt_dtype dtype, int ndim,
+                                const int64_t *shape);
+/* The running sum of x along dim, from the end with reverse; recorded (clt_cumsum). */
+clt_tensor *clt__cumsum(const char *fn, clt_tensor *x, int dim, bool reverse);
 /* im2col's: the N x C x H x W image whose elements sum the entries of cols ((C * kh * kw) x N
  * x (OH * OW), as im2col lays them out) read from them; the geometry as clt__conv2d_geometry
  * fills it. */

@@ -8,8 +8,7 @@
 #include "cltensor/ops.h"
 #include "core/core.h"
 #include "device/registry.h"
-#include "autograd/derivatives.h"
-#include "cltensor/autograd.h"
+#include "graph/graph.h"
 #include "ops_internal.h"
 
 clt_pool2d_options clt_pool2d_options_default(int kernel_h, int kernel_w)
@@ -82,7 +81,7 @@ static clt_tensor *pool(const char *fn, clt_tensor *x, const clt_pool2d_options 
     if (rec && out) {
         clt_tensor *ins[2] = {x, arg};
         c.in = c.out = c.arg = NULL;
-        out = clt__record(fn, is_max ? &clt__d_max_pool2d : &clt__d_avg_pool2d, ins, 2, out,
+        out = clt__record(fn, is_max ? CLT__OP_max_pool2d : CLT__OP_avg_pool2d, ins, 2, out,
                           &(clt__node_args){.conv = c});
     }
     if (out && indices)

@@ -10,7 +10,7 @@
 
 #include "cltensor/ops.h"
 #include "core/core.h"
-#include "autograd/derivatives.h"
+#include "graph/graph.h"
 #include "ops_internal.h"
 
 /* How x is reduced: the dims, the permutation that moves them last, the rows and their length,
@@ -368,7 +368,7 @@ static clt_tensor *logsumexp_impl(clt_tensor *x, const int *dims, int ndims, boo
         r = clt__tensor_new(fn, x->storage->device, out, p.ndim, p.shape);
         if (r && r->storage->nbytes > 0) {
             clt_device *dev = r->storage->device;
-            clt__host_backend.cast(fn, NULL, &value, 0, CLT_F64, pattern, 0, out, 1);
+            clt__host_convert(&value, 0, CLT_F64, pattern, 0, out, 1);
             if (dev->backend->fill(fn, dev, r->storage->buf, 0, pattern, clt_dtype_size(out),
                                    r->storage->nbytes) != CLT_OK) {
                 clt_tensor_release(r);
@@ -392,61 +392,60 @@ static clt_tensor *logsumexp_impl(clt_tensor *x, const int *dims, int ndims, boo
 
 /* ---- autograd ------------------------------------------------------------------------------------ */
 
-/* out, a reduction of x over dims, recorded for autograd with derivative d. */
-static clt_tensor *recorded(const char *fn, const clt__derivative *d, clt_tensor *x,
-                            clt_tensor *out, const int *dims, int ndims, bool keepdim,
-                            int64_t correction)
+/* out, a reduction of x over dims, recorded for autograd as operation op. */
+static clt_tensor *recorded(const char *fn, clt__op op, clt_tensor *x, clt_tensor *out,
+                            const int *dims, int ndims, bool keepdim, int64_t correction)
 {
     clt__node_args args = {.i0 = correction};
     if (!out)
         return NULL;
     clt__reduce_args(&args, x->ndim, dims, ndims, keepdim);
-    return clt__record(fn, d, &x, 1, out, &args);
+    return clt__record(fn, op, &x, 1, out, &args);
 }
 
-#define RECORDED(name, d, call, correction)                                                    \
+#define RECORDED(name, op, call, correction)                                                   \
     do {                                                                                       \
         bool prev_, rec_ = clt__grad_begin(&x, 1, &prev_);                                     \
         clt_tensor *out_ = call;                                                               \
         clt__grad_end(prev_);                                                                  \
         if (!rec_ || !out_ || !clt__is_floating(out_->dtype))                                  \
             return out_;                                                                       \
-        return recorded(name, d, x, out_, dims, ndims, keepdim, correction);                   \
+        return recorded(name, op, x, out_, dims, ndims, keepdim, correction);                  \
     } while (0)
 
 clt_tensor *clt_sum(clt_tensor *x, const int *dims, int ndims, bool keepdim)
 {
-    RECORDED("clt_sum", &clt__d_sum, sum_impl(x, dims, ndims, keepdim), 0);
+    RECORDED("clt_sum", CLT__OP_sum, sum_impl(x, dims, ndims, keepdim), 0);
 }
 
 clt_tensor *clt_mean(clt_tensor *x, const int *dims, int ndims, bool keepdim)
 {
-    RECORDED("clt_mean", &clt__d_mean, mean_impl(x, dims, ndims, keepdim), 0);
+    RECORDED("clt_mean", CLT__OP_mean, mean_impl(x, dims, ndims, keepdim), 0);
 }
 
 clt_tensor *clt_amax(clt_tensor *x, const int *dims, int ndims, bool keepdim)
 {
-    RECORDED("clt_amax", &clt__d_amax, max_impl(x, dims, ndims, keepdim), 0);
+    RECORDED("clt_amax", CLT__OP_amax, max_impl(x, dims, ndims, keepdim), 0);
 }
 
 clt_tensor *clt_amin(clt_tensor *x, const int *dims, int ndims, bool keepdim)
 {
-    RECORDED("clt_amin", &clt__d_amin, min_impl(x, dims, ndims, keepdim), 0);
+    RECORDED("clt_amin", CLT__OP_amin, min_impl(x, dims, ndims, keepdim), 0);
 }
 
 clt_tensor *clt_var(clt_tensor *x, const int *dims, int ndims, int64_t correction, bool keepdim)
 {
-    RECORDED("clt_var", &clt__d_var, var_impl(x, dims, ndims, correction, keepdim), correction);
+    RECORDED("clt_var", CLT__OP_var, var_impl(x, dims, ndims, correction, keepdim), correction);
 }
 
 clt_tensor *clt_std(clt_tensor *x, const int *dims, int ndims, int64_t correction, bool keepdim)
 {
-    RECORDED("clt_std", &clt__d_std, std_impl(x, dims, ndims, correction, keepdim), correction);
+    RECORDED("clt_std", CLT__OP_std, std_impl(x, dims, ndims, correction, keepdim), correction);
 }
 
 clt_tensor *clt_logsumexp(clt_tensor *x, const int *dims, int ndims, bool keepdim)
 {
-    RECORDED("clt_logsumexp", &clt__d_logsumexp, logsumexp_impl(x, dims, ndims, keepdim), 0);
+    RECORDED("clt_logsumexp", CLT__OP_logsumexp, logsumexp_impl(x, dims, ndims, keepdim), 0);
 }
 
 /* torch.max(x, dim) / torch.min(x, dim): the values picked by argmax / argmin, so that the

@@ -4,7 +4,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "cltensor/autograd.h"
 #include "cltensor/ops.h"
 #include "core/core.h"
 #include "ops_internal.h"

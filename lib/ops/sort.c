@@ -7,8 +7,7 @@
 
 #include "cltensor/autograd.h"
 #include "cltensor/ops.h"
-#include "autograd/derivatives.h"
-#include "autograd/graph.h"
+#include "graph/graph.h"
 #include "core/core.h"
 #include "device/registry.h"
 #include "ops_internal.h"
@@ -34,18 +33,7 @@ static clt_tensor *dim_back(clt_tensor *t, int dim)
 
 /* ---- cumsum ------------------------------------------------------------------------------------ */
 
-static clt_tensor *cumsum(const char *fn, clt_tensor *x, int dim, bool reverse);
-
-/* The gradient of a running sum is the running sum from the other end. */
-static clt_status cumsum_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
-{
-    gi[0] = cumsum("clt_backward", g, n->a.dim, !n->a.keepdim);
-    return gi[0] ? CLT_OK : clt_last_status();
-}
-
-static const clt__derivative cumsum_derivative = {"CumsumBackward", cumsum_bw, 0};
-
-static clt_tensor *cumsum(const char *fn, clt_tensor *x, int dim, bool reverse)
+clt_tensor *clt__cumsum(const char *fn, clt_tensor *x, int dim, bool reverse)
 {
     clt_tensor *in = NULL, *rows = NULL, *out = NULL;
     if (clt__tensor_check(fn, x) != CLT_OK || clt__dim_check(fn, &dim, x->ndim ? x->ndim : 1))
@@ -73,13 +61,13 @@ static clt_tensor *cumsum(const char *fn, clt_tensor *x, int dim, bool reverse)
     clt__grad_end(prev);
     if (!rec || !out)
         return out;
-    return clt__record(fn, &cumsum_derivative, &x, 1, out,
+    return clt__record(fn, CLT__OP_cumsum, &x, 1, out,
                        &(clt__node_args){.dim = dim, .keepdim = reverse});
 }
 
 clt_tensor *clt_cumsum(clt_tensor *x, int dim)
 {
-    return cumsum("clt_cumsum", x, dim, false);
+    return clt__cumsum("clt_cumsum", x, dim, false);
 }
 
 /* ---- gather ------------------------------------------------------------------------------------ */

@@ -1,7 +1,7 @@
 /* Explicit casting as operations: clt_tensor_to, clt_tensor_to_dtype and clt_tensor_to_ex
  * (lib/tensor/convert.c moves and converts), recorded for autograd when they make a new
  * floating tensor. */
-#include "autograd/derivatives.h"
+#include "graph/graph.h"
 #include "core/core.h"
 #include "device/registry.h"
 #include "ops_internal.h"
@@ -14,7 +14,7 @@ static clt_tensor *to_impl(const char *fn, clt_tensor *x, const clt_to_options *
     clt__grad_end(prev);
     if (!rec || !y || y == x || !clt__is_floating(y->dtype))
         return y;
-    y = clt__record(fn, &clt__d_to, &x, 1, y, NULL);
+    y = clt__record(fn, CLT__OP_to, &x, 1, y, NULL);
     if (!y && o->event) {
         clt_event_release(*o->event);
         *o->event = NULL;

@@ -6,25 +6,25 @@
 #include <string.h>
 
 #include "cltensor/ops.h"
-#include "autograd/derivatives.h"
+#include "graph/graph.h"
 #include "cltensor/autograd.h"
 #include "core/core.h"
 #include "ops_internal.h"
 
-/* v (a view or copy of x, or NULL) recorded for autograd with derivative d. */
-static clt_tensor *recorded(const char *fn, const clt__derivative *d, clt_tensor *x, clt_tensor *v,
+/* v (a view or copy of x, or NULL) recorded for autograd as operation op. */
+static clt_tensor *recorded(const char *fn, clt__op op, clt_tensor *x, clt_tensor *v,
                             const clt__node_args *args)
 {
     if (!v || !clt_grad_is_enabled() || !clt__requires_grad(x))
         return v;
-    return clt__record(fn, d, &x, 1, v, args);
+    return clt__record(fn, op, &x, 1, v, args);
 }
 
 clt_tensor *clt__contiguous(const char *fn, clt_tensor *x)
 {
     if (clt_tensor_is_contiguous(x))
         return clt_tensor_retain(x);
-    return recorded(fn, &clt__d_identity, x, clt__tensor_contiguous(fn, x), NULL);
+    return recorded(fn, CLT__OP_identity, x, clt__tensor_contiguous(fn, x), NULL);
 }
 
 clt_tensor *clt_contiguous(clt_tensor *x)
@@ -123,7 +123,7 @@ clt_tensor *clt_view(clt_tensor *x, int ndim, const int64_t *shape)
                    text);
         return NULL;
     }
-    return recorded(fn, &clt__d_view, x, clt__tensor_view(fn, x, ndim, s, st, x->offset), NULL);
+    return recorded(fn, CLT__OP_view, x, clt__tensor_view(fn, x, ndim, s, st, x->offset), NULL);
 }
 
 clt_tensor *clt_reshape(clt_tensor *x, int ndim, const int64_t *shape)
@@ -135,7 +135,7 @@ clt_tensor *clt_reshape(clt_tensor *x, int ndim, const int64_t *shape)
     if (clt__tensor_check(fn, x) != CLT_OK || infer_shape(fn, x, ndim, shape, s) != CLT_OK)
         return NULL;
     if (view_strides(x, ndim, s, st))
-        return recorded(fn, &clt__d_view, x, clt__tensor_view(fn, x, ndim, s, st, x->offset), NULL);
+        return recorded(fn, CLT__OP_view, x, clt__tensor_view(fn, x, ndim, s, st, x->offset), NULL);
     rec = clt__grad_begin(&x, 1, &prev);
     c = clt__contiguous(fn, x);
     if (c) {
@@ -144,7 +144,7 @@ clt_tensor *clt_reshape(clt_tensor *x, int ndim, const int64_t *shape)
         clt_tensor_release(c);
     }
     clt__grad_end(prev);
-    return rec ? clt__record(fn, &clt__d_view, &x, 1, v, NULL) : v;
+    return rec ? clt__record(fn, CLT__OP_view, &x, 1, v, NULL) : v;
 }
 
 static clt_tensor *permute(const char *fn, clt_tensor *x, const int *dims)
@@ -173,7 +173,8 @@ static clt_tensor *permute(const char *fn, clt_tensor *x, const int *dims)
         args.dims[d] = k;
     }
     args.ndims = x->ndim;
-    return recorded(fn, &clt__d_permute, x, clt__tensor_view(fn, x, x->ndim, s, st, x->offset), &args);
+    return recorded(fn, CLT__OP_permute, x, clt__tensor_view(fn, x, x->ndim, s, st, x->offset),
+                    &args);
 }
 
 clt_tensor *clt_permute(clt_tensor *x, const int *dims)
@@ -189,7 +190,8 @@ clt_tensor *clt_transpose(clt_tensor *x, int dim0, int dim1)
         clt__dim_check(fn, &dim1, x->ndim) != CLT_OK)
         return NULL;
     if (x->ndim == 0)
-        return recorded(fn, &clt__d_view, x, clt__tensor_view(fn, x, 0, x->shape, x->strides, x->offset), NULL);
+        return recorded(fn, CLT__OP_view, x,
+                        clt__tensor_view(fn, x, 0, x->shape, x->strides, x->offset), NULL);
     for (int d = 0; d < x->ndim; d++)
         dims[d] = d;
     dims[dim0] = dim1;
@@ -207,7 +209,7 @@ static clt_tensor *squeeze(const char *fn, clt_tensor *x, int only)
         s[n] = x->shape[d];
         st[n++] = x->strides[d];
     }
-    return recorded(fn, &clt__d_view, x, clt__tensor_view(fn, x, n, s, st, x->offset), NULL);
+    return recorded(fn, CLT__OP_view, x, clt__tensor_view(fn, x, n, s, st, x->offset), NULL);
 }
 
 clt_tensor *clt_squeeze(clt_tensor *x, int dim)
@@ -254,7 +256,8 @@ clt_tensor *clt_unsqueeze(clt_tensor *x, int dim)
             st[d] = x->strides[k++];
         }
     }
-    return recorded(fn, &clt__d_view, x, clt__tensor_view(fn, x, x->ndim + 1, s, st, x->offset), NULL);
+    return recorded(fn, CLT__OP_view, x,
+                    clt__tensor_view(fn, x, x->ndim + 1, s, st, x->offset), NULL);
 }
 
 clt_tensor *clt_slice(clt_tensor *x, int dim, int64_t start, int64_t end, int64_t step)
@@ -282,7 +285,7 @@ clt_tensor *clt_slice(clt_tensor *x, int dim, int64_t start, int64_t end, int64_
     /* with two elements or more, stride * step spans less than the dimension does (no
      * overflow); a single element keeps its stride, which kernels may step by once more */
     st[dim] = s[dim] > 1 ? x->strides[dim] * step : x->strides[dim];
-    return recorded(fn, &clt__d_slice, x,
+    return recorded(fn, CLT__OP_slice, x,
                     clt__tensor_view(fn, x, x->ndim, s, st,
                               s[dim] ? x->offset + (size_t)(start * x->strides[dim]) : x->offset),
                     &(clt__node_args){.dim = dim, .i0 = start, .i1 = end, .i2 = step});
@@ -321,7 +324,7 @@ clt_tensor *clt_expand(clt_tensor *x, int ndim, const int64_t *shape)
         s[d] = want_size;
         st[d] = k >= 0 && have_size == want_size ? x->strides[k] : 0;
     }
-    return recorded(fn, &clt__d_expand, x, clt__tensor_view(fn, x, ndim, s, st, x->offset), NULL);
+    return recorded(fn, CLT__OP_expand, x, clt__tensor_view(fn, x, ndim, s, st, x->offset), NULL);
 bad:
     clt__format_shape(want, sizeof want, ndim > 0 && shape ? ndim : 0, shape);
     clt__format_shape(have, sizeof have, x->ndim, x->shape);

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "autograd/graph.h"
+#include "graph/graph.h"
 #include "cltensor/autograd.h"
 #include "cltensor/optim.h"
 #include "core/core.h"
@@ -98,7 +98,7 @@ static clt_status check_param(const char *fn, clt_tensor *p, int i)
     if (clt__grad_fn(p))
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                           "parameter %d was made by %s: parameters must be leaves", i,
-                          clt__grad_fn(p)->d->name);
+                          clt__op_name(clt__grad_fn(p)->op));
     if (p->dtype != CLT_F32 && p->dtype != CLT_F64)
         return clt__error(CLT_ERR_DTYPE, fn, "parameter %d is %s: optimizers update f32 and f64",
                           i, clt_dtype_name(p->dtype));

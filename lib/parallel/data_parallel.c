@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "autograd/graph.h"
+#include "graph/graph.h"
 #include "cltensor/autograd.h"
 #include "cltensor/parallel.h"
 #include "core/core.h"

@@ -1,18 +1,72 @@
-/* The autograd graph: recording mode, nodes and their saved tensors, leaves' accumulation
- * nodes, and the public accessors of a tensor's autograd state. */
+/* The autograd graph: recording mode, the recorded operations' names and saved values, nodes
+ * and their saved tensors, leaves' accumulation nodes, and the public accessors of a tensor's
+ * autograd state. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "autograd/derivatives.h"
-#include "autograd/graph.h"
 #include "cltensor/autograd.h"
 #include "core/core.h"
-#include "ops/ops_internal.h"
+#include "graph/graph.h"
 
 static _Thread_local bool grad_disabled;
 /* Guards making a leaf's accumulation node, which threads sharing a leaf may race to do. */
 static pthread_mutex_t accumulate_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Each operation's name and what its backward pass needs saved, by id. */
+static const struct {
+    const char *name;
+    unsigned save;
+} ops[CLT__OP_COUNT] = {
+    [CLT__OP_LEAF] = {"AccumulateGrad", 0},
+#define CLT__GRAPH_OP_INFO(id, name, save) [CLT__OP_##id] = {name, save},
+    CLT__GRAPH_OPS(CLT__GRAPH_OP_INFO)
+#undef CLT__GRAPH_OP_INFO
+};
+
+/* The id of each differentiable elementwise operation. */
+static const clt__op ew_ops[CLT_EW_COUNT] = {
+    [CLT_EW_add] = CLT__OP_add,
+    [CLT_EW_sub] = CLT__OP_sub,
+    [CLT_EW_mul] = CLT__OP_mul,
+    [CLT_EW_div] = CLT__OP_div,
+    [CLT_EW_pow] = CLT__OP_pow,
+    [CLT_EW_maximum] = CLT__OP_maximum,
+    [CLT_EW_minimum] = CLT__OP_minimum,
+    [CLT_EW_addcmul] = CLT__OP_addcmul,
+    [CLT_EW_mul_rsqrt] = CLT__OP_mul_rsqrt,
+    [CLT_EW_add_scalar] = CLT__OP_add_scalar,
+    [CLT_EW_mul_scalar] = CLT__OP_mul_scalar,
+    [CLT_EW_rsub_scalar] = CLT__OP_rsub_scalar,
+    [CLT_EW_div_scalar] = CLT__OP_div_scalar,
+    [CLT_EW_pow_scalar] = CLT__OP_pow_scalar,
+    [CLT_EW_neg] = CLT__OP_neg,
+    [CLT_EW_abs] = CLT__OP_abs,
+    [CLT_EW_exp] = CLT__OP_exp,
+    [CLT_EW_log] = CLT__OP_log,
+    [CLT_EW_sqrt] = CLT__OP_sqrt,
+    [CLT_EW_rsqrt] = CLT__OP_rsqrt,
+    [CLT_EW_sin] = CLT__OP_sin,
+    [CLT_EW_cos] = CLT__OP_cos,
+    [CLT_EW_tanh] = CLT__OP_tanh,
+    [CLT_EW_sigmoid] = CLT__OP_sigmoid,
+    [CLT_EW_relu] = CLT__OP_relu,
+    [CLT_EW_gelu] = CLT__OP_gelu,
+    [CLT_EW_gelu_tanh] = CLT__OP_gelu_tanh,
+    [CLT_EW_silu] = CLT__OP_silu,
+    [CLT_EW_clamp] = CLT__OP_clamp,
+    [CLT_EW_where] = CLT__OP_where,
+};
+
+const char *clt__op_name(clt__op op)
+{
+    return op >= 0 && op < CLT__OP_COUNT ? ops[op].name : "?";
+}
+
+clt__op clt__op_of_ew(clt__ew_op op)
+{
+    return op >= 0 && op < CLT_EW_COUNT ? ew_ops[op] : CLT__OP_LEAF;
+}
 
 bool clt_grad_is_enabled(void)
 {
@@ -129,12 +183,12 @@ static clt_status save(const char *fn, clt__node *node, int slot, clt_tensor *t)
     return CLT_OK;
 }
 
-clt__node *clt__node_new(const char *fn, const clt__derivative *d, clt_tensor *const *in, int n)
+clt__node *clt__node_new(const char *fn, clt__op op, clt_tensor *const *in, int n)
 {
     clt__node *node = node_alloc(fn, n);
     if (!node)
         return NULL;
-    node->d = d;
+    node->op = op;
     node->saved = clt__alloc_zeroed(fn, (size_t)(n + 1) * sizeof *node->saved);
     node->versions = node->saved ? clt__alloc_zeroed(fn, (size_t)(n + 1) * sizeof *node->versions) : NULL;
     if (!node->versions)
@@ -149,7 +203,7 @@ clt__node *clt__node_new(const char *fn, const clt__derivative *d, clt_tensor *c
         e->device = in[i]->storage->device;
         if (clt__requires_grad(in[i]) && !(e->next = clt__grad_edge(fn, in[i])))
             goto fail;
-        if ((d->save & (1u << i)) && save(fn, node, i, in[i]) != CLT_OK)
+        if ((ops[op].save & (1u << i)) && save(fn, node, i, in[i]) != CLT_OK)
             goto fail;
     }
     return node;
@@ -162,7 +216,7 @@ clt_tensor *clt__node_finish(const char *fn, clt__node *node, clt_tensor *out)
 {
     bool ok = node && out;
     clt__grad_state *s = NULL;
-    if (ok && (node->d->save & CLT__SAVE_OUT))
+    if (ok && (ops[node->op].save & CLT__SAVE_OUT))
         ok = save(fn, node, node->ninputs, out) == CLT_OK;
     if (ok)
         ok = (s = clt__grad_state_get(fn, out)) != NULL;
@@ -176,10 +230,38 @@ clt_tensor *clt__node_finish(const char *fn, clt__node *node, clt_tensor *out)
     return out;
 }
 
+clt_tensor *clt__record(const char *fn, clt__op op, clt_tensor *const *in, int n,
+                        clt_tensor *out, const clt__node_args *args)
+{
+    clt__node *node;
+    if (!out)
+        return NULL;
+    node = clt__node_new(fn, op, in, n);
+    if (node && args) {
+        node->a = *args;
+        return clt__node_finish(fn, node, out);
+    }
+    if (args)
+        clt__free(args->idx);
+    return clt__node_finish(fn, node, out);
+}
+
+void clt__reduce_args(clt__node_args *args, int ndim, const int *dims, int ndims, bool keepdim)
+{
+    bool on[CLT_MAX_DIMS] = {false};
+    for (int i = 0; i < ndims; i++)
+        on[dims[i] < 0 ? dims[i] + ndim : dims[i]] = true;
+    args->ndims = 0;
+    for (int d = 0; d < ndim; d++)
+        if (ndims == 0 || on[d])
+            args->dims[args->ndims++] = d;
+    args->keepdim = keepdim;
+}
+
 clt_status clt__grad_link_copy(const char *fn, clt_tensor *t, clt_tensor *source)
 {
     clt__grad_state *s = clt__grad_state_get(fn, t);
-    clt__node *node = s ? clt__node_new(fn, &clt__d_to, &source, 1) : NULL;
+    clt__node *node = s ? clt__node_new(fn, CLT__OP_to, &source, 1) : NULL;
     if (!node)
         return clt_last_status();
     clt__node_release(s->grad_fn);
@@ -232,7 +314,7 @@ static bool state_label(const clt__tensor_ext *ext, char *buf, size_t size)
 {
     const clt__grad_state *s = (const clt__grad_state *)ext;
     if (s->grad_fn)
-        snprintf(buf, size, "grad_fn=<%s>", s->grad_fn->d->name);
+        snprintf(buf, size, "grad_fn=<%s>", clt__op_name(s->grad_fn->op));
     else if (s->requires_grad)
         snprintf(buf, size, "requires_grad=True");
     else
@@ -290,7 +372,7 @@ clt_status clt_tensor_set_requires_grad(clt_tensor *x, bool requires_grad)
     if (clt__grad_fn(x))
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                           "the tensor was made by %s, not a leaf: detach it first",
-                          clt__grad_fn(x)->d->name);
+                          clt__op_name(clt__grad_fn(x)->op));
     if (requires_grad && !clt__is_floating(x->dtype))
         return clt__error(CLT_ERR_DTYPE, fn, "only floating tensors can require grad, not %s",
                           clt_dtype_name(x->dtype));
@@ -352,7 +434,7 @@ clt_status clt_tensor_set_grad(clt_tensor *x, clt_tensor *grad)
 
 const char *clt_tensor_grad_fn_name(const clt_tensor *x)
 {
-    return x && clt__grad_fn(x) ? clt__grad_fn(x)->d->name : NULL;
+    return x && clt__grad_fn(x) ? clt__op_name(clt__grad_fn(x)->op) : NULL;
 }
 
 clt_tensor *clt_tensor_detach(clt_tensor *x)
