@@ -6,6 +6,9 @@
 #   shared math (the cl/ sources that lib/backends/shared/scalar_host.h compiles as C);
 # - lib/tensor/ includes nothing of autograd or of the operations;
 # - lib/core/ includes nothing of the library but core/, the platform layer and the public headers;
+# - a backend (lib/backends/) includes nothing above the seam but what an allow-list names, with
+#   the reason for each entry;
+# - no two folders of lib/ include each other, directly or through others;
 # - only the platform layer (lib/platform/) includes an operating system's own headers (files,
 #   folders, libraries, scheduling, Windows): the rest of lib/ reaches them through
 #   lib/platform/platform.h (<unistd.h> for read, write and close, and <sys/types.h>, which
@@ -40,6 +43,38 @@ core=$(grep -nE '#include "[a-z]+/' lib/core/* | grep -vE '#include "(core|clten
 os=$(grep -rnE '#include <(dlfcn|dirent|fcntl|sched|windows|io|direct|sys/(stat|random|wait|mman|time))\.h>' lib |
   grep -v '^lib/platform/' || true)
 [[ -z $os ]] || fail "an operating system's header outside lib/platform/" <<<"$os"
+
+# The backends include nothing above the seam: only backends/, core/ and platform/ (and the
+# public headers), but for these, each with its reason.
+backend_allowed=(
+  # the public interop of include/cltensor/opencl.h hands out a tensor's cl_mem and queue: it
+  # reads the tensor's storage and device, and finds a device by its cl_device_id
+  "lib/backends/opencl/interop.c device/registry.h"
+  "lib/backends/opencl/interop.c tensor/tensor_internal.h"
+)
+found=$(grep -rnoE '#include "[a-z_]+/[a-z_/]+\.(h|inc)"' lib/backends |
+  grep -vE '#include "(backends|core|platform|cltensor)/' |
+  while IFS=: read -r file line inc; do
+    inc=${inc#\#include \"} inc=${inc%\"}
+    allowed=0
+    for a in "${backend_allowed[@]}"; do [[ "$file $inc" == "$a" ]] && allowed=1; done
+    ((allowed)) || echo "$file:$line: $inc"
+  done)
+[[ -z $found ]] || fail "a backend includes a layer above the seam" <<<"$found"
+
+# The folders of lib/ include each other without a cycle: an edge from a file's folder to the
+# folder of each header of lib/ it includes by path, sorted by tsort, which names a loop.
+edges=$(for file in $(find lib -name '*.[ch]' -o -name '*.inc' | sort); do
+  from=$(dirname "${file#lib/}")
+  grep -oE '^#include "[a-z_]+(/[a-z_]+)*/[a-z_0-9]+\.(h|inc)"' "$file" |
+    sed -E 's/^#include "//; s/"$//' | while read -r inc; do
+      to=$(dirname "$inc")
+      [[ -e lib/$inc && $to != "$from" ]] && echo "$from $to"
+    done
+done | sort -u)
+if ! loop=$(tsort <<<"$edges" 2>&1 >/dev/null) || [[ -n $loop ]]; then
+  fail "the folders of lib/ include each other in a loop" <<<"$loop"
+fi
 
 ((status == 0)) && echo "layers: every include follows the layers"
 exit $status
