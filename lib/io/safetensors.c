@@ -1,7 +1,7 @@
-/* The safetensors format: writing named tensors and modules, and reading files (untrusted
- * input) into new tensors or into a module's tensors in place. Every header is validated in
- * full (JSON, dtypes, shapes, byte ranges that tile the data exactly, unique names) before any
- * data is read; reads never go past the ranges the file's size allows. */
+/* The safetensors format: writing named tensors to a file, and reading files (untrusted input)
+ * into new tensors. Every header is validated in full (JSON, dtypes, shapes, byte ranges that
+ * tile the data exactly, unique names) before any data is read; reads never go past the ranges
+ * the file's size allows. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,17 +11,15 @@
 
 #include <cJSON.h>
 
-#include "cltensor/autograd.h"
 #include "cltensor/io.h"
-#include "cltensor/ops.h"
 #include "core/core.h"
+#include "io/io_internal.h"
 #include "platform/platform.h"
-#include "tensor/tensor_internal.h"
 
 #define MAX_HEADER ((uint64_t)100 << 20) /* bytes of JSON a reader accepts */
 #define MAX_EXACT ((double)((uint64_t)1 << 53))
 
-static const char *const format_dtype[CLT_DTYPE_COUNT] = {
+const char *const clt__io_format_dtype[CLT_DTYPE_COUNT] = {
     [CLT_F32] = "F32", [CLT_F64] = "F64", [CLT_F16] = "F16", [CLT_BF16] = "BF16",
     [CLT_I32] = "I32", [CLT_I64] = "I64", [CLT_U8] = "U8",   [CLT_BOOL] = "BOOL"};
 
@@ -104,7 +102,7 @@ static clt_status build_header(const char *fn, const clt_named_tensor *tensors, 
         put_str(h, fn, i ? "," : "");
         put_json_string(h, fn, tensors[i].name);
         put_str(h, fn, ":{\"dtype\":\"");
-        put_str(h, fn, format_dtype[clt_tensor_dtype(t)]);
+        put_str(h, fn, clt__io_format_dtype[clt_tensor_dtype(t)]);
         put_str(h, fn, "\",\"shape\":[");
         for (int d = 0; d < clt_tensor_ndim(t); d++) {
             snprintf(num, sizeof num, "%s%" PRId64, d ? "," : "", clt_tensor_size(t, d));
@@ -195,8 +193,8 @@ static clt_status write_tensor(const char *fn, const char *path, FILE *f, const 
     return st;
 }
 
-static clt_status save(const char *fn, const char *path, const clt_named_tensor *tensors,
-                       int count, const clt_metadata *metadata, int metadata_count)
+clt_status clt__io_save(const char *fn, const char *path, const clt_named_tensor *tensors,
+                        int count, const clt_metadata *metadata, int metadata_count)
 {
     text h = {0};
     char *tmp = NULL;
@@ -250,97 +248,12 @@ fail:
 clt_status clt_safetensors_save(const char *path, const clt_named_tensor *tensors, int count,
                                 const clt_metadata *metadata, int metadata_count)
 {
-    return save("clt_safetensors_save", path, tensors, count, metadata, metadata_count);
-}
-
-/* The module's parameters then buffers, names copied. */
-typedef struct named_list {
-    const char *fn;
-    clt_named_tensor *items;
-    int count, cap;
-    bool failed; /* an allocation here failed (the error is set under fn) */
-} named_list;
-
-static int collect_cb(const char *name, clt_tensor *t, void *user)
-{
-    named_list *l = user;
-    if (l->count == l->cap) {
-        int cap = l->cap ? 2 * l->cap : 16;
-        clt_named_tensor *items = clt__alloc(l->fn, (size_t)cap * sizeof *items);
-        if (!items)
-            return l->failed = true, CLT_ERR_OUT_OF_MEMORY;
-        if (l->count)
-            memcpy(items, l->items, (size_t)l->count * sizeof *items);
-        clt__free(l->items);
-        l->items = items, l->cap = cap;
-    }
-    char *copy = clt__strdup(l->fn, name);
-    if (!copy)
-        return l->failed = true, CLT_ERR_OUT_OF_MEMORY;
-    l->items[l->count].name = copy;
-    l->items[l->count++].tensor = t;
-    return 0;
-}
-
-static void named_list_free(named_list *l)
-{
-    for (int i = 0; i < l->count; i++)
-        clt__free((char *)l->items[i].name);
-    clt__free(l->items);
-}
-
-static clt_status collect(const char *fn, const clt_module *m, named_list *l)
-{
-    int r;
-    l->fn = fn;
-    if (!m)
-        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "module is NULL");
-    r = clt_module_foreach_parameter(m, collect_cb, l);
-    if (r == 0)
-        r = clt_module_foreach_buffer(m, collect_cb, l);
-    if (r != 0) {
-        bool failed = l->failed;
-        named_list_free(l);
-        return failed ? r : clt__rename_error(fn);
-    }
-    return CLT_OK;
-}
-
-clt_status clt_module_save(const clt_module *m, const char *path, const clt_metadata *metadata,
-                           int metadata_count)
-{
-    const char *fn = "clt_module_save";
-    named_list l = {0};
-    clt_status st = collect(fn, m, &l);
-    if (st != CLT_OK)
-        return st;
-    st = save(fn, path, l.items, l.count, metadata, metadata_count);
-    named_list_free(&l);
-    return st;
+    return clt__io_save("clt_safetensors_save", path, tensors, count, metadata, metadata_count);
 }
 
 /* ---- reading ---------------------------------------------------------------------------------- */
 
-typedef struct entry {
-    const char *name; /* in the parsed JSON */
-    clt_dtype dtype;
-    int ndim;
-    int64_t shape[CLT_MAX_DIMS];
-    uint64_t begin, end; /* in bytes from the start of the data */
-    clt_tensor *value;   /* an entry of a state dict in memory (borrowed), or NULL: in the file */
-} entry;
-
-/* A validated header; the file stays open for reading the data. */
-typedef struct parsed {
-    FILE *f;
-    cJSON *json;
-    entry *entries; /* sorted by name */
-    int count;
-    cJSON *metadata; /* the "__metadata__" object in json, or NULL */
-    uint64_t data_start;
-} parsed;
-
-static void parsed_free(parsed *p)
+void clt__io_parsed_free(clt__io_parsed *p)
 {
     if (p->f)
         fclose(p->f);
@@ -360,7 +273,8 @@ static bool exact_count(const cJSON *v, uint64_t *out)
     return true;
 }
 
-static clt_status parse_entry(const char *fn, const char *path, const cJSON *item, entry *e)
+static clt_status parse_entry(const char *fn, const char *path, const cJSON *item,
+                              clt__io_entry *e)
 {
     const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(item, "shape");
@@ -375,7 +289,7 @@ static clt_status parse_entry(const char *fn, const char *path, const cJSON *ite
                    "array", path, e->name);
     e->dtype = CLT_DTYPE_NONE;
     for (int d = 1; d < CLT_DTYPE_COUNT; d++)
-        if (strcmp(dtype->valuestring, format_dtype[d]) == 0)
+        if (strcmp(dtype->valuestring, clt__io_format_dtype[d]) == 0)
             e->dtype = (clt_dtype)d;
     if (e->dtype == CLT_DTYPE_NONE)
         return BAD("%s: tensor \"%s\" has the unknown dtype \"%.32s\"", path, e->name,
@@ -407,22 +321,24 @@ static clt_status parse_entry(const char *fn, const char *path, const cJSON *ite
 
 static int compare_begin(const void *a, const void *b)
 {
-    const entry *x = *(const entry *const *)a, *y = *(const entry *const *)b;
+    const clt__io_entry *x = *(const clt__io_entry *const *)a;
+    const clt__io_entry *y = *(const clt__io_entry *const *)b;
     return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : (x->end > y->end) - (x->end < y->end);
 }
 
-static int compare_entry_names(const void *a, const void *b)
+int clt__io_compare_entry_names(const void *a, const void *b)
 {
-    return strcmp(((const entry *)a)->name, ((const entry *)b)->name);
+    return strcmp(((const clt__io_entry *)a)->name, ((const clt__io_entry *)b)->name);
 }
 
 /* Names unique; the byte ranges, in order, tile [0, data_size) exactly. */
-static clt_status check_layout(const char *fn, const char *path, parsed *p, uint64_t data_size)
+static clt_status check_layout(const char *fn, const char *path, clt__io_parsed *p,
+                               uint64_t data_size)
 {
-    entry **order;
+    clt__io_entry **order;
     uint64_t at = 0;
     clt_status st = CLT_OK;
-    qsort(p->entries, (size_t)p->count, sizeof *p->entries, compare_entry_names);
+    qsort(p->entries, (size_t)p->count, sizeof *p->entries, clt__io_compare_entry_names);
     for (int i = 1; i < p->count; i++)
         if (strcmp(p->entries[i - 1].name, p->entries[i].name) == 0)
             return BAD("%s: the name \"%s\" appears twice", path, p->entries[i].name);
@@ -445,8 +361,8 @@ static clt_status check_layout(const char *fn, const char *path, parsed *p, uint
     return st;
 }
 
-static clt_status parse_json(const char *fn, const char *path, parsed *p, const char *header,
-                             size_t n, uint64_t data_size)
+static clt_status parse_json(const char *fn, const char *path, clt__io_parsed *p,
+                             const char *header, size_t n, uint64_t data_size)
 {
     const cJSON *item;
     int count = 0;
@@ -484,7 +400,7 @@ static clt_status parse_json(const char *fn, const char *path, parsed *p, const 
 }
 
 /* Opens path and validates its header; on failure p is freed. */
-static clt_status parse_file(const char *fn, const char *path, parsed *p)
+clt_status clt__io_parse_file(const char *fn, const char *path, clt__io_parsed *p)
 {
     uint8_t len[8];
     uint64_t n = 0, size;
@@ -538,13 +454,13 @@ static clt_status parse_file(const char *fn, const char *path, parsed *p)
 fail:
     clt__free(header);
     if (st != CLT_OK)
-        parsed_free(p);
+        clt__io_parsed_free(p);
     return st;
 }
 
 /* Entry e's data as a new tensor on dev. */
-static clt_tensor *read_entry(const char *fn, const char *path, parsed *p, const entry *e,
-                              clt_device *dev)
+clt_tensor *clt__io_read_entry(const char *fn, const char *path, clt__io_parsed *p,
+                               const clt__io_entry *e, clt_device *dev)
 {
     if (e->value)
         return clt_tensor_retain(e->value);
@@ -565,12 +481,6 @@ static clt_tensor *read_entry(const char *fn, const char *path, parsed *p, const
     return t;
 }
 
-static const entry *find_entry(const parsed *p, const char *name)
-{
-    entry key = {.name = name};
-    return bsearch(&key, p->entries, (size_t)p->count, sizeof key, compare_entry_names);
-}
-
 void clt_safetensors_clear(clt_safetensors *st)
 {
     if (!st)
@@ -588,7 +498,7 @@ void clt_safetensors_clear(clt_safetensors *st)
     memset(st, 0, sizeof *st);
 }
 
-static clt_status load_metadata(const char *fn, const parsed *p, clt_safetensors *out)
+static clt_status load_metadata(const char *fn, const clt__io_parsed *p, clt_safetensors *out)
 {
     const cJSON *kv;
     int n = p->metadata ? cJSON_GetArraySize(p->metadata) : 0;
@@ -608,13 +518,13 @@ static clt_status load_metadata(const char *fn, const parsed *p, clt_safetensors
 clt_status clt_safetensors_load(const char *path, clt_device *dev, clt_safetensors *out)
 {
     const char *fn = "clt_safetensors_load";
-    entry **order = NULL;
-    parsed p;
+    clt__io_entry **order = NULL;
+    clt__io_parsed p;
     clt_status st;
     if (!out)
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
     memset(out, 0, sizeof *out);
-    if ((st = parse_file(fn, path, &p)) != CLT_OK)
+    if ((st = clt__io_parse_file(fn, path, &p)) != CLT_OK)
         return st;
     if (!dev)
         dev = clt_device_cpu();
@@ -631,7 +541,7 @@ clt_status clt_safetensors_load(const char *path, clt_device *dev, clt_safetenso
         if (!(nt->name = clt__strdup(fn, order[i]->name)))
             goto fail;
         out->count++;
-        if (!(nt->tensor = read_entry(fn, path, &p, order[i], dev))) {
+        if (!(nt->tensor = clt__io_read_entry(fn, path, &p, order[i], dev))) {
             st = clt_last_status();
             goto fail;
         }
@@ -639,7 +549,7 @@ clt_status clt_safetensors_load(const char *path, clt_device *dev, clt_safetenso
     st = load_metadata(fn, &p, out);
 fail:
     clt__free(order);
-    parsed_free(&p);
+    clt__io_parsed_free(&p);
     if (st != CLT_OK)
         clt_safetensors_clear(out);
     return st;
@@ -659,249 +569,4 @@ const char *clt_safetensors_metadata_get(const clt_safetensors *st, const char *
         if (strcmp(st->metadata[i].key, key) == 0)
             return st->metadata[i].value;
     return NULL;
-}
-
-/* ---- loading into a module --------------------------------------------------------------------- */
-
-void clt_load_report_clear(clt_load_report *r)
-{
-    if (!r)
-        return;
-    for (int i = 0; i < r->missing_count; i++)
-        clt__free(r->missing[i]);
-    for (int i = 0; i < r->unexpected_count; i++)
-        clt__free(r->unexpected[i]);
-    clt__free(r->missing);
-    clt__free(r->unexpected);
-    memset(r, 0, sizeof *r);
-}
-
-/* A bounded message: "; "-separated items, "..." once it is full. */
-typedef struct message {
-    char s[1024];
-    size_t len;
-} message;
-
-static void say(message *m, const char *fmt, const char *a, const char *b, const char *c)
-{
-    if (m->len >= sizeof m->s - 4)
-        return;
-    int n = snprintf(m->s + m->len, sizeof m->s - m->len, fmt, a, b, c);
-    if (n < 0 || (size_t)n >= sizeof m->s - m->len - 4) {
-        m->len = sizeof m->s - 4;
-        memcpy(m->s + m->len, "...", 4);
-        m->len = sizeof m->s;
-    } else {
-        m->len += (size_t)n;
-    }
-}
-
-static bool same_shape(const entry *e, const clt_tensor *t)
-{
-    if (e->ndim != clt_tensor_ndim(t))
-        return false;
-    for (int d = 0; d < e->ndim; d++)
-        if (e->shape[d] != clt_tensor_size(t, d))
-            return false;
-    return true;
-}
-
-static clt_status fill_report(const char *fn, const parsed *p, const named_list *l,
-                              const entry **match, const bool *used, clt_load_report *r)
-{
-    int missing = 0, unexpected = 0;
-    for (int i = 0; i < l->count; i++)
-        missing += match[i] == NULL;
-    for (int i = 0; i < p->count; i++)
-        unexpected += !used[i];
-    if ((missing && !(r->missing = clt__alloc_zeroed(fn, (size_t)missing * sizeof(char *)))) ||
-        (unexpected &&
-         !(r->unexpected = clt__alloc_zeroed(fn, (size_t)unexpected * sizeof(char *)))))
-        return CLT_ERR_OUT_OF_MEMORY;
-    for (int i = 0; i < l->count; i++)
-        if (!match[i] && !(r->missing[r->missing_count++] = clt__strdup(fn, l->items[i].name)))
-            return CLT_ERR_OUT_OF_MEMORY;
-    for (int i = 0; i < p->count; i++)
-        if (!used[i] &&
-            !(r->unexpected[r->unexpected_count++] = clt__strdup(fn, p->entries[i].name)))
-            return CLT_ERR_OUT_OF_MEMORY;
-    return CLT_OK;
-}
-
-/* Matches the module's names to the file's; the message lists every fault strictness finds. */
-static bool match_names(const parsed *p, const named_list *l, bool strict, const entry **match,
-                        bool *used, message *msg)
-{
-    bool ok = true;
-    for (int i = 0; i < l->count; i++) {
-        const entry *e = find_entry(p, l->items[i].name);
-        const clt_tensor *t = l->items[i].tensor;
-        match[i] = e;
-        if (!e) {
-            if (strict)
-                say(msg, "; missing \"%s\"%s%s", l->items[i].name, "", ""), ok = false;
-            continue;
-        }
-        used[e - p->entries] = true;
-        if (!same_shape(e, t))
-            say(msg, "; shape mismatch \"%s\"%s%s", e->name, "", ""), ok = false;
-        else if (strict && e->dtype != clt_tensor_dtype(t))
-            say(msg, "; dtype mismatch \"%s\" (file %s, module %s)", e->name,
-                format_dtype[e->dtype], format_dtype[clt_tensor_dtype(t)]), ok = false;
-    }
-    for (int i = 0; strict && i < p->count; i++)
-        if (!used[i])
-            say(msg, "; unexpected \"%s\"%s%s", p->entries[i].name, "", ""), ok = false;
-    return ok;
-}
-
-/* Reads every matched entry and puts it on its tensor's device in its dtype, then, with every
- * allocation made, copies them all in without recording: a failure to read or to allocate
- * changes no tensor. */
-static clt_status copy_in(const char *fn, const char *path, parsed *p, const named_list *l,
-                          const entry **match)
-{
-    clt_tensor **values;
-    clt_status st = CLT_OK;
-    /* all or nothing: whatever can refuse a value is checked before the first is written */
-    for (int i = 0; i < l->count; i++)
-        if (match[i] && clt__tensor_overlaps(l->items[i].tensor))
-            return BAD("\"%s\" of the module is a broadcast view (several elements share "
-                       "memory): it cannot be loaded into", l->items[i].name);
-    values = clt__alloc_zeroed(fn, (size_t)(l->count ? l->count : 1) * sizeof *values);
-    if (!values)
-        return CLT_ERR_OUT_OF_MEMORY;
-    bool recording = clt_grad_set_enabled(false); /* a state dict's tensors may require grad */
-    for (int i = 0; i < l->count && st == CLT_OK; i++) {
-        clt_tensor *t = l->items[i].tensor, *read;
-        if (!match[i])
-            continue;
-        read = read_entry(fn, path, p, match[i], clt_device_cpu());
-        values[i] = read ? clt_tensor_to_ex(read, &(clt_to_options){.device = clt_tensor_device(t),
-                                                                    .dtype = clt_tensor_dtype(t)})
-                         : NULL;
-        clt_tensor_release(read);
-        if (!values[i])
-            st = read ? clt__rename_error(fn) : clt_last_status();
-    }
-    for (int i = 0; i < l->count && st == CLT_OK; i++)
-        if (values[i] && (st = clt_copy_(l->items[i].tensor, values[i])) != CLT_OK)
-            clt__rename_error(fn);
-    clt_grad_set_enabled(recording);
-    for (int i = 0; i < l->count; i++)
-        clt_tensor_release(values[i]);
-    clt__free(values);
-    return st;
-}
-
-/* Loads the entries of p (a file's, or a state dict's in memory; `what` names it in errors)
- * into m: the body of clt_module_load and clt_module_load_state_dict. */
-static clt_status load_entries(const char *fn, clt_module *m, const char *what, parsed *p,
-                               bool strict, clt_load_report *report)
-{
-    named_list l = {0};
-    const entry **match = NULL;
-    bool *used = NULL;
-    message msg = {.len = 0};
-    clt_status st;
-    if ((st = collect(fn, m, &l)) != CLT_OK)
-        return st;
-    st = CLT_ERR_OUT_OF_MEMORY;
-    if (!(match = clt__alloc_zeroed(fn, (size_t)(l.count ? l.count : 1) * sizeof *match)) ||
-        !(used = clt__alloc_zeroed(fn, (size_t)(p->count ? p->count : 1) * sizeof *used)))
-        goto fail;
-    bool ok = match_names(p, &l, strict, match, used, &msg);
-    if (report && (st = fill_report(fn, p, &l, match, used, report)) != CLT_OK)
-        goto fail;
-    if (!ok)
-        st = BAD("%s does not fit the module: %s", what, msg.s + 2);
-    else
-        st = copy_in(fn, what, p, &l, match);
-fail:
-    if (st == CLT_ERR_OUT_OF_MEMORY)
-        clt_load_report_clear(report);
-    clt__free(match);
-    clt__free(used);
-    named_list_free(&l);
-    return st;
-}
-
-clt_status clt_module_load(clt_module *m, const char *path, bool strict, clt_load_report *report)
-{
-    const char *fn = "clt_module_load";
-    parsed p = {0};
-    clt_status st;
-    if (report)
-        memset(report, 0, sizeof *report);
-    if (!m)
-        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "module is NULL");
-    if ((st = parse_file(fn, path, &p)) != CLT_OK)
-        return st;
-    st = load_entries(fn, m, path, &p, strict, report);
-    parsed_free(&p);
-    return st;
-}
-
-clt_status clt_module_load_state_dict(clt_module *m, const clt_named_tensor *tensors, int count,
-                                      bool strict, clt_load_report *report)
-{
-    const char *fn = "clt_module_load_state_dict";
-    parsed p = {0};
-    clt_status st;
-    if (report)
-        memset(report, 0, sizeof *report);
-    if (!m || count < 0 || (count > 0 && !tensors))
-        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "module %s, %d tensors from %p",
-                          m ? "given" : "NULL", count, (const void *)tensors);
-    for (int i = 0; i < count; i++)
-        if (!tensors[i].name || !tensors[i].tensor)
-            return BAD("entry %d has a NULL %s", i, tensors[i].name ? "tensor" : "name");
-    if (!(p.entries = clt__alloc_zeroed(fn, (size_t)(count ? count : 1) * sizeof *p.entries)))
-        return CLT_ERR_OUT_OF_MEMORY;
-    for (int i = 0; i < count; i++) {
-        entry *e = &p.entries[i];
-        e->name = tensors[i].name, e->value = tensors[i].tensor;
-        e->dtype = clt_tensor_dtype(e->value), e->ndim = clt_tensor_ndim(e->value);
-        for (int d = 0; d < e->ndim; d++)
-            e->shape[d] = clt_tensor_size(e->value, d);
-    }
-    p.count = count;
-    qsort(p.entries, (size_t)count, sizeof *p.entries, compare_entry_names);
-    for (int i = 1; i < count; i++)
-        if (strcmp(p.entries[i - 1].name, p.entries[i].name) == 0) {
-            st = BAD("the name \"%s\" is given twice", p.entries[i].name);
-            goto done;
-        }
-    st = load_entries(fn, m, "the state dict", &p, strict, report);
-done:
-    clt__free(p.entries);
-    return st;
-}
-
-clt_status clt_module_state_dict(const clt_module *m, clt_state_dict *out)
-{
-    const char *fn = "clt_module_state_dict";
-    named_list l = {0};
-    clt_status st;
-    if (!out)
-        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
-    memset(out, 0, sizeof *out);
-    if ((st = collect(fn, m, &l)) != CLT_OK)
-        return st;
-    for (int i = 0; i < l.count; i++)
-        clt_tensor_retain(l.items[i].tensor);
-    out->count = l.count, out->tensors = l.items;
-    return CLT_OK;
-}
-
-void clt_state_dict_clear(clt_state_dict *sd)
-{
-    if (!sd)
-        return;
-    for (int i = 0; i < sd->count; i++) {
-        clt__free((char *)sd->tensors[i].name);
-        clt_tensor_release(sd->tensors[i].tensor);
-    }
-    clt__free(sd->tensors);
-    memset(sd, 0, sizeof *sd);
 }
