@@ -42,11 +42,18 @@ static clt_status parse_subdevices(const char *fn, const char *value, unsigned *
     return CLT_OK;
 }
 
+/* The OpenCL devices, each record pointing at this backend's table. */
 static clt_status enumerate(const char *fn, clt_device ***devices, int *count)
 {
     unsigned parts;
+    int first = *count;
     clt_status st = parse_subdevices(fn, getenv("CLT_SUBDEVICES"), &parts);
-    return st != CLT_OK ? st : clt__cl_enumerate(fn, parts, devices, count);
+    if (st != CLT_OK)
+        return st;
+    st = clt__cl_enumerate(fn, parts, devices, count);
+    for (int i = first; i < *count; i++)
+        (*devices)[i]->backend = &clt__cl_backend;
+    return st;
 }
 
 /* OpenCL's own codes, by value, so that a passed-through code has a readable name. */

@@ -69,9 +69,6 @@ static clt_device_type classify(cl_device_type t)
     return CLT_DEVICE_ACCELERATOR;
 }
 
-/* A device record for one OpenCL device, with its description filled in; for part `sub` (from
- * 1) of a device split into `of` sub-devices, the name says so and the record takes over the
- * reference to id. */
 /* A native vector width of the device (0 when not reported). */
 static cl_uint native_width(cl_device_id id, cl_device_info which)
 {
@@ -90,6 +87,19 @@ static unsigned kernel_width(cl_uint native)
     return w;
 }
 
+/* The vectors in a row of the GEMM register tile (cl/gemm.cl) for native vectors of
+ * vector_bytes bytes. */
+static unsigned gemm_nv(unsigned vector_bytes)
+{
+    /* 64-byte vectors (AVX-512) come with 32 registers: 4 x 4 accumulators, 4 of B, 1 of A;
+     * narrower ones (AVX2, SSE) with 16 on x86-64: 4 x 3 + 3 + 1. 4 x 4 there spills, and runs
+     * at 0.55 times 4 x 3's rate on an AVX2 EPYC. */
+    return vector_bytes >= 64 ? 4 : 3;
+}
+
+/* A device record for one OpenCL device, with its description filled in; for part `sub` (from
+ * 1) of a device split into `of` sub-devices, the name says so and the record takes over the
+ * reference to id. */
 static clt_device *describe(cl_platform_id platform, cl_device_id id, clt_device_type type,
                             unsigned sub, unsigned of)
 {
@@ -135,10 +145,9 @@ static clt_device *describe(cl_platform_id platform, cl_device_id id, clt_device
     cd->vw_float = kernel_width(cd->native_float_width);
     cd->vw_double = kernel_width(native_width(id, CL_DEVICE_NATIVE_VECTOR_WIDTH_DOUBLE));
     cd->vw_long = kernel_width(native_width(id, CL_DEVICE_NATIVE_VECTOR_WIDTH_LONG));
-    cd->gemm_nv[0] = clt__cl_gemm_nv(cd->vw_float * 4);
-    cd->gemm_nv[1] = clt__cl_gemm_nv(cd->vw_double * 8);
+    cd->gemm_nv[0] = gemm_nv(cd->vw_float * 4);
+    cd->gemm_nv[1] = gemm_nv(cd->vw_double * 8);
     dev->index = -1;
-    dev->backend = &clt__cl_backend;
     dev->impl = cd;
     dev->info = (clt_device_info){
         .type = type,
@@ -447,6 +456,14 @@ static cl_int touch(clt_device *dev, cl_mem buf)
     return err != CL_SUCCESS ? err : status < 0 ? status : CL_SUCCESS;
 }
 
+atomic_uint clt__cl_mem_generation;
+
+void clt__cl_release_mem(cl_mem buf)
+{
+    atomic_fetch_add(&clt__cl_mem_generation, 1);
+    clReleaseMemObject(buf);
+}
+
 clt_status clt__cl_alloc(const char *fn, clt_device *dev, size_t nbytes, void **buf)
 {
     cl_int err = CL_SUCCESS;
@@ -604,9 +621,6 @@ clt_status clt__cl_copy(const char *fn, clt_device *dev, void *src, size_t src_o
                                      dst_offset, nbytes, 0, NULL, NULL);
     return err == CL_SUCCESS ? CLT_OK : clt__cl_error(fn, dev, err, "copying a buffer");
 }
-
-clt_status clt__cl_fill(const char *fn, clt_device *dev, void *buf, size_t offset,
-                        const void *pattern, size_t pattern_size, size_t nbytes);
 
 bool clt__cl_peer(const clt_device *dev, const clt_device *to)
 {

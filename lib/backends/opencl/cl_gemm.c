@@ -102,14 +102,6 @@ static clt_status run_clblast(const char *fn, clt_device *dev, const clt__gemm_c
 const char *const clt__gemm_variant_names[CLT__GEMM_VARIANTS] = {"clblast", "packed", "direct",
                                                                  "tiled", "dot"};
 
-unsigned clt__cl_gemm_nv(unsigned vector_bytes)
-{
-    /* 64-byte vectors (AVX-512) come with 32 registers: 4 x 4 accumulators, 4 of B, 1 of A;
-     * narrower ones (AVX2, SSE) with 16 on x86-64: 4 x 3 + 3 + 1. 4 x 4 there spills, and runs
-     * at 0.55 times 4 x 3's rate on an AVX2 EPYC. */
-    return vector_bytes >= 64 ? 4 : 3;
-}
-
 /* The width of a packed panel of B: NV vectors of VW elements (cl/gemm.cl). */
 size_t clt__cl_gemm_panel_width(clt_device *dev, clt_dtype dtype)
 {

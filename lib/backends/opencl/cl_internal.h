@@ -135,7 +135,7 @@ typedef struct clt__cl_device {
     unsigned vw_float, vw_double, vw_long; /* the kernels' vector widths (CLT_VW_FLOAT, ...):
                                             * the native ones as 2, 4, 8 or 16 */
     unsigned gemm_nv[2]; /* f32, f64: vectors in a row of the GEMM register tile (CLT_GEMM_NV_*,
-                          * cl/gemm.cl), from the native vector's size (clt__cl_gemm_nv) */
+                          * cl/gemm.cl), from the native vector's size (cl_device.c) */
     pthread_mutex_t gemm_lock; /* guards the two below: each dtype is tuned once */
     int gemm_state[2];         /* f32, f64: CLT__GEMM_UNKNOWN ... (cl_gemm_tune.c) */
     unsigned char gemm_choice[2][CLT__GEMM_CHOICES]; /* clt__gemm_variant values */
@@ -242,8 +242,6 @@ clt_status clt__cl_launch_nd(const char *fn, clt_device *dev, const char *progra
 /* The bytes of the packed copy of B the packed variant needs (SIZE_MAX when
  * that overflows). */
 size_t clt__cl_gemm_panel_bytes(clt_device *dev, const clt__gemm_call *c);
-/* The vectors in a row of the GEMM register tile for native vectors of vector_bytes bytes. */
-unsigned clt__cl_gemm_nv(unsigned vector_bytes);
 /* The columns of a packed panel of B, and of the register tile of the packed and direct
  * variants, on dev for dtype. */
 size_t clt__cl_gemm_panel_width(clt_device *dev, clt_dtype dtype);

@@ -481,8 +481,6 @@ static clt_status one_dim(const char *fn, clt_device *dev, const clt__cl_kernel 
     return CLT_OK;
 }
 
-atomic_uint clt__cl_mem_generation;
-
 long clt__cl_args_set(clt_device *dev)
 {
     clt__cl_device *cd = clt__cl(dev);
@@ -490,12 +488,6 @@ long clt__cl_args_set(clt_device *dev)
     long n = cd->args_set;
     pthread_mutex_unlock(&cd->lock);
     return n;
-}
-
-void clt__cl_release_mem(cl_mem buf)
-{
-    atomic_fetch_add(&clt__cl_mem_generation, 1);
-    clReleaseMemObject(buf);
 }
 
 /* Sets the kernel's arguments that differ from those it kept (every one where a buffer was
