@@ -1,8 +1,8 @@
-/* The OpenCL backend's matrix products: a strided-batched GEMM (see clt__gemm_call in
- * backend.h) run by one of the variants of clt__gemm_variant, the one the device's tuning picked
- * for the product's size (cl_gemm_tune.c) or the one CLT_GEMM names, on the device's in-order
- * queue; and CLBlast's status codes turned
- * into the library's. */
+/* The OpenCL backend's GEMM variants (clt__gemm_variant): how each runs a strided-batched GEMM
+ * (see clt__gemm_call in backend.h) on the device's in-order queue, CLBlast or a kernel of
+ * cl/gemm.cl, and which calls each can take; a convolution's product run by the packed variant
+ * straight from the images; and CLBlast's status codes turned into the library's. Which variant
+ * runs a product is chosen in cl_gemm_tune.c. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -403,29 +403,5 @@ clt_status clt__cl_conv2d_packed(const char *fn, clt_device *dev, const clt__con
     if (st == CLT_OK)
         st = packed_product(fn, dev, g, panels, L, c->mult * L);
     clt__scratch_free(dev, panels, capacity); /* the in-order queue runs what reuses it later */
-    return st;
-}
-
-clt_status clt__cl_gemm(const char *fn, clt_device *dev, const clt__gemm_call *c)
-{
-    clt__gemm_variant v;
-    void *panels = NULL;
-    size_t capacity = 0;
-    clt__gemm_call plain = *c; /* the variant chosen as for C's rows whole, without row sums */
-    plain.c_group = plain.c_group_stride = 0;
-    plain.row_sums = NULL;
-    clt_status st = clt__cl_gemm_choose(fn, dev, &plain, &v);
-
-    if (st != CLT_OK)
-        return st;
-    if (c->c_group && !clt__cl_gemm_fits(dev, v, c)) /* a variant that stores rows whole */
-        return clt__gemm_composed_groups(fn, dev, c, clt__cl_gemm);
-    if (v == CLT__GEMM_PACKED &&
-        (st = clt__scratch_alloc(fn, dev, clt__cl_gemm_panel_bytes(dev, c), &panels,
-                                &capacity)) != CLT_OK)
-        return st;
-    st = clt__cl_gemm_run(fn, dev, v, c, panels);
-    if (panels) /* the in-order queue runs whatever reuses it after this product */
-        clt__scratch_free(dev, panels, capacity);
     return st;
 }

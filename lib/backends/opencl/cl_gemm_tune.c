@@ -1,17 +1,18 @@
-/* GEMM tuning: which variant (CLBlast or one of the library's kernels) runs a product on an
- * OpenCL device. Until a device is tuned, products run the default for its kind: the register-
- * tile kernels (direct, packed) where the driver runs each work-item's vectors as such (native
- * float vector width above 1: CPU devices such as PoCL), CLBlast where it vectorises across
- * work-items (GPUs, Mesa's llvmpipe), for which those kernels are the wrong shape (llvmpipe
- * takes minutes to compile them). Tuning runs in clt_device_warmup, never under a product:
- * every candidate (see candidate()) is verified on awkward shapes (every transpose, odd sizes,
- * offsets, batch strides, alpha and beta) against the exact result, then the verified ones are
- * timed on an n x n x n product for n = 64 ... 1024 within a few seconds; each size class takes
- * the fastest, but for the class of 2048 and more, which keeps the default: timed at 1024, a
- * winner there could be the loser above (direct won at 1024 on a Zen 4 EPYC, 207 against 145
- * GFLOP/s, and then ran 2048 at 81-91 GFLOP/s against packed's 200). A variant that fails verification is never chosen. The choices are stored in the
- * disk cache (under a key holding the device, its driver, the library version and cl/gemm.cl),
- * so that later processes start tuned. CLT_GEMM=<variant> skips all of this. */
+/* The OpenCL backend's matrix products (clt__cl_gemm) and GEMM tuning: which variant (CLBlast or
+ * one of the library's kernels, run by cl_gemm.c) runs a product on an OpenCL device. Until a
+ * device is tuned, products run the default for its kind: the register-tile kernels (direct,
+ * packed) where the driver runs each work-item's vectors as such (native float vector width above
+ * 1: CPU devices such as PoCL), CLBlast where it vectorises across work-items (GPUs, Mesa's
+ * llvmpipe), for which those kernels are the wrong shape (llvmpipe takes minutes to compile them).
+ * Tuning runs in clt_device_warmup, never under a product: every candidate (see candidate()) is
+ * verified on awkward shapes (every transpose, odd sizes, offsets, batch strides, alpha and beta)
+ * against the exact result, then the verified ones are timed on an n x n x n product for
+ * n = 64 ... 1024 within a few seconds; each size class takes the fastest, but for the class of
+ * 2048 and more, which keeps the default: timed at 1024, a winner there could be the loser above
+ * (direct won at 1024 on a Zen 4 EPYC, 207 against 145 GFLOP/s, and then ran 2048 at 81-91 GFLOP/s
+ * against packed's 200). A variant that fails verification is never chosen. The choices are stored
+ * in the disk cache (under a key holding the device, its driver, the library version and
+ * cl/gemm.cl), so that later processes start tuned. CLT_GEMM=<variant> skips all of this. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -664,4 +665,31 @@ clt_status clt__cl_gemm_choose_by_size(const char *fn, clt_device *dev, const cl
                                        clt__gemm_variant *v)
 {
     return choose(fn, dev, c, false, v);
+}
+
+/* The product run by the variant chosen for it: composed of products of C's column groups where
+ * that variant stores C's rows whole, with the packed variant's panels from the scratch
+ * buffers. */
+clt_status clt__cl_gemm(const char *fn, clt_device *dev, const clt__gemm_call *c)
+{
+    clt__gemm_variant v;
+    void *panels = NULL;
+    size_t capacity = 0;
+    clt__gemm_call plain = *c; /* the variant chosen as for C's rows whole, without row sums */
+    plain.c_group = plain.c_group_stride = 0;
+    plain.row_sums = NULL;
+    clt_status st = clt__cl_gemm_choose(fn, dev, &plain, &v);
+
+    if (st != CLT_OK)
+        return st;
+    if (c->c_group && !clt__cl_gemm_fits(dev, v, c)) /* a variant that stores rows whole */
+        return clt__gemm_composed_groups(fn, dev, c, clt__cl_gemm);
+    if (v == CLT__GEMM_PACKED &&
+        (st = clt__scratch_alloc(fn, dev, clt__cl_gemm_panel_bytes(dev, c), &panels,
+                                &capacity)) != CLT_OK)
+        return st;
+    st = clt__cl_gemm_run(fn, dev, v, c, panels);
+    if (panels) /* the in-order queue runs whatever reuses it after this product */
+        clt__scratch_free(dev, panels, capacity);
+    return st;
 }
