@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "opencl_helpers.h"
-#include "backends/opencl/cl_run.h"
+#include "backends/opencl/cl_launch.h"
 #include "ops/ops_internal.h"
 
 static const clt_dtype dtypes[] = {CLT_F32, CLT_F64, CLT_F16, CLT_BF16,

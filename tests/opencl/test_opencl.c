@@ -13,6 +13,7 @@
 #include <cltensor/opencl.h>
 
 #include "backends/opencl/cl_internal.h"
+#include "backends/opencl/cl_launch.h"
 #include "tensor/tensor_internal.h"
 
 bool clt__cl_usable(const char *c_version, const char *profile, const char **why);

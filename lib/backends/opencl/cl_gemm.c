@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cl_internal.h"
+#include "cl_launch.h"
 #include "core/core.h"
 
 /* CLBlast's own status codes (those that are not OpenCL's), by value (clblast_c.h). */

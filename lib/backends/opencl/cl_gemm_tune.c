@@ -19,7 +19,6 @@
 #include <string.h>
 
 #include "cl_internal.h"
-#include "cl_run.h"
 #include "core/core.h"
 #include "platform/platform.h"
 

@@ -1,5 +1,6 @@
-/* The OpenCL backend's private state: one context and one in-order queue per device, the
- * programs built for it, and the launch helper the kernels go through. */
+/* The OpenCL backend's private state (one context and one in-order queue per device, the
+ * programs built for it) and the functions its files share, each group naming the file that
+ * defines it; the launches have a header of their own, cl_launch.h. */
 #ifndef CLT_CL_INTERNAL_H
 #define CLT_CL_INTERNAL_H
 
@@ -59,42 +60,8 @@ typedef struct clt__cl_program {
     char *name;  /* the program's name, one allocation with... */
     char *extra; /* ...the options it was asked for beyond the common ones ("" for none) */
     cl_program program;
-    struct clt__cl_kernel *kernels;
+    struct clt__cl_kernel *kernels; /* (cl_launch.c) */
 } clt__cl_program;
-
-/* The arguments a kernel keeps from one launch to the next (by position, up to this many, each
- * up to this many bytes); the others are set at every launch. */
-#define CLT__CL_KEPT_ARGS 32
-#define CLT__CL_KEPT_BYTES 8
-
-typedef struct clt__cl_kernel {
-    struct clt__cl_kernel *next;
-    char *name;
-    cl_kernel kernel;
-    size_t local_size; /* work-group size used for 1-D launches */
-    size_t max_local;  /* CL_KERNEL_WORK_GROUP_SIZE (0: unknown) */
-    cl_uint nargs;     /* CL_KERNEL_NUM_ARGS, which every launch's arguments are checked
-                        * against (CLT__CL_NARGS_UNKNOWN when the driver does not say) */
-    /* The arguments as last set: an argument keeps its value until it is set again (OpenCL
-     * 1.2, clSetKernelArg), so a launch sets only those that differ. Each one's size (0: not
-     * known, set it) and value, valid while clt__cl_mem_generation is still `generation`: a
-     * released buffer's handle may come back for a new buffer, whose address some drivers
-     * read when the argument is set, not at the launch. */
-    unsigned generation;
-    unsigned char kept_size[CLT__CL_KEPT_ARGS];
-    uint64_t kept[CLT__CL_KEPT_ARGS]; /* (CLT__CL_KEPT_BYTES of each, zero-padded) */
-} clt__cl_kernel;
-#define CLT__CL_NARGS_UNKNOWN ((cl_uint)-1)
-
-/* Counts the buffers released (clt__cl_release_mem), so that no kernel keeps an argument that
- * named one of them. */
-extern atomic_uint clt__cl_mem_generation;
-
-/* clReleaseMemObject of a buffer the library made, after counting it released. */
-void clt__cl_release_mem(cl_mem buf);
-
-/* The kernel arguments set so far on dev (clSetKernelArg calls), for tests. */
-long clt__cl_args_set(clt_device *dev);
 
 /* The sub-devices split from one device (CLT_SUBDEVICES): one context for all of them, made
  * when the first starts, so that each uses the others' buffers (peer_order). Shared
@@ -148,6 +115,15 @@ static inline clt__cl_device *clt__cl(clt_device *dev)
     return (clt__cl_device *)dev->impl;
 }
 
+/* Whether dev runs each work-item on its own with its vectors in vector registers (a native
+ * float vector width above 1: PoCL), rather than many work-items in the lanes of one vector
+ * (GPUs, and Mesa's llvmpipe, a CPU device that also stops any loop after 65535 iterations, so
+ * that one work-item must never walk a long run). */
+static inline bool clt__cl_serial(clt_device *dev)
+{
+    return clt__cl(dev)->native_float_width > 1;
+}
+
 /* The backend's functions, one for each entry of the backend table, declared from it (a
  * definition that drifts from the table does not compile), and the table and registry entry
  * (cl_backend.c). */
@@ -180,6 +156,13 @@ bool clt__cl_usable(const char *c_version, const char *profile, const char **why
 /* Creates the device's context and queue on first use (under the device lock). */
 clt_status clt__cl_start(const char *fn, clt_device *dev);
 
+/* Counts the buffers released (clt__cl_release_mem), so that no kernel keeps an argument that
+ * named one of them (cl_launch.c). */
+extern atomic_uint clt__cl_mem_generation;
+
+/* clReleaseMemObject of a buffer the library made, after counting it released. */
+void clt__cl_release_mem(cl_mem buf);
+
 /* A while in which the threads the calling thread starts (an OpenCL runtime's) run under
  * SCHED_BATCH (cl_workers.c): begin switches the calling thread to it, where it is SCHED_OTHER
  * and CLT_BATCH_WORKERS is not 0, noting the process's threads first with `note`; end switches
@@ -193,47 +176,37 @@ typedef struct clt__cl_batch {
 void clt__cl_batch_begin(clt__cl_batch *w, bool note);
 void clt__cl_batch_end(clt__cl_batch *w, bool keep);
 
-/* The dtype whose programs move elements of `size` bytes as bits (fills, transposes): u8, f16,
- * i32 or i64. */
-clt_dtype clt__cl_bits_dtype(size_t size);
-
-/* One kernel argument: its size and a pointer to its value (a cl_mem, a cl_ulong, ...). The
- * launches take an array of them with its length, CLT__CL_ARGS(array) for a fixed array; the
- * count is checked against the kernel's own (CL_KERNEL_NUM_ARGS) before anything is set. */
-typedef struct clt__cl_arg {
-    size_t size;
-    const void *value;
-} clt__cl_arg;
-#define CLT__CL_ARG(v) {sizeof(v), &(v)}
-#define CLT__CL_ARGS(array) (array), (int)(sizeof(array) / sizeof *(array))
-
-/* The text of <name>.cl (cl/): embedded, or from CLT_KERNEL_DIR's folders. *owned receives
- * memory to free (clt__free), NULL for the embedded text. */
+/* Programs (cl_program.c). The text of <name>.cl (cl/): embedded, or from CLT_KERNEL_DIR's
+ * folders. *owned receives memory to free (clt__free), NULL for the embedded text. */
 clt_status clt__cl_source_text(const char *fn, const char *name, const char **text,
                                size_t *len, char **owned);
 
-/* Runs kernel `kernel` of program `program` (built with `options`) over n work-items in 1-D,
- * rounded up to the work-group size; the kernel checks the bound. *event, if event is not NULL,
- * receives the launch's event. */
-clt_status clt__cl_launch(const char *fn, clt_device *dev, const char *program,
-                          const char *options, const char *kernel, const clt__cl_arg *args,
-                          int nargs, size_t n, cl_event *event);
+/* Program `name` (see clt__cl_program) with `extra` options (NULL: none) for dev: found among
+ * those built, else built now (holding `kernel`, where it comes from the disk cache) and added.
+ * Device lock held. */
+clt_status clt__cl_program_get(const char *fn, clt_device *dev, const char *name,
+                               const char *extra, const char *kernel, clt__cl_program **out);
 
-/* Runs kernel `kernel` over `groups` work-groups of *local work-items in 1-D (no bound to
- * check). *local, asked for, is lowered to the largest power of two that the kernel and the
- * device allow, and receives the size used. */
-clt_status clt__cl_launch_groups(const char *fn, clt_device *dev, const char *program,
-                                 const char *options, const char *kernel,
-                                 const clt__cl_arg *args, int nargs, size_t groups, size_t *local,
-                                 cl_event *event);
-
-/* Runs kernel `kernel` over an N-D range (dims 1 to 3): global[d] work-items in dimension d,
- * in work-groups of local[d] (local NULL: the driver's choice). Nothing runs when a global size
- * is 0. */
-clt_status clt__cl_launch_nd(const char *fn, clt_device *dev, const char *program,
-                             const char *options, const char *kernel, const clt__cl_arg *args,
-                             int nargs, int dims, const size_t *global, const size_t *local,
-                             cl_event *event);
+/* The steps of clt__cl_program_get, for builds made without the device lock (the warm-up's).
+ * dev's built program `name` with `extra` options, or NULL; a program is found by its name and
+ * extra options as given, so that a launch formats nothing. Device lock held. */
+clt__cl_program *clt__cl_program_find(clt_device *dev, const char *name, const char *extra);
+/* Settles how dev's built programs persist on its first build, and says once, at info level,
+ * that the device compiles kernels and where they are kept. Device lock held. */
+void clt__cl_first_build(clt_device *dev);
+/* Builds program `name` with `extra` options and the device's own: from the disk cache's binary
+ * when that cache is in use and holds a usable one (one whose program holds `kernel`, where not
+ * NULL), else from source (then stored there). Touches no list of the device's: callable
+ * without its lock once clt__cl_first_build has run. */
+clt_status clt__cl_program_build(const char *fn, clt_device *dev, const char *name,
+                                 const char *extra, const char *kernel, cl_program *out);
+/* Whether a built program holds kernel `kernel` (NULL: any program does), by its kernel names,
+ * which a built program gives without compiling anything more. */
+bool clt__cl_program_holds(cl_program program, const char *kernel);
+/* Adds a built program to dev's list, which then owns it (released when out of memory). Device
+ * lock held. */
+clt_status clt__cl_program_add(const char *fn, clt_device *dev, const char *name,
+                               const char *extra, cl_program program, clt__cl_program **out);
 
 /* GEMM (cl_gemm.c). The build options of cl/gemm.cl for f32 and f64. */
 #define CLT__CL_GEMM_F32 "-DT=float"
@@ -291,6 +264,14 @@ extern double (*clt__cl_gemm_tune_clock)(clt__gemm_variant v, size_t m, size_t n
 clt_status clt__cl_gemm_tune(const char *fn, clt_device *dev, clt_dtype dtype,
                              clt__gemm_variant *choice);
 
+/* The neural-network kernels (cl_nn.c). Whether conv2d writes its columns straight into the
+ * packed GEMM's panels where the device multiplies with that variant: -1 (the default) or 1 yes,
+ * 0 no (im2col, the product and a copy; the tests compare the two). */
+extern int clt__cl_conv_packed;
+/* The positions of the pooling kernels and col2im: -1 (the default) in int where they fit, 1
+ * to force long, 0 to force int (the tests run both). */
+extern int clt__cl_window_wide;
+
 /* The disk cache of built programs (cl_cache.c). Its folder is CLT_CACHE_DIR (default
  * $XDG_CACHE_HOME/cltensor or $HOME/.cache/cltensor; "off" disables it), its size cap
  * CLT_CACHE_SIZE, both read once per process. Nothing here fails for the caller: an unusable
@@ -345,10 +326,6 @@ bool clt__cl_driver_cache(const clt_device *dev, char *folder, size_t size);
 
 /* The library's cache folder into folder; false when the cache is off. */
 bool clt__cl_cache_folder(char *folder, size_t size);
-
-/* Builds every program the library's kernels use on the device, for every dtype it supports,
- * several at once where the machine has the cores. */
-clt_status clt__cl_build_all(const char *fn, clt_device *dev);
 
 /* Warns about every driver library an ICD vendor file names that the loader could not load
  * (cl_vendors.c); called once the platforms are listed. */

@@ -5,7 +5,7 @@
  * and the row operations cumsum and sort (cl/rows.cl), one work-item a row; Winograd's
  * convolution's stages (cl/winograd.cl). */
 #include "cl_internal.h"
-#include "cl_run.h"
+#include "cl_launch.h"
 #include "core/core.h"
 
 clt_status clt__cl_index_select(const char *fn, clt_device *dev, const clt__index_call *c)

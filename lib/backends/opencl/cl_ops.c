@@ -9,8 +9,15 @@
 
 #include "backends/shared/scalar_host.h"
 #include "cl_internal.h"
-#include "cl_run.h"
+#include "cl_launch.h"
 #include "core/core.h"
+
+/* The dtype whose programs move elements of `size` bytes as bits (fills, transposes): u8, f16,
+ * i32 or i64. */
+static clt_dtype bits_dtype(size_t size)
+{
+    return size == 1 ? CLT_U8 : size == 2 ? CLT_F16 : size == 4 ? CLT_I32 : CLT_I64;
+}
 
 clt_status clt__cl_cast(const char *fn, clt_device *dev, void *src, size_t src_off,
                         clt_dtype src_dtype, void *dst, size_t dst_off, clt_dtype dst_dtype,
@@ -30,10 +37,6 @@ clt_status clt__cl_cast(const char *fn, clt_device *dev, void *src, size_t src_o
     return clt__cl_run(fn, dev, program, NULL, kernel, CLT__CL_ARGS(args), n);
 }
 
-int clt__cl_run_blocked = -1;
-
-/* An elementwise call over contiguous operands: ewc_<op>, bufs and offs in the order output,
- * inputs; s0 and s1 the scalars, ssize bytes each. */
 /* The kernel names of the elementwise operations: strided (ew_) and contiguous (ewc_). */
 #define CLT__EW_KERNELS(name, ...) {"ew_" #name, "ewc_" #name},
 static const char *const ew_kernels[CLT_EW_COUNT][2] = {
@@ -51,6 +54,8 @@ static const char *const ew_programs[CLT_EW_COUNT] = {
     CLT_EW_MATH(CLT__EW_MATH) CLT_EW_COMPARE(CLT__EW_COMPARE) CLT_EW_BACKWARD(CLT__EW_BACKWARD)
     "elementwise:copy", "elementwise:copy"};
 
+/* An elementwise call over contiguous operands: ewc_<op>, bufs and offs in the order output,
+ * inputs; s0 and s1 the scalars, ssize bytes each. */
 static clt_status contiguous(const char *fn, clt_device *dev, const clt__ew_call *c,
                              const cl_mem *bufs, const cl_ulong *offs, const void *s0,
                              const void *s1, size_t ssize)
@@ -109,7 +114,7 @@ static clt_status tiled(const char *fn, clt_device *dev, const clt__ew_call *c,
         {sizeof out_rs, &out_rs}, {sizeof in_cs, &in_cs},     {sizeof batch, &batch},
         {sizeof bd, &bd},         {sizeof nb, &nb},
     };
-    const char *opts = clt__dtype(clt__cl_bits_dtype(clt_dtype_size(c->dtype)))->options;
+    const char *opts = clt__dtype(bits_dtype(clt_dtype_size(c->dtype)))->options;
     if (clt__cl_run_layout(dev))
         return clt__cl_launch(fn, dev, "elementwise:transpose", opts, "ew_copy_tb",
                               CLT__CL_ARGS(args), ti * tj * t->batch, NULL);
@@ -140,7 +145,7 @@ static clt_status runs(const char *fn, clt_device *dev, const clt__ew_call *c)
         {sizeof in_off, &in_off}, {sizeof len, &len},       {sizeof rows, &rows},
         {sizeof bd, &bd},       {sizeof nb, &nb},           {sizeof blocked, &blocked},
     };
-    const char *opts = clt__dtype(clt__cl_bits_dtype(clt_dtype_size(c->dtype)))->options;
+    const char *opts = clt__dtype(bits_dtype(clt_dtype_size(c->dtype)))->options;
     return clt__cl_run(fn, dev, "elementwise:transpose", opts, "ew_copy_rows",
                        CLT__CL_ARGS(args), c->n);
 }
@@ -224,7 +229,7 @@ clt_status clt__cl_copy_runs(const char *fn, clt_device *dev, const clt__copies_
     args[at++] = (clt__cl_arg){sizeof count, &count};
     args[at++] = (clt__cl_arg){sizeof blocked, &blocked};
     return clt__cl_run(fn, dev, "elementwise:copy",
-                       clt__dtype(clt__cl_bits_dtype(clt_dtype_size(c->dtype)))->options,
+                       clt__dtype(bits_dtype(clt_dtype_size(c->dtype)))->options,
                        "ew_copy_runs", args, at, total);
 }
 
@@ -233,7 +238,7 @@ clt_status clt__cl_copy_runs(const char *fn, clt_device *dev, const clt__copies_
 clt_status clt__cl_fill(const char *fn, clt_device *dev, void *buf, size_t offset,
                         const void *pattern, size_t pattern_size, size_t nbytes)
 {
-    clt_dtype as = clt__cl_bits_dtype(pattern_size);
+    clt_dtype as = bits_dtype(pattern_size);
     cl_mem b = buf;
     cl_ulong off = offset / pattern_size, n = nbytes / pattern_size;
     cl_int blocked = clt__cl_run_layout(dev);

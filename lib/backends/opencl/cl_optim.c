@@ -1,7 +1,7 @@
 /* The OpenCL backend's optimizer update (cl/optim.cl): up to CLT__OPTIM_GROUP parameters a
- * launch, each work-item looping over several elements of each (cl_run.h). */
+ * launch, each work-item looping over several elements of each (cl_launch.h). */
 #include "cl_internal.h"
-#include "cl_run.h"
+#include "cl_launch.h"
 #include "core/core.h"
 
 #define OPTIM_ARGS_PER_TENSOR 7

@@ -11,7 +11,7 @@
 #include <stdio.h>
 
 #include "cl_internal.h"
-#include "cl_run.h"
+#include "cl_launch.h"
 #include "core/core.h"
 
 #define CLT__RED_WG 256          /* work-group size asked for: CLT_RED_WG of cl/reduce.cl */
