@@ -1,17 +1,10 @@
 /* Moving a tensor to another device and converting its dtype, blocking or not, with events to
  * wait on (clt__tensor_convert; clt_tensor_to and the rest, lib/ops/to.c, record it for
- * autograd); the events; asynchronous copies between a tensor and host memory. */
+ * autograd); the events; copies between a tensor and host memory, blocking and asynchronous,
+ * and reading one element (clt_tensor_item). */
 #include "core/core.h"
 #include "device/registry.h"
 #include "tensor_internal.h"
-
-void clt__host_convert(const void *src, size_t src_off, clt_dtype from, void *dst,
-                       size_t dst_off, clt_dtype to, size_t n)
-{
-    /* the host's cast fails on nothing: no device, no allocation */
-    (void)clt__host_backend.cast("clt__host_convert", NULL, (void *)src, src_off, from, dst,
-                                 dst_off, to, n);
-}
 
 /* A new tensor on x's device holding x converted to dtype (a plain copy for the same dtype,
  * so that every bit, NaN payloads included, is kept). */
@@ -318,4 +311,61 @@ clt_status clt_tensor_write_async(clt_tensor *t, const void *src, size_t nbytes,
     if ((st = transfer(fn, t, (void *)src, need, true, event)) == CLT_OK)
         clt__tensor_bump_version(t);
     return st;
+}
+
+clt_status clt_tensor_copy_to_host(const clt_tensor *t, void *dst, size_t nbytes)
+{
+    static const char *const fn = "clt_tensor_copy_to_host";
+    clt_status st = clt__tensor_check(fn, t);
+    size_t need;
+
+    if (st != CLT_OK)
+        return st;
+    need = t->numel * clt_dtype_size(t->dtype);
+    if (!dst && need)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "dst is NULL");
+    if (nbytes < need)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "dst holds %zu bytes; the tensor needs %zu", nbytes, need);
+    if (need == 0)
+        return CLT_OK;
+    clt_tensor *c = clt__tensor_contiguous(fn, (clt_tensor *)t); /* reads t only */
+    if (!c)
+        return clt_last_status();
+    st = clt__storage_sync(fn, c->storage);
+    if (st == CLT_OK)
+        st = c->storage->device->backend->read(fn, c->storage->device, c->storage->buf,
+                                               c->offset * clt_dtype_size(c->dtype), dst, need,
+                                               NULL);
+    clt_tensor_release(c);
+    return st;
+}
+
+clt_status clt_tensor_item(const clt_tensor *t, double *value)
+{
+    static const char *const fn = "clt_tensor_item";
+    unsigned char raw[8];
+    bool floating;
+    int64_t i = 0;
+    clt_status st = clt__tensor_check(fn, t);
+    if (st != CLT_OK)
+        return st;
+    if (!value)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "value is NULL");
+    if (t->numel != 1) {
+        char shape[256];
+        clt__format_shape(shape, sizeof shape, t->ndim, t->shape);
+        return clt__error(CLT_ERR_SHAPE, fn, "a tensor of shape %s has %zu elements, not one",
+                          shape, t->numel);
+    }
+    if ((st = clt_tensor_copy_to_host(t, raw, sizeof raw)) != CLT_OK)
+        return clt__rename_error(fn);
+    floating = clt__is_floating(t->dtype);
+    if (floating) {
+        clt__host_convert(raw, 0, t->dtype, value, 0, CLT_F64, 1);
+        return CLT_OK;
+    }
+    clt__host_convert(raw, 0, t->dtype, &i, 0, CLT_I64, 1);
+    *value = (double)i;
+    return CLT_OK;
 }

@@ -1,5 +1,5 @@
-/* Tensor objects: creation with shape checks, reference counting, properties, host access,
- * fills and the default random generator. */
+/* Tensor objects: creation with shape checks, reference counting, properties, conversions of
+ * host memory between dtypes, fills and the default random generator. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -237,61 +237,12 @@ clt_device *clt_tensor_device(const clt_tensor *t)
 
 /* ---- host access ---------------------------------------------------------------------------------- */
 
-clt_status clt_tensor_copy_to_host(const clt_tensor *t, void *dst, size_t nbytes)
+void clt__host_convert(const void *src, size_t src_off, clt_dtype from, void *dst,
+                       size_t dst_off, clt_dtype to, size_t n)
 {
-    static const char *const fn = "clt_tensor_copy_to_host";
-    clt_status st = clt__tensor_check(fn, t);
-    size_t need;
-
-    if (st != CLT_OK)
-        return st;
-    need = t->numel * clt_dtype_size(t->dtype);
-    if (!dst && need)
-        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "dst is NULL");
-    if (nbytes < need)
-        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                          "dst holds %zu bytes; the tensor needs %zu", nbytes, need);
-    if (need == 0)
-        return CLT_OK;
-    clt_tensor *c = clt__tensor_contiguous(fn, (clt_tensor *)t); /* reads t only */
-    if (!c)
-        return clt_last_status();
-    st = clt__storage_sync(fn, c->storage);
-    if (st == CLT_OK)
-        st = c->storage->device->backend->read(fn, c->storage->device, c->storage->buf,
-                                               c->offset * clt_dtype_size(c->dtype), dst, need,
-                                               NULL);
-    clt_tensor_release(c);
-    return st;
-}
-
-clt_status clt_tensor_item(const clt_tensor *t, double *value)
-{
-    static const char *const fn = "clt_tensor_item";
-    unsigned char raw[8];
-    bool floating;
-    int64_t i = 0;
-    clt_status st = clt__tensor_check(fn, t);
-    if (st != CLT_OK)
-        return st;
-    if (!value)
-        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "value is NULL");
-    if (t->numel != 1) {
-        char shape[256];
-        clt__format_shape(shape, sizeof shape, t->ndim, t->shape);
-        return clt__error(CLT_ERR_SHAPE, fn, "a tensor of shape %s has %zu elements, not one",
-                          shape, t->numel);
-    }
-    if ((st = clt_tensor_copy_to_host(t, raw, sizeof raw)) != CLT_OK)
-        return clt__rename_error(fn);
-    floating = clt__is_floating(t->dtype);
-    if (floating) {
-        clt__host_convert(raw, 0, t->dtype, value, 0, CLT_F64, 1);
-        return CLT_OK;
-    }
-    clt__host_convert(raw, 0, t->dtype, &i, 0, CLT_I64, 1);
-    *value = (double)i;
-    return CLT_OK;
+    /* the host's cast fails on nothing: no device, no allocation */
+    (void)clt__host_backend.cast("clt__host_convert", NULL, (void *)src, src_off, from, dst,
+                                 dst_off, to, n);
 }
 
 /* s's range as known now: recorded, and nothing written since. */
