@@ -93,7 +93,7 @@ static unsigned gemm_nv(unsigned vector_bytes)
 {
     /* 64-byte vectors (AVX-512) come with 32 registers: 4 x 4 accumulators, 4 of B, 1 of A;
      * narrower ones (AVX2, SSE) with 16 on x86-64: 4 x 3 + 3 + 1. 4 x 4 there spills, and runs
-     * at 0.55 times 4 x 3's rate on an AVX2 EPYC. */
+     * well below 4 x 3's rate (docs/performance.md, Matrix products on OpenCL devices). */
     return vector_bytes >= 64 ? 4 : 3;
 }
 

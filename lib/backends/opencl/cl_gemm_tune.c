@@ -6,13 +6,13 @@
  * llvmpipe), for which those kernels are the wrong shape (llvmpipe takes minutes to compile them).
  * Tuning runs in clt_device_warmup, never under a product: every candidate (see candidate()) is
  * verified on awkward shapes (every transpose, odd sizes, offsets, batch strides, alpha and beta)
- * against the exact result, then the verified ones are timed on an n x n x n product for
- * n = 64 ... 1024 within a few seconds; each size class takes the fastest, but for the class of
- * 2048 and more, which keeps the default: timed at 1024, a winner there could be the loser above
- * (direct won at 1024 on a Zen 4 EPYC, 207 against 145 GFLOP/s, and then ran 2048 at 81-91 GFLOP/s
- * against packed's 200). A variant that fails verification is never chosen. The choices are stored
- * in the disk cache (under a key holding the device, its driver, the library version and
- * cl/gemm.cl), so that later processes start tuned. CLT_GEMM=<variant> skips all of this. */
+ * against the exact result, then the verified ones are timed on an n x n x n product for n = 64 ...
+ * 1024 within a few seconds; each size class takes the fastest, but for the class of 2048 and more,
+ * which keeps the default: timed at 1024, a winner there could be the loser above (direct has won
+ * at 1024 and then run 2048 at less than half packed's rate: docs/performance.md, Matrix products
+ * on OpenCL devices). A variant that fails verification is never chosen. The choices are stored in
+ * the disk cache (under a key holding the device, its driver, the library version and cl/gemm.cl),
+ * so that later processes start tuned. CLT_GEMM=<variant> skips all of this. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,8 +31,8 @@
 #define TUNE_FEW_ROUNDS 3     /* a few-row class times dot and the fallback this often in turn */
 #define TUNE_DOT_MARGIN 1.25  /* and takes dot only where this much faster: timed warm, as the
                                * tuner times it, dot lost more inside a training step (the MLP's
-                               * 128 x 256 x 784 forward product on PoCL: 406-442 us alone against
-                               * packed's 330-381; 480-890 us in the step against 340) */
+                               * 128 x 256 x 784 forward product on PoCL; docs/performance.md,
+                               * Matrix products on OpenCL devices) */
 /* The stored choices' first line; a new number where the rules of choosing change, so that
  * choices made by the old ones are tuned again */
 #define TUNE_FORMAT "cltensor gemm tuning 8\n"
@@ -362,7 +362,7 @@ static void defaults(clt_device *dev, unsigned char *choice)
     for (int cls = 0; cls < CLT__GEMM_CLASSES; cls++)
         choice[cls] = !tiles ? gpu_default() : cls < 3 ? CLT__GEMM_DIRECT : CLT__GEMM_PACKED;
     choice[CLT__GEMM_FALLBACK] = tiles ? CLT__GEMM_PACKED : gpu_default();
-    for (int f = 0; f < CLT__GEMM_FEW_CLASSES; f++) /* dot won to 64 rows on an AVX2 EPYC */
+    for (int f = 0; f < CLT__GEMM_FEW_CLASSES; f++) /* dot has won to 64 rows */
         choice[CLT__GEMM_FEW + f] =
             tiles && few_rows[f] <= 64 ? CLT__GEMM_DOT : choice[CLT__GEMM_FALLBACK];
     choice[CLT__GEMM_NARROW] = tiles ? CLT__GEMM_DOT : choice[CLT__GEMM_FALLBACK];
@@ -370,8 +370,9 @@ static void defaults(clt_device *dev, unsigned char *choice)
 }
 
 /* Whether tuning considers variant v on dev: the library's kernels shaped for it, and CLBlast
- * (where it was found) where the register tiles are not (on CPU-type devices its database knows no parameters, its
- * kernels ran 13-18 times slower than the tiles, and compiling them took PoCL about 20 s). */
+ * (where it was found) where the register tiles are not (on CPU-type devices its database knows
+ * no parameters, its kernels ran an order of magnitude slower than the tiles, and compiling them
+ * took PoCL long). */
 static bool candidate(clt_device *dev, clt__gemm_variant v)
 {
     if (v == CLT__GEMM_PACKED || v == CLT__GEMM_DIRECT || v == CLT__GEMM_DOT)
@@ -381,11 +382,10 @@ static bool candidate(clt_device *dev, clt__gemm_variant v)
     return v == CLT__GEMM_TILED;
 }
 
-/* A square class's winner against its runner-up where that came within TUNE_CLOSE of it: each
- * timed once more, the runner-up first, and each's faster of its two times taken (on a shared
- * machine one tuning stored packed for 1024, which then ran at 128-145 GFLOP/s, where the next
- * measured direct at 207). t holds each variant's first time (-1 untimed), *choice the winner;
- * returns the winner's time. */
+/* A square class's winner against its runner-up where that came within TUNE_CLOSE of it: each timed
+ * once more, the runner-up first, and each's faster of its two times taken (on a shared machine one
+ * timing alone has stored the slower variant). t holds each variant's first time (-1 untimed),
+ * *choice the winner; returns the winner's time. */
 static double rematch(const char *fn, clt_device *dev, clt_dtype dtype, size_t size,
                       const scratch *s, double *t, double *spent, unsigned char *choice)
 {

@@ -249,8 +249,7 @@ clt_status clt__cl_gemm_choose(const char *fn, clt_device *dev, const clt__gemm_
 /* The same without the choices by shape: for a convolution's product, whose packed variant
  * writes the columns straight into the panels (no pack of its own to save) and stores each
  * image's part in place (clt__cl_conv2d), which the direct variant would give up for im2col,
- * the product and a copy: PoCL ran 16 -> 32 channels on 128 x 128 images at batch 8 in 17.4 ms
- * that way, 12.3 ms packed. */
+ * the product and a copy, which PoCL ran slower (docs/performance.md, Convolution and pooling). */
 clt_status clt__cl_gemm_choose_by_size(const char *fn, clt_device *dev, const clt__gemm_call *c,
                                        clt__gemm_variant *v);
 

@@ -49,8 +49,9 @@ long clt__cl_args_set(clt_device *dev);
 #define CLT__RUN_MIN_ITEM 64      /* elements a work-item takes at least */
 /* The blocked layout: work-groups of one work-item, each taking this many elements at least. A
  * work-item there is a loop of its own, whose start (its run's place, the kernel's tests, the
- * vector loop's ends) PoCL took 60-100 cycles for: SGD's update of 203,000 parameters in 4
- * tensors took 65 us in 2048 work-items of 64 or more elements, 15-25 in 32 of 4096. */
+ * vector loop's ends) costs PoCL enough that SGD's update of 203,000 parameters in 4 tensors ran
+ * several times faster in 32 work-items of 4096 elements than in 2048 of 64 (docs/performance.md,
+ * Memory-bound kernels). */
 #define CLT__RUN_SERIAL_MIN_ITEM 4096
 
 /* The layout of CLT_RUN kernels: -1 (the default) blocked on devices that run a work-group's

@@ -163,10 +163,10 @@ clt_status clt__cl_winograd(const char *fn, clt_device *dev, const clt__winograd
 
 /* One product (mult, C * kh * kw) @ (C * kh * kw, N * OH * OW) over every image's columns. Where
  * the device runs it with the packed GEMM, the columns go straight into the packed panels and the
- * product writes each image's part of the output in place (clt__cl_conv2d_packed): ResNet-18 at
- * batch 16 on PoCL spent 113 ms in im2col, 185 ms packing the columns and 50 ms in the transposing
- * copy. Otherwise (another variant, positions beyond int, or clt__cl_conv_packed 0) im2col, the
- * product and the copy (clt__conv2d_composed). */
+ * product writes each image's part of the output in place (clt__cl_conv2d_packed), where im2col,
+ * packing the columns and the transposing copy took most of ResNet-18's time (docs/performance.md,
+ * Convolution and pooling). Otherwise (another variant, positions beyond int, or
+ * clt__cl_conv_packed 0) im2col, the product and the copy (clt__conv2d_composed). */
 clt_status clt__cl_conv2d(const char *fn, clt_device *dev, const clt__conv_call *c)
 {
     if (clt__winograd_chosen(c))

@@ -5,14 +5,13 @@
  * Such a worker sleeps until a command is queued. Woken as an ordinary thread, it preempts the
  * thread that queued the command; where both share a core (an MPI rank bound to one, more
  * threads than cores), the two then swap at every command of a step instead of the host queueing
- * ahead while the worker computes. PoCL's step of the digits CNN at batch 32 on one core took
- * 1.33-1.35 ms, its steps varying by 0.2 ms, against 0.86 ms, varying by 0.03 ms, with its
- * workers under SCHED_BATCH, whose threads are not preempted by a waking one (2-core Zen 4 EPYC).
- * Where the workers need the cores the host thread runs on, the other way round, a worker that
- * waits for the host's time slice to end holds up the whole kernel: the same CNN at batch 128 on
- * PoCL's two workers over two cores took 2.2-2.4 ms, and 2.8-3.8 ms with them under SCHED_BATCH.
- * So by default only a process that may run on one core (clt__cpu_count) does this;
- * CLT_BATCH_WORKERS=1 does it always, 0 never.
+ * ahead while the worker computes. Under SCHED_BATCH, whose threads are not preempted by a waking
+ * one, PoCL's step of the digits CNN on one core ran faster and steadier. Where the workers need
+ * the cores the host thread runs on, the other way round, a worker that waits for the host's time
+ * slice to end holds up the whole kernel, and the same CNN on PoCL's two workers over two cores
+ * ran slower under SCHED_BATCH (docs/performance.md, Distributed training). So by default only
+ * a process that may run on one core (clt__cpu_count) does this; CLT_BATCH_WORKERS=1 does it
+ * always, 0 never.
  *
  * The runtimes start their threads from the thread that lists the platforms or creates a
  * context, and a new thread inherits its creator's policy: the calling thread runs under
