@@ -1,6 +1,7 @@
 /* The host backend's elementwise operations: one loop per (operation, dtype), generated from
- * the table in shared/elementwise_ops.cl that the OpenCL kernels use too; copies that are batched
- * transposes (clt__tile_plan) in cache-sized tiles, 4 x 4 (2 x 2) blocks of 4-byte (8-byte)
+ * the table in cl/elementwise_ops.cl that the OpenCL kernels use too (host_elementwise.inc,
+ * included once per dtype); copies that are batched transposes (clt__tile_plan) in cache-sized
+ * tiles (host_tiled.inc, once per element size), 4 x 4 (2 x 2) blocks of 4-byte (8-byte)
  * elements transposed in SSE2 registers; and the dtype conversions, one loop per pair of
  * dtypes over the branch-free functions of cl/scalar.cl. */
 #include <string.h>
@@ -12,12 +13,10 @@
 #include "host.h"
 #include "host_parallel.h"
 #include "host_simd.h"
+#include "host_generic.h"
 #include "backends/shared/scalar_host.h"
 
-#define CLT_CAT_(a, b) a##b
-#define CLT_CAT(a, b) CLT_CAT_(a, b)
-#define LOAD(v) CLT_CAT(clt_load_, DT)(v)
-#define STORE_T(v) CLT_CAT(CLT_CAT(CLT_CAT(clt_, KIND), _to_), DT)(v)
+#define STORE_T(v) STORE(v)
 #define STORE_B(v) ((clt_u8)((v) != 0))
 #define OUT_T ST
 #define OUT_B clt_u8
@@ -149,35 +148,9 @@ static void copy_rows(const clt__ew_call *c, void *out, const void *in, size_t e
         });                                                                                    \
     }
 
-#define HOST_EW_SPECIAL                                                                        \
-    static void CLT_CAT(ew_, CLT_CAT(DT, _copy))(const clt__ew_call *c)                        \
-    {                                                                                          \
-        OPERANDS(ST, ST);                                                                      \
-        (void)yp;                                                                              \
-        (void)zp;                                                                              \
-        if (c->ndim > 1 && c->out.strides[c->ndim - 1] == 1 &&                                 \
-            c->in[0].strides[c->ndim - 1] == 1) {                                              \
-            copy_rows(c, out, xp, sizeof *out);                                                \
-            return;                                                                            \
-        }                                                                                      \
-        EW_WALK(c, 1, {                                                                        \
-            (void)b;                                                                           \
-            (void)k;                                                                           \
-            out[o] = xp[a];                                                                    \
-        });                                                                                    \
-    }                                                                                          \
-    static void CLT_CAT(ew_, CLT_CAT(DT, _where))(const clt__ew_call *c)                       \
-    {                                                                                          \
-        OPERANDS(ST, clt_u8);                                                                  \
-        EW_WALK(c, 3, { out[o] = xp[a] ? yp[b] : zp[k]; });                                    \
-    }
-
 #define TABLE_ENTRY(name, ...) [CLT_EW_##name] = CLT_CAT(CLT_CAT(ew_, DT), _##name),
-#define TABLE_ROW                                                                              \
-    {CLT_EW_OPS(TABLE_ENTRY)[CLT_EW_copy] = CLT_CAT(ew_, CLT_CAT(DT, _copy)),                   \
-     [CLT_EW_where] = CLT_CAT(ew_, CLT_CAT(DT, _where))}
 
-/* One dtype at a time: DT, its storage type, compute type and kind. */
+/* The loops of each dtype (host_elementwise.inc). */
 #define EXPR(fe, ie) (fe)
 #define EW_BROADCAST_ROWS 1
 #define KIND flt
@@ -185,23 +158,17 @@ static void copy_rows(const clt__ew_call *c, void *out, const void *in, size_t e
 #define CT_TOKEN f32
 #define DT f32
 #define ST float
-CLT_EW_OPS(HOST_EW)
-HOST_EW_SPECIAL
-static const ew_loop loops_f32[CLT_EW_COUNT] = TABLE_ROW;
+#include "host_elementwise.inc"
 #undef DT
 #undef ST
 #undef EW_BROADCAST_ROWS
 #define EW_BROADCAST_ROWS 0
 #define DT f16
 #define ST clt_u16
-CLT_EW_OPS(HOST_EW)
-HOST_EW_SPECIAL
-static const ew_loop loops_f16[CLT_EW_COUNT] = TABLE_ROW;
+#include "host_elementwise.inc"
 #undef DT
 #define DT bf16
-CLT_EW_OPS(HOST_EW)
-HOST_EW_SPECIAL
-static const ew_loop loops_bf16[CLT_EW_COUNT] = TABLE_ROW;
+#include "host_elementwise.inc"
 #undef DT
 #undef ST
 #undef KIND
@@ -214,9 +181,7 @@ static const ew_loop loops_bf16[CLT_EW_COUNT] = TABLE_ROW;
 #define CT_TOKEN f64
 #define DT f64
 #define ST double
-CLT_EW_OPS(HOST_EW)
-HOST_EW_SPECIAL
-static const ew_loop loops_f64[CLT_EW_COUNT] = TABLE_ROW;
+#include "host_elementwise.inc"
 #undef EW_BROADCAST_ROWS
 #define EW_BROADCAST_ROWS 0
 #undef DT
@@ -231,28 +196,20 @@ static const ew_loop loops_f64[CLT_EW_COUNT] = TABLE_ROW;
 #define CT_TOKEN i64
 #define DT i32
 #define ST clt_i32
-CLT_EW_OPS(HOST_EW)
-HOST_EW_SPECIAL
-static const ew_loop loops_i32[CLT_EW_COUNT] = TABLE_ROW;
+#include "host_elementwise.inc"
 #undef DT
 #undef ST
 #define DT i64
 #define ST clt_i64
-CLT_EW_OPS(HOST_EW)
-HOST_EW_SPECIAL
-static const ew_loop loops_i64[CLT_EW_COUNT] = TABLE_ROW;
+#include "host_elementwise.inc"
 #undef DT
 #undef ST
 #define DT u8
 #define ST clt_u8
-CLT_EW_OPS(HOST_EW)
-HOST_EW_SPECIAL
-static const ew_loop loops_u8[CLT_EW_COUNT] = TABLE_ROW;
+#include "host_elementwise.inc"
 #undef DT
 #define DT b8
-CLT_EW_OPS(HOST_EW)
-HOST_EW_SPECIAL
-static const ew_loop loops_b8[CLT_EW_COUNT] = TABLE_ROW;
+#include "host_elementwise.inc"
 
 static const ew_loop *const loops[CLT_DTYPE_COUNT] = {
     [CLT_F32] = loops_f32, [CLT_F64] = loops_f64, [CLT_F16] = loops_f16, [CLT_BF16] = loops_bf16,
@@ -269,19 +226,6 @@ static const ew_loop *const loops[CLT_DTYPE_COUNT] = {
 #define CLT__NT_ROWS 512
 #define CLT__NT_BYTES ((size_t)8 << 20) /* copies at least this large stream their output */
 
-/* out[i * rs + j] = in[i + j * cs] for i in [i0, i1), j in [j0, j1), T the storage. */
-#define HOST_TILE_PLAIN(T)                                                                     \
-    static void tile_##T(T *restrict out, const T *restrict in, int64_t rs, int64_t cs,        \
-                         size_t i0, size_t i1, size_t j0, size_t j1, bool nt)                  \
-    {                                                                                          \
-        (void)nt;                                                                              \
-        for (int64_t i = (int64_t)i0; i < (int64_t)i1; i++)                                    \
-            for (int64_t j = (int64_t)j0; j < (int64_t)j1; j++)                                \
-                out[i * rs + j] = in[i + j * cs];                                              \
-    }
-HOST_TILE_PLAIN(uint8_t)
-HOST_TILE_PLAIN(uint16_t)
-
 #if defined(__SSE2__)
 #define VLD(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
 /* A 16-byte store: non-temporal with nt (p then 16-byte aligned). */
@@ -293,7 +237,8 @@ static inline void vst(void *p, __m128i v, bool nt)
         _mm_storeu_si128((__m128i *)p, v);
 }
 
-/* The same for 4-byte elements: 4 x 4 blocks transposed by integer unpacks (bit-exact). */
+/* out[i * rs + j] = in[i + j * cs] for i in [i0, i1), j in [j0, j1) for 4-byte elements: 4 x 4
+ * blocks transposed by integer unpacks (bit-exact). */
 static void tile_uint32_t(uint32_t *restrict out, const uint32_t *restrict in, int64_t rs,
                           int64_t cs, size_t i0, size_t i1, size_t j0, size_t j1, bool nt)
 {
@@ -354,8 +299,6 @@ static bool streams(const clt__ew_call *c, const clt__tile_plan *t, size_t size)
     return true;
 }
 #else
-HOST_TILE_PLAIN(uint32_t)
-HOST_TILE_PLAIN(uint64_t)
 static bool streams(const clt__ew_call *c, const clt__tile_plan *t, size_t size)
 {
     (void)c, (void)t, (void)size;
@@ -363,36 +306,28 @@ static bool streams(const clt__ew_call *c, const clt__tile_plan *t, size_t size)
 }
 #endif
 
-/* Every matrix of plan t, in tiles of ti x tj, T the storage of the dtype. */
-#define HOST_TILED(T)                                                                          \
-    static void tiled_##T(const clt__ew_call *c, const clt__tile_plan *t, size_t ti,           \
-                          size_t tj, bool nt)                                                  \
-    {                                                                                          \
-        int64_t idx[CLT_MAX_DIMS] = {0}, o = (int64_t)c->out.offset;                          \
-        int64_t a = (int64_t)c->in[0].offset;                                                  \
-        T *out = c->out.buf;                                                                   \
-        const T *in = c->in[0].buf;                                                            \
-        for (size_t b = 0; b < t->batch; b++) {                                                \
-            for (size_t i = 0; i < t->rows; i += ti)                                           \
-                for (size_t j = 0; j < t->cols; j += tj)                                       \
-                    tile_##T(out + o, in + a, t->out_rs, t->in_cs, i,                          \
-                             i + ti < t->rows ? i + ti : t->rows, j,                           \
-                             j + tj < t->cols ? j + tj : t->cols, nt);                         \
-            for (int d = t->nb - 1; d >= 0; d--) { /* the next matrix */                       \
-                o += t->out_bs[d];                                                             \
-                a += t->in_bs[d];                                                              \
-                if (++idx[d] < t->bshape[d])                                                   \
-                    break;                                                                     \
-                o -= t->out_bs[d] * t->bshape[d];                                              \
-                a -= t->in_bs[d] * t->bshape[d];                                               \
-                idx[d] = 0;                                                                    \
-            }                                                                                  \
-        }                                                                                      \
-    }
-HOST_TILED(uint8_t)
-HOST_TILED(uint16_t)
-HOST_TILED(uint32_t)
-HOST_TILED(uint64_t)
+/* The tiled copies of each element size (host_tiled.inc), with SSE2 by the tiles above for 4-
+ * and 8-byte elements. */
+#define TILE_PLAIN 1
+#define T uint8_t
+#include "host_tiled.inc"
+#undef T
+#define T uint16_t
+#include "host_tiled.inc"
+#undef T
+#undef TILE_PLAIN
+#if defined(__SSE2__)
+#define TILE_PLAIN 0
+#else
+#define TILE_PLAIN 1
+#endif
+#define T uint32_t
+#include "host_tiled.inc"
+#undef T
+#define T uint64_t
+#include "host_tiled.inc"
+#undef T
+#undef TILE_PLAIN
 
 /* Runs a copy of plan t, by element size. */
 static void tiled_copy(const clt__ew_call *c, const clt__tile_plan *t)
