@@ -150,50 +150,24 @@ static void copy_rows(const clt__ew_call *c, void *out, const void *in, size_t e
 
 #define TABLE_ENTRY(name, ...) [CLT_EW_##name] = CLT_CAT(CLT_CAT(ew_, DT), _##name),
 
-/* The loops of each dtype (host_elementwise.inc). */
+/* The loops of each dtype (host_elementwise.inc). CT_TOKEN is the token of the compute type
+ * (clt_dbl_to_<CT_TOKEN> converts the call's scalars to it). The floating dtypes compute their
+ * floating expressions and take broadcast rows (EW_WALK) where stored as their compute type
+ * (f32, f64); the integer and bool ones their integer expressions. */
+#define CT_TOKEN_flt f32
+#define CT_TOKEN_dbl f64
+#define CT_TOKEN_int i64
+#define CT_TOKEN CLT_CAT(CT_TOKEN_, KIND)
 #define EXPR(fe, ie) (fe)
-#define EW_BROADCAST_ROWS 1
-#define KIND flt
-#define CT float
-#define CT_TOKEN f32
-#define DT f32
-#define ST float
-#include "host_elementwise.inc"
-#undef DT
-#undef ST
-#undef EW_BROADCAST_ROWS
-#define EW_BROADCAST_ROWS 0
-#define DT f16
-#define ST clt_u16
-#include "host_elementwise.inc"
-#undef DT
-#define DT bf16
-#include "host_elementwise.inc"
-#undef DT
-#undef ST
-#undef KIND
-#undef CT
-#undef CT_TOKEN
-#undef EW_BROADCAST_ROWS
-#define EW_BROADCAST_ROWS 1
-#define KIND dbl
-#define CT double
-#define CT_TOKEN f64
-#define DT f64
-#define ST double
-#include "host_elementwise.inc"
-#undef EW_BROADCAST_ROWS
-#define EW_BROADCAST_ROWS 0
-#undef DT
-#undef ST
-#undef KIND
-#undef CT
-#undef CT_TOKEN
+#define EW_BROADCAST_ROWS (sizeof(ST) == sizeof(CT))
+#define HOST_GENERIC "host_elementwise.inc"
+#include "host_each_floating.h"
 #undef EXPR
+#undef EW_BROADCAST_ROWS
 #define EXPR(fe, ie) (ie)
+#define EW_BROADCAST_ROWS 0
 #define KIND int
 #define CT clt_i64
-#define CT_TOKEN i64
 #define DT i32
 #define ST clt_i32
 #include "host_elementwise.inc"

@@ -12,32 +12,8 @@
 #define STORE(v) ROWS_CAT(ROWS_CAT(ROWS_CAT(clt_, KIND), _to_), DT)(v)
 
 #define ROWS_FLOATING 1
-#define KIND flt
-#define CT float
-#define DT f32
-#define ST float
-#include "cl/sort_scan.cl"
-#undef DT
-#undef ST
-#define ST clt_u16
-#define DT f16
-#include "cl/sort_scan.cl"
-#undef DT
-#define DT bf16
-#include "cl/sort_scan.cl"
-#undef DT
-#undef ST
-#undef CT
-#undef KIND
-#define KIND dbl
-#define CT double
-#define DT f64
-#define ST double
-#include "cl/sort_scan.cl"
-#undef DT
-#undef ST
-#undef CT
-#undef KIND
+#define HOST_GENERIC "cl/sort_scan.cl"
+#include "host_each_floating.h"
 #undef ROWS_FLOATING
 #define ROWS_FLOATING 0
 #define KIND int
