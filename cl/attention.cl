@@ -3,7 +3,7 @@
  * row's largest score and the sum of exponentials, a second adds up the weighted values, a
  * chunk of CHUNK output columns at a time in private accumulators (f16 and bf16 are rounded
  * once, when stored). Scores are summed in key order, so every device computes the same
- * expression as the host (lib/backends/host/host_nn.c). Operands are contiguous; offsets are
+ * expression as the host (lib/backends/host/host_nn.inc). Operands are contiguous; offsets are
  * in elements. */
 
 #define CLT_CAT_(a, b) a##b

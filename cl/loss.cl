@@ -1,7 +1,7 @@
 /* Cross entropy's rows (lib/backends/backend.h's clt__xent_call), built per floating dtype with the
  * options of elementwise.cl (-DDT, -DST, -DCT, -DKIND): one work-item a row, the row's largest
  * logit and its sum of exponentials in class order, as the host computes them
- * (lib/backends/host/host_nn.c), then the row's loss or its gradient. Operands are contiguous;
+ * (lib/backends/host/host_nn.inc), then the row's loss or its gradient. Operands are contiguous;
  * offsets are in elements. */
 
 #define CLT_CAT_(a, b) a##b

@@ -1,6 +1,6 @@
-/* Sliding-window arithmetic shared by the host backend (lib/backends/host/host_nn.c, compiled as C11) and
- * the OpenCL programs that need it (nn.cl), so that the adjoint kernels visit the same windows in
- * the same order on every backend. The including file defines clt_i64, clt_u64 and CLT_FN. */
+/* Sliding-window arithmetic shared by the host backend (lib/backends/host/host_window.h,
+ * compiled as C11) and the OpenCL programs that need it (nn.cl), so that the adjoint kernels
+ * visit the same windows in the same order on every backend. The including file defines clt_i64, clt_u64 and CLT_FN. */
 
 /* NAME(v, t, s, p, d, n): the output position (of n) whose window tap t reads input position v,
  * for stride s, padding p and dilation d, or -1 when none does, in integers of type IT

@@ -1,7 +1,7 @@
 /* Winograd's convolution F(2 x 2, 3 x 3), built for f32 and f64 with the options of
  * elementwise.cl (-DST ...): its three stages as lib/backends/backend.h's clt__winograd_call
  * describes them, each sum in the order written there, as the host computes it
- * (lib/backends/host/host_nn.c). The conv2d entry multiplies the transformed tiles between the
+ * (lib/backends/host/host_winograd.inc). The conv2d entry multiplies the transformed tiles between the
  * stages. Each kernel loops over its items with CLT_RUN (common.cl), the work of an item in a
  * function: on GPUs an item is a tile (neighbouring work-items, neighbouring tiles); in the
  * blocked layout (CPU devices) the weight's items are output channels, the input's and the
