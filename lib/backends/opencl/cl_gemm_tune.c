@@ -444,7 +444,7 @@ static clt_status tune(const char *fn, clt_device *dev, clt_dtype dtype, unsigne
          * classes left taking the default (when it passed verification) */
         if (cls > 0 && (size > TUNE_MAX_N || spent + 8 * last > TUNE_BUDGET_S ||
                         past_wall(start))) {
-            choice[cls] = ok[fallback[cls]] ? fallback[cls] : choice[cls - 1];
+            choice[cls] = verified[fallback[cls]] ? fallback[cls] : choice[cls - 1];
             continue;
         }
         double before = spent;
