@@ -50,7 +50,7 @@ static inline long window_col(const clt__conv_call *c, size_t ox, int x)
  * 1). Narrower ones (8 x 8 images) go IM2COL_TABLE outputs at a time, the same for every image
  * and channel of a tap: a table of the input element each reads and a mask keeping its bits or
  * none, then one gather without branches (vectorised) per image; element loops with a branch
- * each spent 2 cycles an element in mispredictions, and library calls a row more. */
+ * each lost their time to mispredictions, and library calls a row more. */
 #define IM2COL_NARROW 16
 #define IM2COL_TABLE 256
 
@@ -136,8 +136,8 @@ static void conv_band_part(const void *call, size_t lo, size_t hi)
 
 /* Winograd's blocks' transformed tiles and products together, in bytes: the products of a
  * block read what its transform has just written while it is still in the last-level cache
- * (ResNet-18's 3 x 3 layers at batch 16 on a 2-core AMD EPYC ran within 10% of each other from 2
- * to 8 MiB, its first stage's 25% slower at 16 MiB). */
+ * (ResNet-18's 3 x 3 layers at batch 16 ran about as fast from 2 to 8 MiB, and its first stage
+ * slower at 16 MiB: docs/performance.md, Convolution and pooling). */
 #define WINOGRAD_BUDGET ((size_t)8 << 20)
 
 /* Half the second-level cache of a core, or 256 KiB where the system does not say. */

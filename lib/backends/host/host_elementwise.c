@@ -105,8 +105,9 @@ typedef void (*ew_loop)(const clt__ew_call *c);
     } while (0)
 
 /* A copy whose innermost dimension runs in order on both sides, a row (memcpy) at a time with
- * the odometer over the others: the odometer an element took about 1 ns an element for the
- * permuting copies of a convolution's training path, (O, N, L) to (N, O, L) with L 16 to 64. */
+ * the odometer over the others: stepping the odometer an element at a time was the cost of the
+ * permuting copies of a convolution's training path, (O, N, L) to (N, O, L) with L 16 to 64
+ * (docs/performance.md, Convolution and pooling). */
 static void copy_rows(const clt__ew_call *c, void *out, const void *in, size_t es)
 {
     int last = c->ndim - 1;

@@ -5,9 +5,9 @@
  * (host_parallel.h), each on one thread (OpenBLAS's too): the matrices of a batch in parallel,
  * and a product with fewer matrices than threads in ranges of C's columns (or rows, where it
  * has more of them). One pool for every host kernel: with OpenBLAS's own threads beside it
- * (which spin for a while after each call), three threads shared two cores; ResNet-18's
- * inference at batch 1 took 32-58 ms a run, and 28-46 ms on the one pool (2-core AVX-512
- * EPYC). */
+ * (which spin for a while after each call), three threads shared two cores, and ResNet-18's
+ * inference ran slower and less steadily than on the one pool (docs/performance.md, Matrix
+ * products on the host). */
 #if defined(CLT_HAVE_CBLAS)
 #include <cblas.h>
 #endif
@@ -72,7 +72,7 @@ static bool fits(size_t v)
 }
 
 /* A product with one row (m 1) or one column (n 1) as a matrix-vector product: OpenBLAS's
- * sgemm with m 1 ran a GPT-2 decoding step's products at a third of sgemv's speed. The matrix
+ * sgemm with m 1 ran a GPT-2 decoding step's products well below sgemv's speed. The matrix
  * is `rows` x `cols` with rows ld apart at element offset mat (of B, or of A with of_a), times
  * op() per trans, the vector's elements inc apart from vec, the result's out_inc apart. With
  * beta 0 the result is zeroed first, so that whatever was in it (NaN) stays out of the sum

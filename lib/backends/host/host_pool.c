@@ -16,7 +16,7 @@
  * tap after tap over the block (loops the compiler vectorises), with the index of each column's
  * best tap where indices are written; the others one at a time. Rows of fewer than POOL_NARROW
  * outputs, whose blocks would be all set-up (a training step's 2 x 2 pooling of 8 x 8 images
- * spent 22% of its time there), take the outputs whose window lies inside the image from
+ * spent a large part of its time there), take the outputs whose window lies inside the image from
  * several rows at once (pool_gather), through tables of the windows' and the taps' offsets. */
 #define POOL_BLOCK 256
 #define POOL_NARROW 16
