@@ -323,8 +323,10 @@ START_TEST(test_io_strict_errors)
     save_changed(path_in(dir, "extra"), NULL, "extra.weight", NULL, CLT_DTYPE_NONE);
     assert_unchanged_after(m, path_in(dir, "extra"), true, "unexpected \"extra.weight\"");
     save_changed(path_in(dir, "shape"), NULL, NULL, "0.bias", CLT_DTYPE_NONE);
-    assert_unchanged_after(m, path_in(dir, "shape"), true, "shape mismatch \"0.bias\"");
-    assert_unchanged_after(m, path_in(dir, "shape"), false, "shape mismatch \"0.bias\"");
+    assert_unchanged_after(m, path_in(dir, "shape"), true,
+                           "shape mismatch \"0.bias\" (file (7,), module (5,))");
+    assert_unchanged_after(m, path_in(dir, "shape"), false,
+                           "shape mismatch \"0.bias\" (file (7,), module (5,))");
     save_changed(path_in(dir, "dtype"), NULL, NULL, NULL, CLT_F64);
     assert_unchanged_after(m, path_in(dir, "dtype"), true,
                            "dtype mismatch \"0.bias\" (file F64, module F32)");
@@ -336,6 +338,44 @@ START_TEST(test_io_strict_errors)
     ck_assert_error_has("unexpected \"x\"");
     test_sync_all();
     ck_assert_live_eq(test_live_now(), base);
+    clt_module_release(m);
+}
+END_TEST
+
+/* Names that differ from the module's by a prefix (a checkpoint of a model with a head loaded
+ * into the bare model, and the other way round): the error names the prefix, first. */
+START_TEST(test_io_prefix_hint)
+{
+    clt_module *m = test_mlp(4, 5, 3, clt_nn_tanh(), 1);
+    clt_state_dict sd = {0};
+    char names[4][32];
+    clt_named_tensor given[4];
+    ck_assert_int_eq(clt_module_to(m, test_device(_i)), CLT_OK);
+    ck_assert_int_eq(clt_module_state_dict(m, &sd), CLT_OK);
+    ck_assert_int_eq(sd.count, 4);
+    for (int i = 0; i < 4; i++) {
+        snprintf(names[i], sizeof names[i], "bert.%s", sd.tensors[i].name);
+        given[i] = (clt_named_tensor){names[i], sd.tensors[i].tensor};
+    }
+    ck_assert_int_eq(clt_module_load_state_dict(m, given, 4, true, NULL),
+                     CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("does not fit the module: the file's names have the prefix \"bert.\" "
+                        "that the module's lack (4 of the 4 missing names match with it); "
+                        "missing \"0.weight\"");
+    /* the module's "0." on names the state dict gives bare ("weight", "bias") */
+    given[0] = (clt_named_tensor){sd.tensors[0].name + 2, sd.tensors[0].tensor};
+    given[1] = (clt_named_tensor){sd.tensors[1].name + 2, sd.tensors[1].tensor};
+    ck_assert_str_eq(given[0].name, "weight");
+    ck_assert_int_eq(clt_module_load_state_dict(m, given, 2, true, NULL),
+                     CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("the module's names have the prefix \"0.\" that the file's lack (2 of "
+                        "the 4 missing names match without it)");
+    /* no prefix in common: no hint */
+    given[0] = (clt_named_tensor){"other", sd.tensors[0].tensor};
+    ck_assert_int_eq(clt_module_load_state_dict(m, given, 1, true, NULL),
+                     CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(strstr(clt_last_error(), "prefix"));
+    clt_state_dict_clear(&sd);
     clt_module_release(m);
 }
 END_TEST
@@ -690,6 +730,7 @@ Suite *suite_io(void)
     tcase_add_test(tc, test_io_metadata);
     tcase_add_test(tc, test_io_utf8_path);
     ADD_DEVICE_TEST(tc, test_io_strict_errors);
+    ADD_DEVICE_TEST(tc, test_io_prefix_hint);
     ADD_DEVICE_TEST(tc, test_io_non_strict_report);
     tcase_add_test(tc, test_io_malformed_files);
 #ifndef _WIN32 /* FIFOs, symbolic links and the umask: none of them on Windows */

@@ -157,6 +157,69 @@ static clt_status fill_report(const char *fn, const clt__io_parsed *p, const nam
     return CLT_OK;
 }
 
+/* The prefix (ending in '.') that one name has before the whole of the other: "bert." of
+ * "bert.pooler.dense.bias" and "pooler.dense.bias"; its length, 0 for none. */
+static size_t extra_prefix(const char *longer, const char *shorter)
+{
+    size_t n = strlen(longer), k = strlen(shorter);
+    if (n <= k + 1 || strcmp(longer + n - k, shorter) != 0 || longer[n - k - 1] != '.')
+        return 0;
+    return n - k;
+}
+
+/* How many of the module's missing names match an entry once prefix (len bytes) is added to
+ * them (in_file) or taken off them. */
+static int prefix_matches(const clt__io_parsed *p, const named_list *l,
+                          const clt__io_entry **match, const char *prefix, size_t len,
+                          bool in_file)
+{
+    char name[512];
+    int n = 0;
+    for (int i = 0; i < l->count; i++) {
+        const char *own = l->items[i].name;
+        if (match[i])
+            continue;
+        if (in_file && snprintf(name, sizeof name, "%.*s%s", (int)len, prefix, own) <
+                           (int)sizeof name)
+            n += find_entry(p, name) != NULL;
+        else if (!in_file && strncmp(own, prefix, len) == 0)
+            n += find_entry(p, own + len) != NULL;
+    }
+    return n;
+}
+
+/* Where the module's missing names and the file's unused ones differ by a prefix (a checkpoint
+ * of a model with a head, "bert.encoder...", loaded into the bare model, or the other way
+ * round): names the prefix and how many of the missing names it would match. */
+static void prefix_hint(const clt__io_parsed *p, const named_list *l,
+                        const clt__io_entry **match, const bool *used, message *msg)
+{
+    char prefix[256], count[48];
+    int missing = 0;
+    for (int i = 0; i < l->count; i++)
+        missing += match[i] == NULL;
+    for (int i = 0; i < l->count; i++) {
+        for (int j = 0; !match[i] && j < p->count; j++) {
+            const char *own = l->items[i].name, *theirs = p->entries[j].name;
+            size_t in_file = used[j] ? 0 : extra_prefix(theirs, own);
+            size_t in_module = in_file || used[j] ? 0 : extra_prefix(own, theirs);
+            if (!in_file && !in_module)
+                continue;
+            const char *from = in_file ? theirs : own;
+            size_t len = in_file ? in_file : in_module;
+            snprintf(prefix, sizeof prefix, "%.*s", (int)len, from);
+            snprintf(count, sizeof count, "%d of the %d",
+                     prefix_matches(p, l, match, from, len, in_file != 0), missing);
+            say(msg, in_file ? "; the file's names have the prefix \"%s\" that the module's "
+                               "lack (%s missing names match with it)%s"
+                             : "; the module's names have the prefix \"%s\" that the file's "
+                               "lack (%s missing names match without it)%s",
+                prefix, count, "");
+            return;
+        }
+    }
+}
+
 /* Matches the module's names to the file's; the message lists every fault strictness finds. */
 static bool match_names(const clt__io_parsed *p, const named_list *l, bool strict,
                         const clt__io_entry **match, bool *used, message *msg)
@@ -172,9 +235,13 @@ static bool match_names(const clt__io_parsed *p, const named_list *l, bool stric
             continue;
         }
         used[e - p->entries] = true;
-        if (!same_shape(e, t))
-            say(msg, "; shape mismatch \"%s\"%s%s", e->name, "", ""), ok = false;
-        else if (strict && e->dtype != clt_tensor_dtype(t))
+        if (!same_shape(e, t)) {
+            char file[256], module[256];
+            clt__format_shape(file, sizeof file, e->ndim, e->shape);
+            clt__format_shape(module, sizeof module, t->ndim, t->shape);
+            say(msg, "; shape mismatch \"%s\" (file %s, module %s)", e->name, file, module);
+            ok = false;
+        } else if (strict && e->dtype != clt_tensor_dtype(t))
             say(msg, "; dtype mismatch \"%s\" (file %s, module %s)", e->name,
                 clt__io_format_dtype[e->dtype], clt__io_format_dtype[clt_tensor_dtype(t)]),
                 ok = false;
@@ -182,6 +249,14 @@ static bool match_names(const clt__io_parsed *p, const named_list *l, bool stric
     for (int i = 0; strict && i < p->count; i++)
         if (!used[i])
             say(msg, "; unexpected \"%s\"%s%s", p->entries[i].name, "", ""), ok = false;
+    if (strict && !ok) { /* the hint first, where a long list of names cannot crowd it out */
+        message hint = {0}, all = {0};
+        prefix_hint(p, l, match, used, &hint);
+        if (hint.len) {
+            say(&all, "%s%s%s", hint.s, msg->s, "");
+            *msg = all;
+        }
+    }
     return ok;
 }
 
