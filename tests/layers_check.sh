@@ -9,6 +9,8 @@
 # - a backend (lib/backends/) includes nothing above the seam but what an allow-list names, with
 #   the reason for each entry;
 # - no two folders of lib/ include each other, directly or through others;
+# - cltensor_models (lib/models/) is built on cltensor's public API: it includes the public
+#   headers and its own, nothing else of lib/;
 # - only the platform layer (lib/platform/) includes an operating system's own headers (files,
 #   folders, libraries, scheduling, Windows): the rest of lib/ reaches them through
 #   lib/platform/platform.h (<unistd.h> for read, write and close, and <sys/types.h>, which
@@ -61,6 +63,9 @@ found=$(grep -rnoE '#include "[a-z_]+/[a-z_/]+\.(h|inc)"' lib/backends |
     ((allowed)) || echo "$file:$line: $inc"
   done)
 [[ -z $found ]] || fail "a backend includes a layer above the seam" <<<"$found"
+
+models=$(grep -rnE '#include "' lib/models | grep -vE '#include "[a-z_0-9]+\.h"' || true)
+[[ -z $models ]] || fail "lib/models/ includes more than the public API and its own headers" <<<"$models"
 
 # The folders of lib/ include each other without a cycle: an edge from a file's folder to the
 # folder of each header of lib/ it includes by path, sorted by tsort, which names a loop.
