@@ -8,8 +8,8 @@ not learned from. It writes:
 - tokenizer.json, and vocab.json + merges.txt (the same tokenizer in its two file forms);
 - reference.json: test cases, each a name, a text and the ids of that text. The cases are every
   line of the corpus with and without its "\\n", every paragraph (the text between blank
-  lines), the whole corpus, and a few edge cases (empty text, whitespace alone, special tokens
-  alone, long words).
+  lines), the whole corpus, a few edge cases (empty text, whitespace alone, special tokens
+  alone, long words) and 300 short random texts.
 
 The reference ids are transformers.GPT2TokenizerFast's (loaded from tokenizer.json), with
 add_special_tokens=False. They are cross-checked against:
@@ -26,9 +26,11 @@ transformers 5.25.0):  python make_tokenizer.py
 """
 import json
 import os
+import random
 import shutil
 import sys
 import tempfile
+import unicodedata
 
 import regex
 import tokenizers
@@ -121,7 +123,30 @@ def cases_of(corpus):
             "\u4e2d\u6587" * 500, "é" * 1000 + "e\u0301" * 500]
     for i, text in enumerate(edge):
         cases.append((f"edge case {i + 1}", text))
+    for i, text in enumerate(random_texts(300)):
+        cases.append((f"random text {i + 1}", text))
     return cases
+
+
+def random_texts(n):
+    """n short random texts (seeded): pieces that meet at the pattern's edges (white space of
+    every kind, apostrophes, contractions, digits, added tokens and parts of them), and code
+    points of planes 0 to 3 and 14 that this Python's Unicode assigns (code points assigned
+    later are classed differently by the tokenizers package's newer Unicode)."""
+    rng = random.Random(2)
+    pieces = list("aeSTRVLMD'’ \t\n\r\x0b\x0c\x1c\x1f\x85\u00a0\u2028\u3000\u200b"
+                  ".,!?-0129²½Ⅻ٣") + [
+        SPECIAL, "<|end", "'s", "'re", "'ll", "'ve", "'d", "'m", "'t", "é", "e\u0301", "中",
+        "👍🏽", "🇫🇷", "the", " the", "ab", "aa"]
+
+    def assigned():
+        while True:
+            cp = rng.randint(1, 0x32000) if rng.random() < 0.9 else rng.randint(0xE0000, 0xEFFFF)
+            if not 0xD800 <= cp <= 0xDFFF and unicodedata.category(chr(cp)) != "Cn":
+                return chr(cp)
+
+    return ["".join(rng.choice(pieces) if rng.random() < 0.7 else assigned()
+                    for _ in range(rng.randint(1, 30))) for _ in range(n)]
 
 
 def main():
