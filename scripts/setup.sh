@@ -19,6 +19,7 @@ packages=(
   check libsubunit-dev              # the unit-test framework
   zlib1g-dev                        # zlib: samples/train_digits reads the gzip-compressed digits data
   libcjson-dev                      # cJSON: parses the JSON headers of safetensors files
+  libpng-dev libjpeg-dev            # libpng, libjpeg(-turbo): cltensor_models reads PNG and JPEG
   clang libclang-rt-dev             # clang and its libFuzzer runtime: the fuzzer (tests/fuzz)
   libopenmpi-dev openmpi-bin        # Open MPI: distributed training (cltensor_mpi) and its tests
 )
