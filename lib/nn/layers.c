@@ -1,6 +1,7 @@
-/* The built-in layers: Linear, the activations, Softmax, Flatten, Dropout, Sequential, Conv2d,
- * MaxPool2d, AvgPool2d, BatchNorm, LayerNorm and Embedding, with PyTorch's default
- * initialisation drawn from the default generator. */
+/* The built-in layers but for the activations (activations.c): Linear, Flatten, Dropout,
+ * Sequential, Conv2d, ConvTranspose2d, Upsample, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d,
+ * BatchNorm, LayerNorm and Embedding, with PyTorch's default initialisation drawn from the
+ * default generator. */
 #include <math.h>
 #include <stdio.h>
 
@@ -50,8 +51,10 @@ static int linear_repr(const clt_module *self, char *buf, size_t size)
                     (long long)clt_tensor_size(l->weight, 0), l->bias ? "True" : "False");
 }
 
-static const clt_module_type linear_type = {"Linear", sizeof(linear), linear_forward,
-                                            NULL,     NULL,           linear_repr};
+static const clt_module_type linear_type = {.name = "Linear",
+                                            .size = sizeof(linear),
+                                            .forward = linear_forward,
+                                            .extra_repr = linear_repr};
 
 /* Uniform on [-bound, bound) on cpu, from the default generator. */
 static clt_tensor *uniform(const char *fn, int ndim, const int64_t *shape, double bound)
@@ -101,37 +104,16 @@ clt_module *clt_nn_linear(int64_t in_features, int64_t out_features, bool bias)
     return m;
 }
 
-/* ---- layers without parameters ------------------------------------------------------------------------ */
+/* ---- Flatten and Dropout -------------------------------------------------------------------- */
 
-typedef struct with_arg {
+typedef struct dropout {
     clt_module base;
-    double p; /* dropout probability */
-    int dim;  /* softmax dimension */
-} with_arg;
-
-static clt_tensor *relu_forward(clt_module *self, clt_tensor *x) { (void)self; return clt_relu(x); }
-static clt_tensor *relu6_forward(clt_module *self, clt_tensor *x)
-{
-    (void)self;
-    return clt_clamp(x, 0, 6);
-}
-static clt_tensor *sigmoid_forward(clt_module *self, clt_tensor *x) { (void)self; return clt_sigmoid(x); }
-static clt_tensor *tanh_forward(clt_module *self, clt_tensor *x) { (void)self; return clt_tanh(x); }
-static clt_tensor *gelu_forward(clt_module *self, clt_tensor *x) { (void)self; return clt_gelu(x); }
-static clt_tensor *gelu_tanh_forward(clt_module *self, clt_tensor *x)
-{
-    (void)self;
-    return clt_gelu_tanh(x);
-}
-
-static clt_tensor *softmax_forward(clt_module *self, clt_tensor *x)
-{
-    return clt_softmax(x, ((with_arg *)self)->dim);
-}
+    double p;
+} dropout;
 
 static clt_tensor *dropout_forward(clt_module *self, clt_tensor *x)
 {
-    return clt_dropout(x, ((with_arg *)self)->p, clt_module_is_training(self));
+    return clt_dropout(x, ((dropout *)self)->p, clt_module_is_training(self));
 }
 
 static clt_tensor *flatten_forward(clt_module *self, clt_tensor *x)
@@ -142,74 +124,29 @@ static clt_tensor *flatten_forward(clt_module *self, clt_tensor *x)
     return clt_reshape(x, CLT_SHAPE(clt_tensor_size(x, 0), -1));
 }
 
-static int gelu_repr(const clt_module *self, char *buf, size_t size)
-{
-    (void)self;
-    return snprintf(buf, size, "approximate='none'");
-}
-
-static int gelu_tanh_repr(const clt_module *self, char *buf, size_t size)
-{
-    (void)self;
-    return snprintf(buf, size, "approximate='tanh'");
-}
-
 static int flatten_repr(const clt_module *self, char *buf, size_t size)
 {
     (void)self;
     return snprintf(buf, size, "start_dim=1, end_dim=-1");
 }
 
-static int softmax_repr(const clt_module *self, char *buf, size_t size)
-{
-    return snprintf(buf, size, "dim=%d", ((const with_arg *)self)->dim);
-}
-
 static int dropout_repr(const clt_module *self, char *buf, size_t size)
 {
     char p[32];
-    clt__format_py_float(p, sizeof p, ((const with_arg *)self)->p);
+    clt__format_py_float(p, sizeof p, ((const dropout *)self)->p);
     return snprintf(buf, size, "p=%s, inplace=False", p);
 }
 
-static const clt_module_type relu_type = {"ReLU", sizeof(clt_module), relu_forward, NULL, NULL,
-                                          NULL};
-static const clt_module_type relu6_type = {"ReLU6",       sizeof(clt_module),
-                                           relu6_forward, NULL,
-                                           NULL,          NULL};
-static const clt_module_type sigmoid_type =
-    {"Sigmoid", sizeof(clt_module), sigmoid_forward, NULL, NULL, NULL};
-static const clt_module_type tanh_type = {"Tanh", sizeof(clt_module), tanh_forward, NULL, NULL,
-                                          NULL};
-static const clt_module_type gelu_type = {"GELU", sizeof(clt_module), gelu_forward, NULL,
-                                          NULL,   gelu_repr};
-static const clt_module_type gelu_tanh_type =
-    {"GELU", sizeof(clt_module), gelu_tanh_forward, NULL, NULL, gelu_tanh_repr};
-static const clt_module_type flatten_type =
-    {"Flatten", sizeof(clt_module), flatten_forward, NULL, NULL, flatten_repr};
-static const clt_module_type softmax_type = {"Softmax", sizeof(with_arg), softmax_forward, NULL,
-                                             NULL,      softmax_repr};
-static const clt_module_type dropout_type = {"Dropout", sizeof(with_arg), dropout_forward, NULL,
-                                             NULL,      dropout_repr};
+static const clt_module_type flatten_type = {.name = "Flatten",
+                                             .size = sizeof(clt_module),
+                                             .forward = flatten_forward,
+                                             .extra_repr = flatten_repr};
+static const clt_module_type dropout_type = {.name = "Dropout",
+                                             .size = sizeof(dropout),
+                                             .forward = dropout_forward,
+                                             .extra_repr = dropout_repr};
 
-clt_module *clt_nn_relu(void) { return clt_module_new(&relu_type); }
-clt_module *clt_nn_relu6(void)
-{
-    return clt_module_new(&relu6_type);
-}
-clt_module *clt_nn_sigmoid(void) { return clt_module_new(&sigmoid_type); }
-clt_module *clt_nn_tanh(void) { return clt_module_new(&tanh_type); }
-clt_module *clt_nn_gelu(void) { return clt_module_new(&gelu_type); }
-clt_module *clt_nn_gelu_tanh(void) { return clt_module_new(&gelu_tanh_type); }
 clt_module *clt_nn_flatten(void) { return clt_module_new(&flatten_type); }
-
-clt_module *clt_nn_softmax(int dim)
-{
-    clt_module *m = clt_module_new(&softmax_type);
-    if (m)
-        ((with_arg *)m)->dim = dim;
-    return m;
-}
 
 clt_module *clt_nn_dropout(double p)
 {
@@ -220,7 +157,7 @@ clt_module *clt_nn_dropout(double p)
     }
     m = clt_module_new(&dropout_type);
     if (m)
-        ((with_arg *)m)->p = p;
+        ((dropout *)m)->p = p;
     return m;
 }
 
@@ -251,7 +188,7 @@ static clt_tensor *sequential_forward(clt_module *self, clt_tensor *x)
     for (int i = 0; i < n && y; i++) {
         clt_module *m = sequential_child(self, i);
         clt_module *after = i + 1 < n ? sequential_child(self, i + 1) : NULL;
-        bool fuse = clt__sequential_fuse && after && after->type == &relu_type &&
+        bool fuse = clt__sequential_fuse && after && clt__module_is_relu(after) &&
                     (m->type == &linear_type || m->type == &conv2d_type);
         if (fuse)
             fused.layer = m, fused.act = CLT__ACT_RELU, i++;
@@ -263,8 +200,9 @@ static clt_tensor *sequential_forward(clt_module *self, clt_tensor *x)
     return y;
 }
 
-static const clt_module_type sequential_type =
-    {"Sequential", sizeof(sequential), sequential_forward, NULL, NULL, NULL};
+static const clt_module_type sequential_type = {.name = "Sequential",
+                                                .size = sizeof(sequential),
+                                                .forward = sequential_forward};
 
 clt_module *clt_nn_sequential(clt_module *const *modules, int n)
 {
@@ -373,8 +311,10 @@ static int conv2d_repr(const clt_module *self, char *buf, size_t size)
     return snprintf(buf, size, "%s", text);
 }
 
-static const clt_module_type conv2d_type = {"Conv2d", sizeof(conv2d), conv2d_forward,
-                                            NULL,     NULL,           conv2d_repr};
+static const clt_module_type conv2d_type = {.name = "Conv2d",
+                                            .size = sizeof(conv2d),
+                                            .forward = conv2d_forward,
+                                            .extra_repr = conv2d_repr};
 
 clt_module *clt_nn_conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_h, int64_t kernel_w,
                           const clt_conv2d_options *options, bool bias)
@@ -466,12 +406,10 @@ static int conv_transpose2d_repr(const clt_module *self, char *buf, size_t size)
     return snprintf(buf, size, "%s", text);
 }
 
-static const clt_module_type conv_transpose2d_type = {"ConvTranspose2d",
-                                                      sizeof(conv_transpose2d),
-                                                      conv_transpose2d_forward,
-                                                      NULL,
-                                                      NULL,
-                                                      conv_transpose2d_repr};
+static const clt_module_type conv_transpose2d_type = {.name = "ConvTranspose2d",
+                                                      .size = sizeof(conv_transpose2d),
+                                                      .forward = conv_transpose2d_forward,
+                                                      .extra_repr = conv_transpose2d_repr};
 
 clt_module *clt_nn_conv_transpose2d(int64_t in_channels, int64_t out_channels, int64_t kernel_h,
                                     int64_t kernel_w,
@@ -535,8 +473,10 @@ static int upsample_repr(const clt_module *self, char *buf, size_t size)
                     u->mode == CLT_INTERPOLATE_NEAREST ? "nearest" : "bilinear");
 }
 
-static const clt_module_type upsample_type =
-    {"Upsample", sizeof(upsample), upsample_forward, NULL, NULL, upsample_repr};
+static const clt_module_type upsample_type = {.name = "Upsample",
+                                              .size = sizeof(upsample),
+                                              .forward = upsample_forward,
+                                              .extra_repr = upsample_repr};
 
 clt_module *clt_nn_upsample(int scale_factor, clt_interpolate_mode mode, bool align_corners)
 {
@@ -606,10 +546,14 @@ static int avg_pool2d_repr(const clt_module *self, char *buf, size_t size)
     return pool2d_repr(self, buf, size, false);
 }
 
-static const clt_module_type max_pool2d_type = {"MaxPool2d", sizeof(pool2d), max_pool2d_forward,
-                                                NULL,        NULL,           max_pool2d_repr};
-static const clt_module_type avg_pool2d_type = {"AvgPool2d", sizeof(pool2d), avg_pool2d_forward,
-                                                NULL,        NULL,           avg_pool2d_repr};
+static const clt_module_type max_pool2d_type = {.name = "MaxPool2d",
+                                                .size = sizeof(pool2d),
+                                                .forward = max_pool2d_forward,
+                                                .extra_repr = max_pool2d_repr};
+static const clt_module_type avg_pool2d_type = {.name = "AvgPool2d",
+                                                .size = sizeof(pool2d),
+                                                .forward = avg_pool2d_forward,
+                                                .extra_repr = avg_pool2d_repr};
 
 static clt_module *pool2d_new(const char *fn, const clt_module_type *type, const clt_pool2d_options *options)
 {
@@ -661,12 +605,10 @@ static int adaptive_repr(const clt_module *self, char *buf, size_t size)
     return snprintf(buf, size, "output_size=(%d, %d)", p->out_h, p->out_w);
 }
 
-static const clt_module_type adaptive_avg_pool2d_type = {"AdaptiveAvgPool2d",
-                                                         sizeof(adaptive_pool),
-                                                         adaptive_avg_pool2d_forward,
-                                                         NULL,
-                                                         NULL,
-                                                         adaptive_repr};
+static const clt_module_type adaptive_avg_pool2d_type = {.name = "AdaptiveAvgPool2d",
+                                                         .size = sizeof(adaptive_pool),
+                                                         .forward = adaptive_avg_pool2d_forward,
+                                                         .extra_repr = adaptive_repr};
 
 clt_module *clt_nn_adaptive_avg_pool2d(int out_h, int out_w)
 {
@@ -724,8 +666,10 @@ static int batch_norm_repr(const clt_module *self, char *buf, size_t size)
                     (long long)clt_tensor_size(b->weight, 0), eps, momentum);
 }
 
-static const clt_module_type batch_norm_type =
-    {"BatchNorm", sizeof(batch_norm), batch_norm_forward, NULL, NULL, batch_norm_repr};
+static const clt_module_type batch_norm_type = {.name = "BatchNorm",
+                                                .size = sizeof(batch_norm),
+                                                .forward = batch_norm_forward,
+                                                .extra_repr = batch_norm_repr};
 
 clt_module *clt_nn_batch_norm(int64_t num_features, double eps, double momentum)
 {
@@ -789,8 +733,10 @@ static int layer_norm_repr(const clt_module *self, char *buf, size_t size)
     return snprintf(buf, size, "%s", text);
 }
 
-static const clt_module_type layer_norm_type =
-    {"LayerNorm", sizeof(layer_norm), layer_norm_forward, NULL, NULL, layer_norm_repr};
+static const clt_module_type layer_norm_type = {.name = "LayerNorm",
+                                                .size = sizeof(layer_norm),
+                                                .forward = layer_norm_forward,
+                                                .extra_repr = layer_norm_repr};
 
 clt_module *clt_nn_layer_norm(int normalized_ndim, const int64_t *normalized_shape, double eps)
 {
@@ -847,8 +793,10 @@ static int embedding_repr(const clt_module *self, char *buf, size_t size)
                     (long long)clt_tensor_size(w, 1));
 }
 
-static const clt_module_type embedding_type =
-    {"Embedding", sizeof(embedding), embedding_forward, NULL, NULL, embedding_repr};
+static const clt_module_type embedding_type = {.name = "Embedding",
+                                               .size = sizeof(embedding),
+                                               .forward = embedding_forward,
+                                               .extra_repr = embedding_repr};
 
 clt_module *clt_nn_embedding(int64_t num_embeddings, int64_t embedding_dim)
 {

@@ -19,6 +19,10 @@ clt_tensor *clt__module_first_tensor(const clt_module *m, bool parameters_only);
 clt_status clt__module_collect(const char *fn, const clt_module *m, bool buffers,
                                bool trainable_only, clt_tensor ***items, int *count);
 
+/* Whether m is a ReLU (activations.c), which a Sequential runs inside the Linear or Conv2d
+ * before it. */
+bool clt__module_is_relu(const clt_module *m);
+
 /* Whether a Sequential runs a Linear or Conv2d and the ReLU after it as one operation (1, the
  * default; 0: each module by itself, for tests that compare the two). */
 extern int clt__sequential_fuse;
