@@ -31,11 +31,13 @@
      (x) * (1 - (t) * (t)) * (CT)0.39894228040143267794 * (1 + (CT)0.134145 * (x) * (x)))
 
 /* The operations, in groups (the OpenCL kernels of one group are built together,
- * cl/elementwise.cl): binary (with addcmul, z + s0 x y, of three inputs, and mul_rsqrt,
- * x / sqrt(y + s0): a BatchNorm's scale, floating only), scalar, sign
- * (defined on integers too), math (floating dtypes only), compare and backward (floating only).
- * The operations' derivatives (name_backward) take the output's gradient as x and the saved
- * input (gelu, silu, abs, clamp) or output (relu, sigmoid, tanh) as y. */
+ * cl/elementwise.cl): binary (with addcmul, z + s0 x y, of three inputs, and two floating only:
+ * mul_rsqrt, x / sqrt(y + s0), a BatchNorm's scale, and prelu, x where x > 0 else the slope y
+ * times x), scalar, sign (defined on integers too), math (floating dtypes only), compare and
+ * backward (floating only). The operations' derivatives (name_backward) take the output's
+ * gradient as x and the saved input (gelu, silu, abs, clamp, prelu) or output (relu, sigmoid,
+ * tanh) as y; prelu_backward takes the slope as z and gives the input's gradient,
+ * prelu_weight_backward each element's part of the slope's. */
 #define CLT_EW_OPS(X)                                                                          \
     CLT_EW_BINARY(X) CLT_EW_SCALAR(X) CLT_EW_SIGN(X) CLT_EW_MATH(X) CLT_EW_COMPARE(X)          \
     CLT_EW_BACKWARD(X)
@@ -50,7 +52,8 @@
     X(minimum, 2, (x != x) ? x : (y != y) ? y : (x < y ? x : y), x < y ? x : y, T)             \
     X(addcmul, 3, z + s0 * x * y,                                                              \
       CLT_WRAP((clt_u64)z + (clt_u64)s0 * (clt_u64)x * (clt_u64)y), T)                         \
-    X(mul_rsqrt, 2, x * clt_rsqrt(y + s0), x, T)
+    X(mul_rsqrt, 2, x * clt_rsqrt(y + s0), x, T)                                               \
+    X(prelu, 2, x > 0 ? x : y * x, x, T)
 
 #define CLT_EW_SCALAR(X)                                                                       \
     X(add_scalar, 1, x + s0, CLT_WRAP((clt_u64)x + (clt_u64)s0), T)                            \
@@ -94,4 +97,6 @@
     X(gelu_tanh_backward, 2, x * CLT_GELU_TANH_SLOPE(y, tanh(CLT_GELU_TANH_U(y))), x, T)       \
     X(silu_backward, 2, x * CLT_SILU_SLOPE(y, 1 / (1 + exp(-y))), x, T)                        \
     X(abs_backward, 2, y > 0 ? x : y < 0 ? -x : 0, x, T)                                       \
-    X(clamp_backward, 2, y >= s0 && y <= s1 ? x : 0, x, T)
+    X(clamp_backward, 2, y >= s0 && y <= s1 ? x : 0, x, T)                                     \
+    X(prelu_backward, 3, y > 0 ? x : z * x, x, T)                                              \
+    X(prelu_weight_backward, 2, y > 0 ? 0 : x * y, x, T)

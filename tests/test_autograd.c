@@ -377,6 +377,11 @@ static clt_tensor *op_mul_rsqrt(clt_tensor **x, clt_device *d)
     (void)d;
     return rel(b ? clt__ew("test", CLT_EW_mul_rsqrt, x[0], b, 0.1, 0) : NULL, b2, b);
 }
+static clt_tensor *op_prelu(clt_tensor **x, clt_device *d)
+{
+    (void)d;
+    return clt_prelu(x[0], x[1]);
+}
 static clt_tensor *op_layer_norm(clt_tensor **x, clt_device *d)
 {
     (void)d;
@@ -523,6 +528,10 @@ static const gcase cases[] = {
     {"batch_norm", op_batch_norm, 3, {4, 1, 1}, {{4, 3, 2, 1}, {3}, {3}}, -2, 2},
     {"batch_norm (evaluation)", op_batch_norm_eval, 3, {4, 1, 1}, {{4, 3, 2, 1}, {3}, {3}}, -2, 2},
     {"mul_rsqrt", op_mul_rsqrt, 2, {2, 2}, {{2, 3}, {2, 3}}, -2, 2},
+    {"prelu (one slope, 4-D)", op_prelu, 2, {4, 1}, {{2, 3, 2, 2}, {1}}, -2, 2},
+    {"prelu (a slope per channel, 4-D)", op_prelu, 2, {4, 1}, {{2, 3, 2, 2}, {3}}, -2, 2},
+    {"prelu (a slope per channel, 2-D)", op_prelu, 2, {2, 1}, {{4, 3}, {3}}, -2, 2},
+    {"prelu (1-D)", op_prelu, 2, {1, 1}, {{5}, {1}}, -2, 2},
     {"layer_norm", op_layer_norm, 3, {3, 1, 1}, {{2, 3, 4}, {4}, {4}}, -2, 2},
     {"dropout", op_dropout, 1, {2}, {{4, 5}}, -2, 2},
 };

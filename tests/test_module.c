@@ -1,6 +1,6 @@
 /* Module suite: registration and dotted names, in-place moves that keep every handle, clones
  * that are independent, forward parity with the host, all-or-nothing moves under allocation
- * failures, cycles refused, and a 100M-parameter model. */
+ * failures, cycles refused, a 100M-parameter model, and the PReLU layer. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -809,6 +809,62 @@ START_TEST(test_module_options_defaults)
 }
 END_TEST
 
+/* ---- PReLU ---------------------------------------------------------------------------------- */
+
+/* nn.PReLU(3, 0.1): its parameter, print and state dict; its forward on the device against the
+ * host, and its slopes' gradient (x summed where x <= 0, per channel) after sum(y).backward(). */
+START_TEST(test_module_prelu_layer)
+{
+    clt_device *dev = test_device(_i);
+    test_live before = test_live_now();
+    clt_module *m = clt_nn_prelu(3, 0.1), *one = clt_nn_prelu(1, 0.25);
+    ck_assert_msg(m && one, "%s", clt_last_error());
+    ck_assert_str_eq(clt_module_type_name(m), "PReLU");
+    ck_assert_int_eq(clt_module_parameter_count(m), 3);
+    char *text = clt_module_format(m), *text1 = clt_module_format(one);
+    ck_assert_str_eq(text, "PReLU(num_parameters=3)");
+    ck_assert_str_eq(text1, "PReLU(num_parameters=1)");
+    clt_free(text), clt_free(text1);
+    clt_state_dict sd = {0};
+    ck_assert_int_eq(clt_module_state_dict(m, &sd), CLT_OK);
+    ck_assert_int_eq(sd.count, 1);
+    ck_assert_str_eq(sd.tensors[0].name, "weight");
+    test_assert_values(clt_tensor_retain(sd.tensors[0].tensor), (double[]){0.1, 0.1, 0.1}, 3,
+                       1e-7, "PReLU's weight");
+    clt_state_dict_clear(&sd);
+    clt_tensor *w = clt_module_get_parameter(m, "weight");
+    ck_assert(clt_tensor_requires_grad(w));
+    ck_assert_int_eq(clt_tensor_dtype(w), CLT_F32);
+
+    ck_assert_int_eq(clt_module_to(m, dev), CLT_OK);
+    double *xv, want[24], grad[3] = {0};
+    clt_tensor *x = test_noisy(dev, CLT_F32, 80, &xv, CLT_SHAPE(2, 3, 2, 2));
+    for (int i = 0; i < 24; i++) {
+        int c = (i / 4) % 3;
+        want[i] = xv[i] > 0 ? xv[i] : 0.1 * xv[i];
+        grad[c] += xv[i] > 0 ? 0 : xv[i];
+    }
+    clt_tensor *y = clt_module_forward(m, x);
+    ck_assert_msg(y != NULL, "%s", clt_last_error());
+    test_assert_values(clt_tensor_retain(y), want, 24, 1e-6, "PReLU's forward");
+    clt_tensor *s = clt_sum(y, NULL, 0, false);
+    ck_assert_int_eq(clt_backward(s, NULL, false), CLT_OK);
+    test_assert_values(clt_tensor_grad(w), grad, 3, 1e-5, "PReLU's weight gradient");
+    clt_tensor *wide = clt_tensor_ones(CLT_SHAPE(2, 4), CLT_F32, dev);
+    ck_assert_ptr_null(clt_module_forward(m, wide));
+    ck_assert_error_has("clt_module_forward: weight has 3 elements; the input's 4 channels "
+                        "(dimension 1) take 1 or 4");
+    ck_assert_ptr_null(clt_nn_prelu(0, 0.25));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_nn_prelu: num_parameters 0 must be positive");
+    clt_tensor_release(wide), clt_tensor_release(s), clt_tensor_release(y);
+    clt_tensor_release(x), free(xv);
+    clt_module_release(one), clt_module_release(m);
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), before);
+}
+END_TEST
+
 Suite *suite_module(void)
 {
     Suite *s = suite_create("module");
@@ -825,6 +881,7 @@ Suite *suite_module(void)
     ADD_DEVICE_TEST(tc, test_module_take_forms);
     ADD_DEVICE_TEST(tc, test_module_errors_name_the_layer);
     ADD_DEVICE_TEST(tc, test_module_fused_activation);
+    ADD_DEVICE_TEST(tc, test_module_prelu_layer);
     tcase_add_test(tc, test_module_options_defaults);
     tcase_add_test(tc, test_module_format);
     suite_add_tcase(s, tc);

@@ -1,8 +1,8 @@
-/* Neural-network suite: softmax, the gathers (index_select, embedding, gather, masked_fill),
- * cumsum and sorting, multinomial sampling, attention, padding and resizing, and dropout on
- * every device, against the host and against references computed here in double; index_select's
- * adjoint (index_add) against the scatter form; and edge cases and allocation failures across the
- * neural-network operations. */
+/* Neural-network suite: softmax, prelu, the gathers (index_select, embedding, gather,
+ * masked_fill), cumsum and sorting, multinomial sampling, attention, padding and resizing, and
+ * dropout on every device, against the host and against references computed here in double;
+ * index_select's adjoint (index_add) against the scatter form; and edge cases and allocation
+ * failures across the neural-network operations. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -668,11 +668,115 @@ START_TEST(test_nn_allocation_failures)
 }
 END_TEST
 
+/* prelu in double from x's values: x where x > 0, else the slope of x's channel (dimension 1;
+ * `inner` elements follow each channel's) or the one slope, times x. */
+static void prelu_reference(const double *x, const double *w, int64_t n, int64_t nw,
+                            int64_t inner, double *out)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double slope = nw == 1 ? w[0] : w[(i / inner) % nw];
+        out[i] = x[i] > 0 ? x[i] : slope * x[i];
+    }
+}
+
+/* F.prelu against the host computation: one slope and one per channel, 0-d to 4-D inputs, a
+ * transposed input, every floating dtype; then its errors. */
+START_TEST(test_prelu)
+{
+    clt_device *dev = test_device(_i), *cpu = clt_device_cpu();
+    test_live before = test_live_now();
+    static const struct {
+        int ndim;
+        int64_t shape[4], nw;
+    } cases[] = {{2, {4, 3}, 3},    {2, {4, 3}, 1}, {4, {2, 3, 2, 5}, 3}, {4, {2, 3, 2, 5}, 1},
+                 {3, {2, 4, 3}, 4}, {1, {7}, 1},    {0, {0}, 1}};
+    static const test_dtype_tol dts[] = {{CLT_F32, 1e-6},
+                                         {CLT_F64, 1e-12},
+                                         {CLT_F16, 1e-3},
+                                         {CLT_BF16, 8e-3}};
+    for (int d = 0; d < 4; d++) {
+        clt_dtype dt = dts[d].dtype;
+        if (!test_has_dtype(dev, dt))
+            continue;
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+            int64_t n = 1, inner = 1;
+            for (int i = 0; i < cases[k].ndim; i++)
+                n *= cases[k].shape[i];
+            for (int i = 2; i < cases[k].ndim; i++)
+                inner *= cases[k].shape[i];
+            double *xv, *wv, *want = malloc((size_t)n * sizeof *want);
+            clt_tensor *x =
+                test_noisy(dev, dt, 50 + (unsigned)k, &xv, cases[k].ndim, cases[k].shape);
+            clt_tensor *w = test_noisy(dev, dt, 60 + (unsigned)k, &wv, CLT_SHAPE(cases[k].nw));
+            prelu_reference(xv, wv, n, cases[k].nw, inner, want);
+            clt_tensor *y = clt_prelu(x, w);
+            ck_assert_msg(y != NULL, "%s", clt_last_error());
+            ck_assert_int_eq(clt_tensor_ndim(y), cases[k].ndim);
+            ck_assert_int_eq(clt_tensor_dtype(y), dt);
+            char what[64];
+            snprintf(what, sizeof what, "prelu %s case %zu", clt_dtype_name(dt), k);
+            test_assert_values(y, want, n, dts[d].tol, what);
+            clt_tensor_release(w), clt_tensor_release(x);
+            free(xv), free(wv), free(want);
+        }
+    }
+    /* a transposed (4, 3) input: strided, per channel */
+    double *bv, *wv, want[12], tv[12];
+    clt_tensor *base = test_noisy(dev, CLT_F32, 70, &bv, CLT_SHAPE(3, 4));
+    clt_tensor *w = test_noisy(dev, CLT_F32, 71, &wv, CLT_SHAPE(3));
+    clt_tensor *xt = clt_transpose(base, 0, 1);
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 3; c++)
+            tv[r * 3 + c] = bv[c * 4 + r];
+    prelu_reference(tv, wv, 12, 3, 1, want);
+    test_assert_values(clt_prelu(xt, w), want, 12, 1e-6, "prelu of a transposed input");
+
+    /* errors */
+    clt_tensor *x3 = clt_tensor_ones(CLT_SHAPE(2, 3, 4), CLT_F32, dev);
+    clt_tensor *x1 = clt_tensor_ones(CLT_SHAPE(5), CLT_F32, dev);
+    clt_tensor *w4 = clt_tensor_ones(CLT_SHAPE(4), CLT_F32, dev);
+    clt_tensor *w2d = clt_tensor_ones(CLT_SHAPE(3, 1), CLT_F32, dev);
+    clt_tensor *wh = clt_tensor_ones(CLT_SHAPE(3), CLT_F16, dev);
+    clt_tensor *xi = clt_tensor_ones(CLT_SHAPE(2, 3), CLT_I32, dev);
+    ck_assert_ptr_null(clt_prelu(NULL, w));
+    ck_assert_error_has("clt_prelu: tensor is NULL");
+    ck_assert_ptr_null(clt_prelu(x3, NULL));
+    ck_assert_error_has("clt_prelu: tensor is NULL");
+    ck_assert_ptr_null(clt_prelu(x3, w4));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_SHAPE);
+    ck_assert_error_has("clt_prelu: weight has 4 elements; the input's 3 channels (dimension 1) "
+                        "take 1 or 3");
+    ck_assert_ptr_null(clt_prelu(x1, w));
+    ck_assert_error_has("clt_prelu: weight has 3 elements; an input of 1 dimension takes 1");
+    ck_assert_ptr_null(clt_prelu(x3, w2d));
+    ck_assert_error_has("clt_prelu: weight must be 1-D (or 0-d), not of 2 dimensions");
+    ck_assert_ptr_null(clt_prelu(x3, wh));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_DTYPE);
+    ck_assert_error_has("clt_prelu: weight is f16 and the input f32: both need one dtype");
+    ck_assert_ptr_null(clt_prelu(xi, w));
+    ck_assert_int_eq(clt_last_status(), CLT_ERR_DTYPE);
+    ck_assert_error_has("clt_prelu: dtype i32 is not supported");
+    if (dev != cpu) {
+        clt_tensor *wc = clt_tensor_ones(CLT_SHAPE(3), CLT_F32, cpu);
+        ck_assert_ptr_null(clt_prelu(x3, wc));
+        ck_assert_int_eq(clt_last_status(), CLT_ERR_DEVICE_MISMATCH);
+        ck_assert_error_has("clt_prelu: expected all tensors on the same device");
+        clt_tensor_release(wc);
+    }
+    clt_tensor *all[] = {x3, x1, w4, w2d, wh, xi, xt, w, base};
+    TEST_RELEASE_ALL(all);
+    free(bv), free(wv);
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), before);
+}
+END_TEST
+
 Suite *suite_nn(void)
 {
     Suite *s = suite_create("nn");
     TCase *tc = test_case("nn", 600);
     ADD_DEVICE_TEST(tc, test_softmax);
+    ADD_DEVICE_TEST(tc, test_prelu);
     ADD_DEVICE_TEST(tc, test_attention);
     ADD_DEVICE_TEST(tc, test_gathers);
     ADD_DEVICE_TEST(tc, test_nn_edges);

@@ -150,6 +150,11 @@ CLT_API clt_module *clt_nn_relu6(void);
 CLT_API clt_module *clt_nn_gelu_tanh(void);
 /* softmax along dim (checked when the module runs). */
 CLT_API clt_module *clt_nn_softmax(int dim);
+/* nn.PReLU(num_parameters, init): clt_prelu with the parameter "weight", f32
+ * (num_parameters) filled with init (PyTorch's default 0.25): 1 slope shared by every element,
+ * or one per channel of the input's dimension 1. CLT_ERR_INVALID_ARGUMENT for num_parameters
+ * below 1. */
+CLT_API clt_module *clt_nn_prelu(int64_t num_parameters, double init);
 /* Flattens dimensions 1.. into one: (N, ...) -> (N, rest); an input of 0 or 1 dimensions
  * comes back as it is (retained). */
 CLT_API clt_module *clt_nn_flatten(void);

@@ -111,6 +111,11 @@ CLT_API clt_tensor *clt_gelu_tanh(clt_tensor *x);
 CLT_API clt_tensor *clt_silu(clt_tensor *x);
 /* min(max(x, lo), hi) in x's dtype (CLT_ERR_DTYPE for bool); NaN stays NaN. */
 CLT_API clt_tensor *clt_clamp(clt_tensor *x, double lo, double hi);
+/* F.prelu(x, weight): x where x > 0, else weight * x, differentiable in both. weight (1-D, or
+ * 0-d) holds one slope for every element or C, one per channel (x's dimension 1; an input of
+ * fewer than 2 dimensions takes one); x floating, weight of its dtype and on its device.
+ * CLT_ERR_SHAPE for another number of slopes, CLT_ERR_DTYPE, CLT_ERR_DEVICE_MISMATCH. */
+CLT_API clt_tensor *clt_prelu(clt_tensor *x, clt_tensor *weight);
 
 /* Comparisons give bool tensors (inputs promoted as above). */
 CLT_API clt_tensor *clt_eq(clt_tensor *a, clt_tensor *b);

@@ -132,6 +132,21 @@ static clt_status mul_rsqrt_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
     return done(&s);
 }
 
+/* prelu(x, w): g where x > 0, else w g, for x; x g where x <= 0, else 0, for w (summed back
+ * to the slope's shape by the engine). */
+static clt_status prelu_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
+{
+    temps s = {0};
+    clt_tensor *x = clt__node_saved(n, 0), *w = clt__node_saved(n, 1);
+    if (clt__node_wants(n, 0))
+        give(&s, &gi[0],
+             T(clt__ew_n("clt_backward", CLT_EW_prelu_backward, (clt_tensor *[3]){g, x, w}, 0,
+                         0)));
+    if (clt__node_wants(n, 1))
+        give(&s, &gi[1], T(clt__ew("clt_backward", CLT_EW_prelu_weight_backward, g, x, 0, 0)));
+    return done(&s);
+}
+
 static clt_status pow_bw(clt__node *n, clt_tensor *g, clt_tensor **gi)
 {
     temps s = {0};
@@ -668,6 +683,7 @@ static const clt__backward_fn derivatives[CLT__OP_COUNT] = {
     [CLT__OP_minimum] = minimum_bw,
     [CLT__OP_addcmul] = addcmul_bw,
     [CLT__OP_mul_rsqrt] = mul_rsqrt_bw,
+    [CLT__OP_prelu] = prelu_bw,
     [CLT__OP_add_scalar] = add_bw,
     [CLT__OP_mul_scalar] = mul_scalar_bw,
     [CLT__OP_rsub_scalar] = rsub_scalar_bw,

@@ -35,6 +35,7 @@ static const clt__op ew_ops[CLT_EW_COUNT] = {
     [CLT_EW_minimum] = CLT__OP_minimum,
     [CLT_EW_addcmul] = CLT__OP_addcmul,
     [CLT_EW_mul_rsqrt] = CLT__OP_mul_rsqrt,
+    [CLT_EW_prelu] = CLT__OP_prelu,
     [CLT_EW_add_scalar] = CLT__OP_add_scalar,
     [CLT_EW_mul_scalar] = CLT__OP_mul_scalar,
     [CLT_EW_rsub_scalar] = CLT__OP_rsub_scalar,

@@ -80,6 +80,7 @@ static inline clt__node *clt__grad_fn(const clt_tensor *t)
     X(minimum, "MinimumBackward", CLT__SAVE_IN0 | CLT__SAVE_IN1)                               \
     X(addcmul, "AddcmulBackward", CLT__SAVE_IN0 | CLT__SAVE_IN1)                               \
     X(mul_rsqrt, "MulRsqrtBackward", CLT__SAVE_IN1 | CLT__SAVE_OUT)                            \
+    X(prelu, "PreluKernelBackward", CLT__SAVE_IN0 | CLT__SAVE_IN1)                             \
     X(add_scalar, "AddBackward", 0)                                                            \
     X(mul_scalar, "MulBackward", 0)                                                            \
     X(rsub_scalar, "RsubBackward", 0)                                                          \

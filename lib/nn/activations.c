@@ -1,7 +1,9 @@
-/* The activation layers: ReLU, ReLU6, Sigmoid, Tanh, GELU (both forms) and Softmax. */
+/* The activation layers: ReLU, ReLU6, Sigmoid, Tanh, GELU (both forms), Softmax and PReLU, the
+ * last with its slopes as a parameter. */
 #include <stdio.h>
 
 #include "cltensor/nn.h"
+#include "core/core.h"
 #include "nn/module_internal.h"
 
 /* ---- without parameters -------------------------------------------------------------------- */
@@ -127,5 +129,52 @@ clt_module *clt_nn_softmax(int dim)
     clt_module *m = clt_module_new(&softmax_type);
     if (m)
         ((softmax *)m)->dim = dim;
+    return m;
+}
+
+/* ---- PReLU --------------------------------------------------------------------------------- */
+
+typedef struct prelu {
+    clt_module base;
+    clt_tensor *weight; /* registered: "weight" */
+} prelu;
+
+static clt_tensor *prelu_forward(clt_module *self, clt_tensor *x)
+{
+    return clt_prelu(x, ((prelu *)self)->weight);
+}
+
+static int prelu_repr(const clt_module *self, char *buf, size_t size)
+{
+    return snprintf(buf, size, "num_parameters=%lld",
+                    (long long)clt_tensor_numel(((const prelu *)self)->weight));
+}
+
+static const clt_module_type prelu_type = {.name = "PReLU",
+                                           .size = sizeof(prelu),
+                                           .forward = prelu_forward,
+                                           .extra_repr = prelu_repr};
+
+clt_module *clt_nn_prelu(int64_t num_parameters, double init)
+{
+    static const char *const fn = "clt_nn_prelu";
+    clt_module *m;
+    clt_tensor *w;
+    if (num_parameters < 1) {
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "num_parameters %lld must be positive",
+                   (long long)num_parameters);
+        return NULL;
+    }
+    m = clt_module_new(&prelu_type);
+    w = m ? clt_tensor_full(1, &num_parameters, init, CLT_F32, clt_device_cpu()) : NULL;
+    if (!w || clt_module_register_parameter(m, "weight", w) != CLT_OK) {
+        clt__rename_error(fn);
+        clt_tensor_release(w);
+        clt_module_release(m);
+        return NULL;
+    }
+    /* the module holds the reference; the field borrows it */
+    ((prelu *)m)->weight = w;
+    clt_tensor_release(w);
     return m;
 }

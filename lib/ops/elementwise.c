@@ -166,14 +166,22 @@ static clt_tensor *run(const char *fn, clt__ew_op op, clt_tensor *const *in, int
     return rec ? clt__record(fn, id, in, nin, out, &(clt__node_args){.s0 = s0, .s1 = s1}) : out;
 }
 
+clt_tensor *clt__ew_n(const char *fn, clt__ew_op op, clt_tensor *const *in, double s0, double s1)
+{
+    int nin = clt__ew_inputs(op);
+    clt_dtype dt;
+    if (clt__same_device(fn, in, nin) != CLT_OK)
+        return NULL;
+    dt = in[0]->dtype;
+    for (int i = 1; i < nin; i++)
+        dt = promote(dt, in[i]->dtype);
+    return run(fn, op, in, nin, dt, s0, s1);
+}
+
 clt_tensor *clt__ew(const char *fn, clt__ew_op op, clt_tensor *a, clt_tensor *b, double s0,
                     double s1)
 {
-    clt_tensor *in[2] = {a, b};
-    int nin = clt__ew_inputs(op);
-    if (clt__same_device(fn, in, nin) != CLT_OK)
-        return NULL;
-    return run(fn, op, in, nin, nin == 2 ? promote(a->dtype, b->dtype) : a->dtype, s0, s1);
+    return clt__ew_n(fn, op, (clt_tensor *[3]){a, b, NULL}, s0, s1);
 }
 
 static clt_tensor *unsupported(const char *fn, clt_dtype dtype, const clt_tensor *x)

@@ -1,8 +1,8 @@
 /* Neural-network functions apart from the losses, convolution, pooling and normalisation:
- * softmax and log_softmax, the gathers (index_select and embedding, and the gathers of checked
- * indices that the losses, pooling, resizing and transposed convolution build on), and dropout.
- * Softmax and dropout are compositions of the elementwise operations and reductions; the gathers
- * have a kernel. */
+ * softmax and log_softmax, prelu, the gathers (index_select and embedding, and the gathers of
+ * checked indices that the losses, pooling, resizing and transposed convolution build on), and
+ * dropout. Softmax and dropout are compositions of the elementwise operations and reductions;
+ * prelu is one elementwise operation with the slopes broadcast; the gathers have a kernel. */
 #include <string.h>
 
 #include "cltensor/ops.h"
@@ -62,6 +62,56 @@ clt_tensor *clt_softmax(clt_tensor *x, int dim)
 clt_tensor *clt_log_softmax(clt_tensor *x, int dim)
 {
     return softmax_recorded("clt_log_softmax", x, dim, true);
+}
+
+/* ---- prelu ----------------------------------------------------------------------------------- */
+
+/* The slopes' checks: one for every element, or one per channel (dimension 1). */
+static clt_status prelu_check(const char *fn, const clt_tensor *x, const clt_tensor *weight)
+{
+    int64_t c = x->ndim >= 2 ? x->shape[1] : 1, n = (int64_t)weight->numel;
+    if (weight->dtype != x->dtype)
+        return clt__error(CLT_ERR_DTYPE, fn,
+                          "weight is %s and the input %s: both need one dtype",
+                          clt_dtype_name(weight->dtype), clt_dtype_name(x->dtype));
+    if (weight->ndim > 1)
+        return clt__error(CLT_ERR_SHAPE, fn,
+                          "weight must be 1-D (or 0-d), not of %d dimensions", weight->ndim);
+    if (n == 1 || n == c)
+        return CLT_OK;
+    if (x->ndim < 2)
+        return clt__error(CLT_ERR_SHAPE, fn,
+                          "weight has %lld elements; an input of %d dimension%s takes 1",
+                          (long long)n, x->ndim, x->ndim == 1 ? "" : "s");
+    return clt__error(CLT_ERR_SHAPE, fn,
+                      "weight has %lld elements; the input's %lld channels (dimension 1) take 1 "
+                      "or %lld",
+                      (long long)n, (long long)c, (long long)c);
+}
+
+clt_tensor *clt_prelu(clt_tensor *x, clt_tensor *weight)
+{
+    static const char *const fn = "clt_prelu";
+    int64_t shape[CLT_MAX_DIMS];
+    clt_tensor *slope, *out;
+    if (clt__tensor_check(fn, x) != CLT_OK || clt__tensor_check(fn, weight) != CLT_OK ||
+        clt__same_device_as(fn, x, weight) != CLT_OK || clt__need_floating(fn, x) != CLT_OK ||
+        prelu_check(fn, x, weight) != CLT_OK)
+        return NULL;
+    /* the slopes as (C, 1, ..., 1) against (N, C, ...), or one value for every element */
+    if (weight->numel == 1) {
+        slope = clt_reshape(weight, 0, NULL);
+    } else {
+        shape[0] = x->shape[1];
+        for (int d = 1; d < x->ndim - 1; d++)
+            shape[d] = 1;
+        slope = clt_reshape(weight, x->ndim - 1, shape);
+    }
+    out = slope ? clt__ew(fn, CLT_EW_prelu, x, slope, 0, 0) : NULL;
+    if (!slope)
+        clt__rename_error(fn);
+    clt_tensor_release(slope);
+    return out;
 }
 
 /* ---- gathers ---------------------------------------------------------------------------------- */

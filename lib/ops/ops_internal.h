@@ -26,6 +26,9 @@ void clt__release_all(clt_tensor **ts, int n);
  * the operations without a public front end (the derivatives' fused kernels). */
 clt_tensor *clt__ew(const char *fn, clt__ew_op op, clt_tensor *a, clt_tensor *b, double s0,
                     double s1);
+/* The same for an operation of any number of inputs: in holds clt__ew_inputs(op) tensors. */
+clt_tensor *clt__ew_n(const char *fn, clt__ew_op op, clt_tensor *const *in, double s0,
+                      double s1);
 
 /* Whether a and b, of one backend, use each other's buffers (one context) and b can be added
  * to a there by clt__add_peer: other devices, one dtype and shape, both contiguous. */
