@@ -41,9 +41,9 @@ static clt_tensor *cnn_forward(clt_module *self, clt_tensor *x)
     return y;
 }
 
-static const clt_module_type cnn_type = {"DigitsCNN", sizeof(DigitsCNN),
-                                         cnn_forward, NULL,
-                                         NULL,        NULL};
+static const clt_module_type cnn_type = {.name = "DigitsCNN",
+                                         .size = sizeof(DigitsCNN),
+                                         .forward = cnn_forward};
 
 clt_module *digits_cnn_new(void)
 {

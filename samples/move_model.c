@@ -40,8 +40,9 @@ static clt_tensor *my_model_forward(clt_module *self, clt_tensor *x)
     return clt_module_forward(((MyModel *)self)->linear, x);
 }
 
-static const clt_module_type my_model_type =
-    {"MyModel", sizeof(MyModel), my_model_forward, NULL, NULL, NULL};
+static const clt_module_type my_model_type = {.name = "MyModel",
+                                              .size = sizeof(MyModel),
+                                              .forward = my_model_forward};
 
 static MyModel *my_model_new(void)
 {

@@ -585,8 +585,7 @@ START_TEST(test_io_hostile_paths)
 END_TEST
 #endif
 
-static const clt_module_type holder_type = {"Holder", sizeof(clt_module), NULL, NULL, NULL,
-                                            NULL};
+static const clt_module_type holder_type = {.name = "Holder", .size = sizeof(clt_module)};
 
 /* A load checks every value before it writes the first: a broadcast view among the module's
  * buffers (registration accepts one) fails the load with nothing overwritten. */

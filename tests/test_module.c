@@ -1,6 +1,7 @@
 /* Module suite: registration and dotted names, in-place moves that keep every handle, clones
  * that are independent, forward parity with the host, all-or-nothing moves under allocation
- * failures, cycles refused, a 100M-parameter model, and the PReLU layer. */
+ * failures, cycles refused, a 100M-parameter model, the PReLU layer, and forwards of several
+ * inputs and outputs. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +22,9 @@ static clt_tensor *model_forward(clt_module *self, clt_tensor *x)
     return clt_module_forward(((model *)self)->seq, x);
 }
 
-static const clt_module_type model_type = {"Model", sizeof(model), model_forward,
-                                           NULL,    NULL,          NULL};
+static const clt_module_type model_type = {.name = "Model",
+                                           .size = sizeof(model),
+                                           .forward = model_forward};
 
 static model *model_new(void)
 {
@@ -865,6 +867,364 @@ START_TEST(test_module_prelu_layer)
 }
 END_TEST
 
+/* ---- several inputs and outputs ------------------------------------------------------------- */
+
+/* MTCNN's ONet in small: an input (N, 4) and an optional shift added to it first (NULL: none),
+ * a trunk Linear(4, 3) and PReLU(3), then three heads: face probabilities (softmax of
+ * Linear(3, 2)), box offsets (Linear(3, 4)) and landmarks (Linear(3, 10)). Asked for one output,
+ * it gives the probabilities alone. */
+typedef struct onet {
+    clt_module base;
+    clt_module *trunk, *act, *cls, *box, *landmark;
+} onet;
+
+static clt_status onet_forward_many(clt_module *self, int n_in, clt_tensor *const *in,
+                                    int n_out, clt_tensor **out)
+{
+    onet *o = (onet *)self;
+    if (n_in < 1 || n_in > 2 || !in[0] || (n_out != 1 && n_out != 3))
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "onet_forward_many",
+                             "ONet takes an input and an optional shift, and gives 1 or 3 "
+                             "outputs (not %d and %d)",
+                             n_in, n_out);
+    clt_tensor *x = n_in == 2 && in[1] ? clt_add(in[0], in[1]) : clt_tensor_retain(in[0]);
+    clt_tensor *h = x ? clt_module_forward(o->trunk, x) : NULL;
+    clt_tensor *a = h ? clt_module_forward(o->act, h) : NULL;
+    clt_tensor *logits = a ? clt_module_forward(o->cls, a) : NULL;
+    out[0] = logits ? clt_softmax(logits, 1) : NULL;
+    if (n_out == 3 && out[0]) {
+        out[1] = clt_module_forward(o->box, a);
+        out[2] = out[1] ? clt_module_forward(o->landmark, a) : NULL;
+    }
+    bool ok = out[0] && (n_out == 1 || out[2]);
+    clt_tensor *temps[] = {logits, a, h, x};
+    TEST_RELEASE_ALL(temps);
+    if (ok)
+        return CLT_OK;
+    for (int i = 0; i < n_out; i++)
+        clt_tensor_release(out[i]);
+    return clt_last_status();
+}
+
+static const clt_module_type onet_type = {.name = "ONet",
+                                          .size = sizeof(onet),
+                                          .forward_many = onet_forward_many};
+
+static clt_module *onet_new(void)
+{
+    clt_module *m = clt_module_new(&onet_type);
+    onet *o = (onet *)m;
+    ck_assert_int_eq(clt_module_register_module_take(m, "trunk", clt_nn_linear(4, 3, true)),
+                     CLT_OK);
+    ck_assert_int_eq(clt_module_register_module_take(m, "act", clt_nn_prelu(3, 0.25)), CLT_OK);
+    ck_assert_int_eq(clt_module_register_module_take(m, "cls", clt_nn_linear(3, 2, true)),
+                     CLT_OK);
+    ck_assert_int_eq(clt_module_register_module_take(m, "box", clt_nn_linear(3, 4, true)),
+                     CLT_OK);
+    ck_assert_int_eq(clt_module_register_module_take(m, "landmark", clt_nn_linear(3, 10, true)),
+                     CLT_OK);
+    o->trunk = clt_module_get_child(m, "trunk"), o->act = clt_module_get_child(m, "act");
+    o->cls = clt_module_get_child(m, "cls"), o->box = clt_module_get_child(m, "box");
+    o->landmark = clt_module_get_child(m, "landmark");
+    return m;
+}
+
+/* y (n, out) = x (n, in) W^T + b in double. */
+static void linear_reference(const double *x, int n, int in, int out, const double *w,
+                             const double *b, double *y)
+{
+    for (int r = 0; r < n; r++)
+        for (int j = 0; j < out; j++) {
+            double s = b[j];
+            for (int k = 0; k < in; k++)
+                s += x[r * in + k] * w[j * in + k];
+            y[r * out + j] = s;
+        }
+}
+
+/* ONet's parameters on the host, and its heads for n rows of x (+ shift, when not NULL): the
+ * trunk's output h before PReLU, the probabilities, boxes and landmarks. */
+typedef struct onet_ref {
+    double *p[9]; /* trunk.weight, trunk.bias, act.weight, cls.*, box.*, landmark.* */
+    double h[8 * 3], prob[8 * 2], box[8 * 4], mark[8 * 10];
+} onet_ref;
+
+static void onet_reference(clt_module *m, const double *x, const double *shift, int n,
+                           onet_ref *r)
+{
+    static const char *const names[9] = {"trunk.weight", "trunk.bias",      "act.weight",
+                                         "cls.weight",   "cls.bias",        "box.weight",
+                                         "box.bias",     "landmark.weight", "landmark.bias"};
+    double in[8 * 4], a[8 * 3], logits[8 * 2];
+    for (int i = 0; i < 9; i++)
+        r->p[i] = test_values(clt_module_get_parameter(m, names[i]));
+    for (int i = 0; i < n * 4; i++)
+        in[i] = x[i] + (shift ? shift[i % 4] : 0);
+    linear_reference(in, n, 4, 3, r->p[0], r->p[1], r->h);
+    for (int i = 0; i < n * 3; i++)
+        a[i] = r->h[i] > 0 ? r->h[i] : r->p[2][i % 3] * r->h[i];
+    linear_reference(a, n, 3, 2, r->p[3], r->p[4], logits);
+    for (int i = 0; i < n; i++) {
+        double m0 = fmax(logits[2 * i], logits[2 * i + 1]);
+        double e0 = exp(logits[2 * i] - m0), e1 = exp(logits[2 * i + 1] - m0);
+        r->prob[2 * i] = e0 / (e0 + e1), r->prob[2 * i + 1] = e1 / (e0 + e1);
+    }
+    linear_reference(a, n, 3, 4, r->p[5], r->p[6], r->box);
+    linear_reference(a, n, 3, 10, r->p[7], r->p[8], r->mark);
+}
+
+static void onet_ref_free(onet_ref *r)
+{
+    for (int i = 0; i < 9; i++)
+        free(r->p[i]);
+}
+
+/* A type with both forwards: forward doubles, forward_many triples. */
+static clt_tensor *both_forward(clt_module *self, clt_tensor *x)
+{
+    (void)self;
+    return clt_mul_scalar(x, 2);
+}
+
+static clt_status both_forward_many(clt_module *self, int n_in, clt_tensor *const *in,
+                                    int n_out, clt_tensor **out)
+{
+    (void)self, (void)n_in, (void)n_out;
+    out[0] = clt_mul_scalar(in[0], 3);
+    return out[0] ? CLT_OK : clt_last_status();
+}
+
+static const clt_module_type both_type = {.name = "Both",
+                                          .size = sizeof(clt_module),
+                                          .forward = both_forward,
+                                          .forward_many = both_forward_many};
+
+/* A module of one input and three outputs, with an optional second input: every output by
+ * value against the host, with the shift left out (NULL) and given; the one-tensor form through
+ * both entry points, and which forward each runs of a type with both; the gradients of the
+ * input, the shift and the PReLU's slopes from the boxes and landmarks at once. */
+START_TEST(test_module_forward_many)
+{
+    clt_device *dev = test_device(_i);
+    test_live before = test_live_now();
+    clt_manual_seed(11);
+    clt_module *m = onet_new();
+    ck_assert_int_eq(clt_module_to(m, dev), CLT_OK);
+    double *xv, *sv;
+    clt_tensor *x = test_noisy(dev, CLT_F32, 90, &xv, CLT_SHAPE(5, 4));
+    clt_tensor *shift = test_noisy(dev, CLT_F32, 91, &sv, CLT_SHAPE(4));
+    onet_ref plain, shifted;
+    onet_reference(m, xv, NULL, 5, &plain);
+    onet_reference(m, xv, sv, 5, &shifted);
+
+    clt_tensor *out[3];
+    ck_assert_int_eq(clt_module_forward_many(m, 2, (clt_tensor *[]){x, NULL}, 3, out), CLT_OK);
+    test_assert_values(out[0], plain.prob, 10, 1e-5, "probabilities");
+    test_assert_values(out[1], plain.box, 20, 1e-5, "boxes");
+    test_assert_values(out[2], plain.mark, 50, 1e-5, "landmarks");
+    ck_assert_int_eq(clt_module_forward_many(m, 1, &x, 3, out), CLT_OK);
+    test_assert_values(out[2], plain.mark, 50, 1e-5, "landmarks of one input");
+    clt_tensor_release(out[0]), clt_tensor_release(out[1]);
+    /* the one-tensor forms: ONet asked for one output, a Linear through forward_many */
+    test_assert_values(clt_module_forward(m, x), plain.prob, 10, 1e-5, "clt_module_forward");
+    clt_tensor *trunk_out;
+    ck_assert_int_eq(clt_module_forward_many(((onet *)m)->trunk, 1, &x, 1, &trunk_out), CLT_OK);
+    test_assert_values(trunk_out, plain.h, 15, 1e-5, "a Linear through forward_many");
+    clt_module *both = clt_module_new(&both_type);
+    clt_tensor *tripled;
+    double twice[20], thrice[20];
+    for (int i = 0; i < 20; i++)
+        twice[i] = 2 * xv[i], thrice[i] = 3 * xv[i];
+    ck_assert_int_eq(clt_module_forward_many(both, 1, &x, 1, &tripled), CLT_OK);
+    test_assert_values(tripled, thrice, 20, 1e-6, "a type with both: forward_many");
+    test_assert_values(clt_module_forward(both, x), twice, 20, 1e-6,
+                       "a type with both: forward");
+    clt_module_release(both);
+
+    /* with the shift, gradients from two outputs at once: d(sum(box) + sum(landmark)) */
+    ck_assert_int_eq(clt_tensor_set_requires_grad(x, true), CLT_OK);
+    ck_assert_int_eq(clt_tensor_set_requires_grad(shift, true), CLT_OK);
+    ck_assert_int_eq(clt_module_forward_many(m, 2, (clt_tensor *[]){x, shift}, 3, out), CLT_OK);
+    test_assert_values(clt_tensor_retain(out[0]), shifted.prob, 10, 1e-5,
+                       "shifted probabilities");
+    test_assert_values(clt_tensor_retain(out[1]), shifted.box, 20, 1e-5, "shifted boxes");
+    test_assert_values(clt_tensor_retain(out[2]), shifted.mark, 50, 1e-5, "shifted landmarks");
+    clt_tensor *sb = clt_sum(out[1], NULL, 0, false), *sm = clt_sum(out[2], NULL, 0, false);
+    clt_tensor *loss = clt_add(sb, sm);
+    ck_assert_int_eq(clt_backward(loss, NULL, false), CLT_OK);
+    double v[3], gx[5 * 4] = {0}, gs[4] = {0}, galpha[3] = {0};
+    for (int k = 0; k < 3; k++) { /* d loss / d a: the heads' weight columns summed */
+        v[k] = 0;
+        for (int j = 0; j < 4; j++)
+            v[k] += shifted.p[5][j * 3 + k];
+        for (int j = 0; j < 10; j++)
+            v[k] += shifted.p[7][j * 3 + k];
+    }
+    for (int r = 0; r < 5; r++)
+        for (int k = 0; k < 3; k++) {
+            double h = shifted.h[r * 3 + k], dh = v[k] * (h > 0 ? 1 : shifted.p[2][k]);
+            galpha[k] += h > 0 ? 0 : v[k] * h;
+            for (int i = 0; i < 4; i++) {
+                gx[r * 4 + i] += dh * shifted.p[0][k * 4 + i];
+                gs[i] += dh * shifted.p[0][k * 4 + i];
+            }
+        }
+    test_assert_values(clt_tensor_grad(x), gx, 20, 1e-5, "the input's gradient");
+    test_assert_values(clt_tensor_grad(shift), gs, 4, 1e-5, "the shift's gradient");
+    test_assert_values(clt_tensor_grad(clt_module_get_parameter(m, "act.weight")), galpha, 3,
+                       1e-5, "the slopes' gradient");
+    clt_tensor *all[] = {loss, sm, sb, out[0], out[1], out[2], shift, x};
+    TEST_RELEASE_ALL(all);
+    onet_ref_free(&plain), onet_ref_free(&shifted);
+    free(xv), free(sv);
+    clt_module_release(m);
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), before);
+}
+END_TEST
+
+/* Two inputs summed, one output: a type with forward_many alone that one tensor cannot run. */
+static clt_status pair_forward_many(clt_module *self, int n_in, clt_tensor *const *in,
+                                    int n_out, clt_tensor **out)
+{
+    (void)self;
+    if (n_in != 2 || !in[0] || !in[1] || n_out != 1)
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "pair_forward_many",
+                             "Pair takes two inputs and gives one output (not %d and %d)", n_in,
+                             n_out);
+    out[0] = clt_add(in[0], in[1]);
+    return out[0] ? CLT_OK : clt_last_status();
+}
+
+/* Says it succeeded with its second output missing. */
+static clt_status forgetful_forward_many(clt_module *self, int n_in, clt_tensor *const *in,
+                                         int n_out, clt_tensor **out)
+{
+    (void)self, (void)n_in, (void)n_out;
+    out[0] = clt_tensor_retain(in[0]);
+    return CLT_OK;
+}
+
+static const clt_module_type pair_type = {.name = "Pair",
+                                          .size = sizeof(clt_module),
+                                          .forward_many = pair_forward_many};
+static const clt_module_type forgetful_type = {.name = "Forgetful",
+                                               .size = sizeof(clt_module),
+                                               .forward_many = forgetful_forward_many};
+static const clt_module_type empty_type = {.name = "Empty", .size = sizeof(clt_module)};
+
+/* Asserts that a failed clt_module_forward_many returned `want` with an error holding text, and
+ * left its first n outputs NULL and the others as they were (x). */
+static void expect_none(clt_status st, clt_status want, clt_tensor **out, int n, clt_tensor *x,
+                        const char *text)
+{
+    ck_assert_int_eq(st, want);
+    ck_assert_int_eq(clt_last_status(), want);
+    ck_assert_error_has(text);
+    for (int i = 0; i < 3; i++)
+        ck_assert_ptr_eq(out[i], i < n ? NULL : x);
+}
+
+/* Errors of clt_module_forward_many leave every output NULL: NULL arguments, counts refused by
+ * the library, the type or a type of one tensor, an input on another device, a failing child
+ * (named by its path), a type that forgets an output; and the one-tensor callers (Sequential,
+ * DataParallel) name a type that one tensor cannot run. */
+START_TEST(test_module_forward_many_errors)
+{
+    clt_device *dev = test_device(_i), *cpu = clt_device_cpu();
+    clt_device *other = dev != cpu ? cpu : test_device_total > 1 ? test_device(1) : NULL;
+    test_live before = test_live_now();
+    clt_manual_seed(12);
+    clt_module *m = onet_new(), *lin = clt_nn_linear(4, 3, true);
+    ck_assert_int_eq(clt_module_to(m, dev), CLT_OK);
+    ck_assert_int_eq(clt_module_to(lin, dev), CLT_OK);
+    clt_tensor *x = clt_tensor_ones(CLT_SHAPE(2, 4), CLT_F32, dev);
+    clt_tensor *out[3] = {x, x, x}; /* not references: each must come back NULL untouched */
+#define FILL() (out[0] = out[1] = out[2] = x)
+    expect_none(clt_module_forward_many(NULL, 1, &x, 3, out), CLT_ERR_INVALID_ARGUMENT, out, 3,
+                x, "clt_module_forward_many: the module is NULL");
+    FILL();
+    expect_none(clt_module_forward_many(m, 1, NULL, 3, out), CLT_ERR_INVALID_ARGUMENT, out, 3,
+                x, "clt_module_forward_many: inputs is NULL");
+    ck_assert_int_eq(clt_module_forward_many(m, 1, &x, 3, NULL), CLT_ERR_INVALID_ARGUMENT);
+    ck_assert_error_has("clt_module_forward_many: outputs is NULL");
+    FILL();
+    expect_none(clt_module_forward_many(m, -1, &x, 3, out), CLT_ERR_INVALID_ARGUMENT, out, 3, x,
+                "clt_module_forward_many: n_inputs -1 and n_outputs 3: a forward takes 0 or more "
+                "inputs and gives 1 or more outputs");
+    ck_assert_int_eq(clt_module_forward_many(m, 1, &x, 0, out), CLT_ERR_INVALID_ARGUMENT);
+    FILL();
+    expect_none(clt_module_forward_many(m, 1, &x, 2, out), CLT_ERR_INVALID_ARGUMENT, out, 2, x,
+                "clt_module_forward_many: ONet takes an input and an optional shift, and gives 1 "
+                "or 3 outputs (not 1 and 2)");
+    FILL();
+    expect_none(clt_module_forward_many(m, 1, (clt_tensor *[]){NULL}, 3, out),
+                CLT_ERR_INVALID_ARGUMENT, out, 3, x, "ONet takes an input");
+    FILL();
+    expect_none(clt_module_forward_many(lin, 2, (clt_tensor *[]){x, x}, 1, out),
+                CLT_ERR_INVALID_ARGUMENT, out, 1, x,
+                "clt_module_forward_many: Linear takes one input and gives one output, not 2 "
+                "and 1");
+    FILL();
+    expect_none(clt_module_forward_many(lin, 1, (clt_tensor *[]){NULL}, 1, out),
+                CLT_ERR_INVALID_ARGUMENT, out, 1, x,
+                "clt_module_forward_many: Linear needs its one input, and it is NULL");
+    /* a child's failure, named by its path */
+    clt_tensor *wide = clt_tensor_ones(CLT_SHAPE(2, 5), CLT_F32, dev);
+    FILL();
+    expect_none(clt_module_forward_many(m, 1, &wide, 3, out), CLT_ERR_SHAPE, out, 3, x,
+                "clt_module_forward_many: trunk (Linear): ");
+    if (other) {
+        clt_tensor *far = clt_tensor_ones(CLT_SHAPE(4), CLT_F32, other);
+        FILL();
+        expect_none(clt_module_forward_many(m, 2, (clt_tensor *[]){x, far}, 3, out),
+                    CLT_ERR_DEVICE_MISMATCH, out, 3, x,
+                    "clt_module_forward_many: input 1 is on ");
+        ck_assert_error_has("the module (ONet) on ");
+        clt_tensor_release(far);
+    }
+    /* a type that says it succeeded without every output: what it wrote is released */
+    clt_module *forgetful = clt_module_new(&forgetful_type),
+               *empty = clt_module_new(&empty_type);
+    FILL();
+    expect_none(clt_module_forward_many(forgetful, 1, &x, 2, out), CLT_ERR_INVALID_ARGUMENT,
+                out, 2, x,
+                "clt_module_forward_many: Forgetful's forward_many succeeded without output 1");
+    FILL();
+    expect_none(clt_module_forward_many(empty, 1, &x, 1, out), CLT_ERR_INVALID_ARGUMENT, out, 1,
+                x, "clt_module_forward_many: Empty has no forward function");
+    ck_assert_ptr_null(clt_module_forward(empty, x));
+    ck_assert_error_has("clt_module_forward: Empty has no forward function");
+    /* one tensor where a type takes two: clt_module_forward, Sequential, DataParallel */
+    clt_module *pair = clt_module_new(&pair_type);
+    clt_tensor *two;
+    ck_assert_int_eq(clt_module_forward_many(pair, 2, (clt_tensor *[]){x, x}, 1, &two), CLT_OK);
+    test_assert_values(two, (double[]){2, 2, 2, 2, 2, 2, 2, 2}, 8, 0, "Pair's sum");
+    ck_assert_ptr_null(clt_module_forward(pair, x));
+    ck_assert_error_has("clt_module_forward: Pair takes two inputs and gives one output (not 1 "
+                        "and 1)");
+    clt_module *seq = CLT_SEQUENTIAL(clt_module_retain(pair));
+    ck_assert_ptr_null(clt_module_forward(seq, x));
+    ck_assert_error_has("clt_module_forward: 0 (Pair): Pair takes two inputs");
+    clt_module *dp = clt_nn_data_parallel(pair, &dev, 1, NULL);
+    ck_assert_ptr_nonnull(dp);
+    ck_assert_ptr_null(clt_module_forward(dp, x));
+    ck_assert_error_has("clt_module_forward: module (Pair): Pair takes two inputs");
+    FILL();
+    expect_none(clt_module_forward_many(dp, 2, (clt_tensor *[]){x, x}, 1, out),
+                CLT_ERR_INVALID_ARGUMENT, out, 1, x,
+                "DataParallel takes one input and gives one "
+                "output, not 2 and 1");
+#undef FILL
+    clt_module *mods[] = {dp, seq, pair, empty, forgetful, lin, m};
+    for (size_t k = 0; k < sizeof mods / sizeof *mods; k++)
+        clt_module_release(mods[k]);
+    clt_tensor_release(wide), clt_tensor_release(x);
+    test_sync_all();
+    ck_assert_live_eq(test_live_now(), before);
+}
+END_TEST
+
 Suite *suite_module(void)
 {
     Suite *s = suite_create("module");
@@ -882,6 +1242,8 @@ Suite *suite_module(void)
     ADD_DEVICE_TEST(tc, test_module_errors_name_the_layer);
     ADD_DEVICE_TEST(tc, test_module_fused_activation);
     ADD_DEVICE_TEST(tc, test_module_prelu_layer);
+    ADD_DEVICE_TEST(tc, test_module_forward_many);
+    ADD_DEVICE_TEST(tc, test_module_forward_many_errors);
     tcase_add_test(tc, test_module_options_defaults);
     tcase_add_test(tc, test_module_format);
     suite_add_tcase(s, tc);

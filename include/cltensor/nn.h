@@ -1,8 +1,8 @@
 /* Modules: PyTorch's nn.Module in C. A module type is a struct that embeds clt_module as its
- * first member plus a clt_module_type (name, size, forward, and optional hooks). Parameters,
- * buffers and child modules are registered by name; the library then iterates them with
- * PyTorch's dotted names, moves them between devices in place (clt_module_to: every module and
- * tensor handle stays the same object) and deep-copies them (clt_module_clone_to). */
+ * first member plus a clt_module_type (name, size, forward or forward_many, and optional hooks).
+ * Parameters, buffers and child modules are registered by name; the library then iterates them
+ * with PyTorch's dotted names, moves them between devices in place (clt_module_to: every module
+ * and tensor handle stays the same object) and deep-copies them (clt_module_clone_to). */
 #ifndef CLTENSOR_NN_H
 #define CLTENSOR_NN_H
 
@@ -18,7 +18,8 @@ typedef struct clt_module clt_module;
 typedef struct clt_module_type {
     const char *name; /* "Linear", "MyModel" */
     size_t size;      /* sizeof the struct that embeds clt_module as its first member */
-    /* The forward pass: a new reference, or NULL with the last error set. */
+    /* The forward pass of one input and one output: a new reference, or NULL with the last
+     * error set. NULL for a type with forward_many alone. */
     clt_tensor *(*forward)(clt_module *self, clt_tensor *x);
     /* Optional: frees what the type owns besides its registered tensors and children; called
      * by the last release, before those are released, also on a module whose own fields are
@@ -33,6 +34,14 @@ typedef struct clt_module_type {
      * parentheses of print(model) ("in_features=4, out_features=2, bias=True"), written into
      * buf of `size` bytes as snprintf does; returns the length the whole text needs. */
     int (*extra_repr)(const clt_module *self, char *buf, size_t size);
+    /* Optional: the forward pass of several inputs and outputs (clt_module_forward_many), which
+     * a type has in place of forward or beside it (clt_module_forward then runs forward). inputs
+     * holds n_inputs tensors, NULL for an
+     * optional input left out; outputs n_outputs NULL entries. CLT_OK once it has written a new
+     * reference into each, or an error with the last error set once it has released what it
+     * wrote; it refuses the counts it does not take or give (CLT_ERR_INVALID_ARGUMENT). */
+    clt_status (*forward_many)(clt_module *self, int n_inputs, clt_tensor *const *inputs,
+                               int n_outputs, clt_tensor **outputs);
 } clt_module_type;
 
 /* The base every module embeds first. Its fields belong to the library. */
@@ -129,9 +138,20 @@ CLT_API clt_status clt_module_to_dtype(clt_module *m, clt_dtype dtype);
 CLT_API clt_module *clt_module_clone_to(const clt_module *m, clt_device *dev);
 
 /* m's forward pass on x: a new reference, or NULL with the last error set (the forward's,
- * renamed). CLT_ERR_DEVICE_MISMATCH when m has parameters and x is on another device;
- * CLT_ERR_INVALID_ARGUMENT for NULL or a type without forward. */
+ * renamed). A type without forward runs forward_many with one input and one output.
+ * CLT_ERR_DEVICE_MISMATCH when m has parameters and x is on another device;
+ * CLT_ERR_INVALID_ARGUMENT for NULL or a type without forward or forward_many. */
 CLT_API clt_tensor *clt_module_forward(clt_module *m, clt_tensor *x);
+/* m's forward pass on n_inputs inputs (NULL entries: optional inputs left out) giving n_outputs
+ * outputs, PyTorch's `a, b, c = model(x, None)`: writes n_outputs new references into outputs,
+ * or on failure sets each of them to NULL and returns the error (the forward's, renamed as
+ * clt_module_forward renames it). A type without forward_many runs forward with one input and
+ * one output. CLT_ERR_INVALID_ARGUMENT for a NULL m or array, n_inputs < 0, n_outputs < 1, counts
+ * the type does not take or give, or a type without either forward; CLT_ERR_DEVICE_MISMATCH
+ * when m has parameters and an input is on another device. */
+CLT_API clt_status clt_module_forward_many(clt_module *m, int n_inputs,
+                                           clt_tensor *const *inputs, int n_outputs,
+                                           clt_tensor **outputs);
 
 /* --- layers: created on cpu with PyTorch's default initialisation from the default generator
  * (clt_manual_seed makes them reproducible); a new module, or NULL with the last error set. */

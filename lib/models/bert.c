@@ -80,8 +80,8 @@ clt_status bert_config_read(const char *path, bert_config *c, char *error, size_
 
 /* ---- structure: containers with Hugging Face's class names, registered children only ----- */
 
-#define CONTAINER(var, name)                                                                   \
-    static const clt_module_type var = {name, sizeof(clt_module), NULL, NULL, NULL, NULL}
+#define CONTAINER(var, type_name)                                                              \
+    static const clt_module_type var = {.name = type_name, .size = sizeof(clt_module)}
 CONTAINER(embeddings_type, "BertEmbeddings");
 CONTAINER(self_attention_type, "BertSelfAttention");
 CONTAINER(self_output_type, "BertSelfOutput");
@@ -104,8 +104,9 @@ static clt_tensor *bert_module_forward(clt_module *self, clt_tensor *ids)
     return bert_forward(self, ids, NULL, NULL, &hidden, NULL) == CLT_OK ? hidden : NULL;
 }
 
-static const clt_module_type bert_type = {"BertModel", sizeof(bert), bert_module_forward,
-                                          NULL,        NULL,         NULL};
+static const clt_module_type bert_type = {.name = "BertModel",
+                                          .size = sizeof(bert),
+                                          .forward = bert_module_forward};
 
 static clt_module *layer_norm(const bert_config *c)
 {

@@ -80,8 +80,9 @@ static clt_tensor *conv1d_forward(clt_module *self, clt_tensor *x)
     return y;
 }
 
-static const clt_module_type conv1d_type = {"Conv1D", sizeof(conv1d), conv1d_forward,
-                                            NULL,     NULL,           NULL};
+static const clt_module_type conv1d_type = {.name = "Conv1D",
+                                            .size = sizeof(conv1d),
+                                            .forward = conv1d_forward};
 
 /* weight N(0, 0.02) and bias zeros, as GPT-2's initialisation */
 static clt_tensor *normal(int64_t rows, int64_t cols, double std)
@@ -110,17 +111,14 @@ static clt_module *conv1d_new(int64_t nx, int64_t nf)
 
 /* Containers without a forward of their own: GPT2Attention, GPT2MLP, GPT2Block (run by
  * block_forward), nn.ModuleList, GPT2Model; registered children only. */
-static const clt_module_type attention_type =
-    {"GPT2Attention", sizeof(clt_module), NULL, NULL, NULL, NULL};
-static const clt_module_type mlp_type = {"GPT2MLP", sizeof(clt_module), NULL, NULL, NULL, NULL};
-static const clt_module_type block_type = {"GPT2Block", sizeof(clt_module), NULL, NULL, NULL,
-                                           NULL};
-static const clt_module_type list_type = {"ModuleList", sizeof(clt_module), NULL, NULL, NULL,
-                                          NULL};
-static const clt_module_type body_type = {"GPT2Model", sizeof(clt_module), NULL, NULL, NULL,
-                                          NULL};
+static const clt_module_type attention_type = {.name = "GPT2Attention",
+                                               .size = sizeof(clt_module)};
+static const clt_module_type mlp_type = {.name = "GPT2MLP", .size = sizeof(clt_module)};
+static const clt_module_type block_type = {.name = "GPT2Block", .size = sizeof(clt_module)};
+static const clt_module_type list_type = {.name = "ModuleList", .size = sizeof(clt_module)};
+static const clt_module_type body_type = {.name = "GPT2Model", .size = sizeof(clt_module)};
 /* lm_head: a Linear without bias whose weight is wte's */
-static const clt_module_type head_type = {"Linear", sizeof(clt_module), NULL, NULL, NULL, NULL};
+static const clt_module_type head_type = {.name = "Linear", .size = sizeof(clt_module)};
 
 typedef struct gpt {
     clt_module base;
@@ -131,8 +129,11 @@ typedef struct gpt {
 static clt_tensor *gpt_module_forward(clt_module *self, clt_tensor *ids);
 static void gpt_destroy(clt_module *self) { free(((gpt *)self)->blocks); }
 static clt_status gpt_clone(const clt_module *src, clt_module *dst);
-static const clt_module_type gpt_type = {"GPT2LMHeadModel", sizeof(gpt), gpt_module_forward,
-                                         gpt_destroy,       gpt_clone,   NULL};
+static const clt_module_type gpt_type = {.name = "GPT2LMHeadModel",
+                                         .size = sizeof(gpt),
+                                         .forward = gpt_module_forward,
+                                         .destroy = gpt_destroy,
+                                         .clone = gpt_clone};
 
 static clt_module *block_new(const gpt_config *c)
 {

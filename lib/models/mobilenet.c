@@ -51,8 +51,9 @@ static clt_tensor *block_forward(clt_module *self, clt_tensor *x)
     return sum;
 }
 
-static const clt_module_type block_type =
-    {"InvertedResidual", sizeof(inverted_residual), block_forward, NULL, NULL, NULL};
+static const clt_module_type block_type = {.name = "InvertedResidual",
+                                           .size = sizeof(inverted_residual),
+                                           .forward = block_forward};
 
 /* conv.0 the expansion (when t > 1), then the depthwise conv, then the projection and its
  * BatchNorm as two entries of conv itself: torchvision's names. */
@@ -97,8 +98,9 @@ static clt_tensor *mobilenet_forward(clt_module *self, clt_tensor *x)
     return y;
 }
 
-static const clt_module_type mobilenet_type =
-    {"MobileNetV2", sizeof(mobilenet), mobilenet_forward, NULL, NULL, NULL};
+static const clt_module_type mobilenet_type = {.name = "MobileNetV2",
+                                               .size = sizeof(mobilenet),
+                                               .forward = mobilenet_forward};
 
 enum { MAX_BLOCKS = 64 };
 

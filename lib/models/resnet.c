@@ -38,9 +38,9 @@ static clt_tensor *block_forward(clt_module *self, clt_tensor *x)
     return relu_of(sum);
 }
 
-static const clt_module_type block_type = {"BasicBlock",  sizeof(basic_block),
-                                           block_forward, NULL,
-                                           NULL,          NULL};
+static const clt_module_type block_type = {.name = "BasicBlock",
+                                           .size = sizeof(basic_block),
+                                           .forward = block_forward};
 
 static clt_module *conv(int64_t in, int64_t out, int k, int stride, int padding)
 {
@@ -101,8 +101,9 @@ static clt_tensor *resnet_forward(clt_module *self, clt_tensor *x)
     return step(r->fc, y);
 }
 
-static const clt_module_type resnet_type = {"ResNet", sizeof(resnet), resnet_forward,
-                                            NULL,     NULL,           NULL};
+static const clt_module_type resnet_type = {.name = "ResNet",
+                                            .size = sizeof(resnet),
+                                            .forward = resnet_forward};
 
 enum { MAX_STAGE_BLOCKS = 16 };
 

@@ -665,39 +665,125 @@ static void forward_failed(const char *fn, const clt_module *m)
     snprintf(trace.error, sizeof trace.error, "%s", clt_last_error());
 }
 
-clt_tensor *clt_module_forward(clt_module *m, clt_tensor *x)
+/* CLT_OK when m takes tensors from anywhere or has no parameters, or every input given is on
+ * m's device; else CLT_ERR_DEVICE_MISMATCH naming the input (by its index, of several). */
+static clt_status inputs_on_device(const char *fn, const clt_module *m, int n,
+                                   clt_tensor *const *inputs)
 {
-    static const char *const fn = "clt_module_forward";
     clt_device *dev;
-    clt_tensor *y;
-    if (!m || clt__tensor_check(fn, x) != CLT_OK) {
-        if (!m)
-            clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "module is NULL");
-        return NULL;
-    }
+    if (m->state->any_input_device || !clt__module_first_tensor(m, true))
+        return CLT_OK;
     dev = clt_module_device(m);
-    if (!m->state->any_input_device && clt__module_first_tensor(m, true) &&
-        dev != clt_tensor_device(x)) {
-        clt__error(CLT_ERR_DEVICE_MISMATCH, fn, "the input is on %s, the module (%s) on %s",
-                   clt_device_name(clt_tensor_device(x)), m->type->name, dev->name);
-        forward_failed(fn, m);
-        return NULL;
+    for (int i = 0; i < n; i++) {
+        clt_device *at = inputs[i] ? clt_tensor_device(inputs[i]) : dev;
+        if (at == dev)
+            continue;
+        if (n == 1)
+            return clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
+                              "the input is on %s, the module (%s) "
+                              "on %s",
+                              clt_device_name(at), m->type->name, dev->name);
+        return clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
+                          "input %d is on %s, the module (%s) on %s", i, clt_device_name(at),
+                          m->type->name, dev->name);
     }
-    if (!m->type->forward) {
-        clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s has no forward function", m->type->name);
+    return CLT_OK;
+}
+
+/* CLT_OK when a forward_many that succeeded wrote every output; else it releases them and
+ * names the first one missing. */
+static clt_status outputs_complete(const char *fn, const clt_module *m, int n, clt_tensor **out)
+{
+    int missing = -1;
+    for (int i = 0; i < n && missing < 0; i++)
+        if (!out[i])
+            missing = i;
+    if (missing < 0)
+        return CLT_OK;
+    for (int i = 0; i < n; i++) {
+        clt_tensor_release(out[i]);
+        out[i] = NULL;
+    }
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "%s's forward_many succeeded without "
+                      "output %d",
+                      m->type->name, missing);
+}
+
+/* The type's forward_many, or its forward on one input for one output (what a type with both
+ * runs for clt_module_forward: `one`), with the trace kept: m is checked and every outputs[i]
+ * NULL. On failure every outputs[i] is NULL again and the error renamed to fn, with the path of
+ * the module at fault. */
+static clt_status run_forward(const char *fn, clt_module *m, bool one, int n_in,
+                              clt_tensor *const *in, int n_out, clt_tensor **out)
+{
+    const clt_module_type *t = m->type;
+    bool many = t->forward_many && (!one || !t->forward);
+    clt_status st = inputs_on_device(fn, m, n_in, in);
+    if (st == CLT_OK && !t->forward && !t->forward_many)
+        st = clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s has no forward function", t->name);
+    if (st == CLT_OK && !many && (n_in != 1 || n_out != 1))
+        st = clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                        "%s takes one input and gives one output, not %d and %d", t->name, n_in,
+                        n_out);
+    if (st == CLT_OK && !many && !in[0])
+        st = clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s needs its one input, and it is NULL",
+                        t->name);
+    if (st != CLT_OK) {
         forward_failed(fn, m);
-        return NULL;
+        return st;
     }
     if (trace.depth == 0)
         trace.error[0] = '\0';
     if (trace.depth < FORWARD_DEPTH)
         trace.running[trace.depth] = m;
     trace.depth++;
-    y = m->type->forward(m, x);
+    if (many) {
+        st = t->forward_many(m, n_in, in, n_out, out);
+        if (st == CLT_OK)
+            st = outputs_complete(fn, m, n_out, out);
+    } else {
+        out[0] = t->forward(m, in[0]);
+        st = out[0] ? CLT_OK : clt_last_status();
+    }
     trace.depth--;
-    if (!y)
+    if (st != CLT_OK) {
+        for (int i = 0; i < n_out; i++) /* the type released what it wrote */
+            out[i] = NULL;
         forward_failed(fn, m);
-    return y;
+    }
+    return st;
+}
+
+clt_tensor *clt_module_forward(clt_module *m, clt_tensor *x)
+{
+    static const char *const fn = "clt_module_forward";
+    clt_tensor *y = NULL;
+    if (!m || clt__tensor_check(fn, x) != CLT_OK) {
+        if (!m)
+            clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "module is NULL");
+        return NULL;
+    }
+    return run_forward(fn, m, true, 1, &x, 1, &y) == CLT_OK ? y : NULL;
+}
+
+clt_status clt_module_forward_many(clt_module *m, int n_inputs, clt_tensor *const *inputs,
+                                   int n_outputs, clt_tensor **outputs)
+{
+    static const char *const fn = "clt_module_forward_many";
+    for (int i = 0; outputs && i < n_outputs; i++)
+        outputs[i] = NULL;
+    if (!m || !outputs || (!inputs && n_inputs > 0))
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL",
+                          !m         ? "the module"
+                          : !outputs ? "outputs"
+                                     : "inputs");
+    if (n_inputs < 0 || n_outputs < 1)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "n_inputs %d and n_outputs %d: a "
+                          "forward takes 0 or more inputs and gives 1 or more outputs",
+                          n_inputs, n_outputs);
+    return run_forward(fn, m, false, n_inputs, inputs, n_outputs, outputs);
 }
 
 /* ---- print(model) ------------------------------------------------------------------------------ */

@@ -276,9 +276,11 @@ static clt_status dp_clone(const clt_module *src, clt_module *dst)
     return CLT_OK;
 }
 
-static const clt_module_type dp_type = {"DataParallel", sizeof(data_parallel),
-                                        dp_forward,     dp_destroy,
-                                        dp_clone,       NULL};
+static const clt_module_type dp_type = {.name = "DataParallel",
+                                        .size = sizeof(data_parallel),
+                                        .forward = dp_forward,
+                                        .destroy = dp_destroy,
+                                        .clone = dp_clone};
 
 clt_module *clt_nn_data_parallel(clt_module *module, clt_device *const *devices, int n,
                                  clt_device *output_device)
