@@ -25,9 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <cltensor.h>
-
-#include "models/gpt.h"
+#include <cltensor/models.h>
 
 #define CHECK(expr)                                                                            \
     do {                                                                                       \
@@ -87,13 +85,11 @@ int main(int argc, char **argv)
                         "[--top-k K] [--seed S] PROMPT\n");
         return 2;
     }
-    gpt_config config = {.vocab_size = 256, .n_positions = 256, .n_embd = 128, .n_layer = 4,
-                         .n_head = 4, .layer_norm_epsilon = 1e-5};
-    char error[512];
-    if (config_path && gpt_config_read(config_path, &config, error, sizeof error) != CLT_OK) {
-        fprintf(stderr, "gpt: %s\n", error);
-        return 1;
-    }
+    clt_gpt2_config config = clt_gpt2_config_default(); /* GPT2Config(...) */
+    config.vocab_size = 256, config.n_positions = 256, config.n_embd = 128;
+    config.n_layer = 4, config.n_head = 4;
+    if (config_path)
+        CHECK(clt_gpt2_config_read(config_path, &config) == CLT_OK);
     int64_t n = (int64_t)strlen(prompt);
     if (config.vocab_size < 256 || n + tokens > config.n_positions) {
         fprintf(stderr, "gpt: a byte-level prompt needs vocab_size >= 256 (the model has %lld), "
@@ -105,10 +101,10 @@ int main(int argc, char **argv)
     clt_device *device = device_name ? clt_device_get(device_name) : clt_device_default();
     CHECK(device);
     clt_manual_seed(0);
-    clt_module *model = gpt_new(&config);
+    clt_module *model = clt_gpt2_new(&config);
     CHECK(model);
     if (weights)
-        CHECK(gpt_load(model, weights) == CLT_OK);
+        CHECK(clt_gpt2_load(model, weights) == CLT_OK);
     clt_module_train(model, false);
     CHECK(clt_module_to(model, device) == CLT_OK);
     printf("GPT-2: %d layers, %d heads, width %lld, %lld parameters, on %s%s\n", config.n_layer,
@@ -121,14 +117,14 @@ int main(int argc, char **argv)
     clt_tensor *next = clt_tensor_from_data(CLT_SHAPE(1, n), ids, CLT_I64, clt_device_cpu());
     free(ids);
     CHECK(next && clt_tensor_to_(&next, device) == CLT_OK);
-    gpt_cache cache;
-    CHECK(gpt_cache_init(&cache, model) == CLT_OK);
+    clt_gpt2_cache cache;
+    CHECK(clt_gpt2_cache_init(&cache, model) == CLT_OK);
     clt_manual_seed(seed); /* the sampler's draws */
     double start = now_s(), first = 0;
     printf("%s", prompt);
     CLT_NO_GRAD {
         for (int t = 0; t < tokens; t++) {
-            clt_tensor *logits = gpt_forward(model, next, &cache);
+            clt_tensor *logits = clt_gpt2_forward(model, next, &cache);
             CHECK(logits);
             clt_tensor *last = clt_narrow(logits, 1, clt_tensor_size(logits, 1) - 1, 1);
             clt_tensor *row = last ? clt_squeeze(last, 1) : NULL;
@@ -151,7 +147,7 @@ int main(int argc, char **argv)
            tokens, total, (long long)n, first,
            tokens > 1 ? (tokens - 1) / (total - first) : 0.0);
     clt_tensor_release(next);
-    gpt_cache_clear(&cache);
+    clt_gpt2_cache_clear(&cache);
     clt_module_release(model);
     return 0;
 }

@@ -17,9 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <cltensor.h>
-
-#include "models/resnet.h"
+#include <cltensor/models.h>
 
 #define CHECK(expr)                                                                            \
     do {                                                                                       \
@@ -109,7 +107,7 @@ int main(int argc, char **argv)
     clt_device *device = device_name ? clt_device_get(device_name) : clt_device_default();
     CHECK(device);
     clt_manual_seed(0);
-    clt_module *model = resnet18_new(1000);
+    clt_module *model = clt_resnet18(1000); /* torchvision.models.resnet18() */
     CHECK(model);
     if (weights)
         CHECK(clt_module_load(model, weights, true, NULL) == CLT_OK);

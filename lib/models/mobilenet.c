@@ -1,9 +1,9 @@
-/* MobileNetV2 as torchvision builds it (see mobilenet.h). */
+/* MobileNetV2 as torchvision builds it (see cltensor/models/mobilenet.h). */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 
-#include "mobilenet.h"
+#include <cltensor/models/mobilenet.h>
 
 /* torchvision's _make_divisible(v, 8) into *out: the nearest multiple of 8, at least 8, and not
  * below 90% of v; false, converting nothing, when v (positive) is more channels than an int
@@ -110,7 +110,7 @@ typedef struct block_plan {
     int stride, t;
 } block_plan;
 
-/* What mobilenet_v2_new builds: the channels out of the stem, out of the last block (the
+/* What clt_mobilenet_v2_new builds: the channels out of the stem, out of the last block (the
  * stem's when there is none) and out of the last convolution, and the blocks. */
 typedef struct plan {
     int64_t stem, body, last;
@@ -119,29 +119,29 @@ typedef struct plan {
 } plan;
 
 /* Adds stage s's blocks (torchvision's t, c, n, s in `row`) to the plan, each value checked on
- * its own before it is used: CLT_OK, or the error naming mobilenet_v2_new. */
+ * its own before it is used: CLT_OK, or the error naming clt_mobilenet_v2_new. */
 static clt_status plan_stage(plan *p, int s, const int row[4], double width_mult)
 {
     static const char *const names[4] = {"t", "c", "n", "s"};
     int64_t out;
     for (int i = 0; i < 4; i++)
         if (row[i] < (i == 2 ? 0 : 1))
-            return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "mobilenet_v2_new",
+            return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "clt_mobilenet_v2_new",
                                  "stage %d: %s %d must be at least %d", s, names[i], row[i],
                                  i == 2 ? 0 : 1);
     if (row[2] > MAX_BLOCKS - p->blocks)
-        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "mobilenet_v2_new",
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "clt_mobilenet_v2_new",
                              "stage %d: n %d blocks after the %d of the stages before it are "
                              "more than %d",
                              s, row[2], p->blocks, MAX_BLOCKS);
     if (!divisible(row[1] * width_mult, &out))
-        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "mobilenet_v2_new",
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "clt_mobilenet_v2_new",
                              "stage %d: c %d times width_mult %g is more channels than an int "
                              "holds",
                              s, row[1], width_mult);
     for (int i = 0; i < row[2]; i++, p->body = out) {
         if (p->body > INT_MAX / row[0]) /* the depthwise convolution's groups: an int */
-            return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "mobilenet_v2_new",
+            return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "clt_mobilenet_v2_new",
                                  "stage %d: t %d times %lld channels in is more hidden channels "
                                  "than an int holds",
                                  s, row[0], (long long)p->body);
@@ -150,11 +150,11 @@ static clt_status plan_stage(plan *p, int s, const int row[4], double width_mult
     return CLT_OK;
 }
 
-/* CLT_OK when config c's own values can be built, the error naming mobilenet_v2_new naming the
- * first that cannot. */
-static clt_status check_config(const mobilenet_config *c)
+/* CLT_OK when config c's own values can be built, else the error naming clt_mobilenet_v2_new
+ * and the first value that cannot. */
+static clt_status check_config(const clt_mobilenet_v2_config *c)
 {
-    const char *f = "mobilenet_v2_new";
+    const char *f = "clt_mobilenet_v2_new";
     if (!c)
         return clt_set_error(CLT_ERR_INVALID_ARGUMENT, f, "config is NULL");
     if (!(c->width_mult > 0 && isfinite(c->width_mult)))
@@ -163,8 +163,8 @@ static clt_status check_config(const mobilenet_config *c)
     if (c->num_classes < 1)
         return clt_set_error(CLT_ERR_INVALID_ARGUMENT, f, "num_classes %d must be positive",
                              c->num_classes);
-    if (!(c->dropout >= 0 && c->dropout < 1))
-        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, f, "dropout %g must be in [0, 1)",
+    if (!(c->dropout >= 0 && c->dropout <= 1))
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, f, "dropout %g must be from 0 to 1",
                              c->dropout);
     if (c->setting && c->stages < 1)
         return clt_set_error(CLT_ERR_INVALID_ARGUMENT, f,
@@ -173,8 +173,8 @@ static clt_status check_config(const mobilenet_config *c)
 }
 
 /* The plan of config c, every value checked before it is converted or used: CLT_OK, or the
- * error naming mobilenet_v2_new. */
-static clt_status plan_new(const mobilenet_config *c, plan *p)
+ * error naming clt_mobilenet_v2_new. */
+static clt_status plan_new(const clt_mobilenet_v2_config *c, plan *p)
 {
     static const int v2[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
                                  {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
@@ -183,7 +183,7 @@ static clt_status plan_new(const mobilenet_config *c, plan *p)
         return st;
     if (!divisible(32 * c->width_mult, &p->stem) ||
         !divisible(1280 * (c->width_mult > 1 ? c->width_mult : 1), &p->last))
-        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "mobilenet_v2_new",
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "clt_mobilenet_v2_new",
                              "width_mult %g makes more channels than an int holds (1280 times "
                              "it in the last convolution)",
                              c->width_mult);
@@ -195,7 +195,7 @@ static clt_status plan_new(const mobilenet_config *c, plan *p)
     return st;
 }
 
-clt_module *mobilenet_v2_new(const mobilenet_config *c)
+clt_module *clt_mobilenet_v2_new(const clt_mobilenet_v2_config *c)
 {
     plan p = {.blocks = 0};
     clt_module *features[MAX_BLOCKS + 2], *m = NULL;
@@ -224,8 +224,15 @@ clt_module *mobilenet_v2_new(const mobilenet_config *c)
     return m;
 }
 
-clt_module *mobilenet_v2_default_new(int num_classes)
+clt_mobilenet_v2_config clt_mobilenet_v2_config_default(void)
 {
-    return mobilenet_v2_new(
-        &(mobilenet_config){.width_mult = 1.0, .num_classes = num_classes, .dropout = 0.2});
+    return (clt_mobilenet_v2_config){
+        .width_mult = 1.0, .num_classes = 1000, .dropout = 0.2, .setting = NULL, .stages = 0};
+}
+
+clt_module *clt_mobilenet_v2(int num_classes)
+{
+    clt_mobilenet_v2_config c = clt_mobilenet_v2_config_default();
+    c.num_classes = num_classes;
+    return clt_mobilenet_v2_new(&c);
 }

@@ -2,7 +2,7 @@
  * threads): ResNet-18 inference at 224 x 224, batches of 1 and 16, and MobileNetV2's
  * (depthwise convolutions) for a batch of 1 (eval mode, no recording),
  * and GPT-2 small generating NEW tokens greedily after a PROMPT-token prompt with the KV cache
- * (samples/models), on cpu and each device named (default: cpu gpu:0). Random weights: the
+ * (cltensor_models), on cpu and each device named (default: cpu gpu:0). Random weights: the
  * work is the same as trained ones'. One JSON line per case:
  * {"bench": "models", "case": "resnet18_b1", "device": "cpu", "time_s": ..., "torch_s": ...,
  *  "ratio": ...}
@@ -11,12 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cltensor.h>
+#include <cltensor/models.h>
 
 #include "bench_util.h"
-#include "models/gpt.h"
-#include "models/mobilenet.h"
-#include "models/resnet.h"
 
 #define PROMPT 32
 
@@ -112,13 +109,13 @@ static double gpt_time(clt_module *model, clt_device *dev, int new_tokens)
     int64_t ids[PROMPT];
     for (int i = 0; i < PROMPT; i++)
         ids[i] = (i * 7919) % 50257;
-    gpt_cache cache;
-    must(gpt_cache_init(&cache, model) == CLT_OK, "cache");
+    clt_gpt2_cache cache;
+    must(clt_gpt2_cache_init(&cache, model) == CLT_OK, "cache");
     clt_tensor *next = clt_tensor_from_data(CLT_SHAPE(1, PROMPT), ids, CLT_I64, dev);
     double start = now_s();
     CLT_NO_GRAD {
         for (int t = 0; t < new_tokens; t++) {
-            clt_tensor *logits = gpt_forward(model, next, &cache);
+            clt_tensor *logits = clt_gpt2_forward(model, next, &cache);
             must(logits != NULL, "gpt forward");
             clt_tensor *last = clt_narrow(logits, 1, clt_tensor_size(logits, 1) - 1, 1);
             clt_tensor *arg = clt_argmax(last, 2, false);
@@ -131,7 +128,7 @@ static double gpt_time(clt_module *model, clt_device *dev, int new_tokens)
     }
     double t = now_s() - start;
     clt_tensor_release(next);
-    gpt_cache_clear(&cache);
+    clt_gpt2_cache_clear(&cache);
     return t;
 }
 
@@ -161,19 +158,19 @@ int main(int argc, char **argv)
         clt_device *dev = clt_device_get(names[d]);
         must(dev != NULL, names[d]);
         clt_manual_seed(0);
-        clt_module *net = resnet18_new(1000);
+        clt_module *net = clt_resnet18(1000);
         must(net && clt_module_to(net, dev) == CLT_OK, "resnet18");
         clt_module_train(net, false);
         report("resnet18_b1", dev, image_time(net, dev, 1, repeats), runs, "");
         report("resnet18_b16", dev, image_time(net, dev, 16, quick ? 1 : 3), runs, "");
         clt_module_release(net);
-        net = mobilenet_v2_default_new(1000);
+        net = clt_mobilenet_v2(1000);
         must(net && clt_module_to(net, dev) == CLT_OK, "mobilenet_v2");
         clt_module_train(net, false);
         report("mobilenet_v2_b1", dev, image_time(net, dev, 1, repeats), runs, "");
         clt_module_release(net);
-        gpt_config c = gpt2_small_config();
-        clt_module *gpt = gpt_new(&c);
+        clt_gpt2_config c = clt_gpt2_config_default();
+        clt_module *gpt = clt_gpt2_new(&c);
         must(gpt && clt_module_to(gpt, dev) == CLT_OK, "gpt2");
         clt_module_train(gpt, false);
         gpt_time(gpt, dev, 2); /* warm-up */
