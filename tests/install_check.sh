@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the build into a temporary prefix and builds programs outside the tree against it:
 # with find_package (shared and static imported targets, C and C++) and with pkg-config, then
-# runs them and the installed clt-info. Checks the installed layout and the SONAME.
+# runs them and the installed clt-info. Checks the installed layout and the SONAME. With
+# CLT_INSTALL_MODELS=1 (the default) the same for cltensor_models: its headers, libraries,
+# CMake component and cltensor_models.pc, and a program running ResNet-18 built both ways.
 #   install_check.sh CMAKE BUILD_DIR SOURCE_DIR VERSION SOVERSION CC
 set -euo pipefail
 cmake=$1 build=$2 src=$3 version=$4 soversion=$5 cc=$6
@@ -31,14 +33,36 @@ for f in libcltensor.so "libcltensor.so.$soversion" "libcltensor.so.$version" li
 done
 soname=$(objdump -p "$libdir/libcltensor.so.$version" | awk '$1 == "SONAME" {print $2}')
 [[ $soname == "libcltensor.so.$soversion" ]] || fail "SONAME is '$soname', not libcltensor.so.$soversion"
+models=${CLT_INSTALL_MODELS:-1}
+if [[ $models == 1 ]]; then
+  for f in include/cltensor/models.h include/cltensor/models/export.h \
+           include/cltensor/models/resnet.h include/cltensor/models/gpt2.h; do
+    [[ -f $prefix/$f ]] || fail "$f is not installed"
+  done
+  for f in libcltensor_models.so "libcltensor_models.so.$soversion" libcltensor_models.a \
+           pkgconfig/cltensor_models.pc cmake/cltensor/cltensorModelsTargets.cmake \
+           cmake/cltensor/cltensorModelsStaticTargets.cmake; do
+    [[ -e $libdir/$f ]] || fail "$libdir/$f is not installed"
+  done
+  soname=$(objdump -p "$libdir/libcltensor_models.so.$version" | awk '$1 == "SONAME" {print $2}')
+  [[ $soname == "libcltensor_models.so.$soversion" ]] ||
+    fail "cltensor_models' SONAME is '$soname', not libcltensor_models.so.$soversion"
+elif [[ -e $prefix/include/cltensor/models.h ]]; then
+  fail "include/cltensor/models.h is installed without cltensor_models"
+fi
 
 echo "== find_package(cltensor) from $prefix"
+want_models=OFF
+[[ $models == 1 ]] && want_models=ON
 "$cmake" -S "$src/tests/install" -B "$work/app" -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER="$cc" >"$work/configure.log" || {
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER="$cc" -DCLT_WANT_MODELS=$want_models \
+  >"$work/configure.log" || {
   cat "$work/configure.log"; fail "the outside project does not configure"; }
 "$cmake" --build "$work/app" >"$work/build.log" 2>&1 || {
   cat "$work/build.log"; fail "the outside project does not build"; }
-for exe in consumer consumer_static consumer_cxx; do
+exes=(consumer consumer_static consumer_cxx)
+[[ $models == 1 ]] && exes+=(models_consumer models_consumer_static)
+for exe in "${exes[@]}"; do
   "$work/app/$exe" || fail "$exe failed"
 done
 # the shared consumers load the installed library, not the build tree's (each listing taken
@@ -48,6 +72,14 @@ loads=$(ldd "$work/app/consumer")
   fail "consumer does not load $libdir/libcltensor.so.$soversion: $loads"
 loads=$(ldd "$work/app/consumer_static")
 [[ $loads != *libcltensor* ]] || fail "consumer_static loads a shared libcltensor"
+if [[ $models == 1 ]]; then
+  loads=$(ldd "$work/app/models_consumer")
+  [[ $loads == *"$libdir/libcltensor_models.so.$soversion"* &&
+     $loads == *"$libdir/libcltensor.so.$soversion"* ]] ||
+    fail "models_consumer does not load the installed libraries: $loads"
+  loads=$(ldd "$work/app/models_consumer_static")
+  [[ $loads != *libcltensor* ]] || fail "models_consumer_static loads a shared libcltensor"
+fi
 # a version the package does not satisfy is refused (before 1.0 the minor version must match)
 next_minor=$(echo "$version" | awk -F. '{print $1 "." $2 + 1}')
 if "$cmake" -S "$src/tests/install" -B "$work/app-next" -DCMAKE_PREFIX_PATH="$prefix" \
@@ -63,6 +95,15 @@ export PKG_CONFIG_PATH=$libdir/pkgconfig
 "$cc" -std=c11 -Wall -Wextra -pedantic -Werror -o "$work/consumer_pc" "$src/tests/install/consumer.c" \
   $(pkg-config --cflags --libs cltensor) -Wl,-rpath,"$libdir" || fail "the pkg-config build failed"
 "$work/consumer_pc" || fail "consumer_pc failed"
+if [[ $models == 1 ]]; then
+  [[ $(pkg-config --modversion cltensor_models) == "$version" ]] ||
+    fail "pkg-config --modversion cltensor_models: $(pkg-config --modversion cltensor_models)"
+  # shellcheck disable=SC2046 # the flags are words
+  "$cc" -std=c11 -Wall -Wextra -pedantic -Werror -o "$work/models_consumer_pc" \
+    "$src/tests/install/models_consumer.c" $(pkg-config --cflags --libs cltensor_models) \
+    -Wl,-rpath,"$libdir" || fail "the pkg-config build of models_consumer failed"
+  "$work/models_consumer_pc" || fail "models_consumer_pc failed"
+fi
 
 echo "== the installed clt-info"
 out=$("$prefix/bin/clt-info" --version) || fail "clt-info --version failed"
