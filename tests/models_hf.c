@@ -491,6 +491,46 @@ START_TEST(test_models_gpt2_dropout)
 }
 END_TEST
 
+/* The unfused attention (dropout on the probabilities, here at 1e-9: nothing is dropped)
+ * computes what the fused one does with each of its masks: GPT-2's causal prompt and its
+ * cached steps, BERT's padding mask. */
+START_TEST(test_models_attention_unfused)
+{
+    clt_gpt2_config c = tiny_gpt2();
+    c.attn_pdrop = 1e-9;
+    clt_module *g = clt_gpt2_new(&c);
+    randomize(g, 41);
+    clt_tensor *ids = ids_of(token_row, 5), *prompt = clt_narrow(ids, 1, 0, 2);
+    clt_tensor *rest = clt_narrow(ids, 1, 2, 3), *out[2][2];
+    for (int training = 0; training < 2; training++) { /* fused in evaluation, unfused else */
+        clt_gpt2_cache cache;
+        clt_module_train(g, training);
+        ck_assert_int_eq(clt_gpt2_cache_init(&cache, g), CLT_OK);
+        out[training][0] = clt_gpt2_forward(g, prompt, &cache);
+        out[training][1] = clt_gpt2_forward(g, rest, &cache);
+        ck_assert_msg(out[training][1] != NULL, "%s", clt_last_error());
+        clt_gpt2_cache_clear(&cache);
+    }
+    test_assert_close(out[1][0], out[0][0], 1e-5, "the causal prompt, unfused");
+    test_assert_close(out[1][1], out[0][1], 1e-5, "3 tokens after 2 cached, unfused");
+    clt_bert_config b = tiny_bert();
+    b.attention_probs_dropout_prob = 1e-9;
+    clt_module *m = clt_bert_new(&b);
+    randomize(m, 43);
+    static const int64_t keep[5] = {1, 1, 1, 0, 0};
+    clt_tensor *mask = ids_of(keep, 5), *hidden[2];
+    for (int training = 0; training < 2; training++) {
+        clt_module_train(m, training);
+        ck_assert_int_eq(clt_bert_forward(m, ids, NULL, mask, &hidden[training], NULL), CLT_OK);
+    }
+    test_assert_close(hidden[1], hidden[0], 1e-5, "BERT's padding mask, unfused");
+    clt_tensor *all[] = {out[0][0], out[0][1], out[1][0], out[1][1], hidden[0], hidden[1],
+                         mask,      rest,      prompt,    ids};
+    TEST_RELEASE_ALL(all);
+    clt_module_release(g), clt_module_release(m);
+}
+END_TEST
+
 /* The BERT of config c against the written-out one; its hidden state, returned. */
 static clt_tensor *check_bert(const clt_bert_config *c, act_fn act, int drop, bool training,
                               const char *what)
@@ -1179,6 +1219,7 @@ void models_hf_add_tests(TCase *tc)
     tcase_add_test(tc, test_models_gpt2_activations);
     tcase_add_test(tc, test_models_gpt2_options);
     tcase_add_test(tc, test_models_gpt2_dropout);
+    tcase_add_test(tc, test_models_attention_unfused);
     tcase_add_test(tc, test_models_bert_options);
     tcase_add_test(tc, test_models_bert_pad_token);
     tcase_add_test(tc, test_models_config_accepted);
