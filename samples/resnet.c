@@ -3,15 +3,16 @@
  *     model = torchvision.models.resnet18()
  *     model.load_state_dict(safetensors.torch.load_file("resnet18.safetensors"))
  *     model.eval().to(device)
- *     x = normalize(center_crop(resize(image, 256), 224))   # ImageNet's mean and std
+ *     transform = Compose([Resize(256), CenterCrop(224), ToTensor(),
+ *                          Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])])
+ *     x = transform(Image.open(path).convert("RGB"))
  *     probabilities = model(x.unsqueeze(0).to(device)).softmax(1)
  *
- * Usage: resnet [--weights FILE] [--device NAME] [--top K] IMAGE.ppm...
- * IMAGE is a binary PPM (P6, 8 bits), the format `convert x.jpg x.ppm` or `pnmtopng -r` make.
- * --weights names a safetensors file of torchvision's resnet18 state_dict (its names: conv1,
+ * Usage: resnet [--weights FILE] [--device NAME] [--top K] IMAGE...
+ * IMAGE is a JPEG, PNG or binary PPM file, read and transformed exactly as PIL and torchvision
+ * do it (clt_image_read, clt_image_imagenet). --weights names a safetensors file of torchvision's resnet18 state_dict (its names: conv1,
  * bn1, layer1.0.conv1, ..., fc); without it the weights are PyTorch's random initialisation
  * and the classes mean nothing. Prints, per image, the top K (5) classes and probabilities. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,55 +27,6 @@
             exit(1);                                                                           \
         }                                                                                      \
     } while (0)
-
-/* A binary PPM's pixels (w x h x 3 bytes), or NULL with a message on stderr. */
-static unsigned char *read_ppm(const char *path, int *w, int *h)
-{
-    FILE *f = fopen(path, "rb");
-    int maxval;
-    unsigned char *px = NULL;
-    if (!f || fscanf(f, "P6 %d %d %d", w, h, &maxval) != 3 || maxval != 255 || *w < 1 ||
-        *h < 1 || *w > 16384 || *h > 16384 || fgetc(f) == EOF) {
-        fprintf(stderr, "resnet: %s is not a binary 8-bit PPM (P6)\n", path);
-    } else if ((px = malloc((size_t)*w * (size_t)*h * 3)) &&
-               fread(px, 3, (size_t)*w * (size_t)*h, f) != (size_t)*w * (size_t)*h) {
-        fprintf(stderr, "resnet: %s is truncated\n", path);
-        free(px);
-        px = NULL;
-    }
-    if (f)
-        fclose(f);
-    return px;
-}
-
-/* torchvision's preprocessing: the shorter side resized to 256 (bilinear, pixel centres
- * aligned), the centre 224 x 224 cut out, scaled to [0, 1] and normalised with ImageNet's
- * mean and std, channels first: 3 x 224 x 224 floats into out. */
-static void preprocess(const unsigned char *px, int w, int h, float *out)
-{
-    static const float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
-    double s = 256.0 / (w < h ? w : h);
-    double rw = w * s, rh = h * s, x0 = (rw - 224) / 2, y0 = (rh - 224) / 2;
-    for (int y = 0; y < 224; y++) {
-        for (int x = 0; x < 224; x++) {
-            double sx = (x + x0 + 0.5) / s - 0.5, sy = (y + y0 + 0.5) / s - 0.5;
-            int ix = (int)floor(sx), iy = (int)floor(sy);
-            double fx = sx - ix, fy = sy - iy;
-            for (int c = 0; c < 3; c++) {
-                double v = 0;
-                for (int dy = 0; dy < 2; dy++)
-                    for (int dx = 0; dx < 2; dx++) {
-                        int cx = ix + dx < 0 ? 0 : ix + dx >= w ? w - 1 : ix + dx;
-                        int cy = iy + dy < 0 ? 0 : iy + dy >= h ? h - 1 : iy + dy;
-                        v += (dx ? fx : 1 - fx) * (dy ? fy : 1 - fy) *
-                             px[((size_t)cy * (size_t)w + (size_t)cx) * 3 + (size_t)c];
-                    }
-                out[(size_t)c * 224 * 224 + (size_t)y * 224 + (size_t)x] =
-                    ((float)(v / 255.0) - mean[c]) / std[c];
-            }
-        }
-    }
-}
 
 static double now_s(void)
 {
@@ -101,7 +53,7 @@ int main(int argc, char **argv)
     }
     int images = argc - first_image;
     if (images < 1 || top < 1 || top > 1000) {
-        fprintf(stderr, "usage: resnet [--weights FILE] [--device NAME] [--top K] IMAGE.ppm...\n");
+        fprintf(stderr, "usage: resnet [--weights FILE] [--device NAME] [--top K] IMAGE...\n");
         return 2;
     }
     clt_device *device = device_name ? clt_device_get(device_name) : clt_device_default();
@@ -116,19 +68,19 @@ int main(int argc, char **argv)
     clt_module_train(model, false);                 /* model.eval() */
     CHECK(clt_module_to(model, device) == CLT_OK);  /* model.to(device) */
 
-    float *batch = malloc((size_t)images * 3 * 224 * 224 * sizeof *batch);
-    CHECK(batch);
+    clt_tensor **inputs = calloc((size_t)images, sizeof *inputs);
+    CHECK(inputs);
     for (int i = 0; i < images; i++) {
-        int w, h;
-        unsigned char *px = read_ppm(argv[first_image + i], &w, &h);
-        if (!px)
-            return 1;
-        preprocess(px, w, h, batch + (size_t)i * 3 * 224 * 224);
-        free(px);
+        clt_tensor *image = clt_image_read(argv[first_image + i]); /* .convert("RGB") */
+        CHECK(image);
+        inputs[i] = clt_image_imagenet(image); /* transform(image): (3, 224, 224) */
+        clt_tensor_release(image);
+        CHECK(inputs[i]);
     }
-    clt_tensor *x = clt_tensor_from_data(CLT_SHAPE(images, 3, 224, 224), batch, CLT_F32,
-                                         clt_device_cpu());
-    free(batch);
+    clt_tensor *x = clt_stack(inputs, images, 0); /* torch.stack(inputs) */
+    for (int i = 0; i < images; i++)
+        clt_tensor_release(inputs[i]);
+    free(inputs);
     CHECK(x && clt_tensor_to_(&x, device) == CLT_OK); /* x = x.to(device) */
     double start = now_s();
     clt_tensor *probabilities = NULL;

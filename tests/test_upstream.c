@@ -1,6 +1,7 @@
 /* The upstream suite: cltensor_models against the upstream implementations themselves
  * (torchvision's resnet18, resnet50 and mobilenet_v2, transformers' GPT2LMHeadModel and
- * BertModel, in every configuration option the library implements), on every device. The
+ * BertModel, in every configuration option the library implements), on every device, and
+ * ResNet-18 on a photo through the library's ImageNet transform against torchvision's. The
  * reference files (tests/reference/upstream_*.safetensors, written by make_upstream.py) hold
  * the inputs, the upstream outputs, the config.json transformers wrote and, instead of the
  * weights, the formula that computed them: each side fills the full-size models itself. */
@@ -178,6 +179,53 @@ START_TEST(test_upstream_mobilenet_v2)
 }
 END_TEST
 
+/* ResNet-18 on a 640 x 480 photo through the library's ImageNet transform: torchvision's
+ * logits and top 5 classes (the resnet sample's two calls). */
+START_TEST(test_upstream_resnet18_photo)
+{
+    clt_device *dev = test_device(_i);
+    clt_safetensors st;
+    ck_assert_msg(clt_safetensors_load(REFERENCE("resnet18_photo"), dev, &st) == CLT_OK, "%s",
+                  clt_last_error());
+    clt_module *m = clt_resnet18(1000);
+    ck_assert_msg(m != NULL, "%s", clt_last_error());
+    load_formula(m, &st);
+    ck_assert_int_eq(clt_module_to(m, dev), CLT_OK);
+    clt_module_train(m, false);
+    clt_tensor *img = clt_image_read(CLT_TEST_DATA_DIR "/images/photo.jpg");
+    if (!img && !clt_image_format_available(CLT_IMAGE_JPEG)) {
+        printf("upstream: built without libjpeg, the photo is not compared\n");
+        clt_module_release(m), clt_safetensors_clear(&st);
+        return;
+    }
+    ck_assert_msg(img != NULL, "%s", clt_last_error());
+    clt_tensor *x = clt_image_imagenet(img), *batch = clt_unsqueeze(x, 0);
+    ck_assert_msg(batch != NULL, "%s", clt_last_error());
+    ck_assert_int_eq(clt_tensor_to_(&batch, dev), CLT_OK);
+    CLT_NO_GRAD {
+        clt_tensor *logits = clt_module_forward(m, batch);
+        assert_upstream(logits, ref(&st, "logits"), "photo", dev);
+        /* the top 5, in order */
+        double *got = test_values(logits), *want = test_values(ref(&st, "top5"));
+        bool taken[1000] = {false};
+        for (int k = 0; k < 5; k++) {
+            int best = -1;
+            for (int c = 0; c < 1000; c++)
+                if (!taken[c] && (best < 0 || got[c] > got[best]))
+                    best = c;
+            taken[best] = true;
+            ck_assert_msg(best == (int)want[k], "class %d of the top 5 on %s: %d, torchvision's %g",
+                          k, clt_device_name(dev), best, want[k]);
+        }
+        free(got), free(want);
+        clt_tensor_release(logits);
+    }
+    clt_tensor_release(batch), clt_tensor_release(x), clt_tensor_release(img);
+    clt_module_release(m);
+    clt_safetensors_clear(&st);
+}
+END_TEST
+
 /* The GPT-2 configurations: the default and each option transformers' GPT2Config has that
  * changes the computation. */
 static const char *const gpt2_cases[] = {
@@ -307,6 +355,7 @@ Suite *suite_upstream(void)
     ADD_DEVICE_TEST(vision, test_upstream_resnet18);
     ADD_DEVICE_TEST(vision, test_upstream_resnet50);
     ADD_DEVICE_TEST(vision, test_upstream_mobilenet_v2);
+    ADD_DEVICE_TEST(vision, test_upstream_resnet18_photo);
     suite_add_tcase(s, vision);
     TCase *small = test_case("upstream_small", 600);
     ADD_DEVICE_TEST(small, test_upstream_gpt2);

@@ -11,6 +11,9 @@ folder) one file per model, upstream_<name>.safetensors, holding:
   input (and for BERT token_type_ids and attention_mask)   what the model is given
   output tensors: logits (vision, GPT-2), last_hidden_state and pooler_output (BERT), greedy
                   (GPT-2: 20 tokens greedy decoding appends to the first row of input)
+  upstream_resnet18_photo.safetensors: ResNet-18's logits and top 5 classes on
+                  tests/data/images/photo.jpg through torchvision's ImageNet transform (no input:
+                  the image is the input)
   metadata "weights": a JSON object {name: [offset, scale]} for every floating entry of the
                   model's state_dict; entry `name` of n elements holds, element i,
                   (float)(offset + scale * u(name, i)), u of the formula below
@@ -121,6 +124,28 @@ def vision(out, name, ctor, shape):
          {"weights": json.dumps(rules), "versions": versions()})
 
 
+def photo(out):
+    """ResNet-18 on tests/data/images/photo.jpg (640 x 480) through torchvision's ImageNet
+    transform, as a user writes it: its top 5 classes."""
+    import torchvision.models as tv
+    from PIL import Image
+    from torchvision import transforms
+    here = os.path.dirname(os.path.abspath(__file__))
+    image = Image.open(os.path.join(here, "..", "data", "images", "photo.jpg")).convert("RGB")
+    transform = transforms.Compose([
+        transforms.Resize(256), transforms.CenterCrop(224), transforms.ToTensor(),
+        transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])])
+    model = tv.resnet18().eval()
+    rules = fill(model)
+    x = transform(image).unsqueeze(0)
+    with torch.no_grad():
+        logits = model(x)
+    top5 = logits[0].topk(5).indices
+    save(os.path.join(out, "upstream_resnet18_photo.safetensors"),
+         {"logits": logits, "top5": top5.contiguous()},
+         {"weights": json.dumps(rules), "versions": versions()})
+
+
 GPT2_SMALL = dict(vocab_size=96, n_positions=32, n_embd=32, n_layer=2, n_head=4)
 # every option of GPT2Config that changes the computation, each on its own
 GPT2_VARIANTS = {
@@ -195,6 +220,7 @@ def main():
     vision(out, "resnet18", tv.resnet18, (1, 3, 64, 64))
     vision(out, "resnet50", tv.resnet50, (1, 3, 64, 64))
     vision(out, "mobilenet_v2", tv.mobilenet_v2, (1, 3, 64, 64))
+    photo(out)
     for name, options in GPT2_VARIANTS.items():
         gpt2(out, name, options)
     for name, options in BERT_VARIANTS.items():
