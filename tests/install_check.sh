@@ -3,7 +3,8 @@
 # with find_package (shared and static imported targets, C and C++) and with pkg-config, then
 # runs them and the installed clt-info. Checks the installed layout and the SONAME. With
 # CLT_INSTALL_MODELS=1 (the default) the same for cltensor_models: its headers, libraries,
-# CMake component and cltensor_models.pc, and a program running ResNet-18 built both ways.
+# CMake component and cltensor_models.pc, and a program running ResNet-18 on an image (read
+# and transformed by the library) built both ways.
 #   install_check.sh CMAKE BUILD_DIR SOURCE_DIR VERSION SOVERSION CC
 set -euo pipefail
 cmake=$1 build=$2 src=$3 version=$4 soversion=$5 cc=$6
@@ -62,8 +63,14 @@ want_models=OFF
   cat "$work/build.log"; fail "the outside project does not build"; }
 exes=(consumer consumer_static consumer_cxx)
 [[ $models == 1 ]] && exes+=(models_consumer models_consumer_static)
+image=$src/tests/data/images/photo.ppm
 for exe in "${exes[@]}"; do
-  "$work/app/$exe" || fail "$exe failed"
+  if [[ $exe == models_* ]]; then
+    out=$("$work/app/$exe" "$image") || fail "$exe failed"
+    [[ $out == "$image: class "[0-9]* ]] || fail "$exe printed '$out'"
+  else
+    "$work/app/$exe" || fail "$exe failed"
+  fi
 done
 # the shared consumers load the installed library, not the build tree's (each listing taken
 # whole first: `ldd | grep -q` fails under pipefail when grep stops reading early)
@@ -102,7 +109,7 @@ if [[ $models == 1 ]]; then
   "$cc" -std=c11 -Wall -Wextra -pedantic -Werror -o "$work/models_consumer_pc" \
     "$src/tests/install/models_consumer.c" $(pkg-config --cflags --libs cltensor_models) \
     -Wl,-rpath,"$libdir" || fail "the pkg-config build of models_consumer failed"
-  "$work/models_consumer_pc" || fail "models_consumer_pc failed"
+  "$work/models_consumer_pc" "$image" || fail "models_consumer_pc failed"
 fi
 
 echo "== the installed clt-info"
