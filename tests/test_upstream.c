@@ -329,6 +329,18 @@ static void check_bert(const char *name, clt_device *dev)
         assert_upstream(hidden, ref(&st, "last_hidden_state"), name, dev);
         assert_upstream(pooled, ref(&st, "pooler_output"), name, dev);
         clt_tensor_release(hidden), clt_tensor_release(pooled);
+        /* the same as a module of three inputs and two outputs */
+        clt_tensor *in[3] = {ref(&st, "input"), ref(&st, "token_type_ids"),
+                             ref(&st, "attention_mask")};
+        clt_tensor *out[2];
+        ck_assert_msg(clt_module_forward_many(m, 3, in, 2, out) == CLT_OK, "%s",
+                      clt_last_error());
+        assert_upstream(out[0], ref(&st, "last_hidden_state"), name, dev);
+        assert_upstream(out[1], ref(&st, "pooler_output"), name, dev);
+        clt_tensor_release(out[0]), clt_tensor_release(out[1]);
+        ck_assert_int_eq(clt_module_forward_many(m, 3, in, 3, out), CLT_ERR_INVALID_ARGUMENT);
+        ck_assert_error_has("1 or 2 outputs (last_hidden_state, pooler_output), not 3 inputs and 3 outputs");
+        ck_assert_ptr_null(out[0]);
     }
     clt_module_release(m);
     clt_safetensors_clear(&st);

@@ -139,8 +139,28 @@ static clt_tensor *bert_module_forward(clt_module *self, clt_tensor *ids)
     return clt_bert_forward(self, ids, NULL, NULL, &hidden, NULL) == CLT_OK ? hidden : NULL;
 }
 
-static const clt_module_type bert_type =
-    {.name = "BertModel", .size = sizeof(bert), .forward = bert_module_forward};
+/* BertModel(input_ids, token_type_ids, attention_mask) as a module of several inputs and
+ * outputs (clt_module_forward_many): 1 to 3 inputs, the last two may be NULL; 1 output (the
+ * last hidden state) or 2 (and the pooled output). */
+static clt_status bert_module_forward_many(clt_module *self, int n_inputs,
+                                           clt_tensor *const *inputs, int n_outputs,
+                                           clt_tensor **outputs)
+{
+    if (n_inputs < 1 || n_inputs > 3 || n_outputs < 1 || n_outputs > 2)
+        return clt_set_error(CLT_ERR_INVALID_ARGUMENT, "BertModel",
+                             "takes 1 to 3 inputs (input_ids, token_type_ids, attention_mask) "
+                             "and gives 1 or 2 outputs (last_hidden_state, pooler_output), "
+                             "not %d inputs and %d outputs",
+                             n_inputs, n_outputs);
+    return clt_bert_forward(self, inputs[0], n_inputs > 1 ? inputs[1] : NULL,
+                            n_inputs > 2 ? inputs[2] : NULL, &outputs[0],
+                            n_outputs > 1 ? &outputs[1] : NULL);
+}
+
+static const clt_module_type bert_type = {.name = "BertModel",
+                                          .size = sizeof(bert),
+                                          .forward = bert_module_forward,
+                                          .forward_many = bert_module_forward_many};
 
 static clt_module *layer_norm(const clt_bert_config *c)
 {

@@ -65,7 +65,10 @@ CLT_MODELS_API clt_status clt_bert_config_read(const char *path, clt_bert_config
  * above 1000, num_attention_heads not dividing hidden_size, a probability outside 0 to 1, a
  * negative or infinite epsilon, pad_token_id out of range, an unknown activation. Its forward
  * (clt_module_forward) maps i64 token ids (B, T) to the last hidden state (B, T,
- * hidden_size). */
+ * hidden_size); as a module of several inputs and outputs (clt_module_forward_many) it takes
+ * input_ids, token_type_ids and attention_mask (the last two optional: fewer inputs or NULL)
+ * and gives the last hidden state and, asked for two outputs, the pooled output, as
+ * clt_bert_forward does. */
 CLT_MODELS_API clt_module *clt_bert_new(const clt_bert_config *config);
 
 /* BertModel(input_ids, attention_mask, token_type_ids): the last hidden state (B, T, hidden)
