@@ -1,8 +1,9 @@
 """PyTorch reference for bench_models, on the CPU with a given number of threads: ResNet-18
-inference (eval, no_grad) at 224 x 224 for batches of 1 and 16, MobileNetV2's for a batch of
-1, and GPT-2 small generating
-`new` tokens greedily after a `prompt`-token prompt with a KV cache, the models of
-tests/reference/make_reference.py (torchvision's and Hugging Face's architectures). Prints one
+inference (eval, no_grad) at 224 x 224 for batches of 1 and 16, ResNet-50's and MobileNetV2's
+for a batch of 1, GPT-2 small generating `new` tokens greedily after a `prompt`-token prompt
+with a KV cache, and BERT-base on one sequence of 128 tokens: torchvision's and transformers'
+own models where both are installed (eager attention), else the same architectures as
+tests/reference/make_reference.py writes them (then without ResNet-50 and BERT). Prints one
 JSON line per case:
 {"case": "resnet18_b1", "torch": "1.13.0", "threads": 2, "time_s": ...}
 {"case": "gpt2_generate", "torch": "1.13.0", "threads": 2, "tokens_per_s": ..., "time_s": ...}
@@ -15,6 +16,7 @@ import os
 import statistics
 import sys
 import time
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -47,6 +49,39 @@ def cached_step(model, ids, past):
     return model.lm_head(t.ln_f(h))
 
 
+def upstream_models():
+    """torchvision's and transformers' own models when both are installed, else None."""
+    try:
+        import torchvision.models as tv
+        import transformers
+        from transformers import BertConfig, BertModel, GPT2Config
+        from transformers import GPT2LMHeadModel as HFGPT2
+    except ImportError:
+        return None
+    # the cache's keyword differs between transformers versions: no deprecation notes
+    warnings.filterwarnings("ignore")
+    transformers.logging.set_verbosity_error()
+    gpt = HFGPT2(GPT2Config())
+    gpt.config._attn_implementation = "eager"
+    bert = BertModel(BertConfig())
+    bert.config._attn_implementation = "eager"
+    return {"resnet18": tv.resnet18(), "resnet50": tv.resnet50(),
+            "mobilenet_v2": tv.mobilenet_v2(), "gpt2": gpt, "bert": bert}
+
+
+def generate(gpt, prompt, new, upstream):
+    """Greedy decoding of `new` tokens after prompt with the KV cache."""
+    if not upstream:
+        past, ids = [], prompt
+        for _ in range(new):
+            ids = cached_step(gpt, ids, past)[:, -1].argmax(-1, keepdim=True)
+        return
+    out = gpt(prompt, use_cache=True)
+    for _ in range(new):
+        ids = out.logits[:, -1].argmax(-1, keepdim=True)
+        out = gpt(ids, past_key_values=out.past_key_values, use_cache=True)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--threads", type=int, default=1)
@@ -61,42 +96,47 @@ def main():
         if dev.type == "cuda":
             torch.cuda.synchronize()
 
-    torch.set_num_threads(a.threads)
-    torch.manual_seed(0)
-    with torch.no_grad():
-        def image_case(name, net, batch):
-            x = torch.randn(batch, 3, 224, 224, device=dev)
-            net(x)  # warm-up
-            sync()
-            times = []
-            for _ in range(a.repeats):
-                t0 = time.perf_counter()
-                net(x)
-                sync()
-                times.append(time.perf_counter() - t0)
-            print(json.dumps({"case": name, "torch": torch.__version__, "threads": a.threads,
-                              "device": a.device, "time_s": statistics.median(times)}))
-
-        net = ResNet([2, 2, 2, 2], 64, 1000).eval().to(dev)
-        for batch in (1, 16):
-            image_case("resnet18_b%d" % batch, net, batch)
-        image_case("mobilenet_v2_b1", MobileNetV2().eval().to(dev), 1)
-        gpt = GPT2LMHeadModel({"vocab_size": 50257, "n_positions": 1024, "n_embd": 768,
-                               "n_layer": 12, "n_head": 12, "layer_norm_epsilon": 1e-5}).eval()
-        gpt = gpt.to(dev)
-        prompt = torch.randint(0, 50257, (1, a.prompt)).to(dev)
+    def timed(name, fn, repeats, **extra):
+        fn()  # warm-up
+        sync()
         times = []
-        for _ in range(max(1, a.repeats - 1)):
-            past, ids = [], prompt
+        for _ in range(repeats):
             t0 = time.perf_counter()
-            for _ in range(a.new):
-                ids = cached_step(gpt, ids, past)[:, -1].argmax(-1, keepdim=True)
+            fn()
             sync()
             times.append(time.perf_counter() - t0)
         t = statistics.median(times)
-        print(json.dumps({"case": "gpt2_generate", "torch": torch.__version__,
-                          "threads": a.threads, "device": a.device, "tokens_per_s": a.new / t,
-                          "time_s": t}))
+        print(json.dumps({"case": name, "torch": torch.__version__, "threads": a.threads,
+                          "device": a.device, "time_s": t,
+                          **{k: v(t) for k, v in extra.items()}}))
+
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    up = upstream_models()
+    if up is None:  # the same architectures, written out in make_reference.py
+        up = {"resnet18": ResNet([2, 2, 2, 2], 64, 1000), "mobilenet_v2": MobileNetV2(),
+              "gpt2": GPT2LMHeadModel({"vocab_size": 50257, "n_positions": 1024,
+                                       "n_embd": 768, "n_layer": 12, "n_head": 12,
+                                       "layer_norm_epsilon": 1e-5})}
+        upstream = False
+    else:
+        upstream = True
+    with torch.no_grad():
+        for name, batch in (("resnet18", 1), ("resnet18", 16), ("resnet50", 1),
+                            ("mobilenet_v2", 1)):
+            if name not in up:
+                continue
+            net = up[name].eval().to(dev)
+            x = torch.randn(batch, 3, 224, 224, device=dev)
+            timed("%s_b%d" % (name, batch), lambda: net(x), a.repeats)
+        gpt = up["gpt2"].eval().to(dev)
+        prompt = torch.randint(0, 50257, (1, a.prompt)).to(dev)
+        timed("gpt2_generate", lambda: generate(gpt, prompt, a.new, upstream),
+              max(1, a.repeats - 1), tokens_per_s=lambda t: a.new / t)
+        if "bert" in up:
+            bert = up["bert"].eval().to(dev)
+            ids = torch.randint(0, 30522, (1, 128)).to(dev)
+            timed("bert_b1_t128", lambda: bert(input_ids=ids), a.repeats)
 
 
 if __name__ == "__main__":
