@@ -20,10 +20,11 @@ extern "C" {
 #endif
 
 #define CLT_VERSION_MAJOR 0
-#define CLT_VERSION_MINOR 2
+#define CLT_VERSION_MINOR 3
 #define CLT_VERSION_PATCH 0
-#define CLT_VERSION_STRING "0.2.0"
-#define CLT_VERSION_NUMBER (CLT_VERSION_MAJOR * 10000 + CLT_VERSION_MINOR * 100 + CLT_VERSION_PATCH)
+#define CLT_VERSION_STRING "0.3.0"
+#define CLT_VERSION_NUMBER                                                                     \
+    (CLT_VERSION_MAJOR * 10000 + CLT_VERSION_MINOR * 100 + CLT_VERSION_PATCH)
 
 /* The library's version as CLT_VERSION_NUMBER / CLT_VERSION_STRING were when it was built; the
  * string is static. */
