@@ -19,9 +19,10 @@
  * as GPT2TokenizerFast does. Without one, each byte of the prompt is one token (its value)
  * and each token below 256 prints as that byte, for models trained on bytes. Without a
  * config, a small byte-level model (4 layers, width 128, 256 positions); without weights,
- * PyTorch's random initialisation (the text is noise). --top-k 0 (the default) decodes greedily; K > 0
- * samples from the K most likely tokens on the device (topk, softmax, multinomial, gather),
- * seeded by --seed through clt_manual_seed, so every device draws the same tokens. */
+ * PyTorch's random initialisation (the text is noise). --top-k 0 (the default) decodes
+ * greedily; K > 0 samples from the K most likely tokens on the device (topk, softmax,
+ * multinomial, gather), seeded by --seed through clt_manual_seed, so every device draws the
+ * same tokens. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,8 +155,9 @@ int main(int argc, char **argv)
     int64_t n = clt_tensor_size(next, 1);
     int64_t vocab = tok ? clt_tokenizer_vocab_size(tok) : 256;
     if (n < 1 || config.vocab_size < vocab || n + tokens > config.n_positions) {
-        fprintf(stderr, "gpt: the prompt's %lld tokens and %d more must fit the model's %lld "
-                        "positions, and its vocabulary (%lld) hold the tokenizer's (%lld)\n",
+        fprintf(stderr,
+                "gpt: the prompt's %lld tokens and %d more must fit the model's %lld "
+                "positions, and its vocabulary (%lld) hold the tokenizer's (%lld)\n",
                 (long long)n, tokens, (long long)config.n_positions,
                 (long long)config.vocab_size, (long long)vocab);
         return 1;

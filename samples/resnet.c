@@ -65,8 +65,8 @@ int main(int argc, char **argv)
         CHECK(clt_module_load(model, weights, true, NULL) == CLT_OK);
     else
         printf("no --weights: PyTorch's random initialisation, the classes mean nothing\n");
-    clt_module_train(model, false);                 /* model.eval() */
-    CHECK(clt_module_to(model, device) == CLT_OK);  /* model.to(device) */
+    clt_module_train(model, false);                /* model.eval() */
+    CHECK(clt_module_to(model, device) == CLT_OK); /* model.to(device) */
 
     clt_tensor **inputs = calloc((size_t)images, sizeof *inputs);
     CHECK(inputs);

@@ -39,8 +39,7 @@ static uint64_t fnv1a(const char *s)
 
 /* The reference's weights: every entry of its "weights" rules as an f32 tensor on cpu, in *w
  * (count returned), for clt_module_load_state_dict or a file. */
-static int formula_weights(const clt_safetensors *st, const clt_module *m,
-                           clt_named_tensor **w)
+static int formula_weights(const clt_safetensors *st, const clt_module *m, clt_named_tensor **w)
 {
     cJSON *rules = cJSON_Parse(clt_safetensors_metadata_get(st, "weights"));
     ck_assert_msg(rules != NULL, "the reference has no weights rules");
@@ -127,8 +126,7 @@ static clt_tensor *ref(const clt_safetensors *st, const char *name)
 
 /* got against upstream's want: |got - want| <= 1e-4 (max |want| + |want|) elementwise, f32
  * rounding through the whole model (a relative bound on the output's own scale). */
-static void assert_upstream(clt_tensor *got, clt_tensor *want, const char *what,
-                            clt_device *dev)
+static void assert_upstream(clt_tensor *got, clt_tensor *want, const char *what, clt_device *dev)
 {
     ck_assert_msg(got != NULL, "%s on %s: %s", what, clt_device_name(dev), clt_last_error());
     ck_assert_int_eq(clt_tensor_numel(got), clt_tensor_numel(want));
@@ -214,8 +212,9 @@ START_TEST(test_upstream_resnet18_photo)
                 if (!taken[c] && (best < 0 || got[c] > got[best]))
                     best = c;
             taken[best] = true;
-            ck_assert_msg(best == (int)want[k], "class %d of the top 5 on %s: %d, torchvision's %g",
-                          k, clt_device_name(dev), best, want[k]);
+            ck_assert_msg(best == (int)want[k],
+                          "class %d of the top 5 on %s: %d, torchvision's %g", k,
+                          clt_device_name(dev), best, want[k]);
         }
         free(got), free(want);
         clt_tensor_release(logits);
@@ -228,9 +227,9 @@ END_TEST
 
 /* The GPT-2 configurations: the default and each option transformers' GPT2Config has that
  * changes the computation. */
-static const char *const gpt2_cases[] = {
-    "gpt2",           "gpt2_relu",    "gpt2_gelu", "gpt2_silu",  "gpt2_inverse_layer_idx",
-    "gpt2_unscaled",  "gpt2_n_inner", "gpt2_eps",  "gpt2_untied"};
+static const char *const gpt2_cases[] =
+    {"gpt2",          "gpt2_relu",    "gpt2_gelu", "gpt2_silu",  "gpt2_inverse_layer_idx",
+     "gpt2_unscaled", "gpt2_n_inner", "gpt2_eps",  "gpt2_untied"};
 #define GPT2_CASES ((int)(sizeof gpt2_cases / sizeof *gpt2_cases))
 
 /* One GPT-2 configuration on one device: its config.json read, the weights loaded from a file
@@ -339,7 +338,8 @@ static void check_bert(const char *name, clt_device *dev)
         assert_upstream(out[1], ref(&st, "pooler_output"), name, dev);
         clt_tensor_release(out[0]), clt_tensor_release(out[1]);
         ck_assert_int_eq(clt_module_forward_many(m, 3, in, 3, out), CLT_ERR_INVALID_ARGUMENT);
-        ck_assert_error_has("1 or 2 outputs (last_hidden_state, pooler_output), not 3 inputs and 3 outputs");
+        ck_assert_error_has(
+            "1 or 2 outputs (last_hidden_state, pooler_output), not 3 inputs and 3 outputs");
         ck_assert_ptr_null(out[0]);
     }
     clt_module_release(m);

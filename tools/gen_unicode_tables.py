@@ -66,7 +66,7 @@ def write(table):
 #define N MODELS_UNICODE_NUMBER
 #define S MODELS_UNICODE_SPACE
 
-const char models_unicode_version[] = "{version}";
+const char clt__models_unicode_version[] = "{version}";
 
 /* The code points that are not MODELS_UNICODE_OTHER: first, last, class; sorted, disjoint. */
 static const struct {{
@@ -76,7 +76,7 @@ static const struct {{
 {chr(10).join(lines)}
 }};
 
-models_unicode_class models_unicode_class_of(unsigned cp)
+models_unicode_class clt__models_unicode_class_of(unsigned cp)
 {{
     size_t lo = 0, hi = sizeof ranges / sizeof *ranges;
     while (lo < hi) {{

@@ -20,8 +20,8 @@
 
 /* --- arguments ---------------------------------------------------------------------------- */
 
-bool models_image_size_ok(const char *where, const char *what, int64_t height, int64_t width,
-                          clt_status below)
+bool clt__models_image_size_ok(const char *where, const char *what, int64_t height,
+                               int64_t width, clt_status below)
 {
     if (height < 1 || width < 1) {
         clt_set_error(below, where, "%s %lld x %lld (height x width): below 1", what,
@@ -63,7 +63,7 @@ static clt_tensor *image_in(clt_tensor *img, const char *where)
     } else if (clt_tensor_device(img) != clt_device_cpu()) {
         clt_set_error(CLT_ERR_DEVICE_MISMATCH, where, "img is on %s, not cpu",
                       clt_device_name(clt_tensor_device(img)));
-    } else if (models_image_size_ok(where, "img", s[0], s[1], CLT_ERR_SHAPE)) {
+    } else if (clt__models_image_size_ok(where, "img", s[0], s[1], CLT_ERR_SHAPE)) {
         return clt_contiguous(img);
     }
     return NULL;
@@ -365,7 +365,7 @@ clt_tensor *clt_image_resize(clt_tensor *img, int64_t height, int64_t width,
     const int64_t *s = clt_tensor_shape(src);
     int64_t h = s[0], w = s[1], c = s[2];
     clt_tensor *out = NULL;
-    if (!models_image_size_ok(where, "the size", height, width, CLT_ERR_SHAPE))
+    if (!clt__models_image_size_ok(where, "the size", height, width, CLT_ERR_SHAPE))
         out = NULL;
     else if (height == h && width == w)
         out = clt_tensor_retain(img);
@@ -432,7 +432,7 @@ clt_tensor *clt_image_center_crop(clt_tensor *img, int64_t height, int64_t width
     const int64_t *s = clt_tensor_shape(src);
     int64_t h = s[0], w = s[1], c = s[2];
     uint8_t *px;
-    if (models_image_size_ok(where, "the crop", height, width, CLT_ERR_SHAPE) &&
+    if (clt__models_image_size_ok(where, "the crop", height, width, CLT_ERR_SHAPE) &&
         (out = image_new(height, width, c, &px))) {
         const uint8_t *in = clt_tensor_data(src);
         int64_t top = crop_offset(h, height), left = crop_offset(w, width);

@@ -9,8 +9,8 @@
 
 #include "image_internal.h"
 
-clt_status models_image_fail(const models_image_job *job, clt_status status, const char *fmt,
-                             ...)
+clt_status clt__models_image_fail(const models_image_job *job, clt_status status,
+                                  const char *fmt, ...)
 {
     char message[512];
     va_list ap;
@@ -20,18 +20,18 @@ clt_status models_image_fail(const models_image_job *job, clt_status status, con
     return clt_set_error(status, job->where, "%s: %s", job->name, message);
 }
 
-unsigned char *models_image_new(models_image_job *job, const char *format, int64_t width,
-                                int64_t height)
+unsigned char *clt__models_image_new(models_image_job *job, const char *format, int64_t width,
+                                     int64_t height)
 {
     char what[512];
     snprintf(what, sizeof what, "%s: a %s of", job->name, format);
-    if (!models_image_size_ok(job->where, what, height, width, CLT_ERR_INVALID_ARGUMENT))
+    if (!clt__models_image_size_ok(job->where, what, height, width, CLT_ERR_INVALID_ARGUMENT))
         return NULL;
     job->image = clt_tensor_empty(CLT_SHAPE(height, width, 3), CLT_U8, NULL);
     return job->image ? clt_tensor_data(job->image) : NULL;
 }
 
-clt_status models_image_end(models_image_job *job, clt_status status)
+clt_status clt__models_image_end(models_image_job *job, clt_status status)
 {
     if (status != CLT_OK) {
         clt_tensor_release(job->image);
@@ -40,13 +40,14 @@ clt_status models_image_end(models_image_job *job, clt_status status)
     return status;
 }
 
-clt_status models_image_missing(models_image_job *job, const char *format, const char *library)
+clt_status clt__models_image_missing(models_image_job *job, const char *format,
+                                     const char *library)
 {
-    return models_image_fail(job, CLT_ERR_UNSUPPORTED,
-                             "a %s file, and this build reads none: cltensor_models was "
-                             "built without %s (Debian: apt-get install %s-dev, then "
-                             "configure again)",
-                             format, library, library);
+    return clt__models_image_fail(job, CLT_ERR_UNSUPPORTED,
+                                  "a %s file, and this build reads none: cltensor_models was "
+                                  "built without %s (Debian: apt-get install %s-dev, then "
+                                  "configure again)",
+                                  format, library, library);
 }
 
 bool clt_image_format_available(clt_image_format format)
@@ -111,23 +112,25 @@ static clt_status decode_ppm(models_image_job *job)
     int64_t width, height, maxval;
     if (!ppm_number(job, &at, &width) || !ppm_number(job, &at, &height) ||
         !ppm_number(job, &at, &maxval))
-        return models_image_fail(job, CLT_ERR_INVALID_ARGUMENT,
-                                 "malformed %s header (width, height and maxval expected)",
-                                 format);
+        return clt__models_image_fail(job, CLT_ERR_INVALID_ARGUMENT,
+                                      "malformed %s header (width, height and maxval expected)",
+                                      format);
     if (maxval != 255)
-        return models_image_fail(job,
-                                 maxval >= 1 && maxval < 65536 ? CLT_ERR_UNSUPPORTED
-                                                               : CLT_ERR_INVALID_ARGUMENT,
-                                 "%s maxval %lld: only 255 is read", format, (long long)maxval);
-    unsigned char *out = models_image_new(job, format, width, height);
+        return clt__models_image_fail(job,
+                                      maxval >= 1 && maxval < 65536 ? CLT_ERR_UNSUPPORTED
+                                                                    : CLT_ERR_INVALID_ARGUMENT,
+                                      "%s maxval %lld: only 255 is read", format,
+                                      (long long)maxval);
+    unsigned char *out = clt__models_image_new(job, format, width, height);
     if (!out)
         return clt_last_status();
     size_t pixels = (size_t)width * (size_t)height, need = pixels * (grey ? 1 : 3);
     if (job->size - at < need) {
-        models_image_fail(job, CLT_ERR_INVALID_ARGUMENT,
-                          "truncated %s: %zu bytes of pixels where %lld x %lld need %zu",
-                          format, job->size - at, (long long)width, (long long)height, need);
-        return models_image_end(job, CLT_ERR_INVALID_ARGUMENT);
+        clt__models_image_fail(job, CLT_ERR_INVALID_ARGUMENT,
+                               "truncated %s: %zu bytes of pixels where %lld x %lld need %zu",
+                               format, job->size - at, (long long)width, (long long)height,
+                               need);
+        return clt__models_image_end(job, CLT_ERR_INVALID_ARGUMENT);
     }
     const unsigned char *in = job->data + at;
     if (grey) {
@@ -165,24 +168,24 @@ static clt_status decode(models_image_job *job)
     size_t n = job->size;
     job->image = NULL;
     if (n == 0)
-        return models_image_fail(job, CLT_ERR_INVALID_ARGUMENT, "empty (no bytes)");
+        return clt__models_image_fail(job, CLT_ERR_INVALID_ARGUMENT, "empty (no bytes)");
     if (n >= 8 && !memcmp(d, "\x89PNG\r\n\x1a\n", 8))
-        return models_image_png(job);
+        return clt__models_image_png(job);
     if (n >= 3 && d[0] == 0xff && d[1] == 0xd8 && d[2] == 0xff)
-        return models_image_jpeg(job);
+        return clt__models_image_jpeg(job);
     if (n >= 3 && d[0] == 'P' && (d[1] == '5' || d[1] == '6') && ppm_space(d[2]))
         return decode_ppm(job);
     const char *other = other_format(d, n);
     if (other)
-        return models_image_fail(job, CLT_ERR_UNSUPPORTED,
-                                 "a %s image: only PPM/PGM (P6/P5), PNG and JPEG are read",
-                                 other);
+        return clt__models_image_fail(job, CLT_ERR_UNSUPPORTED,
+                                      "a %s image: only PPM/PGM (P6/P5), PNG and JPEG are read",
+                                      other);
     char head[3 * 8] = "";
     for (size_t i = 0; i < n && i < 8; i++)
         snprintf(head + strlen(head), sizeof head - strlen(head), "%s%02x", i ? " " : "", d[i]);
-    return models_image_fail(job, CLT_ERR_UNSUPPORTED,
-                             "not a PPM/PGM (P6/P5), PNG or JPEG file (it begins with %s)",
-                             head);
+    return clt__models_image_fail(job, CLT_ERR_UNSUPPORTED,
+                                  "not a PPM/PGM (P6/P5), PNG or JPEG file (it begins with %s)",
+                                  head);
 }
 
 clt_tensor *clt_image_decode(const void *data, size_t size)

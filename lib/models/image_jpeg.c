@@ -103,10 +103,10 @@ static clt_status jpeg_run(jpeg_ctx *ctx)
     c->client_data = ctx;
     if (setjmp(ctx->jump)) {
         if (ctx->truncated)
-            return models_image_fail(job, CLT_ERR_INVALID_ARGUMENT,
-                                     "truncated JPEG: the file ends before the image does");
-        return models_image_fail(job, CLT_ERR_INVALID_ARGUMENT, "malformed JPEG: %s",
-                                 ctx->message);
+            return clt__models_image_fail(job, CLT_ERR_INVALID_ARGUMENT,
+                                          "truncated JPEG: the file ends before the image does");
+        return clt__models_image_fail(job, CLT_ERR_INVALID_ARGUMENT, "malformed JPEG: %s",
+                                      ctx->message);
     }
     jpeg_create_decompress(c);
     ctx->created = true;
@@ -121,25 +121,26 @@ static clt_status jpeg_run(jpeg_ctx *ctx)
     jpeg_read_header(c, TRUE);
     int n = c->num_components;
     if (c->data_precision != 8 || (n != 1 && n != 3 && n != 4))
-        return models_image_fail(job, CLT_ERR_UNSUPPORTED,
-                                 "a JPEG of %d-bit samples and %d components: PIL reads 8-bit "
-                                 "ones of 1, 3 or 4",
-                                 c->data_precision, n);
+        return clt__models_image_fail(job, CLT_ERR_UNSUPPORTED,
+                                      "a JPEG of %d-bit samples and %d components: PIL reads 8-bit "
+                                      "ones of 1, 3 or 4",
+                                      c->data_precision, n);
     c->out_color_space = n == 1 ? JCS_GRAYSCALE : n == 3 ? JCS_RGB : JCS_CMYK;
-    unsigned char *out = models_image_new(job, "JPEG", c->image_width, c->image_height);
+    unsigned char *out = clt__models_image_new(job, "JPEG", c->image_width, c->image_height);
     if (!out)
         return clt_last_status();
     jpeg_start_decompress(c);
     int64_t width = c->output_width;
     if (c->output_width != c->image_width || c->output_height != c->image_height ||
         c->output_components != n)
-        return models_image_fail(job, CLT_ERR_INTERNAL,
-                                 "libjpeg gives %u x %u pixels of %d samples for %u x %u of %d",
-                                 c->output_width, c->output_height, c->output_components,
-                                 c->image_width, c->image_height, n);
+        return clt__models_image_fail(job, CLT_ERR_INTERNAL,
+                                      "libjpeg gives %u x %u pixels of %d samples for "
+                                      "%u x %u of %d",
+                                      c->output_width, c->output_height, c->output_components,
+                                      c->image_width, c->image_height, n);
     ctx->row = malloc((size_t)width * (size_t)n);
     if (!ctx->row)
-        return models_image_fail(job, CLT_ERR_OUT_OF_MEMORY, "no memory for a row");
+        return clt__models_image_fail(job, CLT_ERR_OUT_OF_MEMORY, "no memory for a row");
     while (c->output_scanline < c->output_height) {
         unsigned char *dst = out + (size_t)c->output_scanline * (size_t)width * 3;
         JSAMPROW row = ctx->row;
@@ -155,25 +156,25 @@ static clt_status jpeg_run(jpeg_ctx *ctx)
     return CLT_OK;
 }
 
-clt_status models_image_jpeg(models_image_job *job)
+clt_status clt__models_image_jpeg(models_image_job *job)
 {
     jpeg_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
-        return models_image_fail(job, CLT_ERR_OUT_OF_MEMORY, "no memory to decode a JPEG");
+        return clt__models_image_fail(job, CLT_ERR_OUT_OF_MEMORY, "no memory to decode a JPEG");
     ctx->job = job;
     clt_status status = jpeg_run(ctx);
     if (ctx->created)
         jpeg_destroy_decompress(&ctx->cinfo);
     free(ctx->row);
     free(ctx);
-    return models_image_end(job, status);
+    return clt__models_image_end(job, status);
 }
 
 #else
 
-clt_status models_image_jpeg(models_image_job *job)
+clt_status clt__models_image_jpeg(models_image_job *job)
 {
-    return models_image_missing(job, "JPEG", "libjpeg");
+    return clt__models_image_missing(job, "JPEG", "libjpeg");
 }
 
 #endif

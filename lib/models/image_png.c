@@ -90,10 +90,10 @@ static clt_status png_run(png_ctx *ctx)
     ctx->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, ctx, png_fail, png_warn);
     ctx->info = ctx->png ? png_create_info_struct(ctx->png) : NULL;
     if (!ctx->info)
-        return models_image_fail(job, CLT_ERR_OUT_OF_MEMORY, "libpng could not start");
+        return clt__models_image_fail(job, CLT_ERR_OUT_OF_MEMORY, "libpng could not start");
     if (setjmp(png_jmpbuf(ctx->png)))
-        return models_image_fail(job, CLT_ERR_INVALID_ARGUMENT, "malformed PNG: %s",
-                                 ctx->message);
+        return clt__models_image_fail(job, CLT_ERR_INVALID_ARGUMENT, "malformed PNG: %s",
+                                      ctx->message);
     png_set_read_fn(ctx->png, ctx, png_read_data);
     png_set_user_limits(ctx->png, 0x7fffffff, 0x7fffffff); /* the sizes are checked here */
     png_read_info(ctx->png, ctx->info);
@@ -101,7 +101,7 @@ static clt_status png_run(png_ctx *ctx)
     int type, interlace;
     png_get_IHDR(ctx->png, ctx->info, &width, &height, &ctx->depth, &type, &interlace, NULL,
                  NULL);
-    unsigned char *out = models_image_new(job, "PNG", width, height);
+    unsigned char *out = clt__models_image_new(job, "PNG", width, height);
     if (!out)
         return clt_last_status();
     ctx->indexed = type == PNG_COLOR_TYPE_PALETTE;
@@ -116,7 +116,8 @@ static clt_status png_run(png_ctx *ctx)
     size_t row_bytes = png_get_rowbytes(ctx->png, ctx->info);
     ctx->raw = calloc(passes > 1 ? height : 1, row_bytes);
     if (!ctx->raw)
-        return models_image_fail(job, CLT_ERR_OUT_OF_MEMORY, "no memory for the PNG's rows");
+        return clt__models_image_fail(job, CLT_ERR_OUT_OF_MEMORY,
+                                      "no memory for the PNG's rows");
     for (int pass = 0; pass < passes; pass++) {
         for (png_uint_32 y = 0; y < height; y++) {
             unsigned char *row = ctx->raw + (passes > 1 ? row_bytes * y : 0);
@@ -130,24 +131,24 @@ static clt_status png_run(png_ctx *ctx)
     return CLT_OK;
 }
 
-clt_status models_image_png(models_image_job *job)
+clt_status clt__models_image_png(models_image_job *job)
 {
     png_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
-        return models_image_fail(job, CLT_ERR_OUT_OF_MEMORY, "no memory to decode a PNG");
+        return clt__models_image_fail(job, CLT_ERR_OUT_OF_MEMORY, "no memory to decode a PNG");
     ctx->job = job;
     clt_status status = png_run(ctx);
     png_destroy_read_struct(&ctx->png, &ctx->info, NULL);
     free(ctx->raw);
     free(ctx);
-    return models_image_end(job, status);
+    return clt__models_image_end(job, status);
 }
 
 #else
 
-clt_status models_image_png(models_image_job *job)
+clt_status clt__models_image_png(models_image_job *job)
 {
-    return models_image_missing(job, "PNG", "libpng");
+    return clt__models_image_missing(job, "PNG", "libpng");
 }
 
 #endif

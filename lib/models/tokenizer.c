@@ -11,7 +11,7 @@
 #define PIECE_CACHE_MAX ((size_t)1 << 20) /* entries in one call's cache of pieces */
 #define PIECE_CACHE_LEN 256               /* longer pieces are not cached */
 
-long models_utf8_next(const unsigned char *s, size_t n, size_t *len)
+long clt__models_utf8_next(const unsigned char *s, size_t n, size_t *len)
 {
     unsigned c = s[0];
     if (c < 0x80) {
@@ -37,7 +37,7 @@ long models_utf8_next(const unsigned char *s, size_t n, size_t *len)
     return (long)cp;
 }
 
-uint64_t models_hash_bytes(const void *s, size_t n)
+uint64_t clt__models_hash_bytes(const void *s, size_t n)
 {
     const unsigned char *p = s;
     uint64_t h = 0xCBF29CE484222325u;
@@ -46,9 +46,9 @@ uint64_t models_hash_bytes(const void *s, size_t n)
     return h;
 }
 
-int32_t models_vocab_find(const clt_tokenizer *tok, const char *s, size_t n)
+int32_t clt__models_vocab_find(const clt_tokenizer *tok, const char *s, size_t n)
 {
-    uint64_t i = models_hash_bytes(s, n) & tok->vocab_mask;
+    uint64_t i = clt__models_hash_bytes(s, n) & tok->vocab_mask;
     for (;; i = (i + 1) & tok->vocab_mask) {
         int32_t id = tok->vocab[i];
         if (id < 0)
@@ -82,9 +82,9 @@ static models_unicode_class class_at(const unsigned char *t, size_t i, size_t en
         return (models_unicode_class)ascii[t[i]];
     }
     size_t len;
-    long cp = models_utf8_next(t + i, end - i, &len);
+    long cp = clt__models_utf8_next(t + i, end - i, &len);
     *next = i + len;
-    return models_unicode_class_of((unsigned)cp);
+    return clt__models_unicode_class_of((unsigned)cp);
 }
 
 /* The end of the run of code points of class cls from t[i]. */
@@ -302,7 +302,7 @@ static bool encode_piece(encoder *e, size_t at, size_t len)
         return push_id(e, e->tok->byte_ids[p[0]]);
     if (len > PIECE_CACHE_LEN)
         return bpe(e, p, len);
-    uint64_t h = models_hash_bytes(p, len);
+    uint64_t h = clt__models_hash_bytes(p, len);
     size_t k = h & e->cache_mask;
     for (; e->cache[k].len; k = (k + 1) & e->cache_mask) {
         const cache_entry *c = &e->cache[k];
@@ -397,7 +397,7 @@ static clt_status encode(const char *fn, const clt_tokenizer *tok, const char *t
             len = 1;
             continue;
         }
-        if (models_utf8_next(t + i, length - i, &len) < 0)
+        if (clt__models_utf8_next(t + i, length - i, &len) < 0)
             return clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn,
                                  "the text is not valid UTF-8 at byte %zu (0x%02X)", i, t[i]);
     }
@@ -507,7 +507,7 @@ const char *clt_tokenizer_token(const clt_tokenizer *tok, int64_t id)
 int64_t clt_tokenizer_token_id(const clt_tokenizer *tok, const char *token)
 {
     const char *fn = "clt_tokenizer_token_id";
-    int32_t id = tok && token ? models_vocab_find(tok, token, strlen(token)) : -1;
+    int32_t id = tok && token ? clt__models_vocab_find(tok, token, strlen(token)) : -1;
     if (!tok || !token)
         clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL", tok ? "token" : "tok");
     else if (id < 0)
@@ -517,5 +517,5 @@ int64_t clt_tokenizer_token_id(const clt_tokenizer *tok, const char *token)
 
 const char *clt_tokenizer_unicode_version(void)
 {
-    return models_unicode_version;
+    return clt__models_unicode_version;
 }

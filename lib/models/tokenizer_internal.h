@@ -48,13 +48,13 @@ struct clt_tokenizer {
 
 /* The code point of the valid UTF-8 character at s[0 .. n) (n >= 1) and its length in *len;
  * -1 when it is not one (overlong, a surrogate, above U+10FFFF or cut short). */
-long models_utf8_next(const unsigned char *s, size_t n, size_t *len);
+long clt__models_utf8_next(const unsigned char *s, size_t n, size_t *len);
 
 /* 64-bit FNV-1a of n bytes. */
-uint64_t models_hash_bytes(const void *s, size_t n);
+uint64_t clt__models_hash_bytes(const void *s, size_t n);
 
 /* The id of the token spelled s[0 .. n), or -1. */
-int32_t models_vocab_find(const clt_tokenizer *tok, const char *s, size_t n);
+int32_t clt__models_vocab_find(const clt_tokenizer *tok, const char *s, size_t n);
 
 /* The merge of the pair (left, right), or NULL. */
 static inline const models_merge *models_merge_find(const clt_tokenizer *tok, int32_t left,

@@ -115,7 +115,7 @@ static clt_status json_id(const loader *ld, const cJSON *v, const char *what, in
 static void vocab_insert(clt_tokenizer *tok, int32_t id)
 {
     const char *s = tok->tokens[id].text;
-    uint64_t i = models_hash_bytes(s, strlen(s)) & tok->vocab_mask;
+    uint64_t i = clt__models_hash_bytes(s, strlen(s)) & tok->vocab_mask;
     while (tok->vocab[i] >= 0)
         i = (i + 1) & tok->vocab_mask;
     tok->vocab[i] = id;
@@ -150,7 +150,7 @@ static void set_raw(loader *ld, int32_t id, const int16_t *symbol_bytes, bool li
     size_t n = strlen((const char *)s), len = 1, k = 0;
     unsigned char *out = tok->raw_bytes + ld->raw_used;
     for (size_t i = 0; !literal && i < n; i += len) {
-        long cp = models_utf8_next(s + i, n - i, &len);
+        long cp = clt__models_utf8_next(s + i, n - i, &len);
         if (cp < 0 || cp >= 0x144 || symbol_bytes[cp] < 0)
             literal = true;
         else
@@ -174,7 +174,7 @@ static clt_status add_token(loader *ld, int32_t id, const char *s, const int16_t
     if (tok->tokens[id].text)
         return BAD(ld, "%s: \"%s\" and \"%s\" both have id %d", ld->path, tok->tokens[id].text,
                    s, (int)id);
-    int32_t other = models_vocab_find(tok, s, n);
+    int32_t other = clt__models_vocab_find(tok, s, n);
     if (other >= 0)
         return BAD(ld, "%s: \"%s\" has two ids, %d and %d", ld->path, s, (int)other, (int)id);
     char *copy = tok->strings + ld->strings_used;
@@ -198,14 +198,14 @@ static clt_status add_vocab(loader *ld, const cJSON *vocab, const cJSON *added)
     int32_t id, max_id = 0;
     clt_status st;
     const cJSON *v;
-    cJSON_ArrayForEach(v, vocab) {
+    cJSON_ArrayForEach (v, vocab) {
         if ((st = json_id(ld, v, v->string, &id)) != CLT_OK)
             return st;
         max_id = id > max_id ? id : max_id;
         bytes += strlen(v->string) + 1;
         n++;
     }
-    cJSON_ArrayForEach(v, added) {
+    cJSON_ArrayForEach (v, added) {
         const cJSON *id_v = cJSON_GetObjectItemCaseSensitive(v, "id");
         const char *content =
             cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "content"));
@@ -217,12 +217,12 @@ static clt_status add_vocab(loader *ld, const cJSON *vocab, const cJSON *added)
     }
     if ((st = allocate(ld, n, bytes, max_id)) != CLT_OK)
         return st;
-    cJSON_ArrayForEach(v, vocab) {
+    cJSON_ArrayForEach (v, vocab) {
         json_id(ld, v, v->string, &id);
         if ((st = add_token(ld, id, v->string, symbol_bytes, false)) != CLT_OK)
             return st;
     }
-    cJSON_ArrayForEach(v, added) {
+    cJSON_ArrayForEach (v, added) {
         const char *content =
             cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "content"));
         json_id(ld, cJSON_GetObjectItemCaseSensitive(v, "id"), content, &id);
@@ -235,7 +235,7 @@ static clt_status add_vocab(loader *ld, const cJSON *vocab, const cJSON *added)
     }
     for (unsigned b = 0; b < 256; b++) {
         char s[3];
-        id = models_vocab_find(ld->tok, s, utf8_put(byte_symbol(b), s));
+        id = clt__models_vocab_find(ld->tok, s, utf8_put(byte_symbol(b), s));
         if (id < 0)
             return BAD(ld, "%s: the vocabulary has no token for byte 0x%02X (\"%.*s\")",
                        ld->path, b, (int)utf8_put(byte_symbol(b), s), s);
@@ -271,8 +271,9 @@ static clt_status add_merge(loader *ld, const char *where, uint32_t rank, const 
     memcpy(ab, a, na);
     memcpy(ab + na, b, nb);
     ab[na + nb] = '\0';
-    int32_t left = models_vocab_find(tok, a, na), right = models_vocab_find(tok, b, nb);
-    int32_t merged = models_vocab_find(tok, ab, na + nb);
+    int32_t left = clt__models_vocab_find(tok, a, na),
+            right = clt__models_vocab_find(tok, b, nb);
+    int32_t merged = clt__models_vocab_find(tok, ab, na + nb);
     clt_status st = CLT_OK;
     if (left < 0 || right < 0 || merged < 0) {
         const char *missing = left < 0 ? a : right < 0 ? b : ab;
@@ -327,7 +328,7 @@ static clt_status merges_from_json(loader *ld, const cJSON *merges)
     clt_status st = allocate_merges(ld, (size_t)cJSON_GetArraySize(merges));
     uint32_t rank = 0;
     const cJSON *m;
-    cJSON_ArrayForEach(m, merges) {
+    cJSON_ArrayForEach (m, merges) {
         if (st != CLT_OK)
             break;
         char where[64];
@@ -364,12 +365,12 @@ static clt_status set_added(loader *ld, const cJSON *added, bool from_json)
     tok->added = calloc((size_t)n + 1, sizeof *tok->added);
     if (!tok->added)
         return clt_set_error(CLT_ERR_OUT_OF_MEMORY, ld->fn, "%s: no memory", ld->path);
-    int32_t eot = models_vocab_find(tok, END_OF_TEXT, strlen(END_OF_TEXT));
+    int32_t eot = clt__models_vocab_find(tok, END_OF_TEXT, strlen(END_OF_TEXT));
     if (!from_json && eot >= 0)
         tok->added[tok->n_added++] =
             (models_added){tok->tokens[eot].text, strlen(END_OF_TEXT), eot};
     const cJSON *v;
-    cJSON_ArrayForEach(v, added) {
+    cJSON_ArrayForEach (v, added) {
         int32_t id;
         json_id(ld, cJSON_GetObjectItemCaseSensitive(v, "id"), "", &id);
         const char *text = tok->tokens[id].text;
@@ -455,7 +456,7 @@ static clt_status check_pipeline(loader *ld, const cJSON *root)
     static const char *const flags[] = {"single_word", "lstrip", "rstrip"};
     int i = 0;
     const cJSON *v;
-    cJSON_ArrayForEach(v, added) {
+    cJSON_ArrayForEach (v, added) {
         const char *content =
             cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "content"));
         if (!content || !*content)

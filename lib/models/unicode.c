@@ -9,7 +9,7 @@
 #define N MODELS_UNICODE_NUMBER
 #define S MODELS_UNICODE_SPACE
 
-const char models_unicode_version[] = "14.0.0";
+const char clt__models_unicode_version[] = "14.0.0";
 
 /* The code points that are not MODELS_UNICODE_OTHER: first, last, class; sorted, disjoint. */
 static const struct {
@@ -216,7 +216,7 @@ static const struct {
     {0x2B820, 0x2CEA1, L}, {0x2CEB0, 0x2EBE0, L}, {0x2F800, 0x2FA1D, L}, {0x30000, 0x3134A, L},
 };
 
-models_unicode_class models_unicode_class_of(unsigned cp)
+models_unicode_class clt__models_unicode_class_of(unsigned cp)
 {
     size_t lo = 0, hi = sizeof ranges / sizeof *ranges;
     while (lo < hi) {

@@ -12,9 +12,9 @@ typedef enum models_unicode_class {
 } models_unicode_class;
 
 /* The Unicode version of the tables ("14.0.0"). */
-extern const char models_unicode_version[];
+extern const char clt__models_unicode_version[];
 
 /* The class of code point cp (OTHER for one above U+10FFFF). */
-models_unicode_class models_unicode_class_of(unsigned cp);
+models_unicode_class clt__models_unicode_class_of(unsigned cp);
 
 #endif

@@ -6,7 +6,7 @@
 
 int main(int argc, char **argv)
 {
-    clt_module *model = clt_resnet18(1000); /* clt_module_load(model, "resnet18.safetensors", ...) */
+    clt_module *model = clt_resnet18(1000); /* then clt_module_load(model, "resnet18...", ...) */
     clt_tensor *image = argc > 1 ? clt_image_read(argv[1]) : NULL;
     clt_tensor *x = image ? clt_image_imagenet(image) : NULL;
     clt_tensor *batch = x ? clt_unsqueeze(x, 0) : NULL, *logits = NULL, *best = NULL;
