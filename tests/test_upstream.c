@@ -225,6 +225,38 @@ START_TEST(test_upstream_resnet18_photo)
 }
 END_TEST
 
+/* A transformers model's reference on a device: its config.json written to `config` and the
+ * path its weights go to, for the model's own config reader and loader. */
+typedef struct hf_case {
+    const char *name;
+    char config[600], weights[600];
+    clt_safetensors st;
+} hf_case;
+
+static void open_case(hf_case *c, const char *name, clt_device *dev)
+{
+    char path[512];
+    const char *dir = test_temp_dir();
+    c->name = name;
+    snprintf(path, sizeof path, "%s/upstream_%s.safetensors", CLT_TEST_REFERENCE_DIR, name);
+    snprintf(c->config, sizeof c->config, "%s/config.json", dir);
+    snprintf(c->weights, sizeof c->weights, "%s/model.safetensors", dir);
+    ck_assert_msg(clt_safetensors_load(path, dev, &c->st) == CLT_OK, "%s", clt_last_error());
+    save_config(&c->st, dir);
+}
+
+/* m (made from the case's config) given the formula's weights through a file of upstream's
+ * names and `load`, the model's loader, then moved to dev in eval mode. */
+static void load_case(hf_case *c, clt_module *m, clt_status (*load)(clt_module *, const char *),
+                      clt_device *dev)
+{
+    ck_assert_msg(m != NULL, "%s: %s", c->name, clt_last_error());
+    save_formula(m, &c->st, c->weights);
+    ck_assert_msg(load(m, c->weights) == CLT_OK, "%s: %s", c->name, clt_last_error());
+    ck_assert_int_eq(clt_module_to(m, dev), CLT_OK);
+    clt_module_train(m, false);
+}
+
 /* The GPT-2 configurations: the default and each option transformers' GPT2Config has that
  * changes the computation. */
 static const char *const gpt2_cases[] =
@@ -236,23 +268,14 @@ static const char *const gpt2_cases[] =
  * of GPT2LMHeadModel's names, the logits, and greedy decoding through the KV cache. */
 static void check_gpt2(const char *name, clt_device *dev)
 {
-    char path[512], config_path[600], weights_path[600];
-    const char *dir = test_temp_dir();
-    snprintf(path, sizeof path, "%s/upstream_%s.safetensors", CLT_TEST_REFERENCE_DIR, name);
-    snprintf(config_path, sizeof config_path, "%s/config.json", dir);
-    snprintf(weights_path, sizeof weights_path, "%s/model.safetensors", dir);
-    clt_safetensors st;
-    ck_assert_msg(clt_safetensors_load(path, dev, &st) == CLT_OK, "%s", clt_last_error());
-    save_config(&st, dir);
+    hf_case c;
+    open_case(&c, name, dev);
     clt_gpt2_config cfg;
-    ck_assert_msg(clt_gpt2_config_read(config_path, &cfg) == CLT_OK, "%s: %s", name,
+    ck_assert_msg(clt_gpt2_config_read(c.config, &cfg) == CLT_OK, "%s: %s", name,
                   clt_last_error());
     clt_module *m = clt_gpt2_new(&cfg);
-    ck_assert_msg(m != NULL, "%s: %s", name, clt_last_error());
-    save_formula(m, &st, weights_path);
-    ck_assert_msg(clt_gpt2_load(m, weights_path) == CLT_OK, "%s: %s", name, clt_last_error());
-    ck_assert_int_eq(clt_module_to(m, dev), CLT_OK);
-    clt_module_train(m, false);
+    load_case(&c, m, clt_gpt2_load, dev);
+    clt_safetensors st = c.st;
     clt_tensor *ids = ref(&st, "input");
     double *want = test_values(ref(&st, "greedy"));
     CLT_NO_GRAD {
@@ -302,23 +325,14 @@ static const char *const bert_cases[] = {"bert", "bert_relu", "bert_gelu_new", "
  * hidden state and the pooled output with token types and a padding mask. */
 static void check_bert(const char *name, clt_device *dev)
 {
-    char path[512], config_path[600], weights_path[600];
-    const char *dir = test_temp_dir();
-    snprintf(path, sizeof path, "%s/upstream_%s.safetensors", CLT_TEST_REFERENCE_DIR, name);
-    snprintf(config_path, sizeof config_path, "%s/config.json", dir);
-    snprintf(weights_path, sizeof weights_path, "%s/model.safetensors", dir);
-    clt_safetensors st;
-    ck_assert_msg(clt_safetensors_load(path, dev, &st) == CLT_OK, "%s", clt_last_error());
-    save_config(&st, dir);
+    hf_case c;
+    open_case(&c, name, dev);
     clt_bert_config cfg;
-    ck_assert_msg(clt_bert_config_read(config_path, &cfg) == CLT_OK, "%s: %s", name,
+    ck_assert_msg(clt_bert_config_read(c.config, &cfg) == CLT_OK, "%s: %s", name,
                   clt_last_error());
     clt_module *m = clt_bert_new(&cfg);
-    ck_assert_msg(m != NULL, "%s: %s", name, clt_last_error());
-    save_formula(m, &st, weights_path);
-    ck_assert_msg(clt_bert_load(m, weights_path) == CLT_OK, "%s: %s", name, clt_last_error());
-    ck_assert_int_eq(clt_module_to(m, dev), CLT_OK);
-    clt_module_train(m, false);
+    load_case(&c, m, clt_bert_load, dev);
+    clt_safetensors st = c.st;
     CLT_NO_GRAD {
         clt_tensor *hidden = NULL, *pooled = NULL;
         ck_assert_msg(clt_bert_forward(m, ref(&st, "input"), ref(&st, "token_type_ids"),
