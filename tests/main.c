@@ -67,7 +67,9 @@ int main(int argc, char **argv)
 #define CLT__ADD_SUITE(name) srunner_add_suite(runner, suite_##name());
     CLT_TEST_SUITES(CLT__ADD_SUITE)
 #undef CLT__ADD_SUITE
-    srunner_set_fork_status(runner, CK_FORK);
+    /* CK_FORK=no in the environment runs every test in this process (Oclgrind checks only the
+     * kernels its host process runs; valgrind follows one process) */
+    srunner_set_fork_status(runner, getenv("CK_FORK") ? CK_FORK_GETENV : CK_FORK);
     srunner_run(runner, only, NULL, CK_NORMAL);
     failed = srunner_ntests_failed(runner);
     srunner_free(runner);
