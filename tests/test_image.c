@@ -426,8 +426,7 @@ static void assert_error(clt_tensor *t, clt_status status, const char *a, const 
 {
     ck_assert_msg(t == NULL, "expected an error with \"%s\"", a);
     ck_assert_msg(clt_last_status() == status, "%s, not %s: %s",
-                  clt_status_name(clt_last_status()), clt_status_name(status),
-                  clt_last_error());
+                  clt_status_name(clt_last_status()), clt_status_name(status), clt_last_error());
     const char *texts[] = {a, b, c};
     for (int i = 0; i < 3; i++)
         if (texts[i])
@@ -450,8 +449,14 @@ START_TEST(test_image_read_errors)
     snprintf(missing, sizeof missing, "%s/none.png", test_temp_dir());
     assert_error(clt_image_read(missing), CLT_ERR_IO, "clt_image_read: ", missing,
                  "cannot be opened");
+    /* a folder: POSIX opens it and fails the read, Windows fails the open */
+#ifdef _WIN32
+    assert_error(clt_image_read(test_temp_dir()), CLT_ERR_IO, test_temp_dir(),
+                 "cannot be opened", NULL);
+#else
     assert_error(clt_image_read(test_temp_dir()), CLT_ERR_IO, test_temp_dir(), "cannot be read",
                  NULL);
+#endif
     const char *empty = write_bytes("empty.jpg", "", 0);
     assert_error(clt_image_read(empty), CLT_ERR_INVALID_ARGUMENT, empty, "empty", NULL);
     /* the format comes from the bytes, not the name */
@@ -495,8 +500,7 @@ START_TEST(test_image_ppm_errors)
     assert_error(decode_text("P6 0 5 255\n"), CLT_ERR_INVALID_ARGUMENT,
                  "the data: a PPM of 5 x 0 (height x width): below 1", NULL, NULL);
     assert_error(decode_text("P6 100000 100000 255\n"), CLT_ERR_UNSUPPORTED,
-                 "a PPM of 100000 x 100000 (height x width): larger than the limit", NULL,
-                 NULL);
+                 "a PPM of 100000 x 100000 (height x width): larger than the limit", NULL, NULL);
     assert_error(decode_text("P5 65535 65535 255\n"), CLT_ERR_UNSUPPORTED,
                  "larger than the limit (65535 pixels a side, 134217728 in all)", NULL, NULL);
     assert_error(decode_text("P6 99999999999999999999 1 255\n"), CLT_ERR_UNSUPPORTED,
@@ -556,8 +560,7 @@ START_TEST(test_image_png_errors)
     assert_error(png_with_size(png, size, 0, 61), CLT_ERR_INVALID_ARGUMENT, "malformed PNG",
                  "Invalid IHDR data", NULL);
     assert_error(png_with_size(png, size, 100000, 100000), CLT_ERR_UNSUPPORTED,
-                 "a PNG of 100000 x 100000 (height x width): larger than the limit", NULL,
-                 NULL);
+                 "a PNG of 100000 x 100000 (height x width): larger than the limit", NULL, NULL);
     assert_error(png_with_size(png, size, 0x80000000u, 1), CLT_ERR_INVALID_ARGUMENT,
                  "malformed PNG", NULL, NULL);
     /* more rows than the data holds */
