@@ -345,7 +345,7 @@ static void check_bert(const char *name, clt_device *dev)
         /* the same as a module of three inputs and two outputs */
         clt_tensor *in[3] = {ref(&st, "input"), ref(&st, "token_type_ids"),
                              ref(&st, "attention_mask")};
-        clt_tensor *out[2];
+        clt_tensor *out[3];
         ck_assert_msg(clt_module_forward_many(m, 3, in, 2, out) == CLT_OK, "%s",
                       clt_last_error());
         assert_upstream(out[0], ref(&st, "last_hidden_state"), name, dev);

@@ -423,7 +423,7 @@ clt_status clt_tokenizer_encode(const clt_tokenizer *tok, const char *text, size
         if (ids && e.n_ids > capacity)
             st = clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn,
                                "the text is %zu ids, the buffer holds %zu", e.n_ids, capacity);
-        else if (ids)
+        else if (ids && e.n_ids > 0) /* (no ids: e.ids may be NULL) */
             memcpy(ids, e.ids, e.n_ids * sizeof *ids);
     }
     encoder_free(&e);
