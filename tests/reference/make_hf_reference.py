@@ -1,8 +1,8 @@
 """torchvision's and Hugging Face transformers' own numbers for the models suite, written as
-small committed files. Run with the Python that has torch, torchvision 0.29 and transformers 5
-(/work/pyref/bin/python here):
+small committed files. Run with a Python that has torch, torchvision 0.29 and transformers 5
+(`pip install torch torchvision transformers` in a virtual environment):
 
-  /work/pyref/bin/python tests/reference/make_hf_reference.py [DIR]
+  python tests/reference/make_hf_reference.py [DIR]
 
 writes into DIR (default: this script's folder):
   resnet50_names.txt        torchvision.models.resnet50()'s parameter and buffer names and

@@ -3,7 +3,7 @@ here, and what PIL decodes from them and torchvision's transforms make of them, 
 committed files so that the suite needs neither. Run with a Python that has torch, torchvision,
 Pillow and numpy:
 
-  /work/pyref/bin/python tests/reference/make_image_reference.py [IMAGES_DIR [REFERENCE]]
+  python tests/reference/make_image_reference.py [IMAGES_DIR [REFERENCE]]
 
 writes the images into IMAGES_DIR (default: tests/data/images) and the references into
 REFERENCE (default: tests/reference/image_reference.safetensors). Every image is synthetic and
